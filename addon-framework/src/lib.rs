@@ -1,0 +1,1 @@
+//! Addon framework: the AgentAddon trait, the addon manager that installs addon agents through ManifestWork, and example addons.

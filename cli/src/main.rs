@@ -1,0 +1,2 @@
+//! The `ocm` command.
+fn main() {}

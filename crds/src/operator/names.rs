@@ -1,0 +1,1 @@
+//! Well-known names of the `operator` API group: labels, annotations, finalizers, conditions.

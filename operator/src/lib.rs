@@ -1,0 +1,1 @@
+//! Operator: ClusterManager and Klusterlet reconcilers that install ocm-rs on real clusters.

@@ -1,0 +1,1 @@
+//! Placement: the pure scheduler core and the controller that turns Placement into PlacementDecision.
