@@ -1,7 +1,7 @@
 //! The CustomResourceDefinitions ocm-rs installs, grouped by where they are installed.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 
 /// Where a set of CRDs is installed.
@@ -71,6 +71,7 @@ fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
             continue;
         };
         schema.title = None;
+        restore_int_or_string_types(schema);
         let props = schema.properties.get_or_insert_with(Default::default);
         for field in ["apiVersion", "kind"] {
             props
@@ -88,6 +89,40 @@ fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
             });
     }
     crd
+}
+
+/// kube-derive's structural rewrite empties the `anyOf` branches of int-or-string schemas
+/// (`anyOf: [{}, {}]`); upstream CRDs carry `[{type: integer}, {type: string}]`, which is what
+/// kube-apiserver's own int-or-string schemas look like. Put the types back, everywhere.
+fn restore_int_or_string_types(schema: &mut JSONSchemaProps) {
+    if schema.x_kubernetes_int_or_string == Some(true)
+        && let Some(any_of) = schema.any_of.as_mut()
+        && any_of.len() == 2
+        && any_of.iter().all(|s| s.type_.is_none())
+    {
+        any_of[0].type_ = Some("integer".into());
+        any_of[1].type_ = Some("string".into());
+    }
+    let children = schema
+        .properties
+        .iter_mut()
+        .flat_map(|p| p.values_mut())
+        .chain(schema.any_of.iter_mut().flatten())
+        .chain(schema.all_of.iter_mut().flatten())
+        .chain(schema.one_of.iter_mut().flatten());
+    for child in children {
+        restore_int_or_string_types(child);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(s)) => restore_int_or_string_types(s),
+        Some(JSONSchemaPropsOrArray::Schemas(list)) => {
+            list.iter_mut().for_each(restore_int_or_string_types)
+        }
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(s)) = schema.additional_properties.as_mut() {
+        restore_int_or_string_types(s);
+    }
 }
 
 /// File name of a CRD's manifest: `<plural>.<group>.yaml` (the CRD's own name).

@@ -120,3 +120,11 @@ pub fn bytes(_: &mut SchemaGenerator) -> Schema {
 pub fn nullable_time(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "format": "date-time", "nullable": true})
 }
+
+/// Drops the `default` schemars derives from `#[serde(default)]`, for fields Go always
+/// serializes (no `omitempty`) but whose upstream CRD declares no default: the zero value is
+/// accepted when reading, yet the API server must not fill it in.
+/// Use with `#[schemars(transform = crate::schema::no_default)]`.
+pub fn no_default(schema: &mut Schema) {
+    schema.remove("default");
+}

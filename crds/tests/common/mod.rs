@@ -1,7 +1,7 @@
 //! Helpers shared by the ocm-api integration tests: loading example objects, typed round
 //! trips, and validating objects against the generated CRD schemas with a JSON-schema
 //! validator.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
@@ -118,17 +118,20 @@ fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Every CRD ocm-rs generates (hub and klusterlet).
-pub fn all_crds() -> Vec<CustomResourceDefinition> {
-    let mut crds = ocm_api::crds::hub();
-    crds.extend(ocm_api::crds::klusterlet());
-    crds
+/// Every CRD ocm-rs generates (hub and klusterlet), generated once per test binary.
+pub fn all_crds() -> &'static [CustomResourceDefinition] {
+    static CRDS: std::sync::OnceLock<Vec<CustomResourceDefinition>> = std::sync::OnceLock::new();
+    CRDS.get_or_init(|| {
+        let mut crds = ocm_api::crds::hub();
+        crds.extend(ocm_api::crds::klusterlet());
+        crds
+    })
 }
 
 /// The CRD serving `apiVersion`/`kind`, with the version's openAPIV3Schema as JSON.
 pub fn schema_for(api_version: &str, kind: &str) -> Option<Value> {
     let (group, version) = api_version.rsplit_once('/')?;
-    all_crds().into_iter().find_map(|crd| {
+    all_crds().iter().find_map(|crd| {
         if crd.spec.group != group || crd.spec.names.kind != kind {
             return None;
         }
@@ -187,11 +190,6 @@ pub fn to_json_schema(k8s: &Value) -> Value {
             }
         }
     }
-    if nullable {
-        if let Some(Value::String(t)) = out.get("type").cloned() {
-            out.insert("type".into(), serde_json::json!([t, "null"]));
-        }
-    }
     let is_object = out.get("type").and_then(Value::as_str) == Some("object");
     if is_object
         && !preserve
@@ -199,6 +197,9 @@ pub fn to_json_schema(k8s: &Value) -> Value {
         && !out.contains_key("additionalProperties")
     {
         out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    if let (true, Some(Value::String(t))) = (nullable, out.get("type").cloned()) {
+        out.insert("type".into(), serde_json::json!([t, "null"]));
     }
     Value::Object(out)
 }

@@ -36,6 +36,7 @@ pub struct ManagedClusterSpec {
     /// Whether the hub admin accepts this cluster. Only users allowed to `update` the
     /// `managedclusters/accept` subresource may set it to true. Always serialized.
     #[serde(default)]
+    #[schemars(transform = crate::schema::no_default)]
     pub hub_accepts_client: bool,
 
     /// How often, in seconds, the agent renews its lease; the hub marks the cluster
