@@ -228,7 +228,7 @@ pub mod conditions {
     /// Placement: the spec cannot be scheduled (bad CEL, unknown prioritizer, ...).
     pub const PLACEMENT_MISCONFIGURED: &str = "PlacementMisconfigured";
 
-    /// Reasons of [`HUB_ACCEPTED`](super::HUB_ACCEPTED).
+    /// Reasons of [`HUB_ACCEPTED`].
     pub mod hub_accepted {
         /// True: accepted.
         pub const ADMIN_ACCEPTED: &str = "HubClusterAdminAccepted";
@@ -238,13 +238,13 @@ pub mod conditions {
         pub const ERROR: &str = "Error";
     }
 
-    /// Reasons of [`JOINED`](super::JOINED).
+    /// Reasons of [`JOINED`].
     pub mod joined {
         /// True: joined.
         pub const JOINED: &str = "ManagedClusterJoined";
     }
 
-    /// Reasons of [`AVAILABLE`](super::AVAILABLE).
+    /// Reasons of [`AVAILABLE`].
     pub mod available {
         /// True: the API server answers its health check.
         pub const AVAILABLE: &str = "ManagedClusterAvailable";
@@ -254,7 +254,7 @@ pub mod conditions {
         pub const LEASE_UPDATE_STOPPED: &str = "ManagedClusterLeaseUpdateStopped";
     }
 
-    /// Reasons of [`CLOCK_SYNCED`](super::CLOCK_SYNCED).
+    /// Reasons of [`CLOCK_SYNCED`].
     pub mod clock_synced {
         /// True: clocks agree.
         pub const SYNCED: &str = "ManagedClusterClockSynced";
@@ -262,7 +262,7 @@ pub mod conditions {
         pub const OUT_OF_SYNC: &str = "ManagedClusterClockOutOfSync";
     }
 
-    /// Reasons of [`DELETING`](super::DELETING).
+    /// Reasons of [`DELETING`].
     pub mod deleting {
         /// False: resources remain in the cluster namespace.
         pub const RESOURCE_REMAINING: &str = "ResourceRemaining";
@@ -272,7 +272,7 @@ pub mod conditions {
         pub const ERROR: &str = "DeletingError";
     }
 
-    /// Reasons of [`CERTIFICATE_ROTATED`](super::CERTIFICATE_ROTATED).
+    /// Reasons of [`CERTIFICATE_ROTATED`].
     pub mod certificate_rotated {
         /// True: a new client certificate was written.
         pub const UPDATED: &str = "ClientCertificateUpdated";
@@ -280,7 +280,7 @@ pub mod conditions {
         pub const UPDATE_FAILED: &str = "ClientCertificateUpdateFailed";
     }
 
-    /// Reasons of [`NAMESPACE_AVAILABLE`](super::NAMESPACE_AVAILABLE).
+    /// Reasons of [`NAMESPACE_AVAILABLE`].
     pub mod namespace_available {
         /// True: the namespace was applied.
         pub const APPLIED: &str = "NamespaceApplied";
@@ -288,7 +288,7 @@ pub mod conditions {
         pub const APPLY_FAILED: &str = "NamespaceApplyFailed";
     }
 
-    /// Reasons of [`CLUSTER_SET_EMPTY`](super::CLUSTER_SET_EMPTY).
+    /// Reasons of [`CLUSTER_SET_EMPTY`].
     pub mod cluster_set_empty {
         /// False: "N ManagedClusters selected".
         pub const CLUSTERS_SELECTED: &str = "ClustersSelected";
@@ -296,7 +296,7 @@ pub mod conditions {
         pub const NO_CLUSTER_MATCHED: &str = "NoClusterMatched";
     }
 
-    /// Reasons of [`BOUND`](super::BOUND).
+    /// Reasons of [`BOUND`].
     pub mod bound {
         /// True: the set exists.
         pub const CLUSTER_SET_BOUND: &str = "ClusterSetBound";
@@ -304,7 +304,7 @@ pub mod conditions {
         pub const CLUSTER_SET_NOT_FOUND: &str = "ClusterSetNotFound";
     }
 
-    /// Reasons of [`PLACEMENT_SATISFIED`](super::PLACEMENT_SATISFIED), in the order the
+    /// Reasons of [`PLACEMENT_SATISFIED`], in the order the
     /// scheduler checks them.
     pub mod placement_satisfied {
         /// False: no ManagedClusterSetBinding in the namespace.
@@ -321,7 +321,7 @@ pub mod conditions {
         pub const ALL_DECISIONS_SCHEDULED: &str = "AllDecisionsScheduled";
     }
 
-    /// Reasons of [`PLACEMENT_MISCONFIGURED`](super::PLACEMENT_MISCONFIGURED).
+    /// Reasons of [`PLACEMENT_MISCONFIGURED`].
     pub mod placement_misconfigured {
         /// True: message is `<plugin>:<error>`.
         pub const MISCONFIGURED: &str = "Misconfigured";
