@@ -72,6 +72,16 @@ fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
         };
         schema.title = None;
         restore_int_or_string_types(schema);
+        let name = crd.metadata.name.as_deref().unwrap_or_default();
+        strip_nullable(schema, name, "");
+        if !SPEC_REQUIRED_KINDS.contains(&crd.spec.names.kind.as_str())
+            && let Some(required) = schema.required.as_mut()
+        {
+            required.retain(|r| r != "spec");
+            if required.is_empty() {
+                schema.required = None;
+            }
+        }
         let props = schema.properties.get_or_insert_with(Default::default);
         for field in ["apiVersion", "kind"] {
             props
@@ -89,6 +99,68 @@ fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
             });
     }
     crd
+}
+
+/// Kinds whose upstream CRD requires `spec` at the top level. kube-derive requires it for
+/// every kind; the others accept objects without one.
+const SPEC_REQUIRED_KINDS: &[&str] = &[
+    "ClusterManagementAddOn",
+    "ManagedClusterAddOn",
+    "AddOnDeploymentConfig",
+    "AddOnTemplate",
+    "Placement",
+];
+
+/// Fields upstream declares `nullable` (CRD name, dotted path with `[]` for list items). Every
+/// other `nullable` comes from kube-derive marking `Option` fields, which upstream CRDs do not
+/// do: a nullable field keeps an explicit `null` instead of dropping it, and kube-apiserver
+/// refuses a nullable list-map key outright.
+const NULLABLE_FIELDS: &[(&str, &str)] = &[(
+    "managedclusters.cluster.open-cluster-management.io",
+    "spec.taints[].timeAdded",
+)];
+
+/// Removes `nullable` everywhere below `schema` except at [`NULLABLE_FIELDS`].
+fn strip_nullable(schema: &mut JSONSchemaProps, crd_name: &str, path: &str) {
+    let keep = NULLABLE_FIELDS
+        .iter()
+        .any(|(c, p)| *c == crd_name && *p == path);
+    if !keep {
+        schema.nullable = None;
+    }
+    let child_path = |field: &str| {
+        if path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        }
+    };
+    for (field, child) in schema.properties.iter_mut().flatten() {
+        strip_nullable(child, crd_name, &child_path(field));
+    }
+    for child in schema
+        .any_of
+        .iter_mut()
+        .flatten()
+        .chain(schema.all_of.iter_mut().flatten())
+        .chain(schema.one_of.iter_mut().flatten())
+    {
+        strip_nullable(child, crd_name, path);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(s)) => {
+            strip_nullable(s, crd_name, &format!("{path}[]"))
+        }
+        Some(JSONSchemaPropsOrArray::Schemas(list)) => {
+            for s in list {
+                strip_nullable(s, crd_name, &format!("{path}[]"));
+            }
+        }
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(s)) = schema.additional_properties.as_mut() {
+        strip_nullable(s, crd_name, &format!("{path}.*"));
+    }
 }
 
 /// kube-derive's structural rewrite empties the `anyOf` branches of int-or-string schemas
