@@ -1,1 +1,3 @@
 //! Placement: the pure scheduler core and the controller that turns Placement into PlacementDecision.
+
+pub mod scheduler;

@@ -1,0 +1,34 @@
+//! Who is making a request. Every request carries an [`Identity`] in its extensions; until
+//! authentication lands, a request without one runs as the admin user.
+
+/// The authenticated user of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// User name, e.g. `admin` or `system:serviceaccount:ns:sa`.
+    pub user: String,
+    /// Groups, e.g. `system:masters`.
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// The cluster administrator (member of `system:masters`).
+    pub fn admin() -> Self {
+        Identity {
+            user: "admin".into(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
+        }
+    }
+
+    /// The server itself, for its own controllers.
+    pub fn system() -> Self {
+        Identity {
+            user: "system:apiserver".into(),
+            groups: vec!["system:masters".into()],
+        }
+    }
+
+    /// Whether the user is in `system:masters`.
+    pub fn is_master(&self) -> bool {
+        self.groups.iter().any(|g| g == "system:masters")
+    }
+}

@@ -1,0 +1,31 @@
+//! The server's own controllers, which kube-controller-manager and the apiextensions server
+//! run in a real cluster: CRD establishment and cleanup, namespace termination, and the
+//! ownerReference garbage collector.
+
+mod crd;
+mod gc;
+mod namespace;
+
+use std::sync::Arc;
+
+use crate::ops::Ctx;
+use crate::server::Inner;
+use crate::storage::Bucket;
+
+/// Starts every controller on the current Tokio runtime.
+pub(crate) fn start(inner: Arc<Inner>) {
+    tokio::spawn(crd::run(inner.clone()));
+    tokio::spawn(namespace::run(inner.clone()));
+    tokio::spawn(gc::run(inner));
+}
+
+/// A pipeline context for the server's own writes to the objects of `bucket`.
+pub(crate) fn system_ctx(inner: &Arc<Inner>, bucket: &Bucket, manager: &str) -> Option<Ctx> {
+    let res = inner
+        .registry
+        .by_storage_resource(&bucket.cluster, &bucket.resource)?;
+    let version = res.storage_version.clone();
+    let mut ctx = Ctx::new(inner.clone(), &bucket.cluster, res, &version);
+    ctx.manager = manager.to_owned();
+    Some(ctx)
+}

@@ -1,0 +1,288 @@
+//! Namespace controller: empties a terminating namespace (respecting finalizers of its
+//! contents), reports progress in conditions, then removes the `kubernetes` finalizer so the
+//! namespace disappears.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::system_ctx;
+use crate::meta;
+use crate::ops::{DeleteOptions, Managed, Propagation, Target};
+use crate::server::Inner;
+use crate::storage::{Bucket, ObjectKey};
+
+const NS_RESOURCE: &str = "/namespaces";
+
+pub(crate) async fn run(inner: Arc<Inner>) {
+    let (_, mut events) = inner.store.subscribe_all();
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut terminating: HashSet<(String, String)> = HashSet::new();
+    let mut queue: VecDeque<(String, String)> = VecDeque::new();
+    for bucket in inner.store.buckets() {
+        if &*bucket.resource == NS_RESOURCE {
+            let (_, items) = inner.store.list(&bucket, None, None);
+            for (_, name, object) in items {
+                if serde_json::from_slice::<Value>(&object.value)
+                    .is_ok_and(|v| meta::is_deleting(&v))
+                {
+                    terminating.insert((bucket.cluster.to_string(), name.clone()));
+                    queue.push_back((bucket.cluster.to_string(), name));
+                }
+            }
+        }
+    }
+    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    loop {
+        while let Some((cluster, ns)) = queue.pop_front() {
+            queue.retain(|q| q != &(cluster.clone(), ns.clone()));
+            if !reconcile(&inner, &cluster, &ns).await {
+                terminating.remove(&(cluster, ns));
+            }
+        }
+        tokio::select! {
+            e = events.recv() => {
+                let Some(event) = e else { return };
+                let cluster = event.key.bucket.cluster.to_string();
+                if &*event.key.bucket.resource == NS_RESOURCE {
+                    let deleting = serde_json::from_slice::<Value>(&event.object).is_ok_and(|v| meta::is_deleting(&v));
+                    let gone = event.kind == crate::storage::EventKind::Deleted;
+                    let key = (cluster, event.key.name.clone());
+                    if deleting && !gone {
+                        terminating.insert(key.clone());
+                        queue.push_back(key);
+                    } else {
+                        terminating.remove(&key);
+                    }
+                } else if !event.key.namespace.is_empty() {
+                    let key = (cluster, event.key.namespace.clone());
+                    if terminating.contains(&key) && !queue.contains(&key) {
+                        queue.push_back(key);
+                    }
+                }
+            }
+            _ = resync.tick() => {
+                queue.extend(terminating.iter().cloned());
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+fn condition(ty: &str, status: bool, reason: &str, message: &str, now: &str) -> Value {
+    json!({
+        "type": ty,
+        "status": if status { "True" } else { "False" },
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// One pass over a terminating namespace. Returns whether it still terminates.
+async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
+    let ns_bucket = Bucket::new(cluster, NS_RESOURCE);
+    let Some(stored) = inner.store.get(&ObjectKey::new(ns_bucket.clone(), "", ns)) else {
+        return false;
+    };
+    let Ok(namespace) = serde_json::from_slice::<Value>(&stored.value) else {
+        return false;
+    };
+    if !meta::is_deleting(&namespace) {
+        return false;
+    }
+    let opts = DeleteOptions {
+        propagation: Some(Propagation::Background),
+        ..DeleteOptions::default()
+    };
+    let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
+    let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for res in inner.registry.all(cluster) {
+        if !res.namespaced || res.builtin().is_some_and(|k| k.is_virtual()) {
+            continue;
+        }
+        let bucket = res.bucket(cluster);
+        if !seen.insert(bucket.clone()) {
+            continue;
+        }
+        let (_, items) = inner.store.list(&bucket, Some(ns), None);
+        if items.is_empty() {
+            continue;
+        }
+        let Some(mut ctx) = system_ctx(inner, &bucket, "namespace-controller") else {
+            continue;
+        };
+        for (_, name, object) in &items {
+            let value: Value = serde_json::from_slice(&object.value).unwrap_or(Value::Null);
+            if !meta::is_deleting(&value)
+                && let Err(err) = ctx.delete(ns, name, &opts).await
+                && err.code != 404
+            {
+                tracing::debug!(%err, "namespace controller delete");
+            }
+        }
+        let (_, left) = inner.store.list(&bucket, Some(ns), None);
+        if !left.is_empty() {
+            let label = if res.group.is_empty() {
+                res.plural.clone()
+            } else {
+                format!("{}.{}", res.plural, res.group)
+            };
+            remaining.insert(label, left.len());
+            for (_, _, object) in &left {
+                if let Ok(v) = serde_json::from_slice::<Value>(&object.value) {
+                    for f in meta::finalizers(&v) {
+                        *finalizers.entry(f).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    let Some(mut ns_ctx) = system_ctx(inner, &ns_bucket, "namespace-controller") else {
+        return true;
+    };
+    let now = meta::now();
+    let content_msg = if remaining.is_empty() {
+        "All content successfully removed".to_owned()
+    } else {
+        let parts: Vec<String> = remaining
+            .iter()
+            .map(|(r, n)| format!("{r} has {n} resource instances"))
+            .collect();
+        format!("Some resources are remaining: {}", parts.join(", "))
+    };
+    let fin_msg = if finalizers.is_empty() {
+        "All content-preserving finalizers finished".to_owned()
+    } else {
+        let parts: Vec<String> = finalizers
+            .iter()
+            .map(|(f, n)| format!("{f} in {n} resource instances"))
+            .collect();
+        format!(
+            "Some content in the namespace has finalizers remaining: {}",
+            parts.join(", ")
+        )
+    };
+    let conditions = [
+        condition(
+            "NamespaceDeletionDiscoveryFailure",
+            false,
+            "ResourcesDiscovered",
+            "All resources successfully discovered",
+            &now,
+        ),
+        condition(
+            "NamespaceDeletionGroupVersionParsingFailure",
+            false,
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed",
+            &now,
+        ),
+        condition(
+            "NamespaceDeletionContentFailure",
+            false,
+            "ContentDeleted",
+            "All content successfully deleted, may be waiting on finalization",
+            &now,
+        ),
+        condition(
+            "NamespaceContentRemaining",
+            !remaining.is_empty(),
+            if remaining.is_empty() {
+                "ContentRemoved"
+            } else {
+                "SomeResourcesRemain"
+            },
+            &content_msg,
+            &now,
+        ),
+        condition(
+            "NamespaceFinalizersRemaining",
+            !finalizers.is_empty(),
+            if finalizers.is_empty() {
+                "ContentHasNoFinalizers"
+            } else {
+                "SomeFinalizersRemain"
+            },
+            &fin_msg,
+            &now,
+        ),
+    ];
+    let mut set_status = |_: &mut crate::ops::Ctx, old: &Value| {
+        let mut new = old.clone();
+        let old_conditions = old
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let merged: Vec<Value> = conditions
+            .iter()
+            .map(|c| {
+                match old_conditions
+                    .iter()
+                    .find(|o| o.get("type") == c.get("type"))
+                {
+                    Some(o)
+                        if o.get("status") == c.get("status")
+                            && o.get("message") == c.get("message") =>
+                    {
+                        o.clone()
+                    }
+                    _ => c.clone(),
+                }
+            })
+            .collect();
+        new["status"] = json!({"phase": "Terminating", "conditions": merged});
+        Ok(new)
+    };
+    if let Err(err) = ns_ctx
+        .update(
+            "",
+            ns,
+            &Target::Sub("status".into()),
+            Managed::RecordUpdate,
+            false,
+            &mut set_status,
+        )
+        .await
+    {
+        tracing::debug!(%err, "namespace status");
+    }
+    if !remaining.is_empty() {
+        return true;
+    }
+    let mut finalize = |_: &mut crate::ops::Ctx, old: &Value| {
+        let mut new = old.clone();
+        let fins: Vec<Value> = old
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter(|f| f.as_str() != Some("kubernetes"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        new["spec"] = json!({"finalizers": fins});
+        Ok(new)
+    };
+    match ns_ctx
+        .update(
+            "",
+            ns,
+            &Target::Sub("finalize".into()),
+            Managed::RecordUpdate,
+            false,
+            &mut finalize,
+        )
+        .await
+    {
+        Ok(updated) => !updated.deleted,
+        Err(err) => {
+            tracing::debug!(%err, "namespace finalize");
+            err.code != 404
+        }
+    }
+}

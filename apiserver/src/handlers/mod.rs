@@ -1,0 +1,347 @@
+//! REST handlers of resource requests: routing a parsed path to get, list, watch, create,
+//! update, patch and delete, and shaping replies (JSON, Table, PartialObjectMetadata).
+
+mod apply;
+mod delete;
+mod read;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::ops::{Ctx, FieldValidation};
+use crate::registry::ResourceInfo;
+use crate::request::{Query, ResourcePath};
+use crate::server::Inner;
+
+/// A reply body: complete, or streamed (watch).
+pub(crate) enum ReplyBody {
+    /// The whole body.
+    Full(Bytes),
+    /// Chunks sent as they come.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+/// What a handler answers.
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub content_type: String,
+    pub body: ReplyBody,
+    pub warnings: Vec<String>,
+}
+
+impl Reply {
+    pub fn json(status: StatusCode, value: &Value) -> Reply {
+        Reply::bytes(
+            status,
+            Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+        )
+    }
+
+    pub fn bytes(status: StatusCode, body: Bytes) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json".into(),
+            body: ReplyBody::Full(body),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn error(err: &ApiError) -> Reply {
+        let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Reply::json(status, &err.to_status())
+    }
+}
+
+/// How a response should be shaped, from the `Accept` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Plain objects and lists.
+    Json,
+    /// `meta.k8s.io/v1` Table.
+    Table,
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
+    PartialMeta,
+}
+
+/// Picks the output format from an `Accept` header.
+pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';').map(str::trim);
+        let mime = parts.next().unwrap_or("").to_ascii_lowercase();
+        let params: Vec<(String, String)> = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let param = |k: &str| {
+            params
+                .iter()
+                .find(|(pk, _)| pk == k)
+                .map(|(_, v)| v.as_str())
+        };
+        if !matches!(mime.as_str(), "application/json" | "*/*" | "application/*") {
+            continue;
+        }
+        match (param("as"), param("g"), param("v")) {
+            (None, _, _) => return Ok(Output::Json),
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => {
+                return Ok(Output::Table);
+            }
+            (
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
+                Some("meta.k8s.io"),
+                Some("v1" | "v1beta1"),
+            ) => {
+                return Ok(Output::PartialMeta);
+            }
+            _ => continue,
+        }
+    }
+    Err(ApiError::not_acceptable(
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    ))
+}
+
+/// Everything a resource handler needs about the request.
+pub(crate) struct ResourceRequest {
+    pub inner: Arc<Inner>,
+    pub cluster: String,
+    pub path: ResourcePath,
+    pub res: Arc<ResourceInfo>,
+    pub query: Query,
+    pub identity: Identity,
+    pub user_agent: String,
+    pub accept: Option<String>,
+    pub content_type: String,
+    pub method: Method,
+}
+
+impl ResourceRequest {
+    pub fn namespace(&self) -> &str {
+        self.path.namespace.as_deref().unwrap_or("")
+    }
+
+    /// A pipeline context with the request's write options.
+    pub fn ctx(&self) -> Result<Ctx, ApiError> {
+        let mut ctx = Ctx::new(
+            self.inner.clone(),
+            &self.cluster,
+            self.res.clone(),
+            &self.path.version,
+        );
+        ctx.identity = self.identity.clone();
+        match self.query.get("dryRun") {
+            None | Some("") => {}
+            Some("All") => ctx.dry_run = true,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid dry run value: {other}; supported values: All"
+                )));
+            }
+        }
+        ctx.field_validation = match self.query.get("fieldValidation") {
+            None | Some("") | Some("Warn") => FieldValidation::Warn,
+            Some("Ignore") => FieldValidation::Ignore,
+            Some("Strict") => FieldValidation::Strict,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "fieldValidation parameter unsupported: {other}. Supported values: Ignore, Warn, Strict"
+                )));
+            }
+        };
+        ctx.manager = match self.query.non_empty("fieldManager") {
+            Some(m) => m.to_owned(),
+            None => default_manager(&self.user_agent),
+        };
+        Ok(ctx)
+    }
+
+    fn verb(&self) -> &'static str {
+        let has_name = self.path.name.is_some();
+        match self.method {
+            Method::GET | Method::HEAD => {
+                if self.query.flag("watch") {
+                    "watch"
+                } else if has_name {
+                    "get"
+                } else {
+                    "list"
+                }
+            }
+            Method::POST => "create",
+            Method::PUT => "update",
+            Method::PATCH => "patch",
+            Method::DELETE => {
+                if has_name {
+                    "delete"
+                } else {
+                    "deletecollection"
+                }
+            }
+            _ => "unknown",
+        }
+    }
+}
+
+/// The manager name derived from a User-Agent: the part before the first `/`.
+fn default_manager(user_agent: &str) -> String {
+    let m = user_agent.split('/').next().unwrap_or("").trim();
+    if m.is_empty() {
+        "unknown".into()
+    } else {
+        m.chars().take(128).collect()
+    }
+}
+
+/// Serves one resource request.
+pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
+    let verb = req.verb();
+    let sub = req.path.subresource.clone();
+    // Scope checks.
+    if req.path.namespace.is_some() && !req.res.namespaced {
+        return Err(ApiError::route_not_found());
+    }
+    if req.res.namespaced && req.path.namespace.is_none() && !matches!(verb, "list" | "watch") {
+        return Err(ApiError::route_not_found());
+    }
+    if matches!(verb, "update" | "patch") && req.path.name.is_none() {
+        return Err(ApiError::method_not_allowed());
+    }
+    if let Some(sub) = &sub {
+        let subs = req.res.subresources(&req.path.version);
+        if !subs.iter().any(|s| s == sub) {
+            return Err(ApiError::route_not_found());
+        }
+        let allowed = match sub.as_str() {
+            "finalize" => matches!(verb, "update"),
+            _ => matches!(verb, "get" | "update" | "patch"),
+        };
+        if !allowed {
+            return Err(ApiError::method_not_allowed());
+        }
+    } else if !req.res.allows(verb) {
+        return Err(ApiError::method_not_allowed());
+    }
+    if let Some(version) = req.res.version(&req.path.version)
+        && let Some(warning) = &version.deprecation_warning
+    {
+        let mut reply = dispatch(&req, verb, body).await?;
+        reply.warnings.push(warning.clone());
+        return Ok(reply);
+    }
+    dispatch(&req, verb, body).await
+}
+
+async fn dispatch(req: &ResourceRequest, verb: &str, body: Bytes) -> Result<Reply, ApiError> {
+    match verb {
+        "get" => read::get(req),
+        "list" => read::list(req),
+        "watch" => watch::watch(req),
+        "create" => write::create(req, body).await,
+        "update" => write::update(req, body).await,
+        "patch" => write::patch(req, body).await,
+        "delete" => delete::delete(req, body).await,
+        "deletecollection" => delete::delete_collection(req, body).await,
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// Parses a JSON request body into an object.
+pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, ApiError> {
+    let mime = req
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime == "application/yaml" {
+        let text = std::str::from_utf8(body)
+            .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
+        let value: Value = serde_saphyr::from_str(text)
+            .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {})",
+                req.res.kind
+            )));
+        }
+        return Ok(value);
+    }
+    if !mime.is_empty() && mime != "application/json" && mime != "*/*" {
+        return Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/cbor",
+        ));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|err| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {}",
+            req.res.kind, err
+        ))
+    })?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+            req.res.kind,
+            json_type(&value)
+        )));
+    }
+    Ok(value)
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The object as `PartialObjectMetadata`.
+pub(crate) fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Shapes a single object per the `Accept` header.
+pub(crate) fn object_reply(
+    req: &ResourceRequest,
+    status: StatusCode,
+    obj: &Value,
+) -> Result<Reply, ApiError> {
+    match negotiate(req.accept.as_deref())? {
+        Output::Json => Ok(Reply::json(status, obj)),
+        Output::PartialMeta => Ok(Reply::json(status, &partial_metadata(obj))),
+        Output::Table => {
+            let rv = crate::meta::meta_str(obj, "resourceVersion").to_owned();
+            let table = crate::table::table(
+                &req.res,
+                &req.path.version,
+                std::slice::from_ref(obj),
+                &rv,
+                "",
+                true,
+            );
+            let mut reply = Reply::json(status, &table);
+            reply.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
+            Ok(reply)
+        }
+    }
+}
+pub(crate) use write::patch_error as patch_error_pub;

@@ -1,0 +1,345 @@
+//! get and list.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Output, Reply, ResourceRequest, negotiate, object_reply, partial_metadata};
+use crate::error::ApiError;
+use crate::meta;
+use crate::selector::{FieldSelector, FieldSet, LabelSelector};
+use crate::storage::{Revision, StorageError, StoredObject};
+
+/// Label and field selector of a request, checked against what the resource supports.
+pub(crate) struct Filter {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub field_set: FieldSet,
+    pub namespace: Option<String>,
+}
+
+impl Filter {
+    pub fn from_request(req: &ResourceRequest) -> Result<Filter, ApiError> {
+        let labels = LabelSelector::parse(req.query.get("labelSelector").unwrap_or(""))
+            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+        let field_set = if req.res.is_custom() {
+            let paths: Vec<String> = req
+                .res
+                .version(&req.path.version)
+                .map(|v| v.selectable_fields.clone())
+                .unwrap_or_default();
+            FieldSet::for_custom_resource(req.res.namespaced, &paths)
+        } else {
+            FieldSet::for_builtin(&req.res.group, &req.res.plural)
+        };
+        let fields = FieldSelector::parse(req.query.get("fieldSelector").unwrap_or(""))
+            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+        let fields = field_set
+            .check(&fields)
+            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+        Ok(Filter {
+            labels,
+            fields,
+            field_set,
+            namespace: req.path.namespace.clone(),
+        })
+    }
+
+    /// Whether nothing needs the parsed object.
+    pub fn is_everything(&self) -> bool {
+        self.labels.is_everything() && self.fields.is_everything()
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(ns) = &self.namespace
+            && meta::meta_str(obj, "namespace") != ns
+        {
+            return false;
+        }
+        self.labels.matches_value(obj) && self.fields.matches(obj, &self.field_set)
+    }
+}
+
+/// GET of one object (or of its status/approval/scale subresource).
+pub(crate) fn get(req: &ResourceRequest) -> Result<Reply, ApiError> {
+    let ctx = req.ctx()?;
+    let name = req.path.name.clone().unwrap_or_default();
+    let obj = ctx.get(req.namespace(), &name)?;
+    if req.path.subresource.as_deref() == Some("scale") {
+        return Ok(Reply::json(
+            StatusCode::OK,
+            &crate::handlers::write::scale_of(req, &obj),
+        ));
+    }
+    object_reply(req, StatusCode::OK, &obj)
+}
+
+/// A continue token: the list revision and the last key returned.
+pub(crate) fn encode_continue(rev: Revision, ns: &str, name: &str) -> String {
+    let raw = json!({"v": "meta.k8s.io/v1", "rv": rev, "ns": ns, "name": name}).to_string();
+    raw.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_continue(token: &str) -> Option<(Revision, String, String)> {
+    if !token.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| {
+            token
+                .get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect();
+    let v: Value = serde_json::from_slice(&bytes?).ok()?;
+    Some((
+        v.get("rv")?.as_u64()?,
+        v.get("ns")?.as_str()?.to_owned(),
+        v.get("name")?.as_str()?.to_owned(),
+    ))
+}
+
+/// Items of a list, after selectors and paging; parsed items are already presented.
+pub(crate) struct Page {
+    pub revision: Revision,
+    pub items: Vec<(StoredObject, Option<Value>)>,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+/// Collects a page of a list request.
+pub(crate) fn collect_page(req: &ResourceRequest, filter: &Filter) -> Result<Page, ApiError> {
+    let store = &req.inner.store;
+    let bucket = req.res.bucket(&req.cluster);
+    let ns = req.path.namespace.as_deref();
+    let limit: usize = match req.query.non_empty("limit") {
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?
+            .max(0) as usize,
+        None => 0,
+    };
+    let rv_param = req.query.non_empty("resourceVersion");
+    let rv_match = req.query.non_empty("resourceVersionMatch");
+    if rv_match.is_some() && rv_param.is_none() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    let continue_token = req.query.non_empty("continue");
+    let (revision, items) = if let Some(token) = continue_token {
+        if rv_param.is_some_and(|rv| rv != "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let Some((rev, tns, tname)) = decode_continue(token) else {
+            return Err(ApiError::bad_request(
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        };
+        match store.list_at(&bucket, ns, Some((&tns, &tname)), rev) {
+            Ok(items) => (rev, items),
+            Err(StorageError::Compacted { .. }) => {
+                return Err(ApiError::expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                ));
+            }
+            Err(err) => {
+                return Err(ApiError::from_storage(
+                    err,
+                    crate::error::Gr {
+                        group: "",
+                        resource: "",
+                    },
+                    "",
+                ));
+            }
+        }
+    } else {
+        let requested: Option<Revision> =
+            match rv_param {
+                Some(rv) => Some(rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?),
+                None => None,
+            };
+        match (rv_match, requested) {
+            (Some("Exact"), Some(rev)) if rev > 0 => {
+                if rev > store.revision() {
+                    return Err(ApiError::timeout(format!(
+                        "Too large resource version: {rev}, current: {}",
+                        store.revision()
+                    )));
+                }
+                match store.list_at(&bucket, ns, None, rev) {
+                    Ok(items) => (rev, items),
+                    Err(StorageError::Compacted { requested, oldest }) => {
+                        return Err(ApiError::expired(format!(
+                            "too old resource version: {requested} ({oldest})"
+                        )));
+                    }
+                    Err(err) => return Err(ApiError::internal(err)),
+                }
+            }
+            (Some(m), _) if m != "NotOlderThan" && m != "Exact" => {
+                return Err(ApiError::bad_request(format!(
+                    "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+                )));
+            }
+            (_, Some(rev)) if rev > store.revision() => {
+                return Err(ApiError::timeout(format!(
+                    "Too large resource version: {rev}, current: {}",
+                    store.revision()
+                )));
+            }
+            _ => store.list(&bucket, ns, None),
+        }
+    };
+    let mut page = Vec::new();
+    let mut last: Option<(String, String)> = None;
+    let mut more = false;
+    let total = items.len();
+    let mut consumed = 0;
+    let everything = filter.is_everything();
+    let ctx = req.ctx()?;
+    let passthrough = ctx.passthrough();
+    for (ins, iname, object) in items {
+        if limit > 0 && page.len() >= limit {
+            more = true;
+            break;
+        }
+        consumed += 1;
+        if everything {
+            page.push((object, None));
+        } else {
+            let value: Value = match serde_json::from_slice(&object.value) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            // Selectors apply to the object as the client sees it.
+            let value = if passthrough {
+                value
+            } else {
+                ctx.present(value)?
+            };
+            if !filter.matches(&value) {
+                last = Some((ins, iname));
+                continue;
+            }
+            page.push((object, Some(value)));
+        }
+        last = Some((ins, iname));
+    }
+    let continue_token = match (more, &last) {
+        (true, Some((ns, name))) => Some(encode_continue(revision, ns, name)),
+        _ => None,
+    };
+    let remaining = (more && everything).then(|| total - consumed);
+    Ok(Page {
+        revision,
+        items: page,
+        continue_token,
+        remaining,
+    })
+}
+
+/// GET of a collection.
+pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
+    let output = negotiate(req.accept.as_deref())?;
+    let filter = Filter::from_request(req)?;
+    let page = collect_page(req, &filter)?;
+    let ctx = req.ctx()?;
+    let mut list_meta = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(token) = &page.continue_token {
+        list_meta["continue"] = json!(token);
+    }
+    if let Some(n) = page.remaining {
+        list_meta["remainingItemCount"] = json!(n);
+    }
+    if output == Output::Json && ctx.passthrough() {
+        let head = json!({
+            "kind": req.res.list_kind,
+            "apiVersion": req.res.api_version(&req.path.version),
+            "metadata": list_meta,
+        })
+        .to_string();
+        let mut buf = BytesMut::with_capacity(
+            head.len()
+                + page
+                    .items
+                    .iter()
+                    .map(|i| i.0.value.len() + 1)
+                    .sum::<usize>()
+                + 16,
+        );
+        buf.put_slice(&head.as_bytes()[..head.len() - 1]);
+        buf.put_slice(b",\"items\":[");
+        for (i, (object, _)) in page.items.iter().enumerate() {
+            if i > 0 {
+                buf.put_u8(b',');
+            }
+            buf.put_slice(&object.value);
+        }
+        buf.put_slice(b"]}");
+        return Ok(Reply::bytes(StatusCode::OK, Bytes::from(buf)));
+    }
+    let mut objects = Vec::with_capacity(page.items.len());
+    for (object, parsed) in page.items {
+        let value = match parsed {
+            Some(v) => v,
+            None => ctx.present(ctx.parse(&object)?)?,
+        };
+        objects.push(value);
+    }
+    match output {
+        Output::Json => Ok(Reply::json(
+            StatusCode::OK,
+            &json!({
+                "kind": req.res.list_kind,
+                "apiVersion": req.res.api_version(&req.path.version),
+                "metadata": list_meta,
+                "items": objects,
+            }),
+        )),
+        Output::PartialMeta => {
+            let items: Vec<Value> = objects.iter().map(partial_metadata).collect();
+            Ok(Reply::json(
+                StatusCode::OK,
+                &json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": list_meta,
+                    "items": items,
+                }),
+            ))
+        }
+        Output::Table => {
+            let token = page.continue_token.unwrap_or_default();
+            let table = crate::table::table(
+                &req.res,
+                &req.path.version,
+                &objects,
+                &page.revision.to_string(),
+                &token,
+                true,
+            );
+            let mut reply = Reply::json(StatusCode::OK, &table);
+            reply.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
+            Ok(reply)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_roundtrip() {
+        let t = encode_continue(42, "ns", "a/b");
+        assert_eq!(decode_continue(&t), Some((42, "ns".into(), "a/b".into())));
+        assert_eq!(decode_continue("zz"), None);
+    }
+}

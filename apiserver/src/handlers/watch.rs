@@ -1,0 +1,363 @@
+//! watch: newline-delimited JSON events, resumable inside the history window, with bookmarks,
+//! initial events, selector transitions and too-old revisions reported as an ERROR event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::read::Filter;
+use super::{Output, Reply, ReplyBody, ResourceRequest, negotiate, partial_metadata};
+use crate::error::ApiError;
+use crate::ops::Ctx;
+use crate::registry::ResourceInfo;
+use crate::storage::{Event, EventKind, Revision, StorageError, WatchSubscription};
+
+/// Encodes one watch event line.
+fn event_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut buf = BytesMut::with_capacity(object.len() + kind.len() + 24);
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(kind.as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+    buf.freeze()
+}
+
+fn value_line(kind: &str, object: &Value) -> Bytes {
+    event_line(kind, &serde_json::to_vec(object).unwrap_or_default())
+}
+
+/// The ERROR event for a watch that cannot start.
+fn error_line(err: &ApiError) -> Bytes {
+    value_line("ERROR", &err.to_status())
+}
+
+struct Watcher {
+    ctx: Ctx,
+    res: Arc<ResourceInfo>,
+    version: String,
+    filter: Filter,
+    name: Option<String>,
+    output: Output,
+    tx: mpsc::Sender<Bytes>,
+    last_rev: Revision,
+    sent_columns: bool,
+}
+
+impl Watcher {
+    fn matches(&self, obj: &Value) -> bool {
+        if let Some(name) = &self.name
+            && crate::meta::meta_str(obj, "name") != name
+        {
+            return false;
+        }
+        self.filter.matches(obj)
+    }
+
+    fn simple(&self) -> bool {
+        self.filter.labels.is_everything()
+            && self.filter.fields.is_everything()
+            && self.name.is_none()
+            && self.output == Output::Json
+            && self.ctx.passthrough()
+    }
+
+    /// Parses stored bytes into the object the client sees.
+    fn present(&self, raw: &[u8]) -> Result<Option<Value>, ApiError> {
+        let Ok(value) = serde_json::from_slice::<Value>(raw) else {
+            return Ok(None);
+        };
+        if self.ctx.passthrough() {
+            return Ok(Some(value));
+        }
+        self.ctx.present(value).map(Some)
+    }
+
+    /// Sends one object event; false when the client is gone.
+    async fn send_object(&mut self, kind: &str, raw: &Bytes, parsed: Option<Value>) -> bool {
+        let line = if self.output == Output::Json && self.ctx.passthrough() {
+            event_line(kind, raw)
+        } else {
+            // `parsed` is already presented; raw bytes still need it.
+            let value = match parsed {
+                Some(v) => v,
+                None => match self.present(raw) {
+                    Ok(Some(v)) => v,
+                    Ok(None) => return true,
+                    Err(err) => return self.tx.send(error_line(&err)).await.is_ok(),
+                },
+            };
+            match self.output {
+                Output::Json => value_line(kind, &value),
+                Output::PartialMeta => value_line(kind, &partial_metadata(&value)),
+                Output::Table => {
+                    let rv = crate::meta::meta_str(&value, "resourceVersion").to_owned();
+                    let table = crate::table::table(
+                        &self.res,
+                        &self.version,
+                        std::slice::from_ref(&value),
+                        &rv,
+                        "",
+                        !self.sent_columns,
+                    );
+                    self.sent_columns = true;
+                    value_line(kind, &table)
+                }
+            }
+        };
+        self.tx.send(line).await.is_ok()
+    }
+
+    async fn handle_event(&mut self, event: &Event) -> bool {
+        if event.rev <= self.last_rev {
+            return true;
+        }
+        self.last_rev = event.rev;
+        if let Some(ns) = &self.filter.namespace
+            && event.key.namespace != *ns
+        {
+            return true;
+        }
+        if self.simple() {
+            let kind = match event.kind {
+                EventKind::Added => "ADDED",
+                EventKind::Modified => "MODIFIED",
+                EventKind::Deleted => "DELETED",
+            };
+            return self.send_object(kind, &event.object, None).await;
+        }
+        let new = match self.present(&event.object) {
+            Ok(Some(v)) => v,
+            Ok(None) => return true,
+            Err(err) => return self.tx.send(error_line(&err)).await.is_ok(),
+        };
+        let old_matches = event
+            .prev
+            .as_ref()
+            .and_then(|p| self.present(p).ok().flatten())
+            .is_some_and(|p| self.matches(&p));
+        let new_matches = self.matches(&new);
+        let kind = match (event.kind, old_matches, new_matches) {
+            (EventKind::Added, _, true) => "ADDED",
+            (EventKind::Modified, true, true) => "MODIFIED",
+            (EventKind::Modified, false, true) => "ADDED",
+            (EventKind::Modified, true, false) => "DELETED",
+            (EventKind::Deleted, true, _) => "DELETED",
+            _ => return true,
+        };
+        self.send_object(kind, &event.object, Some(new)).await
+    }
+
+    async fn bookmark(&mut self, rev: Revision, initial_end: bool) -> bool {
+        let mut metadata = json!({"resourceVersion": rev.to_string()});
+        if initial_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let object = json!({
+            "kind": self.res.kind,
+            "apiVersion": self.res.api_version(&self.version),
+            "metadata": metadata,
+        });
+        self.tx.send(value_line("BOOKMARK", &object)).await.is_ok()
+    }
+}
+
+/// GET with `watch=true`.
+pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
+    let output = negotiate(req.accept.as_deref())?;
+    let filter = Filter::from_request(req)?;
+    let ctx = req.ctx()?;
+    let bookmarks = req.query.flag("allowWatchBookmarks");
+    let send_initial = match req.query.non_empty("sendInitialEvents") {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid sendInitialEvents: {other}"
+            )));
+        }
+    };
+    let rv_match = req.query.non_empty("resourceVersionMatch");
+    if send_initial.is_some() {
+        if rv_match != Some("NotOlderThan") {
+            return Err(ApiError::invalid(
+                "ListOptions.meta.k8s.io",
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause::new(
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+                    "sendInitialEvents",
+                )],
+            ));
+        }
+        if !bookmarks {
+            return Err(ApiError::invalid(
+                "ListOptions.meta.k8s.io",
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause::new(
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
+                    "allowWatchBookmarks",
+                )],
+            ));
+        }
+    } else if rv_match.is_some() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    let max = req.inner.config.max_watch_timeout;
+    let timeout = match req.query.non_empty("timeoutSeconds") {
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t}")))?,
+        )
+        .min(max),
+        None => max,
+    };
+    let rv: Option<Revision> = match req.query.non_empty("resourceVersion") {
+        None => None,
+        Some(s) => Some(
+            s.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
+        ),
+    };
+    let store = &req.inner.store;
+    let bucket = req.res.bucket(&req.cluster);
+    let ns = req.path.namespace.as_deref();
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let list_first =
+        send_initial == Some(true) || (send_initial.is_none() && matches!(rv, None | Some(0)));
+    let (initial, subscription): (Vec<_>, WatchSubscription) = if list_first {
+        let (items, sub) = store.list_and_watch(&bucket, ns);
+        (items, sub)
+    } else {
+        // Without a revision (or "0") and without initial events: start from now.
+        let from = match rv {
+            None | Some(0) => store.revision(),
+            Some(r) => r,
+        };
+        match store.watch_from(&bucket, from) {
+            Ok(sub) => (Vec::new(), sub),
+            Err(StorageError::Compacted { requested, oldest }) => {
+                let err =
+                    ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
+                let body = error_line(&err);
+                return Ok(Reply {
+                    status: StatusCode::OK,
+                    content_type: "application/json".into(),
+                    body: ReplyBody::Full(body),
+                    warnings: Vec::new(),
+                });
+            }
+            Err(err) => return Err(ApiError::internal(err)),
+        }
+    };
+    let start_rev = if list_first {
+        subscription.revision
+    } else {
+        rv.unwrap_or(0)
+    };
+    let mut watcher = Watcher {
+        ctx,
+        res: req.res.clone(),
+        version: req.path.version.clone(),
+        filter,
+        name: req.path.name.clone(),
+        output,
+        tx,
+        last_rev: start_rev,
+        sent_columns: false,
+    };
+    let interval = req.inner.config.bookmark_interval;
+    let mut shutdown = req.inner.shutdown.subscribe();
+    let store = store.clone();
+    tokio::spawn(async move {
+        let WatchSubscription {
+            replay,
+            mut receiver,
+            revision,
+        } = subscription;
+        for (_, _, object) in initial {
+            let parsed = if watcher.simple() {
+                None
+            } else {
+                match watcher.present(&object.value) {
+                    Ok(Some(v)) if watcher.matches(&v) => Some(v),
+                    _ => continue,
+                }
+            };
+            if !watcher.send_object("ADDED", &object.value, parsed).await {
+                return;
+            }
+        }
+        if send_initial == Some(true) && !watcher.bookmark(revision, true).await {
+            return;
+        }
+        for event in replay {
+            if !watcher.handle_event(&event).await {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            tokio::select! {
+                event = receiver.recv() => {
+                    match event {
+                        Some(event) => {
+                            if !watcher.handle_event(&event).await {
+                                return;
+                            }
+                        }
+                        None => return,
+                    }
+                }
+                _ = ticker.tick(), if bookmarks => {
+                    let now = store.revision();
+                    while let Ok(event) = receiver.try_recv() {
+                        if !watcher.handle_event(&event).await {
+                            return;
+                        }
+                    }
+                    let rev = now.max(watcher.last_rev);
+                    watcher.last_rev = rev;
+                    if !watcher.bookmark(rev, false).await {
+                        return;
+                    }
+                }
+                _ = &mut deadline => {
+                    if bookmarks {
+                        let now = store.revision();
+                        while let Ok(event) = receiver.try_recv() {
+                            if !watcher.handle_event(&event).await {
+                                return;
+                            }
+                        }
+                        let rev = now.max(watcher.last_rev);
+                        let _ = watcher.bookmark(rev, false).await;
+                    }
+                    return;
+                }
+                _ = watcher.tx.closed() => return,
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+    Ok(Reply {
+        status: StatusCode::OK,
+        content_type: "application/json".into(),
+        body: ReplyBody::Stream(rx),
+        warnings: Vec::new(),
+    })
+}

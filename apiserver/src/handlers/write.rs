@@ -1,0 +1,379 @@
+//! create, update (PUT) and patch, plus the scale subresource and access reviews.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Reply, ResourceRequest, decode_json, object_reply};
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::ops::{Ctx, Managed, Target};
+use crate::patch::PatchError;
+use crate::registry::BuiltinKind;
+
+/// Maps a patch algorithm failure to its Status.
+pub(crate) fn patch_error(err: PatchError) -> ApiError {
+    let mut api = ApiError::new(err.status_code(), err.reason(), err.message());
+    let causes: Vec<Cause> = err
+        .causes()
+        .into_iter()
+        .map(|c| Cause::new(&c.reason, c.message, c.field))
+        .collect();
+    if !causes.is_empty() {
+        api = api.with_causes(causes);
+    }
+    api
+}
+
+fn target(req: &ResourceRequest) -> Target {
+    match &req.path.subresource {
+        None => Target::Main,
+        Some(s) => Target::Sub(s.clone()),
+    }
+}
+
+fn with_warnings(mut reply: Reply, ctx: &Ctx) -> Reply {
+    reply.warnings.extend(ctx.warnings.iter().cloned());
+    reply
+}
+
+/// POST on a collection.
+pub(crate) async fn create(req: &ResourceRequest, body: bytes::Bytes) -> Result<Reply, ApiError> {
+    if req.path.name.is_some() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let obj = decode_json(req, &body)?;
+    if let Some(kind) = req.res.builtin()
+        && kind.is_virtual()
+    {
+        return access_review(req, kind, obj);
+    }
+    let mut ctx = req.ctx()?;
+    let created = ctx
+        .create(req.namespace(), obj, Managed::RecordUpdate)
+        .await?;
+    Ok(with_warnings(
+        object_reply(req, StatusCode::CREATED, &created)?,
+        &ctx,
+    ))
+}
+
+/// Access reviews are answered, never stored. Until authorization lands, everything is allowed.
+fn access_review(
+    req: &ResourceRequest,
+    kind: BuiltinKind,
+    mut obj: Value,
+) -> Result<Reply, ApiError> {
+    let ctx = req.ctx()?;
+    let mut ctx = ctx;
+    crate::ops::check_type_meta_pub(&mut ctx, &mut obj)?;
+    let status = match kind {
+        BuiltinKind::SelfSubjectRulesReview => json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        }),
+        _ => {
+            json!({"allowed": true, "reason": "the embedded API server allows every request until authorization is configured"})
+        }
+    };
+    if let Some(map) = obj.as_object_mut() {
+        map.insert("status".into(), status);
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert("creationTimestamp".into(), Value::Null);
+        }
+    }
+    if kind == BuiltinKind::SelfSubjectAccessReview || kind == BuiltinKind::SelfSubjectRulesReview {
+        obj["spec"]["user"] = json!(req.identity.user);
+    }
+    Ok(Reply::json(StatusCode::CREATED, &obj))
+}
+
+/// PUT on an object or subresource.
+pub(crate) async fn update(req: &ResourceRequest, body: bytes::Bytes) -> Result<Reply, ApiError> {
+    let name = req.path.name.clone().unwrap_or_default();
+    let obj = decode_json(req, &body)?;
+    let mut ctx = req.ctx()?;
+    if req.path.subresource.as_deref() == Some("scale") {
+        return scale_write(req, &mut ctx, &name, &mut |_old_scale| Ok(obj.clone())).await;
+    }
+    let target = target(req);
+    let mut mutate = |_: &mut Ctx, _: &Value| Ok(obj.clone());
+    let updated = ctx
+        .update(
+            req.namespace(),
+            &name,
+            &target,
+            Managed::RecordUpdate,
+            true,
+            &mut mutate,
+        )
+        .await?;
+    Ok(with_warnings(
+        object_reply(req, StatusCode::OK, &updated.object)?,
+        &ctx,
+    ))
+}
+
+/// The patch content types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+fn patch_type(req: &ResourceRequest) -> Result<PatchType, ApiError> {
+    let mime = req
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let t = match mime.as_str() {
+        "application/json-patch+json" => PatchType::Json,
+        "application/merge-patch+json" => PatchType::Merge,
+        "application/strategic-merge-patch+json" => PatchType::Strategic,
+        "application/apply-patch+yaml" => PatchType::Apply,
+        _ => return Err(unsupported_patch(req, &mime)),
+    };
+    if t == PatchType::Strategic
+        && !crate::patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind)
+    {
+        return Err(unsupported_patch(req, &mime));
+    }
+    Ok(t)
+}
+
+fn unsupported_patch(req: &ResourceRequest, mime: &str) -> ApiError {
+    let mut accepted = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ];
+    if crate::patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind) {
+        accepted.push("application/strategic-merge-patch+json");
+    }
+    accepted.push("application/apply-patch+yaml");
+    let _ = mime;
+    ApiError::unsupported_media_type(format!(
+        "the body of the request was in an unknown format - accepted media types include: {}",
+        accepted.join(", ")
+    ))
+}
+
+/// Parses an apply body: YAML or JSON.
+fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        return Ok(v);
+    }
+    let text = std::str::from_utf8(body)
+        .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
+    serde_saphyr::from_str::<Value>(text)
+        .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))
+}
+
+/// The object types the patch algorithms need for this resource version.
+pub(crate) fn object_type(req: &ResourceRequest) -> crate::patch::ObjectType {
+    crate::ops::object_type(&req.res, &req.path.version)
+}
+
+fn apply_patch(
+    kind: PatchType,
+    types: &crate::patch::ObjectType,
+    old: &Value,
+    patch: &Value,
+) -> Result<Value, ApiError> {
+    match kind {
+        PatchType::Json => crate::patch::apply_json_patch(old, patch).map_err(patch_error),
+        PatchType::Merge => crate::patch::apply_merge_patch(old, patch).map_err(patch_error),
+        PatchType::Strategic => {
+            crate::patch::apply_strategic_merge_patch(old, patch, types).map_err(patch_error)
+        }
+        PatchType::Apply => Err(ApiError::internal("apply is handled separately")),
+    }
+}
+
+/// PATCH on an object or subresource.
+pub(crate) async fn patch(req: &ResourceRequest, body: bytes::Bytes) -> Result<Reply, ApiError> {
+    let name = req.path.name.clone().unwrap_or_default();
+    let kind = patch_type(req)?;
+    let mut ctx = req.ctx()?;
+    let force = req.query.get("force");
+    if kind != PatchType::Apply && force.is_some() {
+        return Err(ApiError::invalid(
+            "PatchOptions.meta.k8s.io",
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![Cause::new(
+                "FieldValueForbidden",
+                "Forbidden: may not be specified for non-apply patch",
+                "force",
+            )],
+        ));
+    }
+    let patch: Value = match kind {
+        PatchType::Apply => parse_apply_body(&body)?,
+        _ => serde_json::from_slice(&body)
+            .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))?,
+    };
+    let types = object_type(req);
+    if kind == PatchType::Apply {
+        return super::apply::apply(req, &mut ctx, &name, patch, types).await;
+    }
+    if req.path.subresource.as_deref() == Some("scale") {
+        return scale_write(req, &mut ctx, &name, &mut |old_scale| {
+            apply_patch(kind, &types, old_scale, &patch)
+        })
+        .await;
+    }
+    let target = target(req);
+    let mut mutate = |_: &mut Ctx, old: &Value| apply_patch(kind, &types, old, &patch);
+    let updated = ctx
+        .update(
+            req.namespace(),
+            &name,
+            &target,
+            Managed::RecordUpdate,
+            false,
+            &mut mutate,
+        )
+        .await?;
+    Ok(with_warnings(
+        object_reply(req, StatusCode::OK, &updated.object)?,
+        &ctx,
+    ))
+}
+
+fn path_get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = obj;
+    for part in path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+    {
+        cur = cur.get(part)?;
+    }
+    Some(cur)
+}
+
+fn path_set(obj: &mut Value, path: &str, value: Value) {
+    let parts: Vec<&str> = path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut cur = obj;
+    for (i, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
+        if i + 1 == parts.len() {
+            map.insert((*part).to_owned(), value);
+            return;
+        }
+        cur = map.entry((*part).to_owned()).or_insert_with(|| json!({}));
+    }
+}
+
+/// The `autoscaling/v1` Scale of an object.
+pub(crate) fn scale_of(req: &ResourceRequest, obj: &Value) -> Value {
+    let spec = req
+        .res
+        .version(&req.path.version)
+        .and_then(|v| v.scale.clone());
+    let (spec_path, status_path, selector_path) = match &spec {
+        Some(s) => (
+            s.spec_replicas_path.clone(),
+            s.status_replicas_path.clone(),
+            s.label_selector_path.clone(),
+        ),
+        None => (".spec.replicas".into(), ".status.replicas".into(), None),
+    };
+    let mut meta = json!({
+        "name": meta::meta_str(obj, "name"),
+        "uid": meta::meta_str(obj, "uid"),
+        "resourceVersion": meta::meta_str(obj, "resourceVersion"),
+        "creationTimestamp": meta::meta_str(obj, "creationTimestamp"),
+    });
+    if req.res.namespaced {
+        meta["namespace"] = json!(meta::meta_str(obj, "namespace"));
+    }
+    let replicas = path_get(obj, &spec_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let current = path_get(obj, &status_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let mut status = json!({"replicas": current});
+    let selector = match req.res.builtin() {
+        Some(_) => obj
+            .pointer("/spec/selector")
+            .and_then(|s| crate::selector::LabelSelector::from_structured(s).ok())
+            .map(|s| s.to_string()),
+        None => selector_path
+            .and_then(|p| path_get(obj, &p))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+        status["selector"] = json!(sel);
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": replicas},
+        "status": status,
+    })
+}
+
+async fn scale_write(
+    req: &ResourceRequest,
+    ctx: &mut Ctx,
+    name: &str,
+    compute: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
+) -> Result<Reply, ApiError> {
+    let spec_path = req
+        .res
+        .version(&req.path.version)
+        .and_then(|v| v.scale.as_ref().map(|s| s.spec_replicas_path.clone()))
+        .unwrap_or_else(|| ".spec.replicas".into());
+    let mut mutate = |_: &mut Ctx, old: &Value| {
+        let old_scale = scale_of(req, old);
+        let new_scale = compute(&old_scale)?;
+        let rv = meta::meta_str(&new_scale, "resourceVersion").to_owned();
+        if !rv.is_empty() && rv != meta::meta_str(old, "resourceVersion") {
+            return Err(ApiError::conflict(
+                crate::error::Gr {
+                    group: &req.res.group,
+                    resource: &req.res.plural,
+                },
+                name,
+            ));
+        }
+        let replicas = new_scale
+            .pointer("/spec/replicas")
+            .cloned()
+            .unwrap_or(json!(0));
+        let mut new = old.clone();
+        path_set(&mut new, &spec_path, replicas);
+        Ok(new)
+    };
+    let updated = ctx
+        .update(
+            req.namespace(),
+            name,
+            &Target::Main,
+            Managed::RecordUpdate,
+            false,
+            &mut mutate,
+        )
+        .await?;
+    Ok(Reply::json(StatusCode::OK, &scale_of(req, &updated.object)))
+}

@@ -1,0 +1,327 @@
+//! The tower `Service` in front of everything: routing, body limits, identity, overload
+//! protection, and turning handler replies into HTTP responses. Generic over the request body,
+//! so `kube::Client::new(service, ..)` can use it in-process and hyper can serve it on a socket.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::sync::mpsc;
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::handlers::{Reply, ReplyBody, ResourceRequest};
+use crate::request::{Query, Route, parse_route, split_cluster};
+use crate::server::{DEFAULT_CLUSTER, Inner};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The response body: a complete buffer or a stream of chunks (watch).
+pub struct ResponseBody {
+    inner: BodyInner,
+}
+
+enum BodyInner {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseBody")
+    }
+}
+
+impl ResponseBody {
+    fn full(bytes: Bytes) -> Self {
+        ResponseBody {
+            inner: BodyInner::Full(Some(bytes)),
+        }
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.inner {
+            BodyInner::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            BodyInner::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(&self.inner, BodyInner::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            BodyInner::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            BodyInner::Full(None) => SizeHint::with_exact(0),
+            BodyInner::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// The API server as a tower service.
+#[derive(Clone)]
+pub struct ApiService {
+    inner: Arc<Inner>,
+    cluster: Option<String>,
+}
+
+impl std::fmt::Debug for ApiService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiService")
+            .field("cluster", &self.cluster)
+            .finish()
+    }
+}
+
+impl ApiService {
+    pub(crate) fn new(inner: Arc<Inner>, cluster: Option<String>) -> Self {
+        ApiService { inner, cluster }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for ApiService
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let cluster = self.cluster.clone();
+        Box::pin(async move { Ok(serve(inner, cluster, req).await) })
+    }
+}
+
+struct InFlight<'a>(&'a Inner);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve<B>(
+    inner: Arc<Inner>,
+    fixed_cluster: Option<String>,
+    req: Request<B>,
+) -> Response<ResponseBody>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let is_watch = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.contains("watch=true") || q.contains("watch=1"));
+    let reply = if !is_watch
+        && inner.in_flight.fetch_add(1, Ordering::Relaxed) >= inner.config.max_in_flight
+    {
+        inner.in_flight.fetch_sub(1, Ordering::Relaxed);
+        Reply::error(&ApiError::too_many_requests())
+    } else if is_watch {
+        route(&inner, fixed_cluster, req)
+            .await
+            .unwrap_or_else(|err| Reply::error(&err))
+    } else {
+        let _guard = InFlight(&inner);
+        route(&inner, fixed_cluster, req)
+            .await
+            .unwrap_or_else(|err| Reply::error(&err))
+    };
+    tracing::debug!(%method, path, status = reply.status.as_u16(), "request");
+    into_response(reply, method == Method::HEAD)
+}
+
+fn into_response(reply: Reply, head: bool) -> Response<ResponseBody> {
+    let body = match reply.body {
+        _ if head => ResponseBody::full(Bytes::new()),
+        ReplyBody::Full(b) => ResponseBody::full(b),
+        ReplyBody::Stream(rx) => ResponseBody {
+            inner: BodyInner::Stream(rx),
+        },
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = reply.status;
+    let headers = response.headers_mut();
+    if let Ok(ct) = HeaderValue::from_str(&reply.content_type) {
+        headers.insert(header::CONTENT_TYPE, ct);
+    }
+    if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
+        headers.insert("audit-id", id);
+    }
+    for warning in reply.warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append(header::WARNING, v);
+        }
+    }
+    if reply.status == StatusCode::TOO_MANY_REQUESTS {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn valid_cluster_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !name.starts_with(['-', '.'])
+        && !name.ends_with(['-', '.'])
+}
+
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, ApiError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let limited = http_body_util::Limited::new(body, limit);
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) => {
+            if err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::too_large(limit))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "error reading request body: {err}"
+                )))
+            }
+        }
+    }
+}
+
+async fn route<B>(
+    inner: &Arc<Inner>,
+    fixed_cluster: Option<String>,
+    req: Request<B>,
+) -> Result<Reply, ApiError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let full_path = parts.uri.path().to_owned();
+    let (cluster, path) = match split_cluster(&full_path) {
+        Some((c, rest)) => (c.to_owned(), rest.to_owned()),
+        None => (
+            fixed_cluster.unwrap_or_else(|| DEFAULT_CLUSTER.to_owned()),
+            full_path.clone(),
+        ),
+    };
+    if cluster != DEFAULT_CLUSTER {
+        if !valid_cluster_name(&cluster) {
+            return Err(ApiError::route_not_found());
+        }
+        if !inner.cluster_known(&cluster) {
+            if !inner.config.auto_create_clusters {
+                return Err(ApiError::route_not_found());
+            }
+            inner.ensure_cluster(&cluster).await?;
+        }
+    }
+    if let Some(len) = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > inner.config.max_body_bytes
+    {
+        return Err(ApiError::too_large(inner.config.max_body_bytes));
+    }
+    let identity = parts
+        .extensions
+        .get::<Identity>()
+        .cloned()
+        .unwrap_or_else(Identity::admin);
+    let header_str = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let accept = header_str(header::ACCEPT);
+    let query = Query::parse(parts.uri.query());
+    let route = parse_route(&path);
+    let is_read = parts.method == Method::GET || parts.method == Method::HEAD;
+    match route {
+        Route::Resource(rpath) => {
+            let Some(res) =
+                inner
+                    .registry
+                    .lookup(&cluster, &rpath.group, &rpath.version, &rpath.resource)
+            else {
+                return Err(ApiError::route_not_found());
+            };
+            let body = if is_read {
+                Bytes::new()
+            } else {
+                read_body(body, inner.config.max_body_bytes).await?
+            };
+            let req = ResourceRequest {
+                inner: inner.clone(),
+                cluster,
+                path: rpath,
+                res,
+                query,
+                identity,
+                user_agent: header_str(header::USER_AGENT).unwrap_or_default(),
+                accept,
+                content_type: header_str(header::CONTENT_TYPE).unwrap_or_default(),
+                method: parts.method.clone(),
+            };
+            crate::handlers::handle(req, body).await
+        }
+        _ if !is_read => Err(ApiError::method_not_allowed()),
+        Route::Health => Ok(Reply {
+            status: StatusCode::OK,
+            content_type: "text/plain; charset=utf-8".into(),
+            body: ReplyBody::Full(Bytes::from_static(b"ok")),
+            warnings: Vec::new(),
+        }),
+        Route::Version => Ok(Reply::json(StatusCode::OK, &crate::discovery::version())),
+        Route::CoreRoot => crate::discovery::core_root(inner, &cluster, accept.as_deref()),
+        Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),
+        Route::Group(g) => crate::discovery::group(inner, &cluster, &g),
+        Route::GroupVersion(g, v) => crate::discovery::group_version(inner, &cluster, &g, &v),
+        Route::OpenApiV3Root => Ok(Reply::json(
+            StatusCode::OK,
+            &crate::openapi::root(inner, &cluster),
+        )),
+        Route::OpenApiV3(gv) => {
+            crate::openapi::document(inner, &cluster, &gv).map(|v| Reply::json(StatusCode::OK, &v))
+        }
+        Route::Unknown => Err(ApiError::route_not_found()),
+    }
+}

@@ -1,0 +1,195 @@
+//! Small helpers over objects as `serde_json::Value`: metadata access, timestamps, and the
+//! comparisons the write path needs.
+
+use serde_json::{Map, Value};
+
+/// The current time as `metav1.Time` (RFC 3339, seconds, `Z`).
+pub fn now() -> String {
+    format_time(jiff::Timestamp::now())
+}
+
+/// The current time as `metav1.MicroTime` (6 fractional digits).
+pub fn now_micro() -> String {
+    jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%S.%6fZ", jiff::Timestamp::now())
+        .unwrap_or_else(|_| now())
+}
+
+/// Formats a timestamp as `metav1.Time`.
+pub fn format_time(ts: jiff::Timestamp) -> String {
+    jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", ts).unwrap_or_default()
+}
+
+/// Parses a `metav1.Time`.
+pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
+    s.parse().ok()
+}
+
+/// `metadata` of an object, if it is a JSON object.
+pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata")?.as_object()
+}
+
+/// `metadata` of an object, created if missing.
+pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let map = obj.as_object_mut()?;
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut()
+}
+
+/// A string field of `metadata`, or "".
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    metadata(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Sets (or removes, for `None`) a field of `metadata`.
+pub fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
+    if let Some(meta) = metadata_mut(obj) {
+        match value {
+            Some(v) => {
+                meta.insert(field.to_owned(), v);
+            }
+            None => {
+                meta.remove(field);
+            }
+        }
+    }
+}
+
+/// `metadata.finalizers`.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    metadata(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Replaces `metadata.finalizers` (removing the field when empty).
+pub fn set_finalizers(obj: &mut Value, list: &[String]) {
+    if list.is_empty() {
+        set_meta(obj, "finalizers", None);
+    } else {
+        set_meta(obj, "finalizers", Some(Value::from(list.to_vec())));
+    }
+}
+
+/// `metadata.labels`.
+pub fn labels(obj: &Value) -> std::collections::BTreeMap<String, String> {
+    metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `metadata.generation`, or 0.
+pub fn generation(obj: &Value) -> i64 {
+    metadata(obj)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Whether `metadata.deletionTimestamp` is set.
+pub fn is_deleting(obj: &Value) -> bool {
+    metadata(obj)
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
+}
+
+/// Removes empty lists and maps from `metadata`, as Go's `omitempty` does.
+pub fn drop_empty_metadata(obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|_, v| match v {
+            Value::Null => false,
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            Value::String(s) => !s.is_empty(),
+            _ => true,
+        });
+    }
+}
+
+/// Whether the object changed outside `metadata` (and outside `status` when `ignore_status`):
+/// the rule for bumping `metadata.generation`.
+pub fn spec_changed(old: &Value, new: &Value, ignore_status: bool) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        m.remove("metadata");
+        m.remove("apiVersion");
+        m.remove("kind");
+        if ignore_status {
+            m.remove("status");
+        }
+        m
+    };
+    strip(old) != strip(new)
+}
+
+/// Reads a dotted field path such as `spec.nodeName` as the string a field selector compares.
+pub fn field_as_string(obj: &Value, path: &str) -> Option<String> {
+    let mut cur = obj;
+    for part in path.trim_start_matches('.').split('.') {
+        cur = cur.get(part)?;
+    }
+    match cur {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn generation_rule() {
+        let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let mut b = a.clone();
+        b["metadata"]["labels"]["a"] = json!("2");
+        b["status"]["y"] = json!(2);
+        assert!(!spec_changed(&a, &b, true));
+        assert!(spec_changed(&a, &b, false));
+        b["spec"]["x"] = json!(2);
+        assert!(spec_changed(&a, &b, true));
+    }
+
+    #[test]
+    fn empty_metadata_dropped() {
+        let mut v = json!({"metadata": {"name": "a", "finalizers": [], "labels": {}, "uid": ""}});
+        drop_empty_metadata(&mut v);
+        assert_eq!(v, json!({"metadata": {"name": "a"}}));
+    }
+
+    #[test]
+    fn time_format() {
+        assert_eq!(now().len(), 20);
+        assert_eq!(now_micro().len(), 27);
+        assert_eq!(
+            field_as_string(&json!({"spec": {"a": true}}), "spec.a").as_deref(),
+            Some("true")
+        );
+    }
+}

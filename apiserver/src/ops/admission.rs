@@ -1,0 +1,561 @@
+//! Kind-specific rules of the write path ("strategies" in kube-apiserver): type checks,
+//! normalization and unknown fields, create/update preparation, subresources, delete rules,
+//! and validation.
+
+use serde_json::{Value, json};
+
+use super::{Ctx, FieldValidation, Target};
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::registry::{BuiltinKind, resource_from_crd};
+
+/// Finalizer that keeps a CRD until its custom resources are gone.
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// A 422 Invalid from validation causes.
+pub(crate) fn validation_error(
+    ctx: &Ctx,
+    name: &str,
+    causes: Vec<crate::validation::Cause>,
+) -> ApiError {
+    let message = crate::validation::invalid_message(&ctx.res.qualified_kind(), name, &causes);
+    let converted = causes
+        .iter()
+        .map(|c| {
+            Cause::new(
+                &format!("{:?}", c.reason),
+                c.message.clone(),
+                c.field.clone(),
+            )
+        })
+        .collect();
+    let mut err = ApiError::invalid(
+        &ctx.res.qualified_kind(),
+        &ctx.res.group,
+        &ctx.res.kind,
+        name,
+        converted,
+    );
+    err.message = message;
+    err
+}
+
+/// `apiVersion` and `kind` of a request body against the URL (filled in when missing).
+pub(crate) fn check_type_meta(
+    ctx: &Ctx,
+    obj: &mut Value,
+    _old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let expected_av = ctx.res.api_version(&ctx.version);
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {})",
+            ctx.res.kind
+        )));
+    };
+    let av = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if av.is_empty() {
+        map.insert("apiVersion".into(), json!(expected_av));
+    } else if av != expected_av {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({expected_av})"
+        )));
+    }
+    let kind = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if kind.is_empty() {
+        map.insert("kind".into(), json!(ctx.res.kind));
+    } else if kind != ctx.res.kind {
+        let name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if ctx.res.is_custom() {
+            let qualified = format!("{}.{}", kind, ctx.res.group);
+            let cause = Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: \"{}\": must be {}", kind, ctx.res.kind),
+                "kind",
+            );
+            let mut err = ApiError::invalid(&qualified, &ctx.res.group, &kind, &name, vec![cause]);
+            err.message = format!(
+                "{qualified} \"{name}\" is invalid: kind: Invalid value: \"{kind}\": must be {}",
+                ctx.res.kind
+            );
+            return Err(err);
+        }
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            ctx.res.kind
+        )));
+    }
+    Ok(())
+}
+
+/// Decoding rules: metadata shape, typed normalization of built-ins, pruning and defaulting
+/// of custom resources; unknown fields handled per `fieldValidation`.
+pub(crate) fn normalize(
+    ctx: &mut Ctx,
+    obj: &mut Value,
+    _old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let mut unknown: Vec<String> = crate::validation::coerce_object_meta(obj, "")
+        .map_err(|err| ApiError::bad_request(err.to_string()))?;
+    if let Some(kind) = ctx.res.builtin() {
+        let input = obj.clone();
+        let output = kind.normalize(input.clone()).map_err(|err| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {}",
+                ctx.res.kind, err
+            ))
+        })?;
+        dropped_fields(&input, &output, "", &mut unknown);
+        *obj = output;
+        // Metadata went through the typed ObjectMeta too; drop what Go omits.
+        meta::drop_empty_metadata(obj);
+    } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
+        let pruned = schema
+            .prune(obj)
+            .map_err(|err| ApiError::bad_request(err.message))?;
+        unknown.extend(pruned);
+        schema.apply_defaults(obj);
+    }
+    unknown.sort();
+    unknown.dedup();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    match ctx.field_validation {
+        FieldValidation::Ignore => Ok(()),
+        FieldValidation::Warn => {
+            for path in unknown {
+                ctx.warnings.push(format!("unknown field \"{path}\""));
+            }
+            Ok(())
+        }
+        FieldValidation::Strict => {
+            let list: Vec<String> = unknown
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect();
+            Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                list.join(", ")
+            )))
+        }
+    }
+}
+
+/// Paths present (and not null) in `input` but missing from `output`.
+fn dropped_fields(input: &Value, output: &Value, prefix: &str, out: &mut Vec<String>) {
+    match (input, output) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match b.get(k) {
+                    None => {
+                        if !v.is_null() && path != "metadata" {
+                            out.push(path);
+                        }
+                    }
+                    Some(w) => dropped_fields(v, w, &path, out),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                dropped_fields(v, w, &format!("{prefix}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Defaults applied when custom resources are read (schema defaults).
+pub(crate) fn default_custom(ctx: &Ctx, obj: &mut Value, version: &str) {
+    if let Some(schema) = ctx.res.version(version).and_then(|v| v.structural()) {
+        schema.apply_defaults(obj);
+    }
+}
+
+/// Create-time preparation (`PrepareForCreate`).
+pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiError> {
+    let has_status = ctx.res.has_status(&ctx.version);
+    match ctx.res.builtin() {
+        Some(BuiltinKind::Namespace) => {
+            let name = meta::meta_str(obj, "name").to_owned();
+            set_namespace_label(obj, &name);
+            let spec = obj
+                .as_object_mut()
+                .map(|m| m.entry("spec").or_insert_with(|| json!({})).clone())
+                .unwrap_or_else(|| json!({}));
+            if spec.get("finalizers").is_none() {
+                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            }
+            obj["status"] = json!({"phase": "Active"});
+        }
+        Some(BuiltinKind::Node) => {}
+        Some(BuiltinKind::CertificateSigningRequest) => {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+            obj["spec"]["username"] = json!(ctx.identity.user);
+            obj["spec"]["groups"] = json!(ctx.identity.groups);
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("uid");
+                spec.remove("extra");
+            }
+        }
+        Some(BuiltinKind::Pod) => {
+            let mut status = json!({"phase": "Pending"});
+            if let Some(q) = obj.pointer("/status/qosClass") {
+                status["qosClass"] = q.clone();
+            }
+            obj["status"] = status;
+        }
+        _ if has_status => {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        _ => {}
+    }
+    if ctx.res.builtin() == Some(BuiltinKind::CustomResourceDefinition) {
+        validate_crd(ctx, obj)?;
+    }
+    Ok(())
+}
+
+fn set_namespace_label(obj: &mut Value, name: &str) {
+    if let Some(meta) = meta::metadata_mut(obj) {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+        }
+    }
+}
+
+fn validate_crd(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
+    let name = meta::meta_str(obj, "name").to_owned();
+    if let Err(crate::registry::CrdError::Invalid { field, message }) = resource_from_crd(obj) {
+        let cause = Cause::new("FieldValueInvalid", message, field);
+        return Err(ApiError::invalid(
+            &ctx.res.qualified_kind(),
+            &ctx.res.group,
+            &ctx.res.kind,
+            &name,
+            vec![cause],
+        ));
+    }
+    let versions = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut causes = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let Some(schema) = v.pointer("/schema/openAPIV3Schema") else {
+            continue;
+        };
+        let status = v
+            .pointer("/subresources/status")
+            .is_some_and(|s| !s.is_null());
+        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        match crate::schema::StructuralSchema::new_in_crd(schema, &path, status) {
+            Ok(structural) => {
+                let fields: Vec<&str> = v
+                    .get("selectableFields")
+                    .and_then(Value::as_array)
+                    .map(|f| {
+                        f.iter()
+                            .filter_map(|x| x.get("jsonPath").and_then(Value::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !fields.is_empty() {
+                    let path = format!("spec.versions[{i}].selectableFields");
+                    causes.extend(structural.validate_selectable_fields(&fields, &path));
+                }
+            }
+            Err(crate::schema::SchemaError::Decode { message }) => {
+                return Err(ApiError::bad_request(message));
+            }
+            Err(crate::schema::SchemaError::Invalid { causes: c }) => causes.extend(c),
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(validation_error(ctx, &name, causes))
+}
+
+/// Update-time preparation (`PrepareForUpdate`) after the status split.
+pub(crate) fn prepare_update(
+    ctx: &mut Ctx,
+    new: &mut Value,
+    old: &Value,
+    target: &Target,
+) -> Result<(), ApiError> {
+    match ctx.res.builtin() {
+        Some(BuiltinKind::Namespace) => {
+            let name = meta::meta_str(new, "name").to_owned();
+            set_namespace_label(new, &name);
+            // spec.finalizers change only through /finalize.
+            if *target != Target::Sub("finalize".into()) {
+                let old_spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+                if let Some(map) = new.as_object_mut() {
+                    map.insert("spec".into(), old_spec);
+                }
+            }
+        }
+        Some(BuiltinKind::CertificateSigningRequest) => {
+            let old_spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+            if let Some(map) = new.as_object_mut() {
+                map.insert("spec".into(), old_spec);
+            }
+        }
+        Some(BuiltinKind::CustomResourceDefinition) => validate_crd(ctx, new)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Writes to subresources other than status: CSR `approval`, namespace `finalize`.
+pub(crate) fn subresource_update(
+    ctx: &mut Ctx,
+    sub: &str,
+    old: &Value,
+    new: Value,
+) -> Result<Value, ApiError> {
+    let mut merged = old.clone();
+    match (ctx.res.builtin(), sub) {
+        (Some(BuiltinKind::CertificateSigningRequest), "approval") => {
+            let conditions = new.pointer("/status/conditions").cloned();
+            let status = merged
+                .as_object_mut()
+                .map(|m| m.entry("status").or_insert_with(|| json!({})));
+            if let Some(Value::Object(status)) = status {
+                match conditions {
+                    Some(c) => {
+                        status.insert("conditions".into(), c);
+                    }
+                    None => {
+                        status.remove("conditions");
+                    }
+                }
+            }
+        }
+        (Some(BuiltinKind::Namespace), "finalize") => {
+            let finalizers = new
+                .pointer("/spec/finalizers")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            merged["spec"] = json!({"finalizers": finalizers});
+            if merged["spec"]["finalizers"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+            {
+                merged["spec"] = json!({});
+            }
+        }
+        _ => return Err(ApiError::route_not_found()),
+    }
+    if let Some(mf) = meta::metadata(&new)
+        .and_then(|m| m.get("managedFields"))
+        .cloned()
+    {
+        meta::set_meta(&mut merged, "managedFields", Some(mf));
+    }
+    meta::set_meta(
+        &mut merged,
+        "resourceVersion",
+        Some(json!(meta::meta_str(&new, "resourceVersion"))),
+    );
+    Ok(merged)
+}
+
+/// Delete-time rules. Returns whether the object must stay even without finalizers.
+pub(crate) fn prepare_delete(ctx: &mut Ctx, obj: &mut Value) -> Result<bool, ApiError> {
+    match ctx.res.builtin() {
+        Some(BuiltinKind::Namespace) => {
+            let name = meta::meta_str(obj, "name").to_owned();
+            if matches!(name.as_str(), "default" | "kube-system" | "kube-public") {
+                return Err(ApiError::forbidden(
+                    ctx.gr(),
+                    &name,
+                    "this namespace may not be deleted",
+                ));
+            }
+            let spec_finalizers = obj
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
+            if meta::is_deleting(obj) {
+                if spec_finalizers {
+                    return Err(ApiError::conflict_because(
+                        ctx.gr(),
+                        &name,
+                        "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+                    ));
+                }
+                return Ok(false);
+            }
+            obj["status"] = json!({"phase": "Terminating"});
+            Ok(spec_finalizers)
+        }
+        Some(BuiltinKind::CustomResourceDefinition) => {
+            if !meta::is_deleting(obj) {
+                let mut finalizers = meta::finalizers(obj);
+                if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+                    finalizers.push(CRD_CLEANUP_FINALIZER.to_owned());
+                }
+                meta::set_finalizers(obj, &finalizers);
+                let now = meta::now();
+                let conditions = obj
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let mut conditions: Vec<Value> = conditions
+                    .into_iter()
+                    .filter(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"))
+                    .collect();
+                conditions.push(json!({
+                    "type": "Terminating",
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": "InstanceDeletionPending",
+                    "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+                }));
+                if let Some(map) = obj.as_object_mut() {
+                    let status = map.entry("status").or_insert_with(|| json!({}));
+                    status["conditions"] = Value::Array(conditions);
+                }
+            }
+            Ok(false)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether an object being deleted may now be removed: no finalizers left (and, for
+/// namespaces, no `spec.finalizers` either).
+pub(crate) fn can_remove(ctx: &Ctx, obj: &Value) -> bool {
+    if !meta::is_deleting(obj) || !meta::finalizers(obj).is_empty() {
+        return false;
+    }
+    if ctx.res.builtin() == Some(BuiltinKind::Namespace) {
+        return obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+    }
+    true
+}
+
+/// Validation of a new object (and of an update relative to `old`).
+pub(crate) fn validate(
+    ctx: &mut Ctx,
+    obj: &Value,
+    old: Option<&Value>,
+    target: &Target,
+) -> Result<(), ApiError> {
+    let rule = crate::validation::name_rule_for(&ctx.res.group, &ctx.res.plural);
+    let mut causes = crate::validation::validate_object_meta(obj, rule, ctx.res.namespaced);
+    if let Some(old) = old {
+        causes.extend(crate::validation::validate_object_meta_update(obj, old));
+    }
+    if causes.is_empty()
+        && let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural())
+    {
+        causes.extend(match (old, target) {
+            (None, _) => schema.validate(obj),
+            (Some(old), Target::Sub(s)) if s == "status" => schema.validate_status_update(obj, old),
+            (Some(old), _) => schema.validate_update(obj, old),
+        });
+    }
+    if ctx.res.is_custom() {
+        ctx.warnings
+            .extend(crate::validation::finalizer_warnings(obj, old));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta::meta_str(obj, "name").to_owned();
+    Err(validation_error(ctx, &name, causes))
+}
+
+/// Records the write in `metadata.managedFields` for the request's field manager.
+pub(crate) fn record_managed(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, target: &Target) {
+    let types = super::object_type(&ctx.res, &ctx.version);
+    let subresource = match target {
+        Target::Main => None,
+        Target::Sub(s) => Some(s.as_str()),
+    };
+    let api_version = ctx.res.api_version(&ctx.version);
+    let now = meta::now();
+    let manager = if ctx.manager.is_empty() {
+        "unknown"
+    } else {
+        ctx.manager.as_str()
+    };
+    let opts = crate::patch::UpdateOptions {
+        manager,
+        api_version: &api_version,
+        subresource,
+        reset_fields: crate::patch::default_reset_fields(
+            subresource,
+            ctx.res.has_status(&ctx.version),
+        ),
+        now: &now,
+    };
+    crate::patch::record_update(old, obj, &types, &opts);
+}
+
+/// Whether a PUT without `resourceVersion` is allowed.
+pub(crate) fn allow_unconditional_update(ctx: &Ctx) -> bool {
+    !ctx.res.is_custom() && ctx.res.builtin() != Some(BuiltinKind::CustomResourceDefinition)
+}
+
+/// 422 for an update without resourceVersion where one is required.
+pub(crate) fn rv_required(ctx: &Ctx, name: &str) -> ApiError {
+    let cause = Cause::new(
+        "FieldValueInvalid",
+        "Invalid value: 0: must be specified for an update",
+        "metadata.resourceVersion",
+    );
+    ApiError::invalid(
+        &ctx.res.qualified_kind(),
+        &ctx.res.group,
+        &ctx.res.kind,
+        name,
+        vec![cause],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_paths() {
+        let input = json!({"a": 1, "spec": {"x": 1, "y": null, "list": [{"k": 1, "z": 2}]}});
+        let output = json!({"a": 1, "spec": {"x": 1, "list": [{"k": 1}]}});
+        let mut out = Vec::new();
+        dropped_fields(&input, &output, "", &mut out);
+        assert_eq!(out, ["spec.list[0].z"]);
+    }
+}

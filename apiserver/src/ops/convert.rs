@@ -1,0 +1,96 @@
+//! Version conversion of objects: built-ins have one version (events.k8s.io Events are core
+//! Events with renamed fields); custom resources are rewritten to the target `apiVersion`
+//! (strategy `None`) or passed through a registered hook.
+
+use serde_json::{Map, Value, json};
+
+use super::Ctx;
+use crate::error::ApiError;
+use crate::registry::BuiltinKind;
+
+/// Field renames between core/v1 and events.k8s.io/v1 Events (core name, events name).
+const EVENT_FIELDS: [(&str, &str); 7] = [
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+/// Converts an Event between `v1` and `events.k8s.io/v1`.
+pub fn convert_event(obj: Value, to: &str) -> Value {
+    let Value::Object(map) = obj else { return obj };
+    let to_events = to == "events.k8s.io/v1";
+    let mut out = Map::new();
+    for (k, v) in map {
+        let renamed = EVENT_FIELDS
+            .iter()
+            .find(|(core, events)| if to_events { k == *core } else { k == *events })
+            .map(|(core, events)| if to_events { *events } else { *core });
+        out.insert(renamed.map(str::to_owned).unwrap_or(k), v);
+    }
+    out.insert("apiVersion".into(), json!(to));
+    Value::Object(out)
+}
+
+impl Ctx {
+    /// Converts `obj` to `version` of this resource.
+    pub fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
+        let target = self.res.api_version(version);
+        self.convert_to(obj, &target)
+    }
+
+    /// Converts `obj` to the `apiVersion` `target`.
+    pub fn convert_to(&self, mut obj: Value, target: &str) -> Result<Value, ApiError> {
+        let current = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if current == target {
+            return Ok(obj);
+        }
+        if matches!(
+            self.res.builtin(),
+            Some(BuiltinKind::EventsEvent | BuiltinKind::CoreEvent)
+        ) {
+            return Ok(convert_event(obj, target));
+        }
+        if self.res.is_custom()
+            && !current.is_empty()
+            && let Some(hook) = self.inner.conversion(&self.res.group, &self.res.kind)
+        {
+            let mut converted = hook(obj, target).map_err(|err| {
+                ApiError::internal(format!(
+                    "conversion webhook for {}, Kind={} failed: {}",
+                    target, self.res.kind, err
+                ))
+            })?;
+            if let Some(map) = converted.as_object_mut() {
+                map.insert("apiVersion".into(), json!(target));
+            }
+            return Ok(converted);
+        }
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".into(), json!(target));
+        }
+        Ok(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_roundtrip() {
+        let core = json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"name": "p"}, "message": "m", "reason": "R", "count": 2});
+        let ev = convert_event(core.clone(), "events.k8s.io/v1");
+        assert_eq!(ev["regarding"]["name"], "p");
+        assert_eq!(ev["note"], "m");
+        assert_eq!(ev["deprecatedCount"], 2);
+        assert_eq!(convert_event(ev, "v1"), core);
+    }
+}

@@ -1,0 +1,650 @@
+//! The object pipeline shared by the REST handlers and the server's own controllers: create,
+//! read-modify-write update (with the status split, generation, metadata rules, validation,
+//! managed fields and no-op detection) and delete (finalizers, propagation policy).
+
+mod admission;
+mod convert;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::auth::Identity;
+use crate::error::{ApiError, Gr};
+use crate::meta;
+use crate::registry::ResourceInfo;
+use crate::server::Inner;
+use crate::storage::{ObjectKey, Revision, StorageError, StoredObject};
+
+pub(crate) use admission::CRD_CLEANUP_FINALIZER;
+pub(crate) use managed::{apply_create, apply_update, object_type};
+
+mod managed;
+
+/// `apiVersion`/`kind` checks for bodies that skip the pipeline (access reviews).
+pub(crate) fn check_type_meta_pub(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiError> {
+    admission::check_type_meta(ctx, obj, None)
+}
+
+/// Finalizer the garbage collector uses for foreground deletion.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// Finalizer the garbage collector uses for orphaning dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+/// `fieldValidation`: what to do with unknown or duplicate fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them with a `Warning` header (the default).
+    Warn,
+    /// Fail the request with 400.
+    Strict,
+}
+
+/// `propagationPolicy` of a delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents are orphaned.
+    Orphan,
+    /// The owner goes first; the garbage collector removes dependents afterwards.
+    Background,
+    /// Dependents go first; the owner waits with the `foregroundDeletion` finalizer.
+    Foreground,
+}
+
+/// Options of a delete.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// Propagation policy, if given.
+    pub propagation: Option<Propagation>,
+    /// UID precondition.
+    pub uid: Option<String>,
+    /// resourceVersion precondition.
+    pub resource_version: Option<String>,
+}
+
+/// Which part of an object a write addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The main resource.
+    Main,
+    /// A subresource: `status`, `approval`, `finalize`...
+    Sub(String),
+}
+
+/// How managedFields are kept for a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Managed {
+    /// Record an `Update` operation for the request's field manager.
+    RecordUpdate,
+    /// The caller (server-side apply) already computed managedFields.
+    Computed,
+}
+
+/// The result of a read-modify-write.
+#[derive(Debug)]
+pub struct Updated {
+    /// The object after the write, in the request version.
+    pub object: Value,
+    /// Whether anything was written.
+    pub changed: bool,
+    /// Whether the write removed the object (last finalizer gone during deletion).
+    pub deleted: bool,
+}
+
+/// The result of a delete.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; its last state.
+    Gone(Value),
+    /// The object waits for finalizers; its state with `deletionTimestamp`.
+    Pending(Value),
+}
+
+/// One request's view of a resource: who, where, which version, and the write options.
+pub(crate) struct Ctx {
+    pub inner: Arc<Inner>,
+    pub cluster: String,
+    pub res: Arc<ResourceInfo>,
+    pub version: String,
+    pub identity: Identity,
+    pub dry_run: bool,
+    pub field_validation: FieldValidation,
+    pub manager: String,
+    pub warnings: Vec<String>,
+}
+
+impl Ctx {
+    pub fn new(inner: Arc<Inner>, cluster: &str, res: Arc<ResourceInfo>, version: &str) -> Ctx {
+        Ctx {
+            inner,
+            cluster: cluster.to_owned(),
+            res,
+            version: version.to_owned(),
+            identity: Identity::system(),
+            dry_run: false,
+            field_validation: FieldValidation::Ignore,
+            manager: String::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn gr(&self) -> Gr<'_> {
+        Gr {
+            group: &self.res.group,
+            resource: &self.res.plural,
+        }
+    }
+
+    pub fn key(&self, namespace: &str, name: &str) -> ObjectKey {
+        let ns = if self.res.namespaced { namespace } else { "" };
+        ObjectKey::new(self.res.bucket(&self.cluster), ns, name)
+    }
+
+    pub fn storage_err(&self, err: StorageError, name: &str) -> ApiError {
+        ApiError::from_storage(err, self.gr(), name)
+    }
+
+    /// Parses stored JSON.
+    pub fn parse(&self, object: &StoredObject) -> Result<Value, ApiError> {
+        serde_json::from_slice(&object.value)
+            .map_err(|err| ApiError::internal(format!("stored object is corrupt: {err}")))
+    }
+
+    /// A stored object as the client sees it: converted to the request version and defaulted.
+    pub fn present(&self, stored: Value) -> Result<Value, ApiError> {
+        let version = self.version.clone();
+        self.present_as(stored, &version)
+    }
+
+    pub fn present_as(&self, stored: Value, version: &str) -> Result<Value, ApiError> {
+        let mut obj = self.convert(stored, version)?;
+        if self.res.is_custom() {
+            admission::default_custom(self, &mut obj, version);
+        }
+        Ok(obj)
+    }
+
+    /// Whether stored bytes can be sent as they are (no conversion or defaulting needed).
+    pub fn passthrough(&self) -> bool {
+        self.res.stored_as_served()
+    }
+
+    /// The current object, in the request version.
+    pub fn get(&self, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        let stored = self
+            .inner
+            .store
+            .get(&self.key(namespace, name))
+            .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
+        let value = self.parse(&stored)?;
+        self.present(value)
+    }
+
+    /// Checks that `namespace` exists and is not terminating (for creates).
+    fn check_namespace(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+        if !self.res.namespaced {
+            return Ok(());
+        }
+        let key = ObjectKey::new(
+            crate::storage::Bucket::new(&self.cluster, "/namespaces"),
+            "",
+            namespace,
+        );
+        let Some(stored) = self.inner.store.get(&key) else {
+            return Err(ApiError::not_found(
+                Gr {
+                    group: "",
+                    resource: "namespaces",
+                },
+                namespace,
+            ));
+        };
+        let ns = self.parse(&stored)?;
+        if meta::is_deleting(&ns)
+            || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+        {
+            return Err(ApiError::forbidden(
+                self.gr(),
+                name,
+                &format!("unable to create new content in namespace {namespace} because it is being terminated"),
+            )
+            .with_causes(vec![crate::error::Cause::new(
+                "NamespaceTerminating",
+                format!("namespace {namespace} is being terminated"),
+                "metadata.namespace",
+            )]));
+        }
+        Ok(())
+    }
+
+    /// Creates `obj` (in the request version) in `namespace`. Returns the created object in
+    /// the request version.
+    pub async fn create(
+        &mut self,
+        namespace: &str,
+        mut obj: Value,
+        managed: Managed,
+    ) -> Result<Value, ApiError> {
+        admission::check_type_meta(self, &mut obj, None)?;
+        // Namespace: must match the URL; filled in when empty; cleared for cluster scope.
+        let body_ns = meta::meta_str(&obj, "namespace").to_owned();
+        if self.res.namespaced {
+            if !body_ns.is_empty() && body_ns != namespace {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            meta::set_meta(&mut obj, "namespace", Some(json!(namespace)));
+        } else {
+            meta::set_meta(&mut obj, "namespace", None);
+        }
+        if !meta::meta_str(&obj, "resourceVersion").is_empty() {
+            return Err(ApiError::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        admission::normalize(self, &mut obj, None)?;
+        // generateName.
+        if meta::meta_str(&obj, "name").is_empty() {
+            let prefix = meta::meta_str(&obj, "generateName").to_owned();
+            if !prefix.is_empty() {
+                meta::set_meta(&mut obj, "name", Some(json!(generate_name(&prefix))));
+            }
+        }
+        let name = meta::meta_str(&obj, "name").to_owned();
+        self.check_namespace(namespace, &name)?;
+        admission::prepare_create(self, &mut obj)?;
+        // System fields.
+        meta::set_meta(
+            &mut obj,
+            "uid",
+            Some(json!(uuid::Uuid::new_v4().to_string())),
+        );
+        meta::set_meta(&mut obj, "creationTimestamp", Some(json!(meta::now())));
+        if self.res.has_generation() {
+            meta::set_meta(&mut obj, "generation", Some(json!(1)));
+        } else {
+            meta::set_meta(&mut obj, "generation", None);
+        }
+        meta::set_meta(&mut obj, "deletionTimestamp", None);
+        meta::set_meta(&mut obj, "deletionGracePeriodSeconds", None);
+        meta::set_meta(&mut obj, "selfLink", None);
+        admission::validate(self, &obj, None, &Target::Main)?;
+        if managed == Managed::RecordUpdate {
+            admission::record_managed(self, &mut obj, None, &Target::Main);
+        }
+        meta::drop_empty_metadata(&mut obj);
+        let stored = self.convert_to(obj, &self.res.storage_api_version())?;
+        if self.dry_run {
+            return self.present(stored);
+        }
+        let key = self.key(namespace, &name);
+        let event = self
+            .inner
+            .store
+            .create(key, stored)
+            .await
+            .map_err(|err| self.storage_err(err, &name))?;
+        let value: Value = serde_json::from_slice(&event.object)
+            .map_err(|err| ApiError::internal(err.to_string()))?;
+        self.present(value)
+    }
+
+    /// Read-modify-write of one object. `mutate` gets the current object (request version)
+    /// and returns the desired one. A `metadata.resourceVersion` in the desired object that
+    /// differs from the current one fails with 409; without one, storage conflicts are
+    /// retried with a fresh read.
+    pub async fn update(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        target: &Target,
+        managed: Managed,
+        put_semantics: bool,
+        mutate: &mut (dyn FnMut(&mut Ctx, &Value) -> Result<Value, ApiError> + Send),
+    ) -> Result<Updated, ApiError> {
+        let key = self.key(namespace, name);
+        for _attempt in 0..100 {
+            let current = self
+                .inner
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
+            let old_stored = self.parse(&current)?;
+            let old = self.present(old_stored.clone())?;
+            let mut new = mutate(self, &old)?;
+            let requested_rv = meta::meta_str(&new, "resourceVersion").to_owned();
+            let current_rv = current.rev.to_string();
+            // A PUT's resourceVersion is a precondition; a patch's only when the patch set it.
+            let conditional = if put_semantics {
+                !requested_rv.is_empty()
+            } else {
+                !requested_rv.is_empty() && requested_rv != meta::meta_str(&old, "resourceVersion")
+            };
+            if conditional && requested_rv != current_rv {
+                return Err(ApiError::conflict(self.gr(), name));
+            }
+            if !conditional {
+                if put_semantics && !admission::allow_unconditional_update(self) {
+                    return Err(admission::rv_required(self, name));
+                }
+                meta::set_meta(&mut new, "resourceVersion", Some(json!(current_rv)));
+            }
+            let new_stored =
+                self.prepare_update(namespace, name, target, managed, &old, &old_stored, new)?;
+            // No-op: nothing to write.
+            if same_object(&new_stored, &old_stored) {
+                return Ok(Updated {
+                    object: old,
+                    changed: false,
+                    deleted: false,
+                });
+            }
+            let finished = admission::can_remove(self, &new_stored);
+            if self.dry_run {
+                let object = self.present(new_stored)?;
+                return Ok(Updated {
+                    object,
+                    changed: true,
+                    deleted: finished,
+                });
+            }
+            let result = if finished {
+                self.inner
+                    .store
+                    .delete(key.clone(), Some(current.rev))
+                    .await
+            } else {
+                self.inner
+                    .store
+                    .update(key.clone(), new_stored, Some(current.rev))
+                    .await
+            };
+            match result {
+                Ok(event) => {
+                    let value: Value = serde_json::from_slice(&event.object)
+                        .map_err(|err| ApiError::internal(err.to_string()))?;
+                    let object = self.present(value)?;
+                    return Ok(Updated {
+                        object,
+                        changed: true,
+                        deleted: finished,
+                    });
+                }
+                Err(StorageError::Conflict { .. }) if !conditional => continue,
+                Err(err) => return Err(self.storage_err(err, name)),
+            }
+        }
+        Err(ApiError::conflict(self.gr(), name))
+    }
+
+    /// Turns the desired object (request version) into what is stored, applying the rules of
+    /// an update relative to the old object.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_update(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        target: &Target,
+        managed: Managed,
+        old: &Value,
+        old_stored: &Value,
+        mut new: Value,
+    ) -> Result<Value, ApiError> {
+        admission::check_type_meta(self, &mut new, Some(old))?;
+        let body_name = meta::meta_str(&new, "name").to_owned();
+        if body_name.is_empty() {
+            meta::set_meta(&mut new, "name", Some(json!(name)));
+        } else if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_ns = meta::meta_str(&new, "namespace").to_owned();
+        if self.res.namespaced {
+            if !body_ns.is_empty() && body_ns != namespace {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            meta::set_meta(&mut new, "namespace", Some(json!(namespace)));
+        } else {
+            meta::set_meta(&mut new, "namespace", None);
+        }
+        admission::normalize(self, &mut new, Some(old))?;
+        // Subresource split.
+        let has_status = self.res.has_status(&self.version);
+        new = match target {
+            Target::Main => {
+                if has_status {
+                    copy_field(&mut new, old, "status");
+                }
+                new
+            }
+            Target::Sub(sub) if sub == "status" => {
+                let mut merged = old.clone();
+                copy_field(&mut merged, &new, "status");
+                if let Some(mf) = meta::metadata(&new)
+                    .and_then(|m| m.get("managedFields"))
+                    .cloned()
+                {
+                    meta::set_meta(&mut merged, "managedFields", Some(mf));
+                }
+                meta::set_meta(
+                    &mut merged,
+                    "resourceVersion",
+                    Some(json!(meta::meta_str(&new, "resourceVersion"))),
+                );
+                merged
+            }
+            Target::Sub(sub) => admission::subresource_update(self, sub, old, new)?,
+        };
+        // Metadata the client cannot change.
+        let old_meta = meta::metadata(old).cloned().unwrap_or_default();
+        if meta::meta_str(&new, "uid").is_empty() {
+            meta::set_meta(&mut new, "uid", old_meta.get("uid").cloned());
+        }
+        meta::set_meta(
+            &mut new,
+            "creationTimestamp",
+            old_meta.get("creationTimestamp").cloned(),
+        );
+        if old_meta
+            .get("deletionTimestamp")
+            .is_some_and(|v| !v.is_null())
+        {
+            meta::set_meta(
+                &mut new,
+                "deletionTimestamp",
+                old_meta.get("deletionTimestamp").cloned(),
+            );
+            if meta::metadata(&new)
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .is_none()
+            {
+                meta::set_meta(
+                    &mut new,
+                    "deletionGracePeriodSeconds",
+                    old_meta.get("deletionGracePeriodSeconds").cloned(),
+                );
+            }
+        }
+        meta::set_meta(&mut new, "selfLink", None);
+        admission::prepare_update(self, &mut new, old, target)?;
+        if self.res.has_generation() {
+            let mut generation = meta::generation(old).max(1);
+            if meta::spec_changed(old, &new, has_status) {
+                generation += 1;
+            }
+            meta::set_meta(&mut new, "generation", Some(json!(generation)));
+        } else {
+            meta::set_meta(&mut new, "generation", old_meta.get("generation").cloned());
+        }
+        admission::validate(self, &new, Some(old), target)?;
+        if managed == Managed::RecordUpdate {
+            admission::record_managed(self, &mut new, Some(old), target);
+        }
+        meta::drop_empty_metadata(&mut new);
+        let _ = old_stored;
+        self.convert_to(new, &self.res.storage_api_version())
+    }
+
+    /// Deletes one object, honouring finalizers and the propagation policy.
+    pub async fn delete(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let key = self.key(namespace, name);
+        for _attempt in 0..100 {
+            let current = self
+                .inner
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
+            let mut obj = self.parse(&current)?;
+            if let Some(uid) = &options.uid
+                && meta::meta_str(&obj, "uid") != uid
+            {
+                return Err(ApiError::conflict_because(
+                    self.gr(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                        uid,
+                        meta::meta_str(&obj, "uid")
+                    ),
+                ));
+            }
+            if let Some(rv) = &options.resource_version
+                && *rv != current.rev.to_string()
+            {
+                return Err(ApiError::conflict_because(
+                    self.gr(),
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                        rv, current.rev
+                    ),
+                ));
+            }
+            let before = obj.clone();
+            let mut finalizers = meta::finalizers(&obj);
+            match options.propagation {
+                Some(Propagation::Foreground) => {
+                    finalizers.retain(|f| f != ORPHAN_FINALIZER);
+                    if !finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
+                        finalizers.push(FOREGROUND_FINALIZER.to_owned());
+                    }
+                }
+                Some(Propagation::Orphan) => {
+                    finalizers.retain(|f| f != FOREGROUND_FINALIZER);
+                    if !finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
+                        finalizers.push(ORPHAN_FINALIZER.to_owned());
+                    }
+                }
+                Some(Propagation::Background) => {
+                    finalizers.retain(|f| f != ORPHAN_FINALIZER && f != FOREGROUND_FINALIZER);
+                }
+                None => {}
+            }
+            meta::set_finalizers(&mut obj, &finalizers);
+            let keep = admission::prepare_delete(self, &mut obj)?;
+            let finalizers = meta::finalizers(&obj);
+            if finalizers.is_empty() && !keep {
+                if self.dry_run {
+                    return Ok(Deleted::Gone(self.present(obj)?));
+                }
+                match self
+                    .inner
+                    .store
+                    .delete(key.clone(), Some(current.rev))
+                    .await
+                {
+                    Ok(event) => {
+                        let value: Value = serde_json::from_slice(&event.object)
+                            .map_err(|err| ApiError::internal(err.to_string()))?;
+                        return Ok(Deleted::Gone(self.present(value)?));
+                    }
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(err) => return Err(self.storage_err(err, name)),
+                }
+            }
+            if !meta::is_deleting(&obj) {
+                meta::set_meta(&mut obj, "deletionTimestamp", Some(json!(meta::now())));
+                meta::set_meta(&mut obj, "deletionGracePeriodSeconds", Some(json!(0)));
+                let generation = meta::generation(&obj);
+                if generation > 0 {
+                    meta::set_meta(&mut obj, "generation", Some(json!(generation + 1)));
+                }
+            }
+            if same_object(&obj, &before) || self.dry_run {
+                return Ok(Deleted::Pending(self.present(obj)?));
+            }
+            match self
+                .inner
+                .store
+                .update(key.clone(), obj, Some(current.rev))
+                .await
+            {
+                Ok(event) => {
+                    let value: Value = serde_json::from_slice(&event.object)
+                        .map_err(|err| ApiError::internal(err.to_string()))?;
+                    return Ok(Deleted::Pending(self.present(value)?));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(err) => return Err(self.storage_err(err, name)),
+            }
+        }
+        Err(ApiError::conflict(self.gr(), name))
+    }
+
+    /// The revision of the store now.
+    pub fn revision(&self) -> Revision {
+        self.inner.store.revision()
+    }
+}
+
+fn copy_field(to: &mut Value, from: &Value, field: &str) {
+    let Some(map) = to.as_object_mut() else {
+        return;
+    };
+    match from.get(field) {
+        Some(v) => {
+            map.insert(field.to_owned(), v.clone());
+        }
+        None => {
+            map.remove(field);
+        }
+    }
+}
+
+/// Equal apart from `metadata.resourceVersion`.
+fn same_object(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+/// `generateName` plus five random characters.
+fn generate_name(prefix: &str) -> String {
+    let alphabet = crate::validation::GENERATE_NAME_ALPHABET.as_bytes();
+    let random = uuid::Uuid::new_v4();
+    let suffix: String = random
+        .as_bytes()
+        .iter()
+        .take(crate::validation::GENERATE_NAME_SUFFIX_LEN)
+        .map(|b| alphabet[(*b as usize) % alphabet.len()] as char)
+        .collect();
+    crate::validation::generate_name(prefix, &suffix)
+}

@@ -1,0 +1,678 @@
+//! Field types of API objects, as the patch algorithms need them: which maps are structs
+//! (declared fields) or free-form, which lists are atomic, sets, or maps keyed by some fields,
+//! which maps/structs are atomic, default values of list keys, and the strategic-merge-patch
+//! strategy (`patchStrategy`/`patchMergeKey`) of each field.
+//!
+//! Two sources:
+//! - built-in kinds: `builtin_types.json`, generated from the Kubernetes Go API types by
+//!   `tools/gen_builtin_types.py` (see [`ObjectType::builtin`]);
+//! - custom resources: the version's `openAPIV3Schema` with its `x-kubernetes-list-type`,
+//!   `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`, `x-kubernetes-preserve-unknown-fields`
+//!   and `x-kubernetes-embedded-resource` extensions (see [`ObjectType::from_crd_schema`]).
+//!
+//! Anything not described (unknown fields, preserved unknown fields) is "untyped", the way
+//! structured-merge-diff deduces it: objects merge per key, lists are atomic.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use serde_json::Value;
+
+/// Index of a node in a [`TypeSet`].
+pub(crate) type NodeId = usize;
+
+const SCALAR: NodeId = 0;
+const UNTYPED: NodeId = 1;
+
+/// How the elements of a list relate, for server-side apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    /// The list is one value; applying replaces it.
+    Atomic,
+    /// A set of scalars; items are identified by value.
+    Set,
+    /// A list of objects identified by these key fields.
+    Map(Vec<String>),
+}
+
+/// The strategic-merge-patch metadata of a field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Smp {
+    /// `patchStrategy` contains `merge` (lists merge instead of replacing).
+    pub(crate) merge: bool,
+    /// `patchStrategy` contains `replace` (objects replace instead of merging).
+    pub(crate) replace: bool,
+    /// `patchMergeKey`.
+    pub(crate) merge_key: Option<String>,
+}
+
+/// A declared field of a struct.
+#[derive(Debug, Clone)]
+pub(crate) struct Field {
+    pub(crate) ty: NodeId,
+    pub(crate) smp: Smp,
+    pub(crate) default: Option<Value>,
+}
+
+/// A JSON object: a struct (declared fields), a free-form map (`elem`), or both.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MapNode {
+    pub(crate) fields: HashMap<String, Field>,
+    pub(crate) elem: Option<NodeId>,
+    pub(crate) atomic: bool,
+}
+
+/// A node of the type graph.
+#[derive(Debug, Clone)]
+pub(crate) enum Node {
+    Scalar,
+    Untyped,
+    Map(MapNode),
+    List { items: NodeId, kind: ListKind },
+}
+
+/// An arena of type nodes (types may be recursive, e.g. `JSONSchemaProps`).
+#[derive(Debug, Clone)]
+pub(crate) struct TypeSet {
+    nodes: Vec<Node>,
+}
+
+impl TypeSet {
+    fn new() -> TypeSet {
+        TypeSet {
+            nodes: vec![Node::Scalar, Node::Untyped],
+        }
+    }
+
+    fn push(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        self.nodes.get(id).unwrap_or(&Node::Untyped)
+    }
+
+    /// Copies node `id` of `other` (and everything it reaches) into `self`.
+    fn import(
+        &mut self,
+        other: &TypeSet,
+        id: NodeId,
+        memo: &mut HashMap<NodeId, NodeId>,
+    ) -> NodeId {
+        if id == SCALAR || id == UNTYPED {
+            return id;
+        }
+        if let Some(&mapped) = memo.get(&id) {
+            return mapped;
+        }
+        let slot = self.push(Node::Untyped);
+        memo.insert(id, slot);
+        let copied = match other.node(id) {
+            Node::Scalar => Node::Scalar,
+            Node::Untyped => Node::Untyped,
+            Node::List { items, kind } => Node::List {
+                items: self.import(other, *items, memo),
+                kind: kind.clone(),
+            },
+            Node::Map(m) => {
+                let mut fields = HashMap::with_capacity(m.fields.len());
+                for (name, f) in &m.fields {
+                    let ty = self.import(other, f.ty, memo);
+                    fields.insert(name.clone(), Field { ty, ..f.clone() });
+                }
+                let elem = m.elem.map(|e| self.import(other, e, memo));
+                Node::Map(MapNode {
+                    fields,
+                    elem,
+                    atomic: m.atomic,
+                })
+            }
+        };
+        if let Some(n) = self.nodes.get_mut(slot) {
+            *n = copied;
+        }
+        slot
+    }
+}
+
+/// The field types of one kind (one version), cheap to clone. Hand it to
+/// [`apply_strategic_merge_patch`](super::strategic::apply_strategic_merge_patch),
+/// [`apply`](super::apply::apply) and [`record_update`](super::managed_fields::record_update).
+#[derive(Debug, Clone)]
+pub struct ObjectType {
+    set: Arc<TypeSet>,
+    root: NodeId,
+}
+
+impl ObjectType {
+    /// The types of a built-in kind (`group` is `""` for the core group), or `None` if the
+    /// kind is not built in. The table covers every kind the server serves.
+    pub fn builtin(group: &str, kind: &str) -> Option<ObjectType> {
+        let builtins = BUILTINS.as_ref().ok()?;
+        let root = *builtins.kinds.get(&format!("{group}/{kind}"))?;
+        Some(ObjectType {
+            set: builtins.set.clone(),
+            root,
+        })
+    }
+
+    /// The types of a custom resource version from its `openAPIV3Schema` (the JSON of
+    /// `spec.versions[].schema.openAPIV3Schema`). `apiVersion`, `kind` and `metadata`
+    /// (ObjectMeta) are added when the schema does not declare them.
+    pub fn from_crd_schema(schema: &Value) -> ObjectType {
+        let mut set = TypeSet::new();
+        let mut memo = HashMap::new();
+        let meta = BUILTINS
+            .as_ref()
+            .ok()
+            .and_then(|b| b.types.get(OBJECT_META).map(|&id| (b, id)))
+            .map(|(b, id)| set.import(&b.set, id, &mut memo))
+            .unwrap_or(UNTYPED);
+        let mut converter = SchemaConverter {
+            set: &mut set,
+            object_meta: meta,
+        };
+        let root = converter.convert(schema, true);
+        ObjectType {
+            set: Arc::new(set),
+            root,
+        }
+    }
+
+    /// Everything untyped: objects merge per key, lists are atomic. For objects whose schema
+    /// is unknown.
+    pub fn untyped() -> ObjectType {
+        ObjectType {
+            set: Arc::new(TypeSet::new()),
+            root: UNTYPED,
+        }
+    }
+
+    /// The root of the type graph.
+    pub(crate) fn root(&self) -> TypeRef<'_> {
+        TypeRef {
+            set: &self.set,
+            id: self.root,
+        }
+    }
+}
+
+/// Whether strategic merge patch is available for a kind: built-in kinds only; custom
+/// resources answer 415 UnsupportedMediaType.
+pub fn supports_strategic_merge_patch(group: &str, kind: &str) -> bool {
+    ObjectType::builtin(group, kind).is_some()
+}
+
+/// A position in a type graph.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TypeRef<'a> {
+    set: &'a TypeSet,
+    id: NodeId,
+}
+
+impl<'a> TypeRef<'a> {
+    fn at(self, id: NodeId) -> TypeRef<'a> {
+        TypeRef { set: self.set, id }
+    }
+
+    /// The untyped node of the same graph.
+    pub(crate) fn untyped(self) -> TypeRef<'a> {
+        self.at(UNTYPED)
+    }
+
+    pub(crate) fn node(self) -> &'a Node {
+        self.set.node(self.id)
+    }
+
+    /// The struct/map description, if this node is an object.
+    pub(crate) fn map(self) -> Option<&'a MapNode> {
+        match self.node() {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The type of member `name` of an object, and its declaration if it is a struct field.
+    pub(crate) fn field(self, name: &str) -> (TypeRef<'a>, Option<&'a Field>) {
+        match self.node() {
+            Node::Map(m) => match m.fields.get(name) {
+                Some(f) => (self.at(f.ty), Some(f)),
+                None => (self.at(m.elem.unwrap_or(UNTYPED)), None),
+            },
+            _ => (self.untyped(), None),
+        }
+    }
+
+    /// Whether `name` is a declared field of this struct.
+    pub(crate) fn has_field(self, name: &str) -> bool {
+        self.map().is_some_and(|m| m.fields.contains_key(name))
+    }
+
+    /// The item type of a list (untyped for anything else).
+    pub(crate) fn items(self) -> TypeRef<'a> {
+        match self.node() {
+            Node::List { items, .. } => self.at(*items),
+            _ => self.untyped(),
+        }
+    }
+
+    /// The list kind (untyped lists are atomic).
+    pub(crate) fn list_kind(self) -> &'a ListKind {
+        static ATOMIC: ListKind = ListKind::Atomic;
+        match self.node() {
+            Node::List { kind, .. } => kind,
+            _ => &ATOMIC,
+        }
+    }
+
+    /// Whether this object node is atomic.
+    pub(crate) fn map_is_atomic(self) -> bool {
+        self.map().is_some_and(|m| m.atomic)
+    }
+
+    /// The default of declared field `name` (list keys may be defaulted).
+    pub(crate) fn field_default(self, name: &str) -> Option<&'a Value> {
+        self.map()?.fields.get(name)?.default.as_ref()
+    }
+}
+
+/// Converts an `openAPIV3Schema` (JSONSchemaProps JSON) into type nodes.
+struct SchemaConverter<'s> {
+    set: &'s mut TypeSet,
+    object_meta: NodeId,
+}
+
+impl SchemaConverter<'_> {
+    fn convert(&mut self, schema: &Value, root: bool) -> NodeId {
+        let Value::Object(s) = schema else {
+            return UNTYPED;
+        };
+        let flag = |k: &str| s.get(k).and_then(Value::as_bool).unwrap_or(false);
+        if flag("x-kubernetes-int-or-string") {
+            return SCALAR;
+        }
+        let ty = s.get("type").and_then(Value::as_str).unwrap_or("");
+        let is_object = ty == "object"
+            || (ty.is_empty()
+                && (s.contains_key("properties") || s.contains_key("additionalProperties")));
+        match ty {
+            "array" => {
+                let items = s
+                    .get("items")
+                    .map(|i| self.convert(i, false))
+                    .unwrap_or(UNTYPED);
+                let kind = match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
+                    Some("map") => ListKind::Map(
+                        s.get("x-kubernetes-list-map-keys")
+                            .and_then(Value::as_array)
+                            .map(|keys| {
+                                keys.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_string)
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    ),
+                    Some("set") => ListKind::Set,
+                    _ => ListKind::Atomic,
+                };
+                self.set.push(Node::List { items, kind })
+            }
+            "string" | "integer" | "number" | "boolean" => SCALAR,
+            _ if is_object || root => {
+                let slot = self.set.push(Node::Untyped);
+                let mut node = MapNode {
+                    atomic: s.get("x-kubernetes-map-type").and_then(Value::as_str)
+                        == Some("atomic"),
+                    ..MapNode::default()
+                };
+                if let Some(Value::Object(props)) = s.get("properties") {
+                    for (name, prop) in props {
+                        let ty = if root && name == "metadata" {
+                            self.object_meta
+                        } else {
+                            self.convert(prop, false)
+                        };
+                        let default = prop.get("default").cloned();
+                        node.fields.insert(
+                            name.clone(),
+                            Field {
+                                ty,
+                                smp: Smp::default(),
+                                default,
+                            },
+                        );
+                    }
+                }
+                node.elem = match s.get("additionalProperties") {
+                    Some(Value::Bool(true)) => Some(UNTYPED),
+                    Some(ap @ Value::Object(_)) => Some(self.convert(ap, false)),
+                    _ => None,
+                };
+                if flag("x-kubernetes-preserve-unknown-fields") && node.elem.is_none() {
+                    node.elem = Some(UNTYPED);
+                }
+                if root || flag("x-kubernetes-embedded-resource") {
+                    for name in ["apiVersion", "kind"] {
+                        node.fields.entry(name.to_string()).or_insert(Field {
+                            ty: SCALAR,
+                            smp: Smp::default(),
+                            default: None,
+                        });
+                    }
+                    let meta = self.object_meta;
+                    node.fields
+                        .entry("metadata".to_string())
+                        .and_modify(|f| f.ty = meta)
+                        .or_insert(Field {
+                            ty: meta,
+                            smp: Smp::default(),
+                            default: None,
+                        });
+                }
+                if let Some(n) = self.set.nodes.get_mut(slot) {
+                    *n = Node::Map(node);
+                }
+                slot
+            }
+            _ => UNTYPED,
+        }
+    }
+}
+
+const OBJECT_META: &str = "meta.v1.ObjectMeta";
+
+/// The generated table of built-in types.
+struct Builtins {
+    set: Arc<TypeSet>,
+    /// `group/Kind` to root node.
+    kinds: HashMap<String, NodeId>,
+    /// Go type name (`core.v1.PodSpec`) to node.
+    types: HashMap<String, NodeId>,
+}
+
+static BUILTINS: LazyLock<Result<Builtins, String>> = LazyLock::new(|| {
+    let parsed = load_builtins(include_str!("builtin_types.json"));
+    if let Err(e) = &parsed {
+        tracing::error!(error = %e, "built-in type table is invalid; strategic merge patch and typed apply are unavailable");
+    }
+    parsed
+});
+
+fn load_builtins(text: &str) -> Result<Builtins, String> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let types = doc
+        .get("types")
+        .and_then(Value::as_object)
+        .ok_or("missing types")?;
+    let kinds = doc
+        .get("kinds")
+        .and_then(Value::as_object)
+        .ok_or("missing kinds")?;
+    let mut loader = Loader {
+        set: TypeSet::new(),
+        ids: HashMap::new(),
+        overrides: Vec::new(),
+    };
+    for name in types.keys() {
+        let id = loader.set.push(Node::Untyped);
+        loader.ids.insert(name.clone(), id);
+    }
+    for (name, def) in types {
+        let fields = def
+            .get("f")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("{name}: no f"))?;
+        let mut node = MapNode {
+            atomic: def.get("atomic").and_then(Value::as_bool).unwrap_or(false),
+            ..MapNode::default()
+        };
+        for (fname, spec) in fields {
+            let strategy = spec.get("ps").and_then(Value::as_str).unwrap_or("");
+            let smp = Smp {
+                merge: strategy.split(',').any(|s| s == "merge"),
+                replace: strategy.split(',').any(|s| s == "replace"),
+                merge_key: spec.get("mk").and_then(Value::as_str).map(str::to_string),
+            };
+            let t = spec
+                .get("t")
+                .ok_or_else(|| format!("{name}.{fname}: no t"))?;
+            let ty = loader.type_expr(t, &smp)?;
+            node.fields.insert(
+                fname.clone(),
+                Field {
+                    ty,
+                    smp,
+                    default: spec.get("d").cloned(),
+                },
+            );
+        }
+        let id = *loader.ids.get(name).ok_or("id")?;
+        if let Some(slot) = loader.set.nodes.get_mut(id) {
+            *slot = Node::Map(node);
+        }
+    }
+    // Field-level `+structType` markers: a copy of the struct with its atomicity replaced.
+    for (slot, base, atomic) in std::mem::take(&mut loader.overrides) {
+        let mut node = loader.set.node(base).clone();
+        if let Node::Map(m) = &mut node {
+            m.atomic = atomic;
+        }
+        if let Some(n) = loader.set.nodes.get_mut(slot) {
+            *n = node;
+        }
+    }
+    let mut kind_ids = HashMap::with_capacity(kinds.len());
+    for (kind, ty) in kinds {
+        let ty = ty.as_str().ok_or("kind type")?;
+        let id = *loader
+            .ids
+            .get(ty)
+            .ok_or_else(|| format!("kind {kind}: {ty}"))?;
+        kind_ids.insert(kind.clone(), id);
+    }
+    Ok(Builtins {
+        set: Arc::new(loader.set),
+        kinds: kind_ids,
+        types: loader.ids,
+    })
+}
+
+struct Loader {
+    set: TypeSet,
+    ids: HashMap<String, NodeId>,
+    /// (node, struct it copies, atomic) for field-level `+structType` overrides.
+    overrides: Vec<(NodeId, NodeId, bool)>,
+}
+
+impl Loader {
+    fn type_expr(&mut self, t: &Value, smp: &Smp) -> Result<NodeId, String> {
+        match t {
+            Value::String(s) if s == "scalar" => Ok(SCALAR),
+            Value::String(s) if s == "untyped" => Ok(UNTYPED),
+            Value::String(s) => self
+                .ids
+                .get(s)
+                .copied()
+                .ok_or_else(|| format!("unknown type {s}")),
+            Value::Object(o) => {
+                if let Some(item) = o.get("list") {
+                    let items = self.type_expr(item, &Smp::default())?;
+                    let keys = || -> Vec<String> {
+                        o.get("keys")
+                            .and_then(Value::as_array)
+                            .map(|k| {
+                                k.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_string)
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    let kind = match o.get("listType").and_then(Value::as_str) {
+                        Some("map") => ListKind::Map(keys()),
+                        Some("set") => ListKind::Set,
+                        Some(_) => ListKind::Atomic,
+                        // No marker: the OpenAPI-to-SSA conversion follows the patch strategy.
+                        None if smp.merge => match &smp.merge_key {
+                            Some(k) => ListKind::Map(vec![k.clone()]),
+                            None => ListKind::Set,
+                        },
+                        None => ListKind::Atomic,
+                    };
+                    return Ok(self.set.push(Node::List { items, kind }));
+                }
+                if let Some(values) = o.get("map") {
+                    let elem = self.type_expr(values, &Smp::default())?;
+                    let atomic = o.get("atomic").and_then(Value::as_bool).unwrap_or(false);
+                    let node = MapNode {
+                        fields: HashMap::new(),
+                        elem: Some(elem),
+                        atomic,
+                    };
+                    return Ok(self.set.push(Node::Map(node)));
+                }
+                if let Some(Value::String(r)) = o.get("ref") {
+                    let base = self
+                        .ids
+                        .get(r)
+                        .copied()
+                        .ok_or_else(|| format!("unknown type {r}"))?;
+                    let atomic = o.get("atomic").and_then(Value::as_bool).unwrap_or(false);
+                    let slot = self.set.push(Node::Untyped);
+                    self.overrides.push((slot, base, atomic));
+                    return Ok(slot);
+                }
+                Err(format!("bad type expression {t}"))
+            }
+            other => Err(format!("bad type expression {other}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtin_table_loads() {
+        assert!(BUILTINS.is_ok(), "{:?}", BUILTINS.as_ref().err());
+    }
+
+    fn path<'a>(t: TypeRef<'a>, steps: &[&str]) -> TypeRef<'a> {
+        steps
+            .iter()
+            .fold(t, |t, s| if *s == "[]" { t.items() } else { t.field(s).0 })
+    }
+
+    #[test]
+    fn builtin_list_kinds_follow_markers_and_patch_strategy() {
+        let Some(deploy) = ObjectType::builtin("apps", "Deployment") else {
+            panic!("Deployment is built in")
+        };
+        let spec = ["spec", "template", "spec"];
+        let containers = path(deploy.root(), &spec).field("containers");
+        assert_eq!(
+            containers.0.list_kind(),
+            &ListKind::Map(vec!["name".into()])
+        );
+        let smp = containers.1.map(|f| f.smp.clone()).unwrap_or_default();
+        assert!(smp.merge);
+        assert_eq!(smp.merge_key.as_deref(), Some("name"));
+        let ports = path(
+            deploy.root(),
+            &["spec", "template", "spec", "containers", "[]", "ports"],
+        );
+        assert_eq!(
+            ports.list_kind(),
+            &ListKind::Map(vec!["containerPort".into(), "protocol".into()])
+        );
+        assert_eq!(ports.items().field_default("protocol"), Some(&json!("TCP")));
+        let tolerations = path(deploy.root(), &["spec", "template", "spec", "tolerations"]);
+        assert_eq!(tolerations.list_kind(), &ListKind::Atomic);
+        let finalizers = path(deploy.root(), &["metadata", "finalizers"]);
+        assert_eq!(finalizers.list_kind(), &ListKind::Set);
+        assert!(path(deploy.root(), &["spec", "selector"]).map_is_atomic());
+        assert!(!path(deploy.root(), &["metadata", "labels"]).map_is_atomic());
+        assert!(deploy.root().has_field("spec"));
+        assert!(!path(deploy.root(), &["metadata", "labels"]).has_field("app"));
+    }
+
+    #[test]
+    fn every_served_kind_is_built_in() {
+        for (g, k) in [
+            ("", "Namespace"),
+            ("", "Secret"),
+            ("", "ConfigMap"),
+            ("", "ServiceAccount"),
+            ("", "Event"),
+            ("", "Node"),
+            ("", "Pod"),
+            ("", "Service"),
+            ("apps", "Deployment"),
+            ("apps", "ReplicaSet"),
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("batch", "Job"),
+            ("coordination.k8s.io", "Lease"),
+            ("events.k8s.io", "Event"),
+            ("certificates.k8s.io", "CertificateSigningRequest"),
+            ("rbac.authorization.k8s.io", "Role"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("rbac.authorization.k8s.io", "RoleBinding"),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ] {
+            assert!(supports_strategic_merge_patch(g, k), "{g}/{k}");
+        }
+        assert!(!supports_strategic_merge_patch("example.com", "Widget"));
+    }
+
+    #[test]
+    fn crd_schema_conversion() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "items": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "properties": {"name": {"type": "string"}}}
+                        },
+                        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                        "args": {"type": "array", "items": {"type": "string"}},
+                        "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                     "additionalProperties": {"type": "string"}},
+                        "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "port": {"x-kubernetes-int-or-string": true}
+                    }
+                }
+            }
+        });
+        let t = ObjectType::from_crd_schema(&schema);
+        let spec = t.root().field("spec").0;
+        assert_eq!(
+            spec.field("items").0.list_kind(),
+            &ListKind::Map(vec!["name".into()])
+        );
+        assert_eq!(spec.field("tags").0.list_kind(), &ListKind::Set);
+        assert_eq!(spec.field("args").0.list_kind(), &ListKind::Atomic);
+        assert!(spec.field("selector").0.map_is_atomic());
+        assert!(matches!(
+            spec.field("raw").0.field("anything").0.node(),
+            Node::Untyped
+        ));
+        assert!(matches!(spec.field("port").0.node(), Node::Scalar));
+        let meta = t.root().field("metadata").0;
+        assert_eq!(
+            meta.field("ownerReferences").0.list_kind(),
+            &ListKind::Map(vec!["uid".into()])
+        );
+        assert!(t.root().has_field("apiVersion"));
+    }
+}

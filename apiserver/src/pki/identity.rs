@@ -1,0 +1,208 @@
+//! x509 client-certificate authentication, as kube-apiserver's x509 authenticator does it: the
+//! presented chain must verify against the client-CA bundle at the current time (clientAuth
+//! usage), then CN is the user and every O a group, plus `system:authenticated`.
+
+use jiff::Timestamp;
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::ParsedExtension;
+use x509_parser::prelude::FromDer;
+
+use super::cert;
+use super::csr::name_parts;
+use crate::auth::Identity;
+
+/// The group every authenticated user gets.
+pub const AUTHENTICATED: &str = "system:authenticated";
+/// The group of anonymous requests.
+pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The anonymous user.
+pub const ANONYMOUS: &str = "system:anonymous";
+
+/// Chains longer than this are refused.
+const MAX_DEPTH: usize = 8;
+
+/// Why a presented client certificate was refused (the core answers 401 `Unauthorized`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CertAuthError {
+    /// No certificate was presented.
+    #[error("no client certificate")]
+    Empty,
+    /// A certificate does not parse.
+    #[error("x509: malformed certificate: {0}")]
+    Malformed(String),
+    /// The leaf is outside its validity window.
+    #[error(
+        "x509: certificate has expired or is not yet valid: current time {now} is outside [{not_before}, {not_after}]"
+    )]
+    Expired {
+        /// The time checked.
+        now: Timestamp,
+        /// Start of validity.
+        not_before: Timestamp,
+        /// End of validity.
+        not_after: Timestamp,
+    },
+    /// The leaf may not be used for client authentication.
+    #[error("x509: certificate specifies an incompatible key usage")]
+    Usage,
+    /// No path to a trusted CA.
+    #[error("x509: certificate signed by unknown authority")]
+    UnknownAuthority,
+}
+
+/// A client-CA bundle: the trust anchors for client certificates.
+#[derive(Clone, Debug, Default)]
+pub struct ClientCaBundle {
+    roots: Vec<Vec<u8>>,
+}
+
+impl ClientCaBundle {
+    /// A bundle of every `CERTIFICATE` in the PEM text (unparsable certificates are dropped).
+    pub fn from_pem(pem: &str) -> Self {
+        let roots = cert::pem_blocks(pem.as_bytes(), "CERTIFICATE")
+            .into_iter()
+            .filter(|der| X509Certificate::from_der(der).is_ok())
+            .collect();
+        ClientCaBundle { roots }
+    }
+
+    /// A bundle from DER certificates.
+    pub fn from_der(roots: Vec<Vec<u8>>) -> Self {
+        ClientCaBundle { roots }
+    }
+
+    /// Adds a DER certificate.
+    pub fn push(&mut self, der: Vec<u8>) {
+        self.roots.push(der);
+    }
+
+    /// Whether the bundle is empty.
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
+    }
+
+    /// The bundle as PEM.
+    pub fn to_pem(&self) -> String {
+        self.roots
+            .iter()
+            .map(|d| cert::pem("CERTIFICATE", d))
+            .collect()
+    }
+}
+
+fn ts(t: &x509_parser::time::ASN1Time) -> Timestamp {
+    Timestamp::from_second(t.timestamp()).unwrap_or(Timestamp::MIN)
+}
+
+fn within_validity(c: &X509Certificate<'_>, now: Timestamp) -> Result<(), CertAuthError> {
+    let not_before = ts(&c.validity().not_before);
+    let not_after = ts(&c.validity().not_after);
+    if now < not_before || now > not_after {
+        return Err(CertAuthError::Expired {
+            now,
+            not_before,
+            not_after,
+        });
+    }
+    Ok(())
+}
+
+/// Whether the certificate's EKU (if any) allows client authentication.
+fn allows_client_auth(c: &X509Certificate<'_>) -> bool {
+    c.extensions()
+        .iter()
+        .find_map(|e| match e.parsed_extension() {
+            ParsedExtension::ExtendedKeyUsage(eku) => Some(eku.any || eku.client_auth),
+            _ => None,
+        })
+        .unwrap_or(true)
+}
+
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>, CertAuthError> {
+    X509Certificate::from_der(der)
+        .map(|(_, c)| c)
+        .map_err(|e| CertAuthError::Malformed(e.to_string()))
+}
+
+fn signed_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool {
+    child.issuer().as_raw() == parent.subject().as_raw()
+        && child.verify_signature(Some(parent.public_key())).is_ok()
+}
+
+/// Verifies `chain` (leaf first, then intermediates, DER) against `roots` at `now`, as Go's
+/// `x509.Verify` with `ExtKeyUsageClientAuth` does.
+pub fn verify_client_chain(
+    chain: &[&[u8]],
+    roots: &ClientCaBundle,
+    now: Timestamp,
+) -> Result<(), CertAuthError> {
+    let Some(leaf_der) = chain.first() else {
+        return Err(CertAuthError::Empty);
+    };
+    let leaf = parse(leaf_der)?;
+    within_validity(&leaf, now)?;
+    if !allows_client_auth(&leaf) {
+        return Err(CertAuthError::Usage);
+    }
+    let intermediates: Vec<X509Certificate<'_>> =
+        chain[1..].iter().filter_map(|d| parse(d).ok()).collect();
+    let anchors: Vec<X509Certificate<'_>> =
+        roots.roots.iter().filter_map(|d| parse(d).ok()).collect();
+    let mut current = leaf;
+    for _ in 0..MAX_DEPTH {
+        if anchors
+            .iter()
+            .any(|root| signed_by(&current, root) && within_validity(root, now).is_ok())
+        {
+            return Ok(());
+        }
+        let next = intermediates.iter().find(|i| {
+            i.is_ca()
+                && allows_client_auth(i)
+                && within_validity(i, now).is_ok()
+                && signed_by(&current, i)
+        });
+        match next {
+            Some(i) => current = i.clone(),
+            None => break,
+        }
+    }
+    Err(CertAuthError::UnknownAuthority)
+}
+
+/// kube's `AuthenticatedGroupAdder`: adds `system:authenticated` unless the user is
+/// `system:anonymous` or already in `system:authenticated` or `system:unauthenticated`.
+pub fn with_authenticated_group(mut identity: Identity) -> Identity {
+    let marked = identity
+        .groups
+        .iter()
+        .any(|g| g == AUTHENTICATED || g == UNAUTHENTICATED);
+    if identity.user != ANONYMOUS && !marked {
+        identity.groups.push(AUTHENTICATED.to_owned());
+    }
+    identity
+}
+
+/// The identity of a presented client-certificate chain (leaf first, DER): verified against
+/// `roots` at `now`; CN is the user, the O values the groups, then `system:authenticated`.
+/// `Ok(None)` when the leaf has no CN (kube: not authenticated by this authenticator; the
+/// request falls through to the others).
+pub fn authenticate_client_chain(
+    chain: &[&[u8]],
+    roots: &ClientCaBundle,
+    now: Timestamp,
+) -> Result<Option<Identity>, CertAuthError> {
+    verify_client_chain(chain, roots, now)?;
+    let Some(leaf_der) = chain.first() else {
+        return Err(CertAuthError::Empty);
+    };
+    let leaf = parse(leaf_der)?;
+    let (cn, orgs) = name_parts(leaf.subject()).map_err(CertAuthError::Malformed)?;
+    if cn.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(with_authenticated_group(Identity {
+        user: cn,
+        groups: orgs,
+    })))
+}

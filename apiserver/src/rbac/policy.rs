@@ -1,0 +1,360 @@
+//! The RBAC objects the authorizer evaluates, and kube's rule resolution over them: which rules
+//! apply to a user in a namespace, through which binding.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use serde_json::Value;
+
+use crate::auth::Identity;
+use crate::validation::go_quote;
+
+/// The API group of the RBAC kinds.
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// An RBAC object that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The object is not one of the four RBAC kinds.
+    #[error("not an RBAC object: apiVersion {api_version:?}, kind {kind:?}")]
+    NotRbac {
+        /// `apiVersion` of the object.
+        api_version: String,
+        /// `kind` of the object.
+        kind: String,
+    },
+    /// The object does not decode as its kind.
+    #[error("malformed {kind}: {message}")]
+    Malformed {
+        /// The kind.
+        kind: String,
+        /// The decoder's message.
+        message: String,
+    },
+}
+
+/// All Roles, ClusterRoles, RoleBindings and ClusterRoleBindings the authorizer sees.
+///
+/// The core keeps one up to date from storage (every write and delete of the four kinds) and
+/// evaluates requests against it. Iteration is by name, so decisions and reasons are
+/// deterministic.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    pub(crate) cluster_roles: BTreeMap<String, ClusterRole>,
+    pub(crate) roles: BTreeMap<(String, String), Role>,
+    pub(crate) cluster_role_bindings: BTreeMap<String, ClusterRoleBinding>,
+    pub(crate) role_bindings: BTreeMap<(String, String), RoleBinding>,
+}
+
+fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.name.clone().unwrap_or_default()
+}
+
+fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.namespace.clone().unwrap_or_default()
+}
+
+fn decode<T: serde::de::DeserializeOwned>(obj: &Value, kind: &str) -> Result<T, PolicyError> {
+    serde_json::from_value(obj.clone()).map_err(|e| PolicyError::Malformed {
+        kind: kind.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+impl Policy {
+    /// An empty policy (nothing is allowed except to `system:masters`).
+    pub fn new() -> Self {
+        Policy::default()
+    }
+
+    /// A policy from JSON objects of the four kinds (others are an error).
+    pub fn from_values<'a>(
+        objects: impl IntoIterator<Item = &'a Value>,
+    ) -> Result<Self, PolicyError> {
+        let mut policy = Policy::new();
+        for obj in objects {
+            policy.upsert(obj)?;
+        }
+        Ok(policy)
+    }
+
+    /// Adds or replaces an object given as JSON (by its `apiVersion` and `kind`).
+    pub fn upsert(&mut self, obj: &Value) -> Result<(), PolicyError> {
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        if group != RBAC_GROUP {
+            return Err(PolicyError::NotRbac {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            });
+        }
+        // Decode through the v1 shape whatever the stored version says.
+        let mut v1 = obj.clone();
+        if let Some(map) = v1.as_object_mut() {
+            map.insert("apiVersion".into(), Value::from(format!("{RBAC_GROUP}/v1")));
+        }
+        match kind {
+            "ClusterRole" => self.upsert_cluster_role(decode(&v1, kind)?),
+            "Role" => self.upsert_role(decode(&v1, kind)?),
+            "ClusterRoleBinding" => self.upsert_cluster_role_binding(decode(&v1, kind)?),
+            "RoleBinding" => self.upsert_role_binding(decode(&v1, kind)?),
+            _ => {
+                return Err(PolicyError::NotRbac {
+                    api_version: api_version.to_owned(),
+                    kind: kind.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an object by kind (`Role`, `ClusterRole`, `RoleBinding`, `ClusterRoleBinding`),
+    /// namespace (empty for cluster-scoped kinds) and name. Unknown kinds are ignored.
+    pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
+        let key = (namespace.to_owned(), name.to_owned());
+        match kind {
+            "ClusterRole" => {
+                self.cluster_roles.remove(name);
+            }
+            "Role" => {
+                self.roles.remove(&key);
+            }
+            "ClusterRoleBinding" => {
+                self.cluster_role_bindings.remove(name);
+            }
+            "RoleBinding" => {
+                self.role_bindings.remove(&key);
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds or replaces a ClusterRole.
+    pub fn upsert_cluster_role(&mut self, role: ClusterRole) {
+        self.cluster_roles.insert(name_of(&role.metadata), role);
+    }
+
+    /// Adds or replaces a Role.
+    pub fn upsert_role(&mut self, role: Role) {
+        let key = (namespace_of(&role.metadata), name_of(&role.metadata));
+        self.roles.insert(key, role);
+    }
+
+    /// Adds or replaces a ClusterRoleBinding.
+    pub fn upsert_cluster_role_binding(&mut self, binding: ClusterRoleBinding) {
+        self.cluster_role_bindings
+            .insert(name_of(&binding.metadata), binding);
+    }
+
+    /// Adds or replaces a RoleBinding.
+    pub fn upsert_role_binding(&mut self, binding: RoleBinding) {
+        let key = (namespace_of(&binding.metadata), name_of(&binding.metadata));
+        self.role_bindings.insert(key, binding);
+    }
+
+    /// A ClusterRole by name.
+    pub fn cluster_role(&self, name: &str) -> Option<&ClusterRole> {
+        self.cluster_roles.get(name)
+    }
+
+    /// A Role by namespace and name.
+    pub fn role(&self, namespace: &str, name: &str) -> Option<&Role> {
+        self.roles.get(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Every ClusterRole, by name.
+    pub fn cluster_roles(&self) -> impl Iterator<Item = &ClusterRole> {
+        self.cluster_roles.values()
+    }
+
+    /// The rules a role reference grants when bound in `namespace` (empty for a
+    /// ClusterRoleBinding), or kube's resolution error, e.g.
+    /// `clusterrole.rbac.authorization.k8s.io "x" not found`.
+    pub fn role_ref_rules(
+        &self,
+        role_ref: &RoleRef,
+        namespace: &str,
+    ) -> Result<&[PolicyRule], String> {
+        match role_ref.kind.as_str() {
+            "Role" => self
+                .role(namespace, &role_ref.name)
+                .map(|r| r.rules.as_deref().unwrap_or(&[]))
+                .ok_or_else(|| format!("role.{RBAC_GROUP} {} not found", go_quote(&role_ref.name))),
+            "ClusterRole" => self
+                .cluster_role(&role_ref.name)
+                .map(|r| r.rules.as_deref().unwrap_or(&[]))
+                .ok_or_else(|| {
+                    format!(
+                        "clusterrole.{RBAC_GROUP} {} not found",
+                        go_quote(&role_ref.name)
+                    )
+                }),
+            other => Err(format!(
+                "unsupported role reference kind: {}",
+                go_quote(other)
+            )),
+        }
+    }
+
+    /// Visits every rule that applies to `user` in `namespace`: first through ClusterRoleBindings,
+    /// then (when `namespace` is not empty) through the RoleBindings of that namespace, as kube's
+    /// `VisitRulesFor` does. The visitor gets the source, a rule or a resolution error, and
+    /// returns `false` to stop.
+    pub fn visit_rules_for(
+        &self,
+        user: &Identity,
+        namespace: &str,
+        visitor: &mut dyn FnMut(&RuleSource<'_>, Visit<'_>) -> bool,
+    ) {
+        for binding in self.cluster_role_bindings.values() {
+            let subjects = binding.subjects.as_deref().unwrap_or(&[]);
+            let Some(subject) = subjects.iter().find(|s| applies_to(user, s, "")) else {
+                continue;
+            };
+            let source = RuleSource::ClusterRoleBinding { binding, subject };
+            if !visit_role_ref(self, &source, &binding.role_ref, "", visitor) {
+                return;
+            }
+        }
+        if namespace.is_empty() {
+            return;
+        }
+        let start = (namespace.to_owned(), String::new());
+        for ((ns, _), binding) in self.role_bindings.range(start..) {
+            if ns != namespace {
+                break;
+            }
+            let subjects = binding.subjects.as_deref().unwrap_or(&[]);
+            let Some(subject) = subjects.iter().find(|s| applies_to(user, s, namespace)) else {
+                continue;
+            };
+            let source = RuleSource::RoleBinding { binding, subject };
+            if !visit_role_ref(self, &source, &binding.role_ref, namespace, visitor) {
+                return;
+            }
+        }
+    }
+
+    /// Every rule that applies to `user` in `namespace`, and the resolution errors met
+    /// (kube's `RulesFor`).
+    pub fn rules_for(&self, user: &Identity, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+        let mut rules = Vec::new();
+        let mut errors = Vec::new();
+        self.visit_rules_for(user, namespace, &mut |_, visit| {
+            match visit {
+                Visit::Rule(r) => rules.push(r.clone()),
+                Visit::Error(e) => errors.push(e),
+            }
+            true
+        });
+        (rules, errors)
+    }
+}
+
+fn visit_role_ref(
+    policy: &Policy,
+    source: &RuleSource<'_>,
+    role_ref: &RoleRef,
+    namespace: &str,
+    visitor: &mut dyn FnMut(&RuleSource<'_>, Visit<'_>) -> bool,
+) -> bool {
+    match policy.role_ref_rules(role_ref, namespace) {
+        Ok(rules) => rules.iter().all(|r| visitor(source, Visit::Rule(r))),
+        Err(e) => visitor(source, Visit::Error(e)),
+    }
+}
+
+/// One step of rule resolution.
+#[derive(Debug)]
+pub enum Visit<'a> {
+    /// A rule granted to the user.
+    Rule(&'a PolicyRule),
+    /// A binding whose role could not be resolved.
+    Error(String),
+}
+
+/// Where a rule comes from; its `Display` is kube's wording, e.g.
+/// `ClusterRoleBinding "b" of ClusterRole "r" to User "u"`.
+#[derive(Debug, Clone, Copy)]
+pub enum RuleSource<'a> {
+    /// Through a ClusterRoleBinding.
+    ClusterRoleBinding {
+        /// The binding.
+        binding: &'a ClusterRoleBinding,
+        /// The subject that matched.
+        subject: &'a Subject,
+    },
+    /// Through a RoleBinding.
+    RoleBinding {
+        /// The binding.
+        binding: &'a RoleBinding,
+        /// The subject that matched.
+        subject: &'a Subject,
+    },
+}
+
+fn describe_subject(s: &Subject, binding_namespace: &str) -> String {
+    if s.kind == "ServiceAccount" {
+        let ns = s
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(binding_namespace);
+        format!("{} {}", s.kind, go_quote(&format!("{}/{}", s.name, ns)))
+    } else {
+        format!("{} {}", s.kind, go_quote(&s.name))
+    }
+}
+
+impl fmt::Display for RuleSource<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleSource::ClusterRoleBinding { binding, subject } => write!(
+                f,
+                "ClusterRoleBinding {} of {} {} to {}",
+                go_quote(&name_of(&binding.metadata)),
+                binding.role_ref.kind,
+                go_quote(&binding.role_ref.name),
+                describe_subject(subject, "")
+            ),
+            RuleSource::RoleBinding { binding, subject } => {
+                let ns = namespace_of(&binding.metadata);
+                write!(
+                    f,
+                    "RoleBinding {} of {} {} to {}",
+                    go_quote(&format!("{}/{}", name_of(&binding.metadata), ns)),
+                    binding.role_ref.kind,
+                    go_quote(&binding.role_ref.name),
+                    describe_subject(subject, &ns)
+                )
+            }
+        }
+    }
+}
+
+/// The user name of a service account: `system:serviceaccount:<namespace>:<name>`.
+pub fn service_account_username(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// Whether a binding subject names `user`. A ServiceAccount subject without a namespace takes
+/// the binding's namespace (never matches from a ClusterRoleBinding).
+pub fn applies_to(user: &Identity, subject: &Subject, binding_namespace: &str) -> bool {
+    match subject.kind.as_str() {
+        "User" => user.user == subject.name,
+        "Group" => user.groups.contains(&subject.name),
+        "ServiceAccount" => {
+            let ns = subject
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(binding_namespace);
+            !ns.is_empty() && user.user == service_account_username(ns, &subject.name)
+        }
+        _ => false,
+    }
+}

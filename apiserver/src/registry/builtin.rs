@@ -1,0 +1,506 @@
+//! The built-in resources: names, scope, verbs, subresources and the typed normalization of
+//! their objects (decoding into the k8s-openapi type and encoding again drops unknown fields,
+//! as kube-apiserver's typed decoding does).
+
+use k8s_openapi::api::{
+    apps::v1 as apps, authorization::v1 as authz, batch::v1 as batch, certificates::v1 as certs,
+    coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+use serde_json::Value;
+
+use super::{NameKind, ResourceInfo, ScaleSpec, Source, VersionInfo};
+
+/// Every built-in kind the server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum BuiltinKind {
+    Namespace,
+    Secret,
+    ConfigMap,
+    ServiceAccount,
+    CoreEvent,
+    Node,
+    Pod,
+    Service,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+    Job,
+    Lease,
+    EventsEvent,
+    CertificateSigningRequest,
+    Role,
+    RoleBinding,
+    ClusterRole,
+    ClusterRoleBinding,
+    CustomResourceDefinition,
+    SelfSubjectAccessReview,
+    SubjectAccessReview,
+    LocalSubjectAccessReview,
+    SelfSubjectRulesReview,
+}
+
+fn roundtrip<K>(value: Value) -> Result<Value, String>
+where
+    K: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let typed: K = serde_json::from_value(value).map_err(|err| err.to_string())?;
+    serde_json::to_value(&typed).map_err(|err| err.to_string())
+}
+
+impl BuiltinKind {
+    /// Decodes `value` into the typed object and encodes it again: unknown fields disappear,
+    /// timestamps and byte strings are normalized; a type mismatch is an error message.
+    pub fn normalize(self, value: Value) -> Result<Value, String> {
+        use BuiltinKind::*;
+        match self {
+            Namespace => roundtrip::<core::Namespace>(value),
+            Secret => roundtrip::<core::Secret>(value),
+            ConfigMap => roundtrip::<core::ConfigMap>(value),
+            ServiceAccount => roundtrip::<core::ServiceAccount>(value),
+            CoreEvent => roundtrip::<core::Event>(value),
+            Node => roundtrip::<core::Node>(value),
+            Pod => roundtrip::<core::Pod>(value),
+            Service => roundtrip::<core::Service>(value),
+            Deployment => roundtrip::<apps::Deployment>(value),
+            ReplicaSet => roundtrip::<apps::ReplicaSet>(value),
+            StatefulSet => roundtrip::<apps::StatefulSet>(value),
+            DaemonSet => roundtrip::<apps::DaemonSet>(value),
+            Job => roundtrip::<batch::Job>(value),
+            Lease => roundtrip::<coordination::Lease>(value),
+            EventsEvent => roundtrip::<events::Event>(value),
+            CertificateSigningRequest => roundtrip::<certs::CertificateSigningRequest>(value),
+            Role => roundtrip::<rbac::Role>(value),
+            RoleBinding => roundtrip::<rbac::RoleBinding>(value),
+            ClusterRole => roundtrip::<rbac::ClusterRole>(value),
+            ClusterRoleBinding => roundtrip::<rbac::ClusterRoleBinding>(value),
+            CustomResourceDefinition => roundtrip::<apiext::CustomResourceDefinition>(value),
+            SelfSubjectAccessReview => roundtrip::<authz::SelfSubjectAccessReview>(value),
+            SubjectAccessReview => roundtrip::<authz::SubjectAccessReview>(value),
+            LocalSubjectAccessReview => roundtrip::<authz::LocalSubjectAccessReview>(value),
+            SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
+        }
+    }
+
+    /// Whether objects of this kind are never stored (access reviews).
+    pub fn is_virtual(self) -> bool {
+        use BuiltinKind::*;
+        matches!(
+            self,
+            SelfSubjectAccessReview
+                | SubjectAccessReview
+                | LocalSubjectAccessReview
+                | SelfSubjectRulesReview
+        )
+    }
+}
+
+const CRUD: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+struct Def {
+    kind: BuiltinKind,
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind_name: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+    scale: bool,
+    extra: &'static [&'static str],
+    names: NameKind,
+    fields: &'static [&'static str],
+    verbs: &'static [&'static str],
+}
+
+const fn def(
+    kind: BuiltinKind,
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind_name: &'static str,
+    namespaced: bool,
+) -> Def {
+    Def {
+        kind,
+        group,
+        version,
+        plural,
+        kind_name,
+        namespaced,
+        short: &[],
+        categories: &[],
+        status: false,
+        scale: false,
+        extra: &[],
+        names: NameKind::Subdomain,
+        fields: &[],
+        verbs: CRUD,
+    }
+}
+
+const ALL: &[&str] = &["all"];
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+fn defs() -> Vec<Def> {
+    use BuiltinKind as K;
+    let review = |kind, plural, kind_name, namespaced| Def {
+        verbs: &["create"],
+        ..def(
+            kind,
+            "authorization.k8s.io",
+            "v1",
+            plural,
+            kind_name,
+            namespaced,
+        )
+    };
+    vec![
+        Def {
+            short: &["ns"],
+            status: true,
+            extra: &["finalize"],
+            names: NameKind::Label,
+            fields: &["status.phase"],
+            verbs: &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ],
+            ..def(K::Namespace, "", "v1", "namespaces", "Namespace", false)
+        },
+        Def {
+            fields: &["type"],
+            ..def(K::Secret, "", "v1", "secrets", "Secret", true)
+        },
+        Def {
+            short: &["cm"],
+            ..def(K::ConfigMap, "", "v1", "configmaps", "ConfigMap", true)
+        },
+        Def {
+            short: &["sa"],
+            ..def(
+                K::ServiceAccount,
+                "",
+                "v1",
+                "serviceaccounts",
+                "ServiceAccount",
+                true,
+            )
+        },
+        Def {
+            short: &["ev"],
+            fields: EVENT_FIELDS,
+            ..def(K::CoreEvent, "", "v1", "events", "Event", true)
+        },
+        Def {
+            short: &["no"],
+            status: true,
+            fields: &["spec.unschedulable"],
+            ..def(K::Node, "", "v1", "nodes", "Node", false)
+        },
+        Def {
+            short: &["po"],
+            categories: ALL,
+            status: true,
+            fields: &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            ..def(K::Pod, "", "v1", "pods", "Pod", true)
+        },
+        Def {
+            short: &["svc"],
+            categories: ALL,
+            status: true,
+            names: NameKind::Dns1035Label,
+            fields: &["spec.clusterIP", "spec.type"],
+            verbs: &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ],
+            ..def(K::Service, "", "v1", "services", "Service", true)
+        },
+        Def {
+            short: &["deploy"],
+            categories: ALL,
+            status: true,
+            scale: true,
+            ..def(
+                K::Deployment,
+                "apps",
+                "v1",
+                "deployments",
+                "Deployment",
+                true,
+            )
+        },
+        Def {
+            short: &["rs"],
+            categories: ALL,
+            status: true,
+            scale: true,
+            fields: &["status.replicas"],
+            ..def(
+                K::ReplicaSet,
+                "apps",
+                "v1",
+                "replicasets",
+                "ReplicaSet",
+                true,
+            )
+        },
+        Def {
+            short: &["sts"],
+            categories: ALL,
+            status: true,
+            scale: true,
+            ..def(
+                K::StatefulSet,
+                "apps",
+                "v1",
+                "statefulsets",
+                "StatefulSet",
+                true,
+            )
+        },
+        Def {
+            short: &["ds"],
+            categories: ALL,
+            status: true,
+            ..def(K::DaemonSet, "apps", "v1", "daemonsets", "DaemonSet", true)
+        },
+        Def {
+            categories: ALL,
+            status: true,
+            fields: &["status.successful"],
+            ..def(K::Job, "batch", "v1", "jobs", "Job", true)
+        },
+        def(
+            K::Lease,
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+        ),
+        Def {
+            short: &["ev"],
+            ..def(
+                K::EventsEvent,
+                "events.k8s.io",
+                "v1",
+                "events",
+                "Event",
+                true,
+            )
+        },
+        Def {
+            short: &["csr"],
+            status: true,
+            extra: &["approval"],
+            fields: &["spec.signerName"],
+            ..def(
+                K::CertificateSigningRequest,
+                "certificates.k8s.io",
+                "v1",
+                "certificatesigningrequests",
+                "CertificateSigningRequest",
+                false,
+            )
+        },
+        Def {
+            names: NameKind::PathSegment,
+            ..def(
+                K::Role,
+                "rbac.authorization.k8s.io",
+                "v1",
+                "roles",
+                "Role",
+                true,
+            )
+        },
+        Def {
+            names: NameKind::PathSegment,
+            ..def(
+                K::RoleBinding,
+                "rbac.authorization.k8s.io",
+                "v1",
+                "rolebindings",
+                "RoleBinding",
+                true,
+            )
+        },
+        Def {
+            names: NameKind::PathSegment,
+            ..def(
+                K::ClusterRole,
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterroles",
+                "ClusterRole",
+                false,
+            )
+        },
+        Def {
+            names: NameKind::PathSegment,
+            ..def(
+                K::ClusterRoleBinding,
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+            )
+        },
+        Def {
+            short: &["crd", "crds"],
+            categories: &["api-extensions"],
+            status: true,
+            ..def(
+                K::CustomResourceDefinition,
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                false,
+            )
+        },
+        review(
+            K::LocalSubjectAccessReview,
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+        review(
+            K::SelfSubjectAccessReview,
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+        ),
+        review(
+            K::SelfSubjectRulesReview,
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            false,
+        ),
+        review(
+            K::SubjectAccessReview,
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+        ),
+    ]
+}
+
+/// The built-in resources, in discovery order.
+pub fn builtin_resources() -> Vec<ResourceInfo> {
+    defs()
+        .into_iter()
+        .map(|d| {
+            let singular = d.kind_name.to_ascii_lowercase();
+            let scale = d.scale.then(|| ScaleSpec {
+                spec_replicas_path: ".spec.replicas".into(),
+                status_replicas_path: ".status.replicas".into(),
+                label_selector_path: Some(".status.selector".into()),
+            });
+            ResourceInfo {
+                group: d.group.into(),
+                versions: vec![VersionInfo {
+                    name: d.version.into(),
+                    schema: None,
+                    printer_columns: Vec::new(),
+                    selectable_fields: Vec::new(),
+                    status: d.status,
+                    scale,
+                    deprecation_warning: None,
+                    patch_types: Default::default(),
+                    structural: Default::default(),
+                }],
+                storage_version: d.version.into(),
+                plural: d.plural.into(),
+                singular,
+                kind: d.kind_name.into(),
+                list_kind: format!("{}List", d.kind_name),
+                namespaced: d.namespaced,
+                short_names: d.short.iter().map(|s| s.to_string()).collect(),
+                categories: d.categories.iter().map(|s| s.to_string()).collect(),
+                verbs: d.verbs.iter().map(|s| s.to_string()).collect(),
+                extra_subresources: d.extra.iter().map(|s| s.to_string()).collect(),
+                source: Source::Builtin(d.kind),
+                name_kind: d.names,
+                field_labels: d.fields.iter().map(|s| s.to_string()).collect(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn normalize_drops_unknown_fields() {
+        let out = BuiltinKind::ConfigMap
+            .normalize(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}, "bogus": 1}))
+            .unwrap();
+        assert_eq!(
+            out,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}})
+        );
+        assert!(
+            BuiltinKind::ConfigMap
+                .normalize(json!({"data": {"a": 1}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn resources_are_unique() {
+        let all = builtin_resources();
+        let mut seen = std::collections::HashSet::new();
+        for r in &all {
+            assert!(
+                seen.insert((r.group.clone(), r.plural.clone())),
+                "{}",
+                r.plural
+            );
+        }
+    }
+}

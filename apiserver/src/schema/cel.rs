@@ -1,0 +1,382 @@
+//! `x-kubernetes-validations` CEL rules, evaluated with `kube-cel` and reported the way
+//! kube-apiserver reports them (`spec: Invalid value: "object": <message>`).
+
+use std::sync::Arc;
+
+use kube_cel::{CompilationError, CompiledSchema, ErrorKind, ValidationError};
+use serde_json::Value;
+
+use super::node::Node;
+use crate::validation::{BadValue, Cause, CauseType, child, index, key};
+
+/// The compiled rules of one schema (`None` inside when the schema has no rules).
+#[derive(Clone)]
+pub(crate) struct CelRules {
+    compiled: Option<Arc<CompiledSchema>>,
+}
+
+impl std::fmt::Debug for CelRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CelRules")
+            .field("has_rules", &self.compiled.is_some())
+            .finish()
+    }
+}
+
+fn has_rules(n: &Node) -> bool {
+    !n.x_validations.is_empty()
+        || n.properties.iter().any(|(_, p)| has_rules(p))
+        || n.items.as_deref().is_some_and(has_rules)
+        || n.additional_schema().flatten().is_some_and(has_rules)
+        || n.all_of
+            .iter()
+            .chain(&n.any_of)
+            .chain(&n.one_of)
+            .any(has_rules)
+}
+
+impl CelRules {
+    /// Compile every rule of `schema` (parsed as `root`).
+    pub(crate) fn compile(schema: &Value, root: &Node) -> CelRules {
+        let compiled = has_rules(root).then(|| Arc::new(kube_cel::compile_schema(schema)));
+        CelRules { compiled }
+    }
+
+    /// Rules that do not compile, as CRD-create causes at
+    /// `<path>.x-kubernetes-validations[i].rule`.
+    pub(crate) fn compile_errors(&self, schema: &Value, path: &str) -> Vec<Cause> {
+        let mut out = Vec::new();
+        if let Some(c) = &self.compiled {
+            compile_errors_at(c, schema, path, &mut out);
+        }
+        out
+    }
+
+    /// Evaluate the rules against `obj` (and `old` on update, for transition rules and
+    /// ratcheting). `blocking` tells whether earlier causes stop CEL evaluation, as in
+    /// kube-apiserver.
+    pub(crate) fn validate(
+        &self,
+        root: &Node,
+        obj: &Value,
+        old: Option<&Value>,
+        blocking: bool,
+    ) -> Vec<Cause> {
+        let Some(compiled) = &self.compiled else {
+            return Vec::new();
+        };
+        if blocking {
+            return vec![Cause::invalid(
+                "<nil>",
+                BadValue::Null,
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            )];
+        }
+        let Err(errors) = kube_cel::validate_compiled(compiled, obj, old) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in errors.iter() {
+            if let Some(c) = to_cause(root, obj, old, e) {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+/// Whether causes already found stop CEL evaluation (`hasBlockingErr`).
+pub(crate) fn is_blocking(causes: &[Cause]) -> bool {
+    causes.iter().any(|c| {
+        matches!(
+            c.reason,
+            CauseType::FieldValueNotSupported
+                | CauseType::FieldValueRequired
+                | CauseType::FieldValueTooLong
+                | CauseType::FieldValueTooMany
+                | CauseType::FieldValueTypeInvalid
+        )
+    })
+}
+
+fn compile_errors_at(c: &CompiledSchema, schema: &Value, path: &str, out: &mut Vec<Cause>) {
+    let rules = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array);
+    for (i, r) in c.validations.iter().enumerate() {
+        let Err(e) = r else {
+            continue;
+        };
+        let rule_path = index(&child(path, "x-kubernetes-validations"), i);
+        let raw = rules.and_then(|r| r.get(i)).cloned().unwrap_or(Value::Null);
+        match e {
+            CompilationError::Parse { source, .. } => out.push(Cause::invalid(
+                child(&rule_path, "rule"),
+                &raw,
+                &format!("compilation failed: {source}"),
+            )),
+            CompilationError::MessageExpressionParse { source, .. } => out.push(Cause::invalid(
+                child(&rule_path, "messageExpression"),
+                &raw,
+                &format!("messageExpression compilation failed: {source}"),
+            )),
+            other => out.push(Cause::invalid(
+                child(&rule_path, "rule"),
+                &raw,
+                &other.to_string(),
+            )),
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, sub) in props {
+            if let Some(sc) = c.properties.get(k) {
+                compile_errors_at(sc, sub, &key(&child(path, "properties"), k), out);
+            }
+        }
+    }
+    if let (Some(sc), Some(sub)) = (&c.items, schema.get("items")) {
+        compile_errors_at(sc, sub, &child(path, "items"), out);
+    }
+    if let (Some(sc), Some(sub)) = (&c.additional_properties, schema.get("additionalProperties")) {
+        compile_errors_at(sc, sub, &child(path, "additionalProperties"), out);
+    }
+}
+
+/// Where a kube-cel error path points: kube's field path, the schema node, the value.
+struct Resolved<'a> {
+    field: String,
+    node: Option<&'a Node>,
+    value: Option<&'a Value>,
+    old: Option<&'a Value>,
+}
+
+/// Split a kube-cel path (`spec.items[0].name`) into segments (`Err(i)` for indices).
+fn segments(path: &str) -> Vec<Result<String, usize>> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (name, rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !name.is_empty() {
+            out.push(Ok(name.to_string()));
+        }
+        for idx in rest.split('[').filter(|s| !s.is_empty()) {
+            match idx.trim_end_matches(']').parse::<usize>() {
+                Ok(i) => out.push(Err(i)),
+                Err(_) => out.push(Ok(idx.to_string())),
+            }
+        }
+    }
+    out
+}
+
+fn resolve<'a>(root: &'a Node, obj: &'a Value, old: Option<&'a Value>, path: &str) -> Resolved<'a> {
+    let segs = segments(path);
+    let mut r = Resolved {
+        field: String::new(),
+        node: Some(root),
+        value: Some(obj),
+        old,
+    };
+    let mut i = 0;
+    while i < segs.len() {
+        match &segs[i] {
+            Err(idx) => {
+                r.field = index(&r.field, *idx);
+                r.node = r.node.and_then(|n| n.items.as_deref());
+                r.value = r.value.and_then(|v| v.get(*idx));
+                r.old = r.old.and_then(|v| v.get(*idx));
+                i += 1;
+            }
+            Ok(name) => {
+                if let Some(p) = r.node.and_then(|n| n.property(name)) {
+                    r.field = child(&r.field, name);
+                    r.node = Some(p);
+                    r.value = r.value.and_then(|v| v.get(name));
+                    r.old = r.old.and_then(|v| v.get(name));
+                    i += 1;
+                    continue;
+                }
+                // A map key, possibly containing dots: take the longest key present.
+                let mut taken = 1;
+                let mut k = name.clone();
+                let mut candidate = name.clone();
+                for (j, s) in segs.iter().enumerate().skip(i + 1) {
+                    let Ok(s) = s else { break };
+                    candidate = format!("{candidate}.{s}");
+                    if r.value.and_then(|v| v.get(&candidate)).is_some() {
+                        k = candidate.clone();
+                        taken = j - i + 1;
+                    }
+                }
+                let additional = r.node.and_then(|n| n.additional_schema());
+                r.field = match additional {
+                    Some(_) => key(&r.field, &k),
+                    None => child(&r.field, &k),
+                };
+                r.node = additional.flatten();
+                r.value = r.value.and_then(|v| v.get(&k));
+                r.old = r.old.and_then(|v| v.get(&k));
+                i += taken;
+            }
+        }
+    }
+    if r.field.is_empty() {
+        r.field = "<nil>".to_string();
+    }
+    r
+}
+
+fn to_cause(root: &Node, obj: &Value, old: Option<&Value>, e: &ValidationError) -> Option<Cause> {
+    let r = resolve(root, obj, old, &e.field_path);
+    let type_name = r.node.map_or("", |n| n.type_name.as_str());
+    match e.kind {
+        ErrorKind::ValidationFailure => {
+            // Ratcheting: a failing rule on an unchanged value is ignored (transition rules
+            // excepted).
+            if old.is_some() && !e.rule.contains("oldSelf") && r.value.is_some() && r.value == r.old
+            {
+                return None;
+            }
+            let default_msg = format!("failed rule: {}", e.rule);
+            let detail = if e.message == default_msg {
+                format!("failed rule: {}", e.rule.trim())
+            } else {
+                e.message.trim().to_string()
+            };
+            Some(match e.reason.as_deref() {
+                Some("FieldValueForbidden") => Cause::forbidden(r.field, &detail),
+                Some("FieldValueRequired") => Cause::required(r.field, &detail),
+                Some("FieldValueDuplicate") => Cause::duplicate(r.field, type_name),
+                _ => Cause::invalid(r.field, type_name, &detail),
+            })
+        }
+        ErrorKind::EvaluationError | ErrorKind::InvalidResult => {
+            let detail = e.message.trim_start_matches("rule evaluation error: ");
+            Some(Cause::invalid(
+                r.field,
+                type_name,
+                &format!("{detail} evaluating rule: {}", e.rule.trim()),
+            ))
+        }
+        _ => {
+            // A rule kube-cel cannot evaluate (a CEL feature it lacks): kube-apiserver would
+            // evaluate it; we do not reject the object for our own gap.
+            tracing::warn!(rule = %e.rule, path = %e.field_path, error = %e.message, "x-kubernetes-validations rule not evaluated");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules(schema: &Value) -> (Node, CelRules) {
+        let root = Node::parse(schema, "s", &mut Vec::new());
+        let rules = CelRules::compile(schema, &root);
+        (root, rules)
+    }
+
+    fn run(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        let (root, rules) = rules(schema);
+        rules
+            .validate(&root, obj, old, false)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn failing_rules_are_reported_like_kube() {
+        let s = json!({"type": "object", "x-kubernetes-validations": [{"rule": "has(self.spec)", "message": "spec is required "}],
+            "properties": {"spec": {"type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.min <= self.max"},
+                    {"rule": "self.min >= 0", "message": "min must not be negative", "reason": "FieldValueForbidden"}],
+                "properties": {"min": {"type": "integer"}, "max": {"type": "integer"},
+                    "tags": {"type": "object", "additionalProperties": {"type": "string",
+                        "x-kubernetes-validations": [{"rule": "self != 'bad'", "message": "no bad tags"}]}}}}}});
+        assert_eq!(
+            run(&s, &json!({}), None),
+            vec!["<nil>: Invalid value: \"object\": spec is required"]
+        );
+        assert_eq!(
+            run(
+                &s,
+                &json!({"spec": {"min": -5, "max": -6, "tags": {"a.b": "bad", "c": "ok"}}}),
+                None
+            ),
+            vec![
+                "spec: Invalid value: \"object\": failed rule: self.min <= self.max",
+                "spec: Forbidden: min must not be negative",
+                "spec.tags[a.b]: Invalid value: \"string\": no bad tags",
+            ]
+        );
+        assert!(run(&s, &json!({"spec": {"min": 1, "max": 2}}), None).is_empty());
+    }
+
+    #[test]
+    fn transition_rules_and_ratcheting() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "mode": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}]},
+            "n": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 10"}]}}}}});
+        assert!(run(&s, &json!({"spec": {"mode": "a"}}), None).is_empty());
+        let old = json!({"spec": {"mode": "a", "n": 20}});
+        assert_eq!(
+            run(&s, &json!({"spec": {"mode": "b", "n": 20}}), Some(&old)),
+            vec!["spec.mode: Invalid value: \"string\": mode is immutable"]
+        );
+        assert_eq!(
+            run(&s, &json!({"spec": {"mode": "a", "n": 21}}), Some(&old)),
+            vec!["spec.n: Invalid value: \"integer\": failed rule: self < 10"]
+        );
+    }
+
+    #[test]
+    fn blocking_errors_skip_cel() {
+        let s = json!({"type": "object", "x-kubernetes-validations": [{"rule": "false"}]});
+        let (root, r) = rules(&s);
+        let got: Vec<String> = r
+            .validate(&root, &json!({}), None, true)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+            ]
+        );
+        assert!(is_blocking(&[Cause::required("x", "")]));
+        assert!(!is_blocking(&[Cause::invalid("x", "", "")]));
+    }
+
+    #[test]
+    fn compile_errors_name_the_rule() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a ==="}]}}});
+        let (_, r) = rules(&s);
+        let errs = r.compile_errors(&s, "openAPIV3Schema");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(
+            errs[0].field,
+            "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+        );
+        assert!(errs[0].message.contains("compilation failed"));
+    }
+
+    #[test]
+    fn path_resolution() {
+        let s = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object",
+            "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}}}});
+        let root = Node::parse(&s, "s", &mut Vec::new());
+        let obj = json!({"a": [{"m": {"x.y": "v"}}]});
+        let r = resolve(&root, &obj, None, "a[0].m.x.y");
+        assert_eq!(r.field, "a[0].m[x.y]");
+        assert_eq!(r.value, Some(&json!("v")));
+        assert_eq!(r.node.map(|n| n.type_name.as_str()), Some("string"));
+    }
+}

@@ -1,0 +1,103 @@
+//! Serving the API over TCP with TLS (HTTP/1.1 and HTTP/2), with the client certificate's
+//! identity attached to every request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::{ApiServer, Identity};
+
+/// A running listener.
+#[derive(Debug)]
+pub struct Serving {
+    /// The bound address.
+    pub local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Serving {
+    /// Stops accepting, ends watches and waits (up to 5 s) for open requests.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Binds `addr` and serves `server` over TLS.
+pub async fn serve_tls(
+    server: ApiServer,
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+) -> std::io::Result<Serving> {
+    let listener = TcpListener::bind(addr).await?;
+    let local_addr = listener.local_addr()?;
+    let (stop, mut stopped) = watch::channel(false);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let task = tokio::spawn(async move {
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        loop {
+            let (tcp, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(err) => {
+                        tracing::warn!(%err, "accept failed");
+                        continue;
+                    }
+                },
+                _ = stopped.changed() => break,
+            };
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            let service = server.service();
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp))
+                    .await
+                {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(err)) => {
+                        tracing::debug!(%peer, %err, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+                let identity = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|certs| certs.first())
+                    .and_then(|leaf| crate::tls::identity_from_cert(leaf))
+                    .unwrap_or_else(Identity::admin);
+                let svc = tower::ServiceBuilder::new()
+                    .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
+                        req.extensions_mut().insert(identity.clone());
+                        req
+                    })
+                    .service(service);
+                let builder = Builder::new(TokioExecutor::new());
+                let conn = builder.serve_connection_with_upgrades(
+                    TokioIo::new(tls),
+                    TowerToHyperService::new(svc),
+                );
+                if let Err(err) = watcher.watch(conn.into_owned()).await {
+                    tracing::debug!(%peer, %err, "connection ended");
+                }
+            });
+        }
+        server.shutdown();
+        let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    });
+    Ok(Serving {
+        local_addr,
+        stop,
+        task,
+    })
+}

@@ -1,0 +1,271 @@
+//! The API server object: storage, registry, conversion hooks and background controllers,
+//! shared by the HTTP service, the TLS listener and the in-process clients.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+use crate::http::ApiService;
+use crate::registry::{Registry, resource_from_crd};
+use crate::storage::{Bucket, SqliteBackend, StorageError, Store, StoreConfig};
+
+/// Converts a custom resource to another version: `(object, "group/version") -> object`.
+pub type ConversionHook = Arc<dyn Fn(Value, &str) -> Result<Value, String> + Send + Sync>;
+
+/// The namespaces every logical cluster has from the start.
+pub const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The internal name of the default logical cluster (the unprefixed URLs).
+pub const DEFAULT_CLUSTER: &str = "";
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct ApiServerConfig {
+    /// Where the SQLite database lives; `None` keeps everything in memory.
+    pub data_dir: Option<PathBuf>,
+    /// Store tuning.
+    pub store: StoreConfig,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// How often a watch with `allowWatchBookmarks` gets a bookmark.
+    pub bookmark_interval: Duration,
+    /// Longest watch when the client gives no `timeoutSeconds`.
+    pub max_watch_timeout: Duration,
+    /// Whether `/clusters/{name}` creates an unknown logical cluster on first use.
+    pub auto_create_clusters: bool,
+    /// Most requests handled at once before answering 429.
+    pub max_in_flight: usize,
+    /// Period of the full resync of the garbage collector and namespace controller.
+    pub resync_interval: Duration,
+    /// `host:port` clients reach the server at, reported by `GET /api`.
+    pub advertise_address: String,
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        ApiServerConfig {
+            data_dir: None,
+            store: StoreConfig::default(),
+            max_body_bytes: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(60),
+            max_watch_timeout: Duration::from_secs(1800),
+            auto_create_clusters: true,
+            max_in_flight: 10_000,
+            resync_interval: Duration::from_secs(30),
+            advertise_address: "127.0.0.1:6443".into(),
+        }
+    }
+}
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Storage could not be opened.
+    #[error("opening storage: {0}")]
+    Storage(#[from] StorageError),
+    /// The data directory could not be created.
+    #[error("creating data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) registry: Registry,
+    pub(crate) config: ApiServerConfig,
+    conversions: RwLock<HashMap<(String, String), ConversionHook>>,
+    clusters: Mutex<HashSet<String>>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) in_flight: std::sync::atomic::AtomicUsize,
+}
+
+/// An embedded Kubernetes-compatible API server. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiServer {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer")
+            .field("revision", &self.inner.store.revision())
+            .finish()
+    }
+}
+
+impl ApiServer {
+    /// Opens storage, registers resources, creates the default cluster's system namespaces and
+    /// starts the background controllers (garbage collector, namespaces, CRDs). Must be called
+    /// inside a Tokio runtime.
+    pub async fn start(config: ApiServerConfig) -> Result<ApiServer, StartError> {
+        let store = match &config.data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
+                    path: dir.clone(),
+                    source,
+                })?;
+                let path = dir.join("objects.db");
+                let store_config = config.store.clone();
+                tokio::task::spawn_blocking(move || {
+                    Store::open(SqliteBackend::open(&path)?, store_config)
+                })
+                .await
+                .map_err(|err| StorageError::Backend(err.to_string()))??
+            }
+            None => Store::open(crate::storage::MemoryBackend, config.store.clone())?,
+        };
+        let (shutdown, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            store,
+            registry: Registry::new(),
+            config,
+            conversions: RwLock::new(HashMap::new()),
+            clusters: Mutex::new(HashSet::new()),
+            shutdown,
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let server = ApiServer { inner };
+        server.load_crds();
+        let mut known: HashSet<String> = server
+            .inner
+            .store
+            .buckets()
+            .into_iter()
+            .map(|b| b.cluster.to_string())
+            .collect();
+        known.insert(DEFAULT_CLUSTER.to_owned());
+        for cluster in known {
+            if let Err(err) = server.ensure_cluster(&cluster).await {
+                tracing::warn!(cluster, %err, "cannot initialize logical cluster");
+            }
+        }
+        crate::controllers::start(server.inner.clone());
+        Ok(server)
+    }
+
+    /// An in-memory server with default settings.
+    pub async fn in_memory() -> Result<ApiServer, StartError> {
+        ApiServer::start(ApiServerConfig::default()).await
+    }
+
+    fn load_crds(&self) {
+        let crd_resource = "apiextensions.k8s.io/customresourcedefinitions";
+        for bucket in self.inner.store.buckets() {
+            if &*bucket.resource != crd_resource {
+                continue;
+            }
+            let (_, items) = self.inner.store.list(&bucket, None, None);
+            for (_, name, object) in items {
+                let Ok(crd) = serde_json::from_slice::<Value>(&object.value) else {
+                    continue;
+                };
+                match resource_from_crd(&crd) {
+                    Ok(info) => self.inner.registry.set_crd(&bucket.cluster, &name, info),
+                    Err(err) => tracing::warn!(crd = name, %err, "stored CRD cannot be served"),
+                }
+            }
+        }
+    }
+
+    /// The HTTP service for the default cluster (and `/clusters/{name}` prefixes).
+    pub fn service(&self) -> ApiService {
+        ApiService::new(self.inner.clone(), None)
+    }
+
+    /// The HTTP service bound to one logical cluster: unprefixed paths address `cluster`.
+    pub fn service_for_cluster(&self, cluster: &str) -> ApiService {
+        ApiService::new(self.inner.clone(), Some(cluster.to_owned()))
+    }
+
+    /// Creates a logical cluster (its system namespaces) if it does not exist yet.
+    pub async fn ensure_cluster(&self, cluster: &str) -> Result<(), ApiError> {
+        self.inner.ensure_cluster(cluster).await
+    }
+
+    /// Registers the conversion of a custom resource kind between its versions.
+    pub fn register_conversion(&self, group: &str, kind: &str, hook: ConversionHook) {
+        let mut map = self
+            .inner
+            .conversions
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        map.insert((group.to_owned(), kind.to_owned()), hook);
+    }
+
+    /// The store (for tests and tools).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Stops the background controllers.
+    pub fn shutdown(&self) {
+        let _ = self.inner.shutdown.send(true);
+    }
+}
+
+impl Inner {
+    pub(crate) fn conversion(&self, group: &str, kind: &str) -> Option<ConversionHook> {
+        let map = self.conversions.read().unwrap_or_else(|p| p.into_inner());
+        map.get(&(group.to_owned(), kind.to_owned())).cloned()
+    }
+
+    pub(crate) fn cluster_known(&self, cluster: &str) -> bool {
+        self.clusters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(cluster)
+    }
+
+    pub(crate) async fn ensure_cluster(&self, cluster: &str) -> Result<(), ApiError> {
+        if self.cluster_known(cluster) {
+            return Ok(());
+        }
+        let bucket = Bucket::new(cluster, "/namespaces");
+        for ns in SYSTEM_NAMESPACES {
+            let key = crate::storage::ObjectKey::new(bucket.clone(), "", ns);
+            if self.store.get(&key).is_some() {
+                continue;
+            }
+            let object = json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": ns,
+                    "uid": uuid::Uuid::new_v4().to_string(),
+                    "creationTimestamp": crate::meta::now(),
+                    "labels": {"kubernetes.io/metadata.name": ns},
+                },
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            });
+            match self.store.create(key, object).await {
+                Ok(_) | Err(StorageError::AlreadyExists) => {}
+                Err(err) => {
+                    return Err(ApiError::from_storage(
+                        err,
+                        crate::error::Gr {
+                            group: "",
+                            resource: "namespaces",
+                        },
+                        ns,
+                    ));
+                }
+            }
+        }
+        self.clusters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(cluster.to_owned());
+        Ok(())
+    }
+}

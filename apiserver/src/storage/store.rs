@@ -1,0 +1,783 @@
+//! The store: an in-memory index of every object (serving get, list and watch) in front of a
+//! durable [`Backend`]. All writes go through one committer thread, which checks
+//! preconditions, assigns revisions, makes a whole batch of concurrent writes durable with one
+//! backend commit (group commit), and only then publishes them to readers and watchers and
+//! acknowledges them.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    Backend, Bucket, Change, Event, EventKind, ObjectKey, Revision, StorageError, StoredObject,
+};
+
+/// Tuning of the store.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// How many events the history window keeps for watch resumption and paged lists.
+    pub history_window: usize,
+    /// Most writes grouped into one durable commit.
+    pub max_batch: usize,
+    /// Capacity of one watcher's queue; a watcher that falls this far behind is closed.
+    pub watcher_queue: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            history_window: 20_000,
+            max_batch: 512,
+            watcher_queue: 16_384,
+        }
+    }
+}
+
+/// A write operation on one object.
+#[derive(Debug)]
+enum WriteOp {
+    Create {
+        key: ObjectKey,
+        value: Value,
+    },
+    Update {
+        key: ObjectKey,
+        value: Value,
+        expected: Option<Revision>,
+    },
+    Delete {
+        key: ObjectKey,
+        expected: Option<Revision>,
+    },
+}
+
+struct Request {
+    op: WriteOp,
+    reply: oneshot::Sender<Result<Arc<Event>, StorageError>>,
+}
+
+type Objects = BTreeMap<(String, String), StoredObject>;
+
+struct State {
+    revision: Revision,
+    /// Events with a revision at or below this one may be missing from `history`.
+    compacted: Revision,
+    buckets: HashMap<Bucket, Objects>,
+    history: VecDeque<Arc<Event>>,
+    watchers: Mutex<Watchers>,
+}
+
+/// A registered watcher: its id and queue.
+type WatcherSlot = (u64, mpsc::Sender<Arc<Event>>);
+
+#[derive(Default)]
+struct Watchers {
+    next_id: u64,
+    by_bucket: HashMap<Bucket, Vec<WatcherSlot>>,
+    all: Vec<mpsc::UnboundedSender<Arc<Event>>>,
+}
+
+impl State {
+    fn get(&self, key: &ObjectKey) -> Option<&StoredObject> {
+        self.buckets
+            .get(&key.bucket)?
+            .get(&(key.namespace.clone(), key.name.clone()))
+    }
+}
+
+struct Shared {
+    state: RwLock<State>,
+    config: StoreConfig,
+}
+
+/// The revisioned object store. Cheap to clone; all clones share one index and committer.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+    tx: std_mpsc::Sender<Request>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("revision", &self.revision())
+            .finish()
+    }
+}
+
+/// Events for one watcher: the replayed history first, then live events from `receiver`.
+#[derive(Debug)]
+pub struct WatchSubscription {
+    /// Events after the requested revision that were already committed at subscription time.
+    pub replay: Vec<Arc<Event>>,
+    /// The store revision at subscription time.
+    pub revision: Revision,
+    /// Live events committed after `revision`, in order. Ends when the watcher falls too far
+    /// behind or the store shuts down.
+    pub receiver: mpsc::Receiver<Arc<Event>>,
+}
+
+fn read_state(shared: &Shared) -> std::sync::RwLockReadGuard<'_, State> {
+    shared
+        .state
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+fn write_state(shared: &Shared) -> std::sync::RwLockWriteGuard<'_, State> {
+    shared
+        .state
+        .write()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+fn lock_watchers(state: &State) -> std::sync::MutexGuard<'_, Watchers> {
+    state
+        .watchers
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl Store {
+    /// Loads everything from `backend` and starts the committer thread.
+    pub fn open<B: Backend>(mut backend: B, config: StoreConfig) -> Result<Store, StorageError> {
+        let loaded = backend.load()?;
+        let mut buckets: HashMap<Bucket, Objects> = HashMap::new();
+        for (key, object) in loaded.objects {
+            buckets
+                .entry(key.bucket)
+                .or_default()
+                .insert((key.namespace, key.name), object);
+        }
+        let state = State {
+            revision: loaded.revision,
+            compacted: loaded.revision,
+            buckets,
+            history: VecDeque::new(),
+            watchers: Mutex::new(Watchers::default()),
+        };
+        let shared = Arc::new(Shared {
+            state: RwLock::new(state),
+            config,
+        });
+        let (tx, rx) = std_mpsc::channel::<Request>();
+        let committer_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("apiserver-committer".into())
+            .spawn(move || committer(backend, committer_shared, rx))
+            .map_err(|err| StorageError::Backend(format!("spawning committer: {err}")))?;
+        Ok(Store { shared, tx })
+    }
+
+    /// A store without persistence.
+    pub fn memory() -> Result<Store, StorageError> {
+        Store::open(super::MemoryBackend, StoreConfig::default())
+    }
+
+    /// The last committed revision.
+    pub fn revision(&self) -> Revision {
+        read_state(&self.shared).revision
+    }
+
+    /// The oldest revision a watch may start from.
+    pub fn compacted_revision(&self) -> Revision {
+        read_state(&self.shared).compacted
+    }
+
+    /// One object.
+    pub fn get(&self, key: &ObjectKey) -> Option<StoredObject> {
+        read_state(&self.shared).get(key).cloned()
+    }
+
+    /// Every object of a bucket (of one namespace if given) whose (namespace, name) comes
+    /// after `after`, in key order, and the current revision.
+    pub fn list(
+        &self,
+        bucket: &Bucket,
+        namespace: Option<&str>,
+        after: Option<(&str, &str)>,
+    ) -> (Revision, Vec<(String, String, StoredObject)>) {
+        let state = read_state(&self.shared);
+        let items = match state.buckets.get(bucket) {
+            Some(objects) => collect_range(objects, namespace, after),
+            None => Vec::new(),
+        };
+        (state.revision, items)
+    }
+
+    /// Like [`Store::list`], but the state as it was at revision `at` (reconstructed from the
+    /// history window); fails with [`StorageError::Compacted`] when `at` is too old.
+    pub fn list_at(
+        &self,
+        bucket: &Bucket,
+        namespace: Option<&str>,
+        after: Option<(&str, &str)>,
+        at: Revision,
+    ) -> Result<Vec<(String, String, StoredObject)>, StorageError> {
+        let state = read_state(&self.shared);
+        if at >= state.revision {
+            let items = match state.buckets.get(bucket) {
+                Some(objects) => collect_range(objects, namespace, after),
+                None => Vec::new(),
+            };
+            return Ok(items);
+        }
+        if at < state.compacted {
+            return Err(StorageError::Compacted {
+                requested: at,
+                oldest: state.compacted + 1,
+            });
+        }
+        // Undo, newest first, every change of this bucket made after `at`.
+        let mut undo: HashMap<(String, String), Option<StoredObject>> = HashMap::new();
+        for event in state.history.iter().rev() {
+            if event.rev <= at {
+                break;
+            }
+            if event.key.bucket != *bucket {
+                continue;
+            }
+            if let Some(ns) = namespace
+                && event.key.namespace != ns
+            {
+                continue;
+            }
+            let before = event.prev.as_ref().map(|value| StoredObject {
+                rev: revision_of(value).unwrap_or(0),
+                value: value.clone(),
+            });
+            undo.insert(
+                (event.key.namespace.clone(), event.key.name.clone()),
+                before,
+            );
+        }
+        let mut objects: Objects = match state.buckets.get(bucket) {
+            Some(objects) => range_map(objects, namespace),
+            None => BTreeMap::new(),
+        };
+        drop(state);
+        for (k, before) in undo {
+            match before {
+                Some(object) => {
+                    objects.insert(k, object);
+                }
+                None => {
+                    objects.remove(&k);
+                }
+            }
+        }
+        Ok(collect_range(&objects, namespace, after))
+    }
+
+    /// Atomically the current objects of a bucket and a subscription to every later change.
+    pub fn list_and_watch(
+        &self,
+        bucket: &Bucket,
+        namespace: Option<&str>,
+    ) -> (Vec<(String, String, StoredObject)>, WatchSubscription) {
+        let state = read_state(&self.shared);
+        let items = match state.buckets.get(bucket) {
+            Some(objects) => collect_range(objects, namespace, None),
+            None => Vec::new(),
+        };
+        let receiver = self.register(&state, bucket);
+        (
+            items,
+            WatchSubscription {
+                replay: Vec::new(),
+                revision: state.revision,
+                receiver,
+            },
+        )
+    }
+
+    /// Every change of a bucket after revision `from`: the part still in the history window
+    /// is replayed, later ones arrive live. Fails when `from` is older than the window.
+    pub fn watch_from(
+        &self,
+        bucket: &Bucket,
+        from: Revision,
+    ) -> Result<WatchSubscription, StorageError> {
+        let state = read_state(&self.shared);
+        if from < state.compacted {
+            return Err(StorageError::Compacted {
+                requested: from,
+                oldest: state.compacted + 1,
+            });
+        }
+        let start = state.history.partition_point(|event| event.rev <= from);
+        let replay = state
+            .history
+            .range(start..)
+            .filter(|event| event.key.bucket == *bucket)
+            .cloned()
+            .collect();
+        let receiver = self.register(&state, bucket);
+        Ok(WatchSubscription {
+            replay,
+            revision: state.revision,
+            receiver,
+        })
+    }
+
+    /// Every change of every object, for the server's own controllers. Unbounded: the receiver
+    /// must keep up. Also returns the revision it starts after.
+    pub fn subscribe_all(&self) -> (Revision, mpsc::UnboundedReceiver<Arc<Event>>) {
+        let state = read_state(&self.shared);
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock_watchers(&state).all.push(tx);
+        (state.revision, rx)
+    }
+
+    /// The buckets that hold at least one object.
+    pub fn buckets(&self) -> Vec<Bucket> {
+        let state = read_state(&self.shared);
+        state
+            .buckets
+            .iter()
+            .filter(|(_, objects)| !objects.is_empty())
+            .map(|(b, _)| b.clone())
+            .collect()
+    }
+
+    fn register(&self, state: &State, bucket: &Bucket) -> mpsc::Receiver<Arc<Event>> {
+        let (tx, rx) = mpsc::channel(self.shared.config.watcher_queue.max(1));
+        let mut watchers = lock_watchers(state);
+        watchers.next_id += 1;
+        let id = watchers.next_id;
+        watchers
+            .by_bucket
+            .entry(bucket.clone())
+            .or_default()
+            .push((id, tx));
+        rx
+    }
+
+    /// Creates an object; `metadata.resourceVersion` is set to the new revision.
+    pub async fn create(&self, key: ObjectKey, value: Value) -> Result<Arc<Event>, StorageError> {
+        self.submit(WriteOp::Create { key, value }).await
+    }
+
+    /// Replaces an object, if it is at revision `expected` (when given).
+    pub async fn update(
+        &self,
+        key: ObjectKey,
+        value: Value,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event>, StorageError> {
+        self.submit(WriteOp::Update {
+            key,
+            value,
+            expected,
+        })
+        .await
+    }
+
+    /// Removes an object, if it is at revision `expected` (when given). The event's object is
+    /// its last state carrying the deletion revision.
+    pub async fn delete(
+        &self,
+        key: ObjectKey,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event>, StorageError> {
+        self.submit(WriteOp::Delete { key, expected }).await
+    }
+
+    async fn submit(&self, op: WriteOp) -> Result<Arc<Event>, StorageError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Request { op, reply })
+            .map_err(|_| StorageError::Closed)?;
+        rx.await.map_err(|_| StorageError::Closed)?
+    }
+}
+
+fn range_map(objects: &Objects, namespace: Option<&str>) -> Objects {
+    match namespace {
+        None => objects.clone(),
+        Some(ns) => objects
+            .range((ns.to_owned(), String::new())..)
+            .take_while(|((n, _), _)| n == ns)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+fn collect_range(
+    objects: &Objects,
+    namespace: Option<&str>,
+    after: Option<(&str, &str)>,
+) -> Vec<(String, String, StoredObject)> {
+    use std::ops::Bound;
+    let lower = match (after, namespace) {
+        (Some((ns, name)), _) => Bound::Excluded((ns.to_owned(), name.to_owned())),
+        (None, Some(ns)) => Bound::Included((ns.to_owned(), String::new())),
+        (None, None) => Bound::Unbounded,
+    };
+    objects
+        .range((lower, Bound::Unbounded))
+        .take_while(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
+        .map(|((ns, name), object)| (ns.clone(), name.clone(), object.clone()))
+        .collect()
+}
+
+/// The `metadata.resourceVersion` of serialized object JSON.
+pub(crate) fn revision_of(value: &[u8]) -> Option<Revision> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "resourceVersion")]
+        resource_version: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Obj {
+        metadata: Option<Meta>,
+    }
+    let obj: Obj = serde_json::from_slice(value).ok()?;
+    obj.metadata?.resource_version?.parse().ok()
+}
+
+fn serialize_with_revision(mut value: Value, rev: Revision) -> Result<Bytes, StorageError> {
+    let Some(object) = value.as_object_mut() else {
+        return Err(StorageError::Backend("object is not a JSON object".into()));
+    };
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(metadata) = metadata.as_object_mut() {
+        metadata.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    }
+    serde_json::to_vec(&value)
+        .map(Bytes::from)
+        .map_err(|err| StorageError::Backend(format!("serializing object: {err}")))
+}
+
+/// The outcome of one request inside a batch, before the batch is durable.
+struct Pending {
+    reply: oneshot::Sender<Result<Arc<Event>, StorageError>>,
+    result: Result<Arc<Event>, StorageError>,
+}
+
+fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Receiver<Request>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < shared.config.max_batch {
+            match rx.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        let mut pending = Vec::with_capacity(batch.len());
+        let mut changes = Vec::new();
+        let mut events = Vec::new();
+        let mut revision;
+        {
+            let state = read_state(&shared);
+            revision = state.revision;
+            let mut overlay: HashMap<ObjectKey, Option<StoredObject>> = HashMap::new();
+            for Request { op, reply } in batch {
+                let result = prepare(&state, &mut overlay, &mut revision, op);
+                let result = result.map(|(change, event)| {
+                    let event = Arc::new(event);
+                    changes.push(change);
+                    events.push(event.clone());
+                    event
+                });
+                pending.push(Pending { reply, result });
+            }
+        }
+        if !changes.is_empty()
+            && let Err(err) = backend.commit(&changes, revision)
+        {
+            tracing::error!(%err, "storage commit failed");
+            for p in pending {
+                let result = match p.result {
+                    Ok(_) => Err(StorageError::Backend(err.to_string())),
+                    Err(other) => Err(other),
+                };
+                let _ = p.reply.send(result);
+            }
+            continue;
+        }
+        if !events.is_empty() {
+            publish(&shared, events, revision);
+        }
+        for p in pending {
+            let _ = p.reply.send(p.result);
+        }
+    }
+}
+
+fn prepare(
+    state: &State,
+    overlay: &mut HashMap<ObjectKey, Option<StoredObject>>,
+    revision: &mut Revision,
+    op: WriteOp,
+) -> Result<(Change, Event), StorageError> {
+    let key = match &op {
+        WriteOp::Create { key, .. } | WriteOp::Update { key, .. } | WriteOp::Delete { key, .. } => {
+            key.clone()
+        }
+    };
+    let current = match overlay.get(&key) {
+        Some(entry) => entry.clone(),
+        None => state.get(&key).cloned(),
+    };
+    let rev = *revision + 1;
+    let (kind, object, stored) = match op {
+        WriteOp::Create { value, .. } => {
+            if current.is_some() {
+                return Err(StorageError::AlreadyExists);
+            }
+            let bytes = serialize_with_revision(value, rev)?;
+            (EventKind::Added, bytes.clone(), Some(bytes))
+        }
+        WriteOp::Update {
+            value, expected, ..
+        } => {
+            let Some(current) = &current else {
+                return Err(StorageError::NotFound);
+            };
+            if let Some(expected) = expected
+                && expected != current.rev
+            {
+                return Err(StorageError::Conflict {
+                    current: current.rev,
+                });
+            }
+            let bytes = serialize_with_revision(value, rev)?;
+            (EventKind::Modified, bytes.clone(), Some(bytes))
+        }
+        WriteOp::Delete { expected, .. } => {
+            let Some(current) = &current else {
+                return Err(StorageError::NotFound);
+            };
+            if let Some(expected) = expected
+                && expected != current.rev
+            {
+                return Err(StorageError::Conflict {
+                    current: current.rev,
+                });
+            }
+            let last: Value = serde_json::from_slice(&current.value)
+                .map_err(|err| StorageError::Backend(format!("stored object is corrupt: {err}")))?;
+            (
+                EventKind::Deleted,
+                serialize_with_revision(last, rev)?,
+                None,
+            )
+        }
+    };
+    *revision = rev;
+    overlay.insert(
+        key.clone(),
+        stored.as_ref().map(|value| StoredObject {
+            rev,
+            value: value.clone(),
+        }),
+    );
+    let change = Change {
+        key: key.clone(),
+        rev,
+        value: stored,
+    };
+    let event = Event {
+        rev,
+        key,
+        kind,
+        object,
+        prev: current.map(|c| c.value),
+    };
+    Ok((change, event))
+}
+
+fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
+    let mut state = write_state(shared);
+    let window = shared.config.history_window.max(1);
+    for event in &events {
+        let objects = state.buckets.entry(event.key.bucket.clone()).or_default();
+        let k = (event.key.namespace.clone(), event.key.name.clone());
+        match event.kind {
+            EventKind::Deleted => {
+                objects.remove(&k);
+            }
+            _ => {
+                objects.insert(
+                    k,
+                    StoredObject {
+                        rev: event.rev,
+                        value: event.object.clone(),
+                    },
+                );
+            }
+        }
+        state.history.push_back(event.clone());
+    }
+    while state.history.len() > window {
+        if let Some(old) = state.history.pop_front() {
+            state.compacted = old.rev;
+        }
+    }
+    state.revision = revision;
+    let mut watchers = lock_watchers(&state);
+    for event in &events {
+        if let Some(list) = watchers.by_bucket.get_mut(&event.key.bucket) {
+            list.retain(|(_, tx)| tx.try_send(event.clone()).is_ok());
+        }
+        watchers.all.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+    watchers.by_bucket.retain(|_, list| !list.is_empty());
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::storage::SqliteBackend;
+
+    fn key(ns: &str, name: &str) -> ObjectKey {
+        ObjectKey::new(Bucket::new("", "/configmaps"), ns, name)
+    }
+
+    fn cm(name: &str, v: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": v}})
+    }
+
+    #[tokio::test]
+    async fn revisions_are_global_and_monotonic() {
+        let store = Store::memory().unwrap();
+        let a = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+        let other = ObjectKey::new(Bucket::new("c1", "apps/deployments"), "ns", "a");
+        let b = store.create(other, json!({"metadata": {}})).await.unwrap();
+        assert_eq!(a.rev + 1, b.rev);
+        assert_eq!(store.revision(), b.rev);
+        assert_eq!(revision_of(&a.object), Some(a.rev));
+        let err = store
+            .create(key("ns", "a"), cm("a", "2"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StorageError::AlreadyExists));
+        let err = store
+            .update(key("ns", "a"), cm("a", "2"), Some(a.rev + 5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StorageError::Conflict { current } if current == a.rev));
+        let u = store
+            .update(key("ns", "a"), cm("a", "2"), Some(a.rev))
+            .await
+            .unwrap();
+        assert_eq!(u.kind, EventKind::Modified);
+        assert_eq!(u.prev.as_ref().map(|p| revision_of(p)), Some(Some(a.rev)));
+        let d = store.delete(key("ns", "a"), None).await.unwrap();
+        assert_eq!(revision_of(&d.object), Some(d.rev));
+        assert!(store.get(&key("ns", "a")).is_none());
+        assert!(matches!(
+            store.delete(key("ns", "a"), None).await,
+            Err(StorageError::NotFound)
+        ));
+    }
+
+    #[tokio::test]
+    async fn list_ranges_and_history_snapshots() {
+        let store = Store::memory().unwrap();
+        for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x"), ("c", "z")] {
+            store.create(key(ns, name), cm(name, "1")).await.unwrap();
+        }
+        let bucket = Bucket::new("", "/configmaps");
+        let (rev, all) = store.list(&bucket, None, None);
+        assert_eq!(all.len(), 4);
+        let (_, in_a) = store.list(&bucket, Some("a"), None);
+        assert_eq!(in_a.len(), 2);
+        let (_, after) = store.list(&bucket, None, Some(("a", "y")));
+        assert_eq!(
+            after.iter().map(|i| i.1.as_str()).collect::<Vec<_>>(),
+            ["x", "z"]
+        );
+        store.delete(key("a", "x"), None).await.unwrap();
+        store
+            .update(key("b", "x"), cm("x", "2"), None)
+            .await
+            .unwrap();
+        store.create(key("a", "w"), cm("w", "1")).await.unwrap();
+        let old = store.list_at(&bucket, None, None, rev).unwrap();
+        let names: Vec<_> = old
+            .iter()
+            .map(|i| format!("{}/{}@{}", i.0, i.1, i.2.rev))
+            .collect();
+        let now: Vec<_> = all
+            .iter()
+            .map(|i| format!("{}/{}@{}", i.0, i.1, i.2.rev))
+            .collect();
+        assert_eq!(names, now);
+    }
+
+    #[tokio::test]
+    async fn watch_replays_and_compacts() {
+        let config = StoreConfig {
+            history_window: 3,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+        let mut sub = store.watch_from(&bucket, first.rev).unwrap();
+        assert!(sub.replay.is_empty());
+        for i in 0..4 {
+            store
+                .update(key("ns", "a"), cm("a", &i.to_string()), None)
+                .await
+                .unwrap();
+        }
+        for i in 0..4 {
+            let event = sub.receiver.recv().await.unwrap();
+            assert_eq!(event.rev, first.rev + 1 + i);
+        }
+        assert!(matches!(
+            store.watch_from(&bucket, first.rev),
+            Err(StorageError::Compacted { .. })
+        ));
+        let recent = store.watch_from(&bucket, store.revision() - 2).unwrap();
+        assert_eq!(recent.replay.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn sqlite_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let last = {
+            let store =
+                Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+            let mut handles = Vec::new();
+            for i in 0..50 {
+                let store = store.clone();
+                handles.push(tokio::spawn(async move {
+                    store
+                        .create(key("ns", &format!("o{i}")), cm("x", "1"))
+                        .await
+                        .unwrap()
+                }));
+            }
+            for h in handles {
+                h.await.unwrap();
+            }
+            store.delete(key("ns", "o0"), None).await.unwrap().rev
+        };
+        let store =
+            Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+        assert_eq!(store.revision(), last);
+        let (_, items) = store.list(&Bucket::new("", "/configmaps"), None, None);
+        assert_eq!(items.len(), 49);
+        for (_, _, object) in &items {
+            assert_eq!(revision_of(&object.value), Some(object.rev));
+        }
+        let next = store
+            .create(key("ns", "new"), cm("new", "1"))
+            .await
+            .unwrap();
+        assert_eq!(next.rev, last + 1);
+    }
+}

@@ -1,0 +1,29 @@
+//! Object metadata validation as kube-apiserver does it: names, labels, annotations,
+//! finalizers, owner references, managed fields and the immutable fields of an update.
+//!
+//! Every check returns a list of [`Cause`]s: the `details.causes` entries of a 422 `Invalid`
+//! Status, with kube-apiserver's message texts (Kubernetes 1.33 wording). The same type is used
+//! by [`crate::schema`] for custom-resource schema validation and by [`crate::selector`] for
+//! structured label selectors.
+//!
+//! All functions are pure: no I/O, no clock, no randomness.
+
+mod cause;
+mod meta;
+mod names;
+
+pub use cause::{BadValue, Cause, CauseType, invalid_message};
+pub use meta::{
+    MetaDecodeError, coerce_object_meta, finalizer_warnings, validate_object_meta,
+    validate_object_meta_update,
+};
+pub use names::{
+    GENERATE_NAME_ALPHABET, GENERATE_NAME_SUFFIX_LEN, NameRule, generate_name, is_dns1035_label,
+    is_dns1123_label, is_dns1123_subdomain, is_label_value, is_path_segment_name,
+    is_qualified_name, name_rule_for, validate_label_key, validate_label_value, validate_labels,
+};
+
+pub(crate) use cause::{child, index, key};
+pub(crate) use cause::{go_float, go_json, go_quote};
+pub(crate) use meta::validate_meta_at;
+pub(crate) use names::{dns1035_label_errors, qualified_name_errors};

@@ -1,0 +1,301 @@
+//! CustomResourceDefinitions: establishment, validation, defaulting, pruning, multiple
+//! versions with conversion, printer columns, deletion.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::crd::{crd_from_json, install};
+use common::eventually;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+fn gadget_crd() -> CustomResourceDefinition {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["mode"],
+                "properties": {
+                    "mode": {"type": "string", "enum": ["fast", "slow"]},
+                    "replicas": {"type": "integer", "minimum": 0, "maximum": 10, "default": 1},
+                    "name": {"type": "string", "pattern": "^[a-z]+$"},
+                    "email": {"type": "string", "format": "email"},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                },
+            },
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+        },
+    });
+    crd_from_json(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.test.ocm.io"},
+        "spec": {
+            "group": "test.ocm.io",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": ["gd"]},
+            "versions": [
+                {"name": "v1alpha1", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}},
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
+                 "subresources": {"status": {}},
+                 "additionalPrinterColumns": [
+                    {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                 ]},
+            ],
+        },
+    }))
+}
+
+fn api(client: &kube::Client, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("test.ocm.io", version, "Gadget");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "gadgets");
+    Api::namespaced_with(client.clone(), "default", &ar)
+}
+
+fn gadget(version: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": format!("test.ocm.io/{version}"),
+        "kind": "Gadget",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+fn invalid(err: kube::Error) -> (u16, String) {
+    match err {
+        kube::Error::Api(s) => (s.code, s.message),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn established_with_conditions_and_discovery() {
+    let (_s, client) = common::server().await;
+    let crd = install(&client, gadget_crd()).await;
+    let status = crd.status.unwrap();
+    let types: Vec<_> = status
+        .conditions
+        .unwrap()
+        .iter()
+        .map(|c| (c.type_.clone(), c.status.clone()))
+        .collect();
+    assert!(types.contains(&("NamesAccepted".into(), "True".into())));
+    assert!(types.contains(&("Established".into(), "True".into())));
+    assert_eq!(status.accepted_names.unwrap().kind, "Gadget");
+    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
+    let group = discovery.get("test.ocm.io").unwrap();
+    assert_eq!(group.preferred_version(), Some("v1"));
+    let discovery = kube::Discovery::new(client).run_aggregated().await.unwrap();
+    assert!(
+        discovery.get("test.ocm.io").is_some(),
+        "aggregated discovery lists the CRD group"
+    );
+}
+
+#[tokio::test]
+async fn validation_defaulting_pruning() {
+    let (_s, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    let v1 = api(&client, "v1");
+    let created = v1
+        .create(
+            &PostParams::default(),
+            &gadget(
+                "v1",
+                "g",
+                json!({"mode": "fast", "unknown": 1, "free": {"anything": {"goes": true}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"]["replicas"], 1, "defaulted");
+    assert_eq!(created.data["spec"].get("unknown"), None, "pruned");
+    assert_eq!(
+        created.data["spec"]["free"]["anything"]["goes"], true,
+        "preserved"
+    );
+    for (spec, needle) in [
+        (json!({}), "spec.mode: Required value"),
+        (
+            json!({"mode": "medium"}),
+            "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\"",
+        ),
+        (
+            json!({"mode": "fast", "replicas": 11}),
+            "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10",
+        ),
+        (
+            json!({"mode": "fast", "name": "ABC"}),
+            "spec.name in body should match '^[a-z]+$'",
+        ),
+        (
+            json!({"mode": "fast", "replicas": "x"}),
+            "spec.replicas in body must be of type integer",
+        ),
+        (
+            json!({"mode": "fast", "email": "nope"}),
+            "spec.email in body must be of type email",
+        ),
+    ] {
+        let (code, message) = invalid(
+            v1.create(&PostParams::default(), &gadget("v1", "bad", spec.clone()))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(code, 422, "{spec}: {message}");
+        assert!(
+            message.starts_with("Gadget.test.ocm.io \"bad\" is invalid: "),
+            "{message}"
+        );
+        assert!(message.contains(needle), "{spec}: {message}");
+    }
+    // Strategic merge patch is not for custom resources.
+    let (code, _) = invalid(
+        v1.patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"mode": "slow"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(code, 415);
+}
+
+#[tokio::test]
+async fn multiple_versions_with_and_without_hook() {
+    let (server, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    let alpha = api(&client, "v1alpha1");
+    let v1 = api(&client, "v1");
+    alpha
+        .create(
+            &PostParams::default(),
+            &gadget("v1alpha1", "a", json!({"mode": "slow"})),
+        )
+        .await
+        .unwrap();
+    let as_v1 = v1.get("a").await.unwrap();
+    assert_eq!(as_v1.types.as_ref().unwrap().api_version, "test.ocm.io/v1");
+    assert_eq!(as_v1.data["spec"]["mode"], "slow");
+    // The object is stored in the storage version.
+    let raw = server
+        .store()
+        .list(
+            &ocm_apiserver::storage::Bucket::new("", "test.ocm.io/gadgets"),
+            None,
+            None,
+        )
+        .1;
+    let stored: Value = serde_json::from_slice(&raw[0].2.value).unwrap();
+    assert_eq!(stored["apiVersion"], "test.ocm.io/v1");
+    // A conversion hook takes over from the apiVersion rewrite.
+    server.register_conversion(
+        "test.ocm.io",
+        "Gadget",
+        Arc::new(|mut obj: Value, to: &str| {
+            if to == "test.ocm.io/v1alpha1" {
+                obj["spec"]["converted"] = json!(true);
+            } else if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("converted");
+            }
+            obj["apiVersion"] = json!(to);
+            Ok(obj)
+        }),
+    );
+    let as_alpha = alpha.get("a").await.unwrap();
+    assert_eq!(as_alpha.data["spec"]["converted"], true);
+    let list = alpha.list(&Default::default()).await.unwrap();
+    assert_eq!(list.items[0].data["spec"]["converted"], true);
+}
+
+#[tokio::test]
+async fn printer_columns_in_tables() {
+    let (server, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    api(&client, "v1")
+        .create(
+            &PostParams::default(),
+            &gadget("v1", "t", json!({"mode": "fast", "replicas": 3})),
+        )
+        .await
+        .unwrap();
+    let req = http::Request::get("/apis/test.ocm.io/v1/namespaces/default/gadgets")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = tower::ServiceExt::oneshot(server.service(), req)
+        .await
+        .unwrap();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let table: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(table["kind"], "Table");
+    let headers: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(headers, ["Name", "Mode", "Replicas"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["t", "fast", 3]));
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
+
+#[tokio::test]
+async fn deleting_the_crd_deletes_its_objects() {
+    let (_s, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    let v1 = api(&client, "v1");
+    v1.create(
+        &PostParams::default(),
+        &gadget("v1", "x", json!({"mode": "fast"})),
+    )
+    .await
+    .unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete("gadgets.test.ocm.io", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("CRD gone", || async {
+        crds.get_opt("gadgets.test.ocm.io")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let err = v1.get("x").await.unwrap_err();
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 404));
+    // Re-creating starts empty.
+    install(&client, gadget_crd()).await;
+    assert!(v1.list(&Default::default()).await.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn invalid_crd_is_rejected() {
+    let (_s, client) = common::server().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client);
+    let mut crd = gadget_crd();
+    crd.metadata.name = Some("wrong.test.ocm.io".into());
+    let (code, _) = invalid(crds.create(&PostParams::default(), &crd).await.unwrap_err());
+    assert_eq!(code, 422);
+    let mut crd = gadget_crd();
+    crd.spec.versions[1].schema = serde_json::from_value(json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"properties": {"x": {"type": "string"}}}}}})).unwrap();
+    let (code, message) = invalid(crds.create(&PostParams::default(), &crd).await.unwrap_err());
+    assert_eq!(code, 422, "{message}");
+}

@@ -1,0 +1,545 @@
+//! `ocm apiserver` as a real process: durability across SIGKILL, and real kubectl against it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+/// A running `ocm apiserver`.
+struct Server {
+    child: Child,
+    kubeconfig: PathBuf,
+}
+
+impl Server {
+    fn start(data_dir: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ocm"))
+            .args(["apiserver", "--data-dir"])
+            .arg(data_dir)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ocm apiserver starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut ready = false;
+            for line in lines.by_ref() {
+                let Ok(line) = line else { break };
+                if !ready && line.contains("ocm apiserver ready") {
+                    ready = true;
+                    let _ = tx.send(line.clone());
+                }
+                eprintln!("[ocm apiserver] {line}");
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("ready line logged");
+        assert!(line.contains("ocm apiserver ready"));
+        Server {
+            child,
+            kubeconfig: data_dir.join("admin.kubeconfig"),
+        }
+    }
+
+    async fn client(&self) -> kube::Client {
+        let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let client = server.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let start_rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move {
+            let cm: ConfigMap = serde_json::from_value(
+                json!({"metadata": {"name": format!("cm-{i}")}, "data": {"i": i.to_string()}}),
+            )
+            .unwrap();
+            let created = api.create(&PostParams::default(), &cm).await.unwrap();
+            (
+                created.metadata.name.unwrap(),
+                created.metadata.resource_version.unwrap(),
+            )
+        }));
+    }
+    let mut acked = Vec::new();
+    for t in tasks {
+        acked.push(t.await.unwrap());
+    }
+    server.kill();
+
+    let server = Server::start(dir.path());
+    let client = server.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut max_rv = 0u64;
+    for (name, rv) in &acked {
+        let got = api.get(name).await.unwrap();
+        assert_eq!(got.metadata.resource_version.as_ref(), Some(rv), "{name}");
+        max_rv = max_rv.max(rv.parse().unwrap());
+    }
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "after-restart"}})).unwrap();
+    let new = api.create(&PostParams::default(), &cm).await.unwrap();
+    let new_rv: u64 = new.metadata.resource_version.unwrap().parse().unwrap();
+    assert!(new_rv > max_rv, "{new_rv} > {max_rv}");
+    // A watch resumed from before the restart either replays or is told to relist.
+    let mut stream = api
+        .watch(&WatchParams::default(), &start_rv)
+        .await
+        .unwrap()
+        .boxed();
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    match first {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        WatchEvent::Added(_) => {}
+        _ => panic!("unexpected first event"),
+    }
+    let status = server.terminate();
+    assert!(status.success(), "clean exit on SIGTERM: {status:?}");
+}
+
+/// Runs kubectl with a fresh HOME against `kubeconfig`: (exit code, stdout, stderr).
+fn kubectl(
+    home: &Path,
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new("kubectl");
+    cmd.env("HOME", home)
+        .env("KUBECONFIG", kubeconfig)
+        .env_remove("KUBECTL_EXTERNAL_DIFF")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A widget for tests.
+        properties:
+          spec:
+            type: object
+            description: Desired state of the widget.
+            properties:
+              color: {type: string, description: The color of the widget.}
+          status:
+            type: object
+            properties:
+              conditions:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    type: {type: string}
+                    status: {type: string}
+"#;
+
+const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\ndata:\n  a: \"1\"\n  b: \"2\"\n";
+
+#[test]
+fn kubectl_against_ocm_apiserver() {
+    if !kubectl_available() {
+        eprintln!(
+            "SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl compatibility test"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = Server::start(&dir.path().join("data"));
+    let kc = server.kubeconfig.clone();
+    let run = |args: &[&str]| kubectl(&home, &kc, args, None);
+    let run_in = |args: &[&str], input: &str| kubectl(&home, &kc, args, Some(input));
+
+    let (code, out, err) = run(&["api-resources"]);
+    assert_eq!(code, 0, "{err}");
+    let header = out.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
+    );
+    assert!(
+        out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == ["configmaps", "cm", "v1", "true", "ConfigMap"]),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == ["deployments", "deploy", "apps/v1", "true", "Deployment"]),
+        "{out}"
+    );
+
+    // create / get / describe
+    assert_eq!(
+        run_in(&["create", "-f", "-"], CM),
+        (0, "configmap/x created\n".into(), String::new())
+    );
+    let (code, out, _) = run(&["get", "configmap", "x"]);
+    assert_eq!(code, 0);
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["NAME", "DATA", "AGE"]);
+    assert_eq!(&lines[1][..2], ["x", "2"]);
+    let (code, out, _) = run(&["get", "configmap", "x", "-o", "yaml"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("kind: ConfigMap")
+            && out.contains("  a: \"1\"")
+            && out.contains("resourceVersion:"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["describe", "configmap", "x"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Name:         x\nNamespace:    default\n"),
+        "{out}"
+    );
+    assert_eq!(
+        run_in(&["create", "-f", "-"], CM).0,
+        1,
+        "second create fails"
+    );
+    let (_, _, err) = run_in(&["create", "-f", "-"], CM);
+    assert_eq!(
+        err,
+        "Error from server (AlreadyExists): error when creating \"STDIN\": configmaps \"x\" already exists\n"
+    );
+
+    // client-side apply: created, unchanged, configured, field removal
+    let applied = CM.replace("name: x", "name: applied");
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], &applied),
+        (0, "configmap/applied created\n".into(), String::new())
+    );
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], &applied),
+        (0, "configmap/applied unchanged\n".into(), String::new())
+    );
+    let changed = applied.replace("a: \"1\"", "a: \"3\"");
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], &changed),
+        (0, "configmap/applied configured\n".into(), String::new())
+    );
+    let removed = changed.replace("  b: \"2\"\n", "");
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], &removed),
+        (0, "configmap/applied configured\n".into(), String::new())
+    );
+    let (_, out, _) = run(&["get", "configmap", "applied", "-o", "jsonpath={.data}"]);
+    assert_eq!(out, "{\"a\":\"3\"}");
+
+    // server-side apply, a conflict, and forcing it
+    let ssa = CM.replace("name: x", "name: s");
+    assert_eq!(
+        run_in(&["apply", "--server-side", "-f", "-"], &ssa),
+        (0, "configmap/s serverside-applied\n".into(), String::new())
+    );
+    let other = ssa.replace("a: \"1\"", "a: \"9\"");
+    let (code, out, err) = run_in(
+        &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+        &other,
+    );
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(
+        err.starts_with(
+            "error: Apply failed with 1 conflict: conflict with \"kubectl\": .data.a\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        run_in(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=other",
+                "--force-conflicts",
+                "-f",
+                "-"
+            ],
+            &other
+        ),
+        (0, "configmap/s serverside-applied\n".into(), String::new())
+    );
+
+    // patch, label, annotate
+    assert_eq!(
+        run(&[
+            "patch",
+            "configmap",
+            "x",
+            "--type=merge",
+            "-p",
+            "{\"data\":{\"c\":\"3\"}}"
+        ]),
+        (0, "configmap/x patched\n".into(), String::new())
+    );
+    assert_eq!(
+        run(&[
+            "patch",
+            "configmap",
+            "x",
+            "--type=merge",
+            "-p",
+            "{\"data\":{\"c\":\"3\"}}"
+        ]),
+        (0, "configmap/x patched (no change)\n".into(), String::new())
+    );
+    assert_eq!(
+        run(&[
+            "patch",
+            "configmap",
+            "x",
+            "--type=json",
+            "-p",
+            "[{\"op\":\"add\",\"path\":\"/data/d\",\"value\":\"4\"}]"
+        ]),
+        (0, "configmap/x patched\n".into(), String::new())
+    );
+    assert_eq!(
+        run(&[
+            "patch",
+            "configmap",
+            "x",
+            "--type=strategic",
+            "-p",
+            "{\"data\":{\"e\":\"5\"}}"
+        ]),
+        (0, "configmap/x patched\n".into(), String::new())
+    );
+    assert_eq!(
+        run(&["label", "configmap", "x", "team=a"]),
+        (0, "configmap/x labeled\n".into(), String::new())
+    );
+    assert_eq!(
+        run(&["annotate", "configmap", "x", "note=hi"]),
+        (0, "configmap/x annotated\n".into(), String::new())
+    );
+    let (_, out, _) = run(&["get", "configmap", "-l", "team=a", "-o", "name"]);
+    assert_eq!(out, "configmap/x\n");
+
+    // CRD: wait, printer columns, explain, watch, conditions, foreground delete
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], CRD),
+        (
+            0,
+            "customresourcedefinition.apiextensions.k8s.io/widgets.example.io created\n".into(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.io",
+            "--timeout=30s"
+        ]),
+        (
+            0,
+            "customresourcedefinition.apiextensions.k8s.io/widgets.example.io condition met\n"
+                .into(),
+            String::new()
+        )
+    );
+    let widget = "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec:\n  color: red\n";
+    assert_eq!(
+        run_in(&["apply", "-f", "-"], widget),
+        (0, "widget.example.io/w1 created\n".into(), String::new())
+    );
+    let (code, out, _) = run(&["get", "widgets"]);
+    assert_eq!(code, 0);
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["NAME", "COLOR", "READY"]);
+    assert_eq!(lines[1], ["w1", "red"]);
+    let (code, out, err) = run(&["explain", "widgets.spec"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("KIND:       Widget")
+            && out.contains("Desired state of the widget.")
+            && out.contains("color\t<string>"),
+        "{out}"
+    );
+
+    let mut watch = Command::new("kubectl")
+        .env("HOME", &home)
+        .env("KUBECONFIG", &kc)
+        .args(["get", "widgets", "-w", "--request-timeout=20s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        first.split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "COLOR", "READY"]
+    );
+    let listed = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(listed.split_whitespace().next(), Some("w1"));
+    assert_eq!(
+        run(&[
+            "patch",
+            "widget",
+            "w1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+        ]),
+        (0, "widget.example.io/w1 patched\n".into(), String::new())
+    );
+    let changed = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        changed.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["w1", "red", "True"]
+    );
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(
+        run(&[
+            "wait",
+            "--for=condition=Ready",
+            "widget/w1",
+            "--timeout=30s"
+        ]),
+        (
+            0,
+            "widget.example.io/w1 condition met\n".into(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&["delete", "widget", "w1", "--cascade=foreground"]),
+        (
+            0,
+            "widget.example.io \"w1\" deleted\n".into(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&["delete", "configmap", "x"]),
+        (0, "configmap \"x\" deleted\n".into(), String::new())
+    );
+    let (code, _, err) = run(&["get", "configmap", "x"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "Error from server (NotFound): configmaps \"x\" not found\n"
+        )
+    );
+}
