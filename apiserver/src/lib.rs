@@ -2,6 +2,17 @@
 //! patches and server-side apply, TLS. It knows nothing about OCM.
 //!
 //! Judged by fidelity: wherever it and kube-apiserver differ, kube-apiserver is right.
+//!
+//! Start one with [`ApiServer::start`] (or [`ApiServer::in_memory`]); hand
+//! [`ApiServer::service`] to `kube::Client::new(service, "default")` for in-process clients,
+//! or serve it over TLS with [`serve::serve_tls`] and [`tls::TlsMaterial`]. Logical clusters
+//! are addressed with a `/clusters/{name}` URL prefix (or [`ApiServer::service_for_cluster`]);
+//! the unprefixed URLs are the default cluster.
+//!
+//! Layers: [`storage`] (revisioned store, SQLite or memory) → [`registry`] (served resources)
+//! → `ops` (the write pipeline) → `handlers` (REST verbs) → [`http`] (the tower service);
+//! [`discovery`], [`openapi`] and [`table`] for clients' metadata; `controllers` for the
+//! garbage collector, namespace lifecycle and CRD establishment.
 
 pub mod auth;
 mod controllers;

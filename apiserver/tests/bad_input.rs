@@ -53,6 +53,18 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 async fn each_mistake_gets_its_status() {
     let server = ApiServer::in_memory().await.unwrap();
     let json_ct = "application/json";
+    let (code, v) = call(
+        &server,
+        Method::POST,
+        CMS,
+        "application/x-unknown",
+        b"{}".to_vec(),
+    )
+    .await;
+    assert_eq!((code, status(&v).0), (415, "UnsupportedMediaType"));
+    let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n".to_vec();
+    let (code, v) = call(&server, Method::POST, CMS, "application/yaml", yaml).await;
+    assert_eq!(code, 201, "{v}");
     let (code, v) = call(&server, Method::POST, CMS, json_ct, b"{not json".to_vec()).await;
     assert_eq!((code, status(&v).0), (400, "BadRequest"));
     alive(&server).await;

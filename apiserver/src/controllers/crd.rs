@@ -84,7 +84,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
         let res_bucket = info.bucket(cluster);
         let (_, items) = inner.store.list(&res_bucket, None, None);
         if !items.is_empty() {
-            if let Some(mut ctx) = system_ctx(inner, &res_bucket, "apiextensions-apiserver") {
+            if let Some(mut ctx) = system_ctx(inner, &res_bucket, "kube-apiserver") {
                 let opts = DeleteOptions {
                     propagation: Some(Propagation::Background),
                     ..DeleteOptions::default()
@@ -102,7 +102,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
                 return Some(storage_resource);
             }
         }
-        if let Some(mut ctx) = system_ctx(inner, &bucket, "apiextensions-apiserver") {
+        if let Some(mut ctx) = system_ctx(inner, &bucket, "kube-apiserver") {
             let mut mutate = |_: &mut crate::ops::Ctx, old: &Value| {
                 let mut new = old.clone();
                 let fins: Vec<String> = meta::finalizers(old)
@@ -132,7 +132,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
     inner.registry.set_crd(cluster, name, info.clone());
     let status = crd_conditions(&crd, &info, &meta::now());
     if crd.get("status") != Some(&status)
-        && let Some(mut ctx) = system_ctx(inner, &bucket, "apiextensions-apiserver")
+        && let Some(mut ctx) = system_ctx(inner, &bucket, "kube-apiserver")
     {
         let mut mutate = |_: &mut crate::ops::Ctx, old: &Value| {
             let mut new = old.clone();

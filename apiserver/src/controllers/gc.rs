@@ -189,7 +189,7 @@ impl Gc {
     }
 
     fn ctx(&self, key: &ObjectKey) -> Option<Ctx> {
-        system_ctx(&self.inner, &key.bucket, "garbage-collector")
+        system_ctx(&self.inner, &key.bucket, "kube-controller-manager")
     }
 
     async fn process(&mut self, work: Work) {

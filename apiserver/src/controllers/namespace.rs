@@ -111,7 +111,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
         if items.is_empty() {
             continue;
         }
-        let Some(mut ctx) = system_ctx(inner, &bucket, "namespace-controller") else {
+        let Some(mut ctx) = system_ctx(inner, &bucket, "kube-controller-manager") else {
             continue;
         };
         for (_, name, object) in &items {
@@ -140,7 +140,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
             }
         }
     }
-    let Some(mut ns_ctx) = system_ctx(inner, &ns_bucket, "namespace-controller") else {
+    let Some(mut ns_ctx) = system_ctx(inner, &ns_bucket, "kube-controller-manager") else {
         return true;
     };
     let now = meta::now();

@@ -280,7 +280,7 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
     }
     if !mime.is_empty() && mime != "application/json" && mime != "*/*" {
         return Err(ApiError::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/cbor",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
         ));
     }
     let value: Value = serde_json::from_slice(body).map_err(|err| {
