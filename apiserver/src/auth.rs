@@ -1,5 +1,7 @@
-//! Who is making a request. Every request carries an [`Identity`] in its extensions; until
-//! authentication lands, a request without one runs as the admin user.
+//! Who is making a request. Network requests are authenticated by [`crate::authn`]; an
+//! in-process request may carry an [`Identity`] in its extensions (see
+//! [`crate::ApiServer::service_as`]), and one without it (and without a bearer token) runs as
+//! the admin user.
 
 /// The authenticated user of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -101,6 +101,11 @@ fn group_version_string(group: &str, version: &str) -> String {
 fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, String, String) {
     match sub {
         "scale" => ("autoscaling".into(), "v1".into(), "Scale".into()),
+        "token" => (
+            "authentication.k8s.io".into(),
+            "v1".into(),
+            "TokenRequest".into(),
+        ),
         _ => (res.group.clone(), version.to_owned(), res.kind.clone()),
     }
 }
@@ -108,6 +113,7 @@ fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, St
 fn subresource_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
         "finalize" => vec!["update"],
+        "token" => vec!["create"],
         _ => vec!["get", "patch", "update"],
     }
 }

@@ -81,6 +81,7 @@ impl Body for ResponseBody {
 pub struct ApiService {
     inner: Arc<Inner>,
     cluster: Option<String>,
+    identity: Option<Identity>,
 }
 
 impl std::fmt::Debug for ApiService {
@@ -93,7 +94,17 @@ impl std::fmt::Debug for ApiService {
 
 impl ApiService {
     pub(crate) fn new(inner: Arc<Inner>, cluster: Option<String>) -> Self {
-        ApiService { inner, cluster }
+        ApiService {
+            inner,
+            cluster,
+            identity: None,
+        }
+    }
+
+    /// The same service, acting as `identity` on requests that carry no identity yet.
+    pub fn with_identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
+        self
     }
 }
 
@@ -110,7 +121,12 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        if let Some(identity) = &self.identity
+            && req.extensions().get::<Identity>().is_none()
+        {
+            req.extensions_mut().insert(identity.clone());
+        }
         let inner = self.inner.clone();
         let cluster = self.cluster.clone();
         Box::pin(async move { Ok(serve(inner, cluster, req).await) })
@@ -239,16 +255,33 @@ where
             full_path.clone(),
         ),
     };
-    if cluster != DEFAULT_CLUSTER {
-        if !valid_cluster_name(&cluster) {
+    if cluster != DEFAULT_CLUSTER && !valid_cluster_name(&cluster) {
+        return Err(ApiError::route_not_found());
+    }
+    // Authenticate and authorize before anything else happens (e.g. a logical cluster is
+    // created on first use).
+    let identity = match (
+        parts.extensions.get::<Identity>(),
+        parts.extensions.get::<crate::authn::PeerCertificates>(),
+    ) {
+        (Some(identity), _) => identity.clone(),
+        (None, Some(peer)) => crate::authn::authenticate(inner, &cluster, &parts.headers, &peer.0)?,
+        (None, None) => crate::authn::authenticate_in_process(inner, &cluster, &parts.headers)?,
+    };
+    let identity = crate::authz::impersonate(inner, &cluster, identity, &parts.headers)?;
+    crate::authz::authorize(
+        inner,
+        &cluster,
+        &identity,
+        parts.method.as_str(),
+        &path,
+        parts.uri.query(),
+    )?;
+    if cluster != DEFAULT_CLUSTER && !inner.cluster_known(&cluster) {
+        if !inner.config.auto_create_clusters {
             return Err(ApiError::route_not_found());
         }
-        if !inner.cluster_known(&cluster) {
-            if !inner.config.auto_create_clusters {
-                return Err(ApiError::route_not_found());
-            }
-            inner.ensure_cluster(&cluster).await?;
-        }
+        inner.ensure_cluster(&cluster).await?;
     }
     if let Some(len) = parts
         .headers
@@ -259,11 +292,6 @@ where
     {
         return Err(ApiError::too_large(inner.config.max_body_bytes));
     }
-    let identity = parts
-        .extensions
-        .get::<Identity>()
-        .cloned()
-        .unwrap_or_else(Identity::admin);
     let header_str = |name: header::HeaderName| {
         parts
             .headers

@@ -12,9 +12,17 @@
 //! Layers: [`storage`] (revisioned store, SQLite or memory) → [`registry`] (served resources)
 //! → `ops` (the write pipeline) → `handlers` (REST verbs) → [`http`] (the tower service);
 //! [`discovery`], [`openapi`] and [`table`] for clients' metadata; `controllers` for the
-//! garbage collector, namespace lifecycle and CRD establishment.
+//! garbage collector, namespace lifecycle, CRD establishment, ClusterRole aggregation, the
+//! `kubernetes.io/kube-apiserver-client` CSR signer and the CSR cleaner.
+//!
+//! Security: every request is authenticated ([`authn`]: client certificates against
+//! [`ApiServerConfig::client_ca`], bootstrap and service-account bearer tokens, anonymous) and
+//! authorized against the cluster's RBAC policy ([`rbac`]) before any handler runs; RBAC
+//! writes are checked for escalation and CSR approval/signing by signer name.
 
 pub mod auth;
+pub mod authn;
+mod authz;
 mod controllers;
 pub mod discovery;
 pub mod error;
@@ -25,6 +33,7 @@ pub mod openapi;
 pub mod ops;
 pub mod patch;
 pub mod pki;
+pub mod protobuf;
 pub mod rbac;
 pub mod registry;
 pub mod request;

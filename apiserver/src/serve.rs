@@ -1,5 +1,5 @@
 //! Serving the API over TCP with TLS (HTTP/1.1 and HTTP/2), with the client certificate's
-//! identity attached to every request.
+//! presented certificate chain attached to every request for authentication.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::{ApiServer, Identity};
+use crate::ApiServer;
 
 /// A running listener.
 #[derive(Debug)]
@@ -69,16 +69,16 @@ pub async fn serve_tls(
                     }
                     Err(_) => return,
                 };
-                let identity = tls
+                let chain: Vec<Vec<u8>> = tls
                     .get_ref()
                     .1
                     .peer_certificates()
-                    .and_then(|certs| certs.first())
-                    .and_then(|leaf| crate::tls::identity_from_cert(leaf))
-                    .unwrap_or_else(Identity::admin);
+                    .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
+                    .unwrap_or_default();
+                let peer_certs = crate::authn::PeerCertificates(chain);
                 let svc = tower::ServiceBuilder::new()
                     .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
-                        req.extensions_mut().insert(identity.clone());
+                        req.extensions_mut().insert(peer_certs.clone());
                         req
                     })
                     .service(service);

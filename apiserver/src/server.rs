@@ -45,6 +45,19 @@ pub struct ApiServerConfig {
     pub resync_interval: Duration,
     /// `host:port` clients reach the server at, reported by `GET /api`.
     pub advertise_address: String,
+    /// Whether network requests without credentials run as `system:anonymous` (else 401).
+    pub anonymous_auth: bool,
+    /// PEM bundle of the CAs client certificates must chain to; `None` trusts no certificate.
+    pub client_ca: Option<String>,
+    /// PEM private key of the client CA (the first certificate of `client_ca`): with it, the
+    /// built-in `kubernetes.io/kube-apiserver-client` signer signs approved CSRs.
+    pub client_ca_key: Option<String>,
+    /// The CSR cleaner removes approved, denied and failed requests this old.
+    pub csr_decided_ttl: Duration,
+    /// The CSR cleaner removes pending requests this old.
+    pub csr_pending_ttl: Duration,
+    /// How service-account tokens are issued and accepted.
+    pub service_account_tokens: crate::tokens::ServiceAccountTokenConfig,
 }
 
 impl Default for ApiServerConfig {
@@ -59,6 +72,12 @@ impl Default for ApiServerConfig {
             max_in_flight: 10_000,
             resync_interval: Duration::from_secs(30),
             advertise_address: "127.0.0.1:6443".into(),
+            anonymous_auth: true,
+            client_ca: None,
+            client_ca_key: None,
+            csr_decided_ttl: Duration::from_secs(3600),
+            csr_pending_ttl: Duration::from_secs(24 * 3600),
+            service_account_tokens: crate::tokens::ServiceAccountTokenConfig::default(),
         }
     }
 }
@@ -69,6 +88,9 @@ pub enum StartError {
     /// Storage could not be opened.
     #[error("opening storage: {0}")]
     Storage(#[from] StorageError),
+    /// Key material could not be loaded or generated.
+    #[error("key material: {0}")]
+    Pki(#[from] crate::pki::PkiError),
     /// The data directory could not be created.
     #[error("creating data directory {path}: {source}")]
     DataDir {
@@ -87,6 +109,11 @@ pub(crate) struct Inner {
     clusters: Mutex<HashSet<String>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) in_flight: std::sync::atomic::AtomicUsize,
+    pub(crate) sa_key: crate::tokens::SigningKey,
+    pub(crate) sa_config: crate::tokens::ServiceAccountTokenConfig,
+    pub(crate) client_ca: crate::pki::ClientCaBundle,
+    pub(crate) client_signer: Option<crate::pki::CertificateAuthority>,
+    pub(crate) policies: crate::authz::PolicyCache,
 }
 
 /// An embedded Kubernetes-compatible API server. Cheap to clone.
@@ -124,6 +151,21 @@ impl ApiServer {
             }
             None => Store::open(crate::storage::MemoryBackend, config.store.clone())?,
         };
+        let sa_key = match &config.data_dir {
+            Some(dir) => crate::tokens::load_or_generate_signing_key(&dir.join("pki"))?,
+            None => crate::tokens::SigningKey::generate()
+                .map_err(|e| crate::pki::PkiError::Crypto(e.to_string()))?,
+        };
+        let client_ca = config
+            .client_ca
+            .as_deref()
+            .map(crate::pki::ClientCaBundle::from_pem)
+            .unwrap_or_default();
+        let client_signer = match (&config.client_ca, &config.client_ca_key) {
+            (Some(cert), Some(key)) => Some(crate::pki::CertificateAuthority::from_pem(cert, key)?),
+            _ => None,
+        };
+        let sa_config = config.service_account_tokens.clone();
         let (shutdown, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             store,
@@ -133,6 +175,11 @@ impl ApiServer {
             clusters: Mutex::new(HashSet::new()),
             shutdown,
             in_flight: std::sync::atomic::AtomicUsize::new(0),
+            sa_key,
+            sa_config,
+            client_ca,
+            client_signer,
+            policies: crate::authz::PolicyCache::default(),
         });
         let server = ApiServer { inner };
         server.load_crds();
@@ -180,6 +227,12 @@ impl ApiServer {
     /// The HTTP service for the default cluster (and `/clusters/{name}` prefixes).
     pub fn service(&self) -> ApiService {
         ApiService::new(self.inner.clone(), None)
+    }
+
+    /// The HTTP service acting as `identity` on every request (for tests and tools that need
+    /// a given user without TLS); authorization applies as for any request.
+    pub fn service_as(&self, identity: crate::Identity) -> ApiService {
+        ApiService::new(self.inner.clone(), None).with_identity(identity)
     }
 
     /// The HTTP service bound to one logical cluster: unprefixed paths address `cluster`.
@@ -262,10 +315,66 @@ impl Inner {
                 }
             }
         }
+        self.create_default_rbac(cluster).await?;
         self.clusters
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(cluster.to_owned());
+        Ok(())
+    }
+
+    /// Creates the default RBAC objects (kube's bootstrap policy) that are missing.
+    async fn create_default_rbac(&self, cluster: &str) -> Result<(), ApiError> {
+        // Aggregated roles are stored with their rules filled, as the aggregation controller
+        // would leave them, so a fresh cluster is quiet.
+        let aggregated = crate::rbac::Policy::bootstrap();
+        for mut object in crate::rbac::bootstrap::default_objects() {
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+            if kind == "ClusterRole"
+                && object.get("aggregationRule").is_some()
+                && let Some(role) = aggregated.cluster_role(crate::meta::meta_str(&object, "name"))
+                && let Ok(rules) = serde_json::to_value(role.rules.clone().unwrap_or_default())
+            {
+                object["rules"] = rules;
+            }
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+            let plural = match kind {
+                "ClusterRole" => "clusterroles",
+                "ClusterRoleBinding" => "clusterrolebindings",
+                "Role" => "roles",
+                _ => "rolebindings",
+            };
+            let name = crate::meta::meta_str(&object, "name").to_owned();
+            let namespace = crate::meta::meta_str(&object, "namespace").to_owned();
+            let bucket = Bucket::new(cluster, &format!("{}/{plural}", crate::rbac::RBAC_GROUP));
+            let key = crate::storage::ObjectKey::new(bucket, &namespace, &name);
+            if self.store.get(&key).is_some() {
+                continue;
+            }
+            crate::meta::set_meta(
+                &mut object,
+                "uid",
+                Some(json!(uuid::Uuid::new_v4().to_string())),
+            );
+            crate::meta::set_meta(
+                &mut object,
+                "creationTimestamp",
+                Some(json!(crate::meta::now())),
+            );
+            match self.store.create(key, object).await {
+                Ok(_) | Err(StorageError::AlreadyExists) => {}
+                Err(err) => {
+                    return Err(ApiError::from_storage(
+                        err,
+                        crate::error::Gr {
+                            group: crate::rbac::RBAC_GROUP,
+                            resource: plural,
+                        },
+                        &name,
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }

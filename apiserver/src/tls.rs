@@ -45,6 +45,8 @@ pub enum TlsError {
 pub struct TlsMaterial {
     /// The CA certificate (trust anchor for clients and for client certificates).
     pub ca_cert: String,
+    /// The CA private key (signs client certificates for approved CSRs).
+    pub ca_key: String,
     /// The serving certificate.
     pub serving_cert: String,
     /// The serving key.
@@ -192,6 +194,7 @@ impl TlsMaterial {
         };
         Ok(TlsMaterial {
             ca_cert,
+            ca_key,
             serving_cert,
             serving_key,
             admin_cert,
@@ -200,7 +203,9 @@ impl TlsMaterial {
     }
 
     /// A rustls server configuration (ring provider) that serves the serving certificate and
-    /// accepts, but does not require, client certificates signed by the CA.
+    /// asks for, but does not require, a client certificate. Any presented chain passes the
+    /// handshake (the client must still prove it holds the key); the chain is verified against
+    /// the client CA per request, so a bad certificate gets a 401 Status as with kube.
     pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let pem_err = |what: &str, e: rustls::pki_types::pem::Error| TlsError::Pem {
@@ -213,17 +218,19 @@ impl TlsMaterial {
                 .map_err(|e| pem_err("serving.crt", e))?;
         let key = PrivateKeyDer::from_pem_slice(self.serving_key.as_bytes())
             .map_err(|e| pem_err("serving.key", e))?;
-        let mut roots = rustls::RootCertStore::empty();
+        let mut hints = Vec::new();
         for cert in CertificateDer::pem_slice_iter(self.ca_cert.as_bytes()) {
-            roots.add(cert.map_err(|e| pem_err("ca.crt", e))?)?;
+            let cert = cert.map_err(|e| pem_err("ca.crt", e))?;
+            if let Ok((_, parsed)) = x509_parser::parse_x509_certificate(&cert) {
+                hints.push(rustls::DistinguishedName::from(
+                    parsed.subject().as_raw().to_vec(),
+                ));
+            }
         }
-        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots),
-            provider.clone(),
-        )
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| TlsError::Rustls(rustls::Error::General(e.to_string())))?;
+        let verifier = Arc::new(AnyClientCert {
+            provider: provider.clone(),
+            hints,
+        });
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(verifier)
@@ -240,6 +247,71 @@ impl TlsMaterial {
             base64(self.admin_cert.as_bytes()),
             base64(self.admin_key.as_bytes()),
         )
+    }
+}
+
+/// Client-certificate verification at the TLS layer: proves possession of the key, leaves the
+/// chain to request authentication ([`crate::authn`]).
+#[derive(Debug)]
+struct AnyClientCert {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    hints: Vec<rustls::DistinguishedName>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -24,6 +24,9 @@ pub struct ApiserverArgs {
     /// Keep objects in memory only (TLS material and kubeconfig are still written).
     #[arg(long)]
     memory: bool,
+    /// Whether requests without credentials run as system:anonymous (false: they get 401).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -55,6 +58,9 @@ async fn serve(args: &ApiserverArgs) -> anyhow::Result<()> {
     let config = ApiServerConfig {
         data_dir: (!args.memory).then(|| args.data_dir.clone()),
         advertise_address: format!("{host}:{}", args.listen.port()),
+        anonymous_auth: args.anonymous_auth,
+        client_ca: Some(tls.ca_cert.clone()),
+        client_ca_key: Some(tls.ca_key.clone()),
         ..ApiServerConfig::default()
     };
     let server = ApiServer::start(config).await?;

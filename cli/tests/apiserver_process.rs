@@ -543,3 +543,326 @@ fn kubectl_against_ocm_apiserver() {
         )
     );
 }
+
+/// Typed kubectl commands on built-in kinds send protobuf bodies.
+#[test]
+fn kubectl_typed_commands_send_protobuf() {
+    if !kubectl_available() {
+        eprintln!(
+            "SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl compatibility test"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = Server::start(&dir.path().join("data"));
+    let kc = server.kubeconfig.clone();
+    let run = |args: &[&str]| kubectl(&home, &kc, args, None);
+    let ok = |out: &str| (0, out.to_owned(), String::new());
+
+    assert_eq!(
+        run(&["create", "namespace", "team-a"]),
+        ok("namespace/team-a created\n")
+    );
+    assert_eq!(
+        run(&[
+            "create",
+            "configmap",
+            "cm1",
+            "--from-literal=a=b",
+            "-n",
+            "team-a"
+        ]),
+        ok("configmap/cm1 created\n")
+    );
+    assert_eq!(
+        run(&[
+            "get",
+            "configmap",
+            "cm1",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data.a}"
+        ]),
+        ok("b")
+    );
+    assert_eq!(
+        run(&[
+            "create",
+            "secret",
+            "generic",
+            "s1",
+            "--from-literal=k=v",
+            "-n",
+            "team-a"
+        ]),
+        ok("secret/s1 created\n")
+    );
+    assert_eq!(
+        run(&[
+            "get",
+            "secret",
+            "s1",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data.k}"
+        ]),
+        ok("dg==")
+    );
+    assert_eq!(
+        run(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "-n",
+            "team-a"
+        ]),
+        ok("deployment.apps/web created\n")
+    );
+    assert_eq!(
+        run(&[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image} {.spec.replicas}"
+        ]),
+        ok("nginx 1")
+    );
+    assert_eq!(
+        run(&["scale", "deployment", "web", "--replicas=3", "-n", "team-a"]),
+        ok("deployment.apps/web scaled\n")
+    );
+    assert_eq!(
+        run(&[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.replicas}"
+        ]),
+        ok("3")
+    );
+    assert_eq!(run(&["auth", "can-i", "list", "pods"]), ok("yes\n"));
+    assert_eq!(
+        run(&["create", "serviceaccount", "sa1", "-n", "team-a"]),
+        ok("serviceaccount/sa1 created\n")
+    );
+    let (code, out, err) = run(&["create", "token", "sa1", "-n", "team-a", "--duration=1h"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out.trim_end().split('.').count(), 3, "a JWT: {out}");
+    assert_eq!(
+        run(&[
+            "create",
+            "role",
+            "r1",
+            "--verb=get",
+            "--resource=pods",
+            "-n",
+            "team-a"
+        ]),
+        ok("role.rbac.authorization.k8s.io/r1 created\n")
+    );
+    assert_eq!(
+        run(&[
+            "create",
+            "rolebinding",
+            "rb1",
+            "--role=r1",
+            "--serviceaccount=team-a:sa1",
+            "-n",
+            "team-a"
+        ]),
+        ok("rolebinding.rbac.authorization.k8s.io/rb1 created\n")
+    );
+    assert_eq!(
+        run(&["create", "job", "j1", "--image=busybox", "-n", "team-a"]),
+        ok("job.batch/j1 created\n")
+    );
+    // `certificate approve` PUTs the whole CSR to /approval as protobuf.
+    assert_eq!(
+        kubectl(&home, &kc, &["create", "-f", "-"], Some(CSR)),
+        ok("certificatesigningrequest.certificates.k8s.io/alice created\n")
+    );
+    assert_eq!(
+        run(&["certificate", "approve", "alice"]),
+        ok("certificatesigningrequest.certificates.k8s.io/alice approved\n")
+    );
+    assert_eq!(
+        run(&[
+            "get",
+            "csr",
+            "alice",
+            "-o",
+            "jsonpath={.status.conditions[0].type} {.status.conditions[0].reason} {.spec.usages[0]}"
+        ]),
+        ok("Approved KubectlApprove client auth")
+    );
+    // kubectl sends DeleteOptions as JSON even here (protobuf ones: apiserver/tests/protobuf_bodies.rs).
+    assert_eq!(
+        run(&[
+            "delete",
+            "deployment",
+            "web",
+            "-n",
+            "team-a",
+            "--cascade=foreground",
+            "--wait=false"
+        ]),
+        ok("deployment.apps \"web\" deleted\n")
+    );
+    server.kill();
+}
+
+/// A fixed P-256 certificate request for CN=alice, O=dev (made with openssl once).
+const CSR: &str = "apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: alice}
+spec:
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: [client auth]
+  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIYU1JR0FBZ0VBTUI0eERqQU1CZ05WQkFNTUJXRnNhV05sTVF3d0NnWURWUVFLREFOa1pYWXdXVEFUQmdjcQpoa2pPUFFJQkJnZ3Foa2pPUFFNQkJ3TkNBQVJOR28rVm5DWkJPd2R0NDJFb296ak5VRURTa3JqSjROaVpsek1hClZJelFGWHlzNC9ldVJnYkt0cVd2eXB5QSs3bWpiQ3FGQy9PQkxGdWludFJrS0dkRW9BQXdDZ1lJS29aSXpqMEUKQXdJRFNRQXdSZ0loQU1TRUp6djl2T1ppTjB3VGtIdlJtaXBiVTFHZEpUSjZBUG5WMHVUZmpyZDFBaUVBMm44OQpEWlJGV3FmMk9IVW5YV3ROOHUrTXN3aHhsZmVhY29mYzFmZ0VxbHM9Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=
+";
+
+/// Authentication and RBAC through real kubectl: `auth can-i` (also `--list`), `--as`
+/// impersonation for the admin and not for others, `certificate approve` followed by the
+/// built-in signer issuing the certificate.
+#[test]
+fn kubectl_auth_and_certificates() {
+    if !kubectl_available() {
+        eprintln!(
+            "SKIPPED: kubectl is not on PATH; install kubectl to run the kubectl compatibility test"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = Server::start(&dir.path().join("data"));
+    let kc = server.kubeconfig.clone();
+    let run = |args: &[&str]| kubectl(&home, &kc, args, None);
+    let ok = |s: &str| (0, s.to_owned(), String::new());
+
+    assert_eq!(run(&["auth", "can-i", "list", "secrets"]), ok("yes\n"));
+    assert_eq!(
+        run(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"
+        ]),
+        ok("admin [\"system:masters\",\"system:authenticated\"]")
+    );
+    assert_eq!(
+        run(&["auth", "can-i", "list", "secrets", "--as", "jane"]),
+        (1, "no\n".to_owned(), String::new())
+    );
+    let (code, out, err) = run(&["get", "namespaces", "--as", "jane"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        err,
+        "Error from server (Forbidden): namespaces is forbidden: User \"jane\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope\n"
+    );
+    assert_eq!(
+        run(&[
+            "create",
+            "clusterrolebinding",
+            "jane-view",
+            "--clusterrole=view",
+            "--user=jane"
+        ]),
+        ok("clusterrolebinding.rbac.authorization.k8s.io/jane-view created\n")
+    );
+    assert_eq!(
+        run(&["auth", "can-i", "list", "pods", "--as", "jane"]),
+        ok("yes\n")
+    );
+    let (code, out, _) = run(&["auth", "can-i", "--list", "--as", "jane", "-n", "default"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("pods ") && l.contains("[get list watch]")),
+        "{out}"
+    );
+    // The admin may impersonate anyone, groups included.
+    assert_eq!(
+        run(&[
+            "auth",
+            "can-i",
+            "delete",
+            "secrets",
+            "--as",
+            "jane",
+            "--as-group",
+            "system:masters"
+        ]),
+        ok("yes\n")
+    );
+    // A service account with a TokenRequest token may not impersonate.
+    assert_eq!(
+        run(&["create", "serviceaccount", "bot"]),
+        ok("serviceaccount/bot created\n")
+    );
+    let (code, token, err) = run(&["create", "token", "bot"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(&["config", "set-credentials", "bot", "--token", token.trim()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = run(&["auth", "can-i", "list", "pods", "--user", "bot"]);
+    assert_eq!((code, out.as_str()), (1, "no\n"));
+    let (code, _, err) = run(&["get", "pods", "--user", "bot", "--as", "admin"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "Error from server (Forbidden): users \"admin\" is forbidden: User \"system:serviceaccount:default:bot\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope\n"
+    );
+
+    assert_eq!(
+        kubectl(&home, &kc, &["create", "-f", "-"], Some(CSR)),
+        ok("certificatesigningrequest.certificates.k8s.io/alice created\n")
+    );
+    assert_eq!(
+        run(&["certificate", "approve", "alice", "--as", "jane"]).0,
+        1,
+        "view does not allow approving"
+    );
+    assert_eq!(
+        run(&["certificate", "approve", "alice"]),
+        ok("certificatesigningrequest.certificates.k8s.io/alice approved\n")
+    );
+    let mut issued = String::new();
+    for _ in 0..200 {
+        let (_, out, _) = run(&[
+            "get",
+            "csr",
+            "alice",
+            "-o",
+            "jsonpath={.status.certificate}",
+        ]);
+        if !out.is_empty() {
+            issued = out;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !issued.is_empty(),
+        "the signer never issued alice's certificate"
+    );
+    let (_, conditions, _) = run(&[
+        "get",
+        "csr",
+        "alice",
+        "-o",
+        "jsonpath={.status.conditions[*].type}",
+    ]);
+    assert_eq!(conditions, "Approved");
+    drop(server);
+}

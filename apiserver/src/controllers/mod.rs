@@ -3,8 +3,10 @@
 //! ownerReference garbage collector.
 
 mod crd;
+mod csr;
 mod gc;
 mod namespace;
+mod rbac;
 
 use std::sync::Arc;
 
@@ -16,6 +18,8 @@ use crate::storage::Bucket;
 pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(crd::run(inner.clone()));
     tokio::spawn(namespace::run(inner.clone()));
+    tokio::spawn(csr::run(inner.clone()));
+    tokio::spawn(rbac::run(inner.clone()));
     tokio::spawn(gc::run(inner));
 }
 

@@ -27,7 +27,10 @@ fn options(req: &ResourceRequest, body: &[u8]) -> Result<(DeleteOptions, bool), 
         let s = std::str::from_utf8(body).unwrap_or("").trim();
         s.as_bytes()
     };
-    let body: Value = if trimmed.is_empty() {
+    let body: Value = if !body.is_empty() && crate::protobuf::is_protobuf(&req.content_type) {
+        crate::protobuf::decode_body(body)
+            .map_err(|err| ApiError::bad_request(format!("error decoding DeleteOptions: {err}")))?
+    } else if trimmed.is_empty() {
         json!({})
     } else {
         serde_json::from_slice(trimmed)

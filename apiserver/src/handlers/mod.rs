@@ -4,6 +4,7 @@
 mod apply;
 mod delete;
 mod read;
+mod token;
 mod watch;
 mod write;
 
@@ -222,6 +223,9 @@ pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, A
         if !subs.iter().any(|s| s == sub) {
             return Err(ApiError::route_not_found());
         }
+        if sub == "token" && verb == "create" {
+            return token::create(&req, &body);
+        }
         let allowed = match sub.as_str() {
             "finalize" => matches!(verb, "update"),
             _ => matches!(verb, "get" | "update" | "patch"),
@@ -278,9 +282,17 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
         }
         return Ok(value);
     }
+    if mime == crate::protobuf::MEDIA_TYPE && req.res.builtin().is_some() {
+        return crate::protobuf::decode_body(body)
+            .map_err(|err| ApiError::bad_request(err.to_string()));
+    }
     if !mime.is_empty() && mime != "application/json" && mime != "*/*" {
         return Err(ApiError::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+            if req.res.builtin().is_some() {
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            } else {
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+            },
         ));
     }
     let value: Value = serde_json::from_slice(body).map_err(|err| {

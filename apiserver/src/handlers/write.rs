@@ -57,36 +57,48 @@ pub(crate) async fn create(req: &ResourceRequest, body: bytes::Bytes) -> Result<
     ))
 }
 
-/// Access reviews are answered, never stored. Until authorization lands, everything is allowed.
+/// Access reviews are answered from the cluster's RBAC policy, never stored.
 fn access_review(
     req: &ResourceRequest,
     kind: BuiltinKind,
     mut obj: Value,
 ) -> Result<Reply, ApiError> {
-    let ctx = req.ctx()?;
-    let mut ctx = ctx;
+    let mut ctx = req.ctx()?;
     crate::ops::check_type_meta_pub(&mut ctx, &mut obj)?;
-    let status = match kind {
-        BuiltinKind::SelfSubjectRulesReview => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
-        _ => {
-            json!({"allowed": true, "reason": "the embedded API server allows every request until authorization is configured"})
+    let policy = crate::authz::policy(&req.inner, &req.cluster);
+    if kind == BuiltinKind::SelfSubjectReview {
+        let mut user_info = serde_json::Map::new();
+        user_info.insert("username".into(), json!(req.identity.user));
+        if !req.identity.groups.is_empty() {
+            user_info.insert("groups".into(), json!(req.identity.groups));
         }
+        let mut metadata = obj
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        metadata.insert("creationTimestamp".into(), Value::Null);
+        let answered = json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": metadata,
+            "status": {"userInfo": user_info},
+        });
+        return Ok(Reply::json(StatusCode::CREATED, &answered));
+    }
+    let answered = match kind {
+        BuiltinKind::SelfSubjectRulesReview => {
+            crate::rbac::self_subject_rules_review(&policy, &req.identity, &obj)?
+        }
+        BuiltinKind::SelfSubjectAccessReview => {
+            crate::rbac::self_subject_access_review(&policy, &req.identity, &obj)?
+        }
+        BuiltinKind::LocalSubjectAccessReview => {
+            crate::rbac::local_subject_access_review(&policy, req.namespace(), &obj)?
+        }
+        _ => crate::rbac::subject_access_review(&policy, &obj)?,
     };
-    if let Some(map) = obj.as_object_mut() {
-        map.insert("status".into(), status);
-        let meta = map.entry("metadata").or_insert_with(|| json!({}));
-        if let Some(m) = meta.as_object_mut() {
-            m.insert("creationTimestamp".into(), Value::Null);
-        }
-    }
-    if kind == BuiltinKind::SelfSubjectAccessReview || kind == BuiltinKind::SelfSubjectRulesReview {
-        obj["spec"]["user"] = json!(req.identity.user);
-    }
-    Ok(Reply::json(StatusCode::CREATED, &obj))
+    Ok(Reply::json(StatusCode::CREATED, &answered))
 }
 
 /// PUT on an object or subresource.

@@ -111,6 +111,9 @@ pub(crate) fn normalize(
     let mut unknown: Vec<String> = crate::validation::coerce_object_meta(obj, "")
         .map_err(|err| ApiError::bad_request(err.to_string()))?;
     if let Some(kind) = ctx.res.builtin() {
+        if kind == BuiltinKind::Secret {
+            merge_secret_string_data(obj);
+        }
         let input = obj.clone();
         let output = kind.normalize(input.clone()).map_err(|err| {
             ApiError::bad_request(format!(
@@ -152,6 +155,40 @@ pub(crate) fn normalize(
                 list.join(", ")
             )))
         }
+    }
+}
+
+/// What kube-apiserver does when it decodes a v1 Secret: every `stringData` entry is written,
+/// base64-encoded, into `data` (overriding a `data` entry of the same key), and `stringData`
+/// itself is never stored. Non-string values are left for the typed decoding to reject.
+fn merge_secret_string_data(obj: &mut Value) {
+    use base64::Engine;
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = map.get("stringData") else {
+        return;
+    };
+    if string_data.values().any(|v| !v.is_string()) {
+        return;
+    }
+    let encoded: Vec<(String, Value)> = string_data
+        .iter()
+        .map(|(k, v)| {
+            let text = v.as_str().unwrap_or_default();
+            let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+            (k.clone(), Value::String(b64))
+        })
+        .collect();
+    map.remove("stringData");
+    let data = map
+        .entry("data")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if data.is_null() {
+        *data = Value::Object(serde_json::Map::new());
+    }
+    if let Some(data) = data.as_object_mut() {
+        data.extend(encoded);
     }
 }
 

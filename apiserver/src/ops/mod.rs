@@ -258,6 +258,7 @@ impl Ctx {
         let name = meta::meta_str(&obj, "name").to_owned();
         self.check_namespace(namespace, &name)?;
         admission::prepare_create(self, &mut obj)?;
+        crate::authz::admit(self, namespace, "", &obj, None, &Target::Main)?;
         // System fields.
         meta::set_meta(
             &mut obj,
@@ -475,6 +476,7 @@ impl Ctx {
         }
         meta::set_meta(&mut new, "selfLink", None);
         admission::prepare_update(self, &mut new, old, target)?;
+        crate::authz::admit(self, namespace, name, &new, Some(old), target)?;
         if self.res.has_generation() {
             let mut generation = meta::generation(old).max(1);
             if meta::spec_changed(old, &new, has_status) {

@@ -118,10 +118,88 @@ fn allows_client_auth(c: &X509Certificate<'_>) -> bool {
         .unwrap_or(true)
 }
 
+/// Parses a DER certificate as strictly as Go's `x509.ParseCertificate`: one complete
+/// SEQUENCE and nothing after it, the same signature algorithm inside and outside the signed
+/// part, and a signature with no unused bits. The unsigned outer bytes are thus fixed by the
+/// signed ones, so no altered encoding of a valid certificate is accepted.
 fn parse(der: &[u8]) -> Result<X509Certificate<'_>, CertAuthError> {
-    X509Certificate::from_der(der)
-        .map(|(_, c)| c)
-        .map_err(|e| CertAuthError::Malformed(e.to_string()))
+    let malformed = |m: &str| CertAuthError::Malformed(m.to_owned());
+    if der.first() != Some(&0x30) {
+        return Err(malformed("certificate is not a DER SEQUENCE"));
+    }
+    let (rest, cert) =
+        X509Certificate::from_der(der).map_err(|e| CertAuthError::Malformed(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(malformed("trailing data after certificate"));
+    }
+    if !outer_encoding_is_exact(der) {
+        return Err(malformed(
+            "certificate envelope is malformed or its inner and outer signature algorithms differ",
+        ));
+    }
+    Ok(cert)
+}
+
+/// One DER tag-length-value: `(tag, whole element, rest after it)`. Only definite lengths.
+fn read_tlv(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let tag = *bytes.first()?;
+    let first = *bytes.get(1)? as usize;
+    let (len, header) = if first < 0x80 {
+        (first, 2)
+    } else {
+        let n = first & 0x7f;
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let mut len = 0usize;
+        for b in bytes.get(2..2 + n)? {
+            len = (len << 8) | *b as usize;
+        }
+        (len, 2 + n)
+    };
+    let end = header.checked_add(len)?;
+    let whole = bytes.get(..end)?;
+    Some((tag, whole, &bytes[end..]))
+}
+
+/// Content octets of a DER element returned by [`read_tlv`].
+fn content(element: &[u8]) -> &[u8] {
+    let header = match element.get(1) {
+        Some(b) if *b < 0x80 => 2,
+        Some(b) => 2 + (*b & 0x7f) as usize,
+        None => element.len(),
+    };
+    element.get(header..).unwrap_or_default()
+}
+
+/// Checks the bytes the signature does not cover: `SEQUENCE { tbs, algorithm, BIT STRING }`
+/// with nothing else, the outer algorithm byte-for-byte the one inside the signed part, and a
+/// signature with no unused bits.
+fn outer_encoding_is_exact(der: &[u8]) -> bool {
+    let Some((0x30, outer, [])) = read_tlv(der) else {
+        return false;
+    };
+    let Some((0x30, tbs, rest)) = read_tlv(content(outer)) else {
+        return false;
+    };
+    let Some((0x30, outer_alg, rest)) = read_tlv(rest) else {
+        return false;
+    };
+    let Some((0x03, signature, [])) = read_tlv(rest) else {
+        return false;
+    };
+    if content(signature).first() != Some(&0) {
+        return false;
+    }
+    // Inside the signed part: optional [0] version, serial number, then the algorithm.
+    let mut fields = content(tbs);
+    if let Some((0xa0, _, rest)) = read_tlv(fields) {
+        fields = rest;
+    }
+    let Some((0x02, _, rest)) = read_tlv(fields) else {
+        return false;
+    };
+    matches!(read_tlv(rest), Some((0x30, inner_alg, _)) if inner_alg == outer_alg)
 }
 
 fn signed_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool {

@@ -3,8 +3,9 @@
 //! as kube-apiserver's typed decoding does).
 
 use k8s_openapi::api::{
-    apps::v1 as apps, authorization::v1 as authz, batch::v1 as batch, certificates::v1 as certs,
-    coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+    apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz, batch::v1 as batch,
+    certificates::v1 as certs, coordination::v1 as coordination, core::v1 as core,
+    events::v1 as events, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use serde_json::Value;
@@ -40,6 +41,7 @@ pub enum BuiltinKind {
     SubjectAccessReview,
     LocalSubjectAccessReview,
     SelfSubjectRulesReview,
+    SelfSubjectReview,
 }
 
 fn roundtrip<K>(value: Value) -> Result<Value, String>
@@ -81,6 +83,7 @@ impl BuiltinKind {
             SubjectAccessReview => roundtrip::<authz::SubjectAccessReview>(value),
             LocalSubjectAccessReview => roundtrip::<authz::LocalSubjectAccessReview>(value),
             SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
+            SelfSubjectReview => roundtrip::<authn::SelfSubjectReview>(value),
         }
     }
 
@@ -93,6 +96,7 @@ impl BuiltinKind {
                 | SubjectAccessReview
                 | LocalSubjectAccessReview
                 | SelfSubjectRulesReview
+                | SelfSubjectReview
         )
     }
 }
@@ -201,6 +205,7 @@ fn defs() -> Vec<Def> {
         },
         Def {
             short: &["sa"],
+            extra: &["token"],
             ..def(
                 K::ServiceAccount,
                 "",
@@ -424,6 +429,17 @@ fn defs() -> Vec<Def> {
             "SubjectAccessReview",
             false,
         ),
+        Def {
+            verbs: &["create"],
+            ..def(
+                K::SelfSubjectReview,
+                "authentication.k8s.io",
+                "v1",
+                "selfsubjectreviews",
+                "SelfSubjectReview",
+                false,
+            )
+        },
     ]
 }
 

@@ -19,9 +19,20 @@ pub struct TlsServer {
 
 impl TlsServer {
     pub async fn start() -> TlsServer {
+        Self::start_with(ApiServerConfig::default()).await
+    }
+
+    /// Like [`TlsServer::start`] with a custom configuration (its `client_ca` is set to the
+    /// generated CA).
+    pub async fn start_with(config: ApiServerConfig) -> TlsServer {
         let dir = tempfile::tempdir().unwrap();
         let tls = TlsMaterial::load_or_create(&dir.path().join("pki"), &[]).unwrap();
-        let server = ApiServer::start(ApiServerConfig::default()).await.unwrap();
+        let config = ApiServerConfig {
+            client_ca: Some(tls.ca_cert.clone()),
+            client_ca_key: Some(tls.ca_key.clone()),
+            ..config
+        };
+        let server = ApiServer::start(config).await.unwrap();
         let serving = serve_tls(
             server.clone(),
             "127.0.0.1:0".parse().unwrap(),

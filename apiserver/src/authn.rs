@@ -1,0 +1,177 @@
+//! Request authentication, as kube-apiserver's authentication filter does it: a verified
+//! client certificate, else a bearer token (bootstrap token or service-account JWT), else
+//! anonymous (`system:anonymous` / `system:unauthenticated`) when allowed. Presented but bad
+//! credentials are 401 `Unauthorized`, never anonymous and never 500.
+
+use http::HeaderMap;
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::pki::{ANONYMOUS, UNAUTHENTICATED, authenticate_client_chain};
+use crate::server::Inner;
+use crate::storage::{Bucket, ObjectKey};
+use crate::tokens::{
+    BOOTSTRAP_TOKEN_NAMESPACE, BearerKind, authenticate_bootstrap_token,
+    bootstrap_token_secret_name, check_token_objects, classify_bearer,
+    verify_service_account_token,
+};
+
+/// Marks a request that arrived over the network (TLS listener): it must be authenticated.
+/// Holds the client-certificate chain the peer presented (leaf first, DER; may be empty).
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificates(pub Vec<Vec<u8>>);
+
+/// The 401 every authentication failure answers.
+pub fn unauthorized() -> ApiError {
+    ApiError::new(401, "Unauthorized", "Unauthorized")
+}
+
+/// The anonymous identity.
+pub fn anonymous() -> Identity {
+    Identity {
+        user: ANONYMOUS.to_owned(),
+        groups: vec![UNAUTHENTICATED.to_owned()],
+    }
+}
+
+/// The bearer token of an `Authorization` header: `Some(Err)` when the header is present but
+/// not a usable bearer token.
+fn bearer(headers: &HeaderMap) -> Option<Result<String, ()>> {
+    let value = headers.get(http::header::AUTHORIZATION)?;
+    let Ok(text) = value.to_str() else {
+        return Some(Err(()));
+    };
+    let mut parts = text.trim().splitn(2, ' ');
+    let scheme = parts.next().unwrap_or("");
+    let token = parts.next().unwrap_or("").trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        // kube ignores other schemes (basic auth is gone): the request falls through.
+        return None;
+    }
+    Some(Ok(token.to_owned()))
+}
+
+fn stored_json(
+    inner: &Inner,
+    cluster: &str,
+    resource: &str,
+    ns: &str,
+    name: &str,
+) -> Option<Value> {
+    let key = ObjectKey::new(Bucket::new(cluster, resource), ns, name);
+    let object = inner.store.get(&key)?;
+    serde_json::from_slice(&object.value).ok()
+}
+
+fn authenticate_token(inner: &Inner, cluster: &str, token: &str) -> Result<Identity, ApiError> {
+    let now = Timestamp::now();
+    match classify_bearer(token) {
+        BearerKind::Bootstrap(parsed) => {
+            let secret = stored_json(
+                inner,
+                cluster,
+                "/secrets",
+                BOOTSTRAP_TOKEN_NAMESPACE,
+                &bootstrap_token_secret_name(&parsed.id),
+            );
+            authenticate_bootstrap_token(token, secret.as_ref(), now).map_err(|err| {
+                tracing::debug!(%err, "bootstrap token rejected");
+                unauthorized()
+            })
+        }
+        BearerKind::Jwt => {
+            let keys = [inner.sa_key.verifying_key()];
+            let claims = verify_service_account_token(&inner.sa_config, &keys, token, now)
+                .map_err(|err| {
+                    tracing::debug!(%err, "service-account token rejected");
+                    unauthorized()
+                })?;
+            let sa = stored_json(
+                inner,
+                cluster,
+                "/serviceaccounts",
+                &claims.namespace,
+                &claims.name,
+            );
+            let bound = claims.bound.as_ref().and_then(|(kind, name, _)| {
+                let resource = match kind.as_str() {
+                    "Pod" => "/pods",
+                    "Secret" => "/secrets",
+                    _ => "/nodes",
+                };
+                let ns = if kind == "Node" {
+                    ""
+                } else {
+                    &claims.namespace
+                };
+                stored_json(inner, cluster, resource, ns, name)
+            });
+            check_token_objects(&claims, sa.as_ref(), bound.as_ref(), now).map_err(|err| {
+                tracing::debug!(%err, "service-account token revoked");
+                unauthorized()
+            })
+        }
+        BearerKind::Unknown => Err(unauthorized()),
+    }
+}
+
+/// Authenticates a network request: `chain` is the presented client-certificate chain.
+pub(crate) fn authenticate(
+    inner: &Inner,
+    cluster: &str,
+    headers: &HeaderMap,
+    chain: &[Vec<u8>],
+) -> Result<Identity, ApiError> {
+    if !chain.is_empty() {
+        let refs: Vec<&[u8]> = chain.iter().map(Vec::as_slice).collect();
+        match authenticate_client_chain(&refs, &inner.client_ca, Timestamp::now()) {
+            Ok(Some(identity)) => return Ok(identity),
+            Ok(None) => {}
+            Err(err) => {
+                tracing::debug!(%err, "client certificate rejected");
+                return Err(unauthorized());
+            }
+        }
+    }
+    match bearer(headers) {
+        Some(Ok(token)) => authenticate_token(inner, cluster, &token),
+        Some(Err(())) => Err(unauthorized()),
+        None if inner.config.anonymous_auth => Ok(anonymous()),
+        None => Err(unauthorized()),
+    }
+}
+
+/// The identity of an in-process request without an [`Identity`] extension: its bearer token
+/// if it carries one, else the admin (in-process clients are trusted).
+pub(crate) fn authenticate_in_process(
+    inner: &Inner,
+    cluster: &str,
+    headers: &HeaderMap,
+) -> Result<Identity, ApiError> {
+    match bearer(headers) {
+        Some(Ok(token)) => authenticate_token(inner, cluster, &token),
+        Some(Err(())) => Err(unauthorized()),
+        None => Ok(Identity::admin()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_header_forms() {
+        let mut h = HeaderMap::new();
+        assert!(bearer(&h).is_none());
+        h.insert(http::header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer(&h), Some(Ok("abc".to_owned())));
+        h.insert(http::header::AUTHORIZATION, "bearer  x.y ".parse().unwrap());
+        assert_eq!(bearer(&h), Some(Ok("x.y".to_owned())));
+        h.insert(http::header::AUTHORIZATION, "Basic Zm9v".parse().unwrap());
+        assert!(bearer(&h).is_none());
+        h.insert(http::header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert!(bearer(&h).is_none());
+    }
+}

@@ -1,0 +1,390 @@
+//! Request authorization wiring: the RBAC [`Policy`] of each logical cluster kept current from
+//! storage, the check every request passes before reaching a handler (403 with kube's
+//! message), and impersonation (`Impersonate-User` / `Impersonate-Group`, guarded by the
+//! `impersonate` verb).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use http::HeaderMap;
+use serde_json::Value;
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::ops::{Ctx, Target as OpsTarget};
+use crate::rbac::{Attributes, Forbidden, Policy, RBAC_GROUP, request_attributes};
+use crate::server::Inner;
+use crate::storage::{Bucket, Revision};
+
+/// The RBAC storage buckets, in the order objects are loaded.
+const RBAC_RESOURCES: [&str; 4] = [
+    "clusterroles",
+    "roles",
+    "clusterrolebindings",
+    "rolebindings",
+];
+
+/// Each cluster's policy, rebuilt when its RBAC objects changed since it was built.
+#[derive(Default)]
+pub(crate) struct PolicyCache {
+    by_cluster: Mutex<HashMap<String, (Fingerprint, Arc<Policy>)>>,
+}
+
+/// Identifies a state of a cluster's RBAC objects: per bucket, the object count and the
+/// highest write revision. Every change raises a revision or lowers a count, and a count only
+/// comes back through a create (a higher revision), so equal fingerprints mean equal states.
+type Fingerprint = [(usize, Revision); 4];
+
+fn bucket(cluster: &str, resource: &str) -> Bucket {
+    Bucket::new(cluster, &format!("{RBAC_GROUP}/{resource}"))
+}
+
+fn fingerprint(inner: &Inner, cluster: &str) -> Fingerprint {
+    let mut out = [(0, 0); 4];
+    for (slot, resource) in out.iter_mut().zip(RBAC_RESOURCES) {
+        let (_, items) = inner.store.list(&bucket(cluster, resource), None, None);
+        let max = items.iter().map(|(_, _, o)| o.rev).max().unwrap_or(0);
+        *slot = (items.len(), max);
+    }
+    out
+}
+
+/// Builds a cluster's policy: the bootstrap defaults, overridden by the stored objects, with
+/// aggregated ClusterRoles filled.
+fn build_policy(inner: &Inner, cluster: &str) -> Policy {
+    let mut policy = Policy::bootstrap();
+    for resource in RBAC_RESOURCES {
+        let (_, items) = inner.store.list(&bucket(cluster, resource), None, None);
+        for (_, name, object) in items {
+            let Ok(value) = serde_json::from_slice::<Value>(&object.value) else {
+                continue;
+            };
+            if let Err(err) = policy.upsert(&value) {
+                tracing::warn!(resource, name, %err, "stored RBAC object ignored");
+            }
+        }
+    }
+    policy.aggregate_to_fixed_point();
+    policy
+}
+
+/// The current policy of `cluster`.
+pub(crate) fn policy(inner: &Inner, cluster: &str) -> Arc<Policy> {
+    let current = fingerprint(inner, cluster);
+    {
+        let cache = inner
+            .policies
+            .by_cluster
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((built_from, policy)) = cache.get(cluster)
+            && *built_from == current
+        {
+            return policy.clone();
+        }
+    }
+    let built = Arc::new(build_policy(inner, cluster));
+    let mut cache = inner
+        .policies
+        .by_cluster
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    cache.insert(cluster.to_owned(), (current, built.clone()));
+    built
+}
+
+/// Checks `attrs` against the cluster's policy: `Err` is the 403.
+pub(crate) fn check(inner: &Inner, cluster: &str, attrs: &Attributes) -> Result<(), ApiError> {
+    if attrs.user.is_master() {
+        return Ok(());
+    }
+    let decision = policy(inner, cluster).authorize(attrs);
+    if decision.allowed {
+        Ok(())
+    } else {
+        Err(Forbidden::for_request(attrs, &decision.reason).to_api_error())
+    }
+}
+
+/// Authorizes a request of `identity` (path without the cluster prefix).
+pub(crate) fn authorize(
+    inner: &Inner,
+    cluster: &str,
+    identity: &Identity,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+) -> Result<(), ApiError> {
+    if identity.is_master() {
+        return Ok(());
+    }
+    let decoded = crate::request::percent_decode(path);
+    let attrs = request_attributes(identity.clone(), method, &decoded, query);
+    check(inner, cluster, &attrs)
+}
+
+fn header_values(headers: &HeaderMap, name: &str) -> Result<Vec<String>, ApiError> {
+    headers
+        .get_all(name)
+        .iter()
+        .map(|v| {
+            v.to_str()
+                .map(str::to_owned)
+                .map_err(|_| ApiError::bad_request(format!("invalid {name} header")))
+        })
+        .collect()
+}
+
+/// Applies impersonation headers: the requester must be allowed `impersonate` on each
+/// requested user (or service account) and group. Returns the identity to act as.
+pub(crate) fn impersonate(
+    inner: &Inner,
+    cluster: &str,
+    requester: Identity,
+    headers: &HeaderMap,
+) -> Result<Identity, ApiError> {
+    let users = header_values(headers, "impersonate-user")?;
+    let groups = header_values(headers, "impersonate-group")?;
+    if users.is_empty() {
+        if groups.is_empty() {
+            return Ok(requester);
+        }
+        return Err(ApiError::bad_request(format!(
+            "requested {groups:?} without impersonating a user"
+        )));
+    }
+    let user = users[0].clone();
+    let user_attrs = match user
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+    {
+        Some((ns, name)) => {
+            Attributes::resource(requester.clone(), "impersonate", "", "serviceaccounts", ns)
+                .with_name(name)
+        }
+        None => {
+            Attributes::resource(requester.clone(), "impersonate", "", "users", "").with_name(&user)
+        }
+    };
+    check(inner, cluster, &user_attrs)?;
+    for group in &groups {
+        let attrs = Attributes::resource(requester.clone(), "impersonate", "", "groups", "")
+            .with_name(group);
+        check(inner, cluster, &attrs)?;
+    }
+    let mut identity = Identity {
+        user: user.clone(),
+        groups,
+    };
+    if let Some(rest) = user.strip_prefix("system:serviceaccount:")
+        && let Some((ns, _)) = rest.split_once(':')
+    {
+        for g in [
+            "system:serviceaccounts".to_owned(),
+            format!("system:serviceaccounts:{ns}"),
+        ] {
+            if !identity.groups.contains(&g) {
+                identity.groups.push(g);
+            }
+        }
+    }
+    Ok(crate::pki::with_authenticated_group(identity))
+}
+
+fn condition_types(obj: &Value) -> Vec<String> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter(|c| c.get("status").and_then(Value::as_str).unwrap_or("True") == "True")
+                .filter_map(|c| c.get("type").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn csr_invalid(name: &str, field: &str, value: &str, detail: &str) -> ApiError {
+    let message = format!(
+        "CertificateSigningRequest.certificates.k8s.io {} is invalid: {field}: Invalid value: {}: {detail}",
+        crate::validation::go_quote(name),
+        crate::validation::go_quote(value),
+    );
+    ApiError::new(422, "Invalid", message).with_causes(vec![crate::error::Cause::new(
+        "FieldValueInvalid",
+        format!(
+            "Invalid value: {}: {detail}",
+            crate::validation::go_quote(value)
+        ),
+        field,
+    )])
+}
+
+/// The CertificateApproval / CertificateSigning admission and the CSR status rules.
+fn admit_csr(
+    ctx: &Ctx,
+    name: &str,
+    new: &Value,
+    old: &Value,
+    target: &OpsTarget,
+) -> Result<(), ApiError> {
+    let signer = new
+        .pointer("/spec/signerName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let old_conditions = condition_types(old);
+    let new_conditions = condition_types(new);
+    let decided = |c: &[String], t: &str| c.iter().any(|x| x == t);
+    if decided(&new_conditions, "Approved") && decided(&new_conditions, "Denied") {
+        return Err(csr_invalid(
+            name,
+            "status.conditions",
+            "Approved",
+            "Approved and Denied conditions are mutually exclusive",
+        ));
+    }
+    for t in ["Approved", "Denied"] {
+        if decided(&old_conditions, t) && !decided(&new_conditions, t) {
+            return Err(csr_invalid(
+                name,
+                "status.conditions",
+                t,
+                &format!("updates may not remove a condition of type {t:?}"),
+            ));
+        }
+    }
+    let master = ctx.identity.is_master();
+    let policy = || policy(&ctx.inner, &ctx.cluster);
+    match target {
+        OpsTarget::Sub(sub)
+            if sub == "approval"
+                && !master
+                && old_conditions != new_conditions
+                && !crate::rbac::authorized_for_signer(
+                    &policy(),
+                    &ctx.identity,
+                    "approve",
+                    &signer,
+                ) =>
+        {
+            return Err(crate::rbac::signer_forbidden(name, "approve", &signer).to_api_error());
+        }
+        OpsTarget::Sub(sub) if sub == "status" => {
+            let old_cert = old
+                .pointer("/status/certificate")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let new_cert = new
+                .pointer("/status/certificate")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if old_cert != new_cert {
+                if !master
+                    && !crate::rbac::authorized_for_signer(
+                        &policy(),
+                        &ctx.identity,
+                        "sign",
+                        &signer,
+                    )
+                {
+                    return Err(crate::rbac::signer_forbidden(name, "sign", &signer).to_api_error());
+                }
+                if !old_cert.is_empty() {
+                    return Err(csr_invalid(
+                        name,
+                        "status.certificate",
+                        "",
+                        "updates may not modify existing certificate content",
+                    ));
+                }
+                if !decided(&new_conditions, "Approved") {
+                    return Err(csr_invalid(
+                        name,
+                        "status.certificate",
+                        "",
+                        "certificate can only be set once an Approved condition exists",
+                    ));
+                }
+                if decided(&new_conditions, "Failed") {
+                    return Err(csr_invalid(
+                        name,
+                        "status.certificate",
+                        "",
+                        "certificate cannot be set on a CSR with a Failed condition",
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Admission of a write after the pipeline prepared it: RBAC escalation prevention and the
+/// CSR approval/signing rules. `old` is `None` on create; `request_name` empty on create.
+pub(crate) fn admit(
+    ctx: &Ctx,
+    namespace: &str,
+    request_name: &str,
+    new: &Value,
+    old: Option<&Value>,
+    target: &OpsTarget,
+) -> Result<(), ApiError> {
+    if ctx.res.group == RBAC_GROUP && *target == OpsTarget::Main && !ctx.identity.is_master() {
+        let write = crate::rbac::RbacWrite {
+            resource: &ctx.res.plural,
+            namespace,
+            request_name,
+            object: new,
+            old_object: old,
+        };
+        crate::rbac::check_escalation(&policy(&ctx.inner, &ctx.cluster), &ctx.identity, &write)
+            .map_err(|f| f.to_api_error())?;
+    }
+    if ctx.res.builtin() == Some(crate::registry::BuiltinKind::CertificateSigningRequest)
+        && let Some(old) = old
+    {
+        admit_csr(ctx, request_name, new, old, target)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_true_conditions_count() {
+        let csr = json!({"status": {"conditions": [
+            {"type": "Approved", "status": "True"},
+            {"type": "Denied", "status": "False"},
+            {"type": "Failed"},
+        ]}});
+        assert_eq!(condition_types(&csr), ["Approved", "Failed"]);
+        assert!(condition_types(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn impersonation_headers_must_be_text() {
+        let mut h = HeaderMap::new();
+        h.append("impersonate-group", "a".parse().unwrap());
+        h.append("impersonate-group", "b".parse().unwrap());
+        assert_eq!(header_values(&h, "impersonate-group").unwrap(), ["a", "b"]);
+        h.insert(
+            "impersonate-user",
+            http::HeaderValue::from_bytes(b"\xff").unwrap(),
+        );
+        assert_eq!(header_values(&h, "impersonate-user").unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn csr_invalid_is_a_422_with_a_cause() {
+        let err = csr_invalid("c", "status.conditions", "Approved", "nope");
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message,
+            "CertificateSigningRequest.certificates.k8s.io \"c\" is invalid: status.conditions: Invalid value: \"Approved\": nope"
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! The built-in `kubernetes.io/kube-apiserver-client` signer (kube-controller-manager's
+//! csrsigning controller for that signer name): approved CSRs get a certificate from the client
+//! CA, refused ones a `Failed` condition. Plus the CSR cleaner: decided (approved, denied,
+//! failed) requests go after [`crate::ApiServerConfig::csr_decided_ttl`], pending ones after
+//! [`crate::ApiServerConfig::csr_pending_ttl`].
+
+use std::sync::Arc;
+
+use base64::Engine;
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::system_ctx;
+use crate::meta;
+use crate::ops::{DeleteOptions, Managed, Target};
+use crate::pki::{DEFAULT_MAX_DURATION, KUBE_APISERVER_CLIENT_SIGNER, SignError};
+use crate::server::Inner;
+use crate::storage::{Bucket, EventKind};
+
+const CSR_RESOURCE: &str = "certificates.k8s.io/certificatesigningrequests";
+
+fn has_condition(csr: &Value, ty: &str) -> bool {
+    csr.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(ty)
+                    && c.get("status").and_then(Value::as_str).unwrap_or("True") == "True"
+            })
+        })
+}
+
+fn has_certificate(csr: &Value) -> bool {
+    csr.pointer("/status/certificate")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.is_empty())
+}
+
+/// What the signer writes into a CSR's status: a certificate (base64 PEM) or a Failed
+/// condition. `None`: nothing to do now.
+fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (String, String)>> {
+    if csr.pointer("/spec/signerName").and_then(Value::as_str) != Some(KUBE_APISERVER_CLIENT_SIGNER)
+        || !has_condition(csr, "Approved")
+        || has_condition(csr, "Failed")
+        || has_certificate(csr)
+    {
+        return None;
+    }
+    let ca = inner.client_signer.as_ref()?;
+    let request = csr
+        .pointer("/spec/request")
+        .and_then(Value::as_str)
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+        .unwrap_or_default();
+    let usages: Vec<String> = csr
+        .pointer("/spec/usages")
+        .and_then(Value::as_array)
+        .map(|u| {
+            u.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let expiration = csr
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64);
+    match crate::pki::sign_kube_apiserver_client(
+        ca,
+        &request,
+        &usages,
+        expiration,
+        DEFAULT_MAX_DURATION,
+        now,
+    ) {
+        Ok(pem) => Some(Ok(base64::engine::general_purpose::STANDARD.encode(pem))),
+        Err(SignError::Rejected { reason, message }) => Some(Err((reason, message))),
+        Err(SignError::Transient(message)) if message.starts_with("unable to parse csr") => {
+            Some(Err(("SignerValidationFailure".to_owned(), message)))
+        }
+        Err(SignError::Transient(message)) => {
+            tracing::warn!(message, "signing a CSR failed; will retry");
+            None
+        }
+    }
+}
+
+async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) {
+    let bucket = Bucket::new(cluster, CSR_RESOURCE);
+    let Some(mut ctx) = system_ctx(
+        inner,
+        &bucket,
+        "certificatesigningrequest-signing-controller",
+    ) else {
+        return;
+    };
+    let inner2 = inner.clone();
+    let mut mutate = move |_: &mut crate::ops::Ctx, current: &Value| {
+        let mut next = current.clone();
+        let now = Timestamp::now();
+        match sign(&inner2, current, now) {
+            None => {}
+            Some(Ok(cert)) => next["status"]["certificate"] = json!(cert),
+            Some(Err((reason, message))) => {
+                let stamp = meta::now();
+                let condition = json!({
+                    "type": "Failed", "status": "True", "reason": reason, "message": message,
+                    "lastUpdateTime": stamp, "lastTransitionTime": stamp,
+                });
+                match next["status"]["conditions"].as_array_mut() {
+                    Some(c) => c.push(condition),
+                    None => next["status"]["conditions"] = json!([condition]),
+                }
+            }
+        }
+        Ok(next)
+    };
+    if let Err(err) = ctx
+        .update(
+            "",
+            name,
+            &Target::Sub("status".into()),
+            Managed::RecordUpdate,
+            false,
+            &mut mutate,
+        )
+        .await
+        && err.code != 404
+    {
+        tracing::warn!(%err, name, "CSR signer update failed");
+    }
+}
+
+/// Whether the cleaner removes `csr` at `now`.
+fn expired(inner: &Inner, csr: &Value, now: Timestamp) -> bool {
+    let Some(created) = csr
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Timestamp>().ok())
+    else {
+        return false;
+    };
+    let decided = ["Approved", "Denied", "Failed"]
+        .iter()
+        .any(|t| has_condition(csr, t));
+    let ttl = if decided {
+        inner.config.csr_decided_ttl
+    } else {
+        inner.config.csr_pending_ttl
+    };
+    let age = now.duration_since(created);
+    age.as_secs() >= 0 && age.unsigned_abs() >= ttl
+}
+
+async fn clean(inner: &Arc<Inner>) {
+    let now = Timestamp::now();
+    for bucket in inner.store.buckets() {
+        if &*bucket.resource != CSR_RESOURCE {
+            continue;
+        }
+        let (_, items) = inner.store.list(&bucket, None, None);
+        for (_, name, object) in items {
+            let Ok(csr) = serde_json::from_slice::<Value>(&object.value) else {
+                continue;
+            };
+            if !expired(inner, &csr, now) {
+                continue;
+            }
+            if let Some(mut ctx) = system_ctx(inner, &bucket, "csrcleaner")
+                && let Err(err) = ctx.delete("", &name, &DeleteOptions::default()).await
+                && err.code != 404
+            {
+                tracing::debug!(%err, name, "CSR cleaner delete");
+            }
+        }
+    }
+}
+
+pub(crate) async fn run(inner: Arc<Inner>) {
+    let (_, mut events) = inner.store.subscribe_all();
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    loop {
+        tokio::select! {
+            e = events.recv() => {
+                let Some(event) = e else { return };
+                if &*event.key.bucket.resource != CSR_RESOURCE || event.kind == EventKind::Deleted {
+                    continue;
+                }
+                let Ok(csr) = serde_json::from_slice::<Value>(&event.object) else { continue };
+                if sign(&inner, &csr, Timestamp::now()).is_some() {
+                    reconcile(&inner, &event.key.bucket.cluster, &event.key.name).await;
+                }
+            }
+            _ = resync.tick() => clean(&inner).await,
+            _ = shutdown.changed() => return,
+        }
+    }
+}
