@@ -1,15 +1,14 @@
 //! AddOnDeploymentConfig (v1beta1): deployment settings an addon agent is rendered with. Same
 //! schema as v1alpha1.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{ResourceRequirements, Toleration};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::addon::v1alpha1::{
-    CONTAINER_ID_PATTERN, OPTIONAL_NAMESPACE_PATTERN, VARIABLE_NAME_PATTERN,
+use crate::addon::v1alpha1::OPTIONAL_NAMESPACE_PATTERN;
+/// The nested types are the same in both versions.
+pub use crate::addon::v1alpha1::{
+    ContainerResourceRequirements, CustomizedVariable, ImageMirror, NodePlacement, ProxyConfig,
 };
 
 /// Settings used to render an addon's agent manifests.
@@ -57,73 +56,4 @@ pub struct AddOnDeploymentConfigSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["containerID"]))]
     pub resource_requirements: Vec<ContainerResourceRequirements>,
-}
-
-/// Requests and limits for the containers a container id matches.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerResourceRequirements {
-    /// `<resource>:<namespace>:<name>` of the containers, e.g.
-    /// `deployments:agent:manager`; each part may be `*`.
-    #[serde(rename = "containerID")]
-    #[schemars(regex(pattern = CONTAINER_ID_PATTERN))]
-    pub container_id: String,
-    /// Requests and limits to set.
-    #[schemars(schema_with = "crate::addon::v1alpha1::resource_requirements_schema")]
-    pub resources: ResourceRequirements,
-}
-
-/// A template variable.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CustomizedVariable {
-    /// Variable name.
-    #[schemars(length(max = 255), regex(pattern = VARIABLE_NAME_PATTERN))]
-    pub name: String,
-    /// Variable value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 1024))]
-    pub value: Option<String>,
-}
-
-/// Where the agent's pods may run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePlacement {
-    /// Node labels the pods' nodes must have.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub node_selector: BTreeMap<String, String>,
-    /// Taints the pods tolerate.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tolerations: Vec<Toleration>,
-}
-
-/// An image mirror.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ImageMirror {
-    /// Registry (and optional path) to pull from instead.
-    pub mirror: String,
-    /// Image name prefix to replace; absent means every image.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-}
-
-/// Proxy settings of the agent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProxyConfig {
-    /// HTTP proxy URL.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub http_proxy: String,
-    /// HTTPS proxy URL.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub https_proxy: String,
-    /// PEM CA bundle of the HTTPS proxy, base64-encoded on the wire.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::bytes")]
-    pub ca_bundle: Option<k8s_openapi::ByteString>,
-    /// Comma-separated hosts, domains and CIDRs reached without the proxy.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub no_proxy: String,
 }
