@@ -278,7 +278,7 @@ pub fn cma_v1alpha1_to_v1beta1(
     v1beta1::ClusterManagementAddOn {
         metadata: cma.metadata.clone(),
         spec: v1beta1::ClusterManagementAddOnSpec {
-            add_on_meta: spec.add_on_meta.as_ref().map(meta_to_v1beta1),
+            add_on_meta: spec.add_on_meta.clone(),
             default_configs: spec
                 .supported_configs
                 .iter()
@@ -295,69 +295,14 @@ pub fn cma_v1alpha1_to_v1beta1(
                     }
                 })
                 .collect(),
-            install_strategy: spec
-                .install_strategy
-                .as_ref()
-                .map(|s| v1beta1::InstallStrategy {
-                    type_: s.type_.map(|t| match t {
-                        v1alpha1::InstallStrategyType::Manual => {
-                            v1beta1::InstallStrategyType::Manual
-                        }
-                        v1alpha1::InstallStrategyType::Placements => {
-                            v1beta1::InstallStrategyType::Placements
-                        }
-                    }),
-                    placements: s
-                        .placements
-                        .iter()
-                        .map(|p| v1beta1::PlacementStrategy {
-                            namespace: p.namespace.clone(),
-                            name: p.name.clone(),
-                            configs: p.configs.iter().map(addon_config_to_v1beta1).collect(),
-                            rollout_strategy: p.rollout_strategy.clone(),
-                        })
-                        .collect(),
-                }),
+            install_strategy: spec.install_strategy.clone(),
         },
         status: cma
             .status
             .as_ref()
             .map(|s| v1beta1::ClusterManagementAddOnStatus {
-                default_config_references: s
-                    .default_config_references
-                    .iter()
-                    .map(|r| v1beta1::DefaultConfigReference {
-                        group: r.group.clone(),
-                        resource: r.resource.clone(),
-                        desired_config: r.desired_config.as_ref().map(spec_hash_to_v1beta1),
-                    })
-                    .collect(),
-                install_progressions: s
-                    .install_progressions
-                    .iter()
-                    .map(|p| v1beta1::InstallProgression {
-                        namespace: p.namespace.clone(),
-                        name: p.name.clone(),
-                        config_references: p
-                            .config_references
-                            .iter()
-                            .map(|r| v1beta1::InstallConfigReference {
-                                group: r.group.clone(),
-                                resource: r.resource.clone(),
-                                desired_config: r.desired_config.as_ref().map(spec_hash_to_v1beta1),
-                                last_known_good_config: r
-                                    .last_known_good_config
-                                    .as_ref()
-                                    .map(spec_hash_to_v1beta1),
-                                last_applied_config: r
-                                    .last_applied_config
-                                    .as_ref()
-                                    .map(spec_hash_to_v1beta1),
-                            })
-                            .collect(),
-                        conditions: p.conditions.clone(),
-                    })
-                    .collect(),
+                default_config_references: s.default_config_references.clone(),
+                install_progressions: s.install_progressions.clone(),
             }),
     }
 }
@@ -376,7 +321,7 @@ pub fn cma_v1beta1_to_v1alpha1(
     v1alpha1::ClusterManagementAddOn {
         metadata: cma.metadata.clone(),
         spec: v1alpha1::ClusterManagementAddOnSpec {
-            add_on_meta: spec.add_on_meta.as_ref().map(meta_to_v1alpha1),
+            add_on_meta: spec.add_on_meta.clone(),
             add_on_configuration: None,
             supported_configs: spec
                 .default_configs
@@ -392,72 +337,14 @@ pub fn cma_v1beta1_to_v1alpha1(
                         }),
                 })
                 .collect(),
-            install_strategy: spec
-                .install_strategy
-                .as_ref()
-                .map(|s| v1alpha1::InstallStrategy {
-                    type_: s.type_.map(|t| match t {
-                        v1beta1::InstallStrategyType::Manual => {
-                            v1alpha1::InstallStrategyType::Manual
-                        }
-                        v1beta1::InstallStrategyType::Placements => {
-                            v1alpha1::InstallStrategyType::Placements
-                        }
-                    }),
-                    placements: s
-                        .placements
-                        .iter()
-                        .map(|p| v1alpha1::PlacementStrategy {
-                            namespace: p.namespace.clone(),
-                            name: p.name.clone(),
-                            configs: p.configs.iter().map(addon_config_to_v1alpha1).collect(),
-                            rollout_strategy: p.rollout_strategy.clone(),
-                        })
-                        .collect(),
-                }),
+            install_strategy: spec.install_strategy.clone(),
         },
         status: cma
             .status
             .as_ref()
             .map(|s| v1alpha1::ClusterManagementAddOnStatus {
-                default_config_references: s
-                    .default_config_references
-                    .iter()
-                    .map(|r| v1alpha1::DefaultConfigReference {
-                        group: r.group.clone(),
-                        resource: r.resource.clone(),
-                        desired_config: r.desired_config.as_ref().map(spec_hash_to_v1alpha1),
-                    })
-                    .collect(),
-                install_progressions: s
-                    .install_progressions
-                    .iter()
-                    .map(|p| v1alpha1::InstallProgression {
-                        namespace: p.namespace.clone(),
-                        name: p.name.clone(),
-                        config_references: p
-                            .config_references
-                            .iter()
-                            .map(|r| v1alpha1::InstallConfigReference {
-                                group: r.group.clone(),
-                                resource: r.resource.clone(),
-                                desired_config: r
-                                    .desired_config
-                                    .as_ref()
-                                    .map(spec_hash_to_v1alpha1),
-                                last_known_good_config: r
-                                    .last_known_good_config
-                                    .as_ref()
-                                    .map(spec_hash_to_v1alpha1),
-                                last_applied_config: r
-                                    .last_applied_config
-                                    .as_ref()
-                                    .map(spec_hash_to_v1alpha1),
-                            })
-                            .collect(),
-                        conditions: p.conditions.clone(),
-                    })
-                    .collect(),
+                default_config_references: s.default_config_references.clone(),
+                install_progressions: s.install_progressions.clone(),
             }),
     }
 }
@@ -495,36 +382,15 @@ pub fn mca_v1alpha1_to_v1beta1(
     v1beta1::ManagedClusterAddOn {
         metadata,
         spec: v1beta1::ManagedClusterAddOnSpec {
-            configs: mca
-                .spec
-                .configs
-                .iter()
-                .map(addon_config_to_v1beta1)
-                .collect(),
+            configs: mca.spec.configs.clone(),
         },
         status: mca.status.as_ref().map(|s| {
-            let driver = s.kube_client_driver.map(driver_to_v1beta1);
+            let driver = s.kube_client_driver;
             v1beta1::ManagedClusterAddOnStatus {
                 conditions: s.conditions.clone(),
-                related_objects: s
-                    .related_objects
-                    .iter()
-                    .map(|o| v1beta1::ObjectReference {
-                        group: o.group.clone(),
-                        resource: o.resource.clone(),
-                        namespace: o.namespace.clone(),
-                        name: o.name.clone(),
-                    })
-                    .collect(),
-                add_on_meta: s.add_on_meta.as_ref().map(meta_to_v1beta1),
-                supported_configs: s
-                    .supported_configs
-                    .iter()
-                    .map(|c| v1beta1::ConfigGroupResource {
-                        group: c.group.clone(),
-                        resource: c.resource.clone(),
-                    })
-                    .collect(),
+                related_objects: s.related_objects.clone(),
+                add_on_meta: s.add_on_meta.clone(),
+                supported_configs: s.supported_configs.clone(),
                 config_references: s
                     .config_references
                     .iter()
@@ -532,11 +398,8 @@ pub fn mca_v1alpha1_to_v1beta1(
                         group: r.group.clone(),
                         resource: r.resource.clone(),
                         last_observed_generation: r.last_observed_generation,
-                        desired_config: r.desired_config.as_ref().map(spec_hash_to_v1beta1),
-                        last_applied_config: r
-                            .last_applied_config
-                            .as_ref()
-                            .map(spec_hash_to_v1beta1),
+                        desired_config: r.desired_config.clone(),
+                        last_applied_config: r.last_applied_config.clone(),
                     })
                     .collect(),
                 namespace: s.namespace.clone(),
@@ -545,14 +408,7 @@ pub fn mca_v1alpha1_to_v1beta1(
                     .iter()
                     .map(|r| registration_to_v1beta1(r, driver))
                     .collect(),
-                health_check: s.health_check.as_ref().map(|h| v1beta1::HealthCheck {
-                    mode: h.mode.map(|m| match m {
-                        v1alpha1::HealthCheckMode::Lease => v1beta1::HealthCheckMode::Lease,
-                        v1alpha1::HealthCheckMode::Customized => {
-                            v1beta1::HealthCheckMode::Customized
-                        }
-                    }),
-                }),
+                health_check: s.health_check.clone(),
             }
         }),
     }
@@ -579,38 +435,17 @@ pub fn mca_v1beta1_to_v1alpha1(
         metadata,
         spec: v1alpha1::ManagedClusterAddOnSpec {
             install_namespace,
-            configs: mca
-                .spec
-                .configs
-                .iter()
-                .map(addon_config_to_v1alpha1)
-                .collect(),
+            configs: mca.spec.configs.clone(),
         },
         status: mca
             .status
             .as_ref()
             .map(|s| v1alpha1::ManagedClusterAddOnStatus {
                 conditions: s.conditions.clone(),
-                related_objects: s
-                    .related_objects
-                    .iter()
-                    .map(|o| v1alpha1::ObjectReference {
-                        group: o.group.clone(),
-                        resource: o.resource.clone(),
-                        namespace: o.namespace.clone(),
-                        name: o.name.clone(),
-                    })
-                    .collect(),
-                add_on_meta: s.add_on_meta.as_ref().map(meta_to_v1alpha1),
+                related_objects: s.related_objects.clone(),
+                add_on_meta: s.add_on_meta.clone(),
                 add_on_configuration: None,
-                supported_configs: s
-                    .supported_configs
-                    .iter()
-                    .map(|c| v1alpha1::ConfigGroupResource {
-                        group: c.group.clone(),
-                        resource: c.resource.clone(),
-                    })
-                    .collect(),
+                supported_configs: s.supported_configs.clone(),
                 config_references: s
                     .config_references
                     .iter()
@@ -626,11 +461,8 @@ pub fn mca_v1beta1_to_v1alpha1(
                             namespace,
                             name,
                             last_observed_generation: r.last_observed_generation,
-                            desired_config: r.desired_config.as_ref().map(spec_hash_to_v1alpha1),
-                            last_applied_config: r
-                                .last_applied_config
-                                .as_ref()
-                                .map(spec_hash_to_v1alpha1),
+                            desired_config: r.desired_config.clone(),
+                            last_applied_config: r.last_applied_config.clone(),
                         }
                     })
                     .collect(),
@@ -640,14 +472,7 @@ pub fn mca_v1beta1_to_v1alpha1(
                     .iter()
                     .map(registration_to_v1alpha1)
                     .collect(),
-                health_check: s.health_check.as_ref().map(|h| v1alpha1::HealthCheck {
-                    mode: h.mode.map(|m| match m {
-                        v1beta1::HealthCheckMode::Lease => v1alpha1::HealthCheckMode::Lease,
-                        v1beta1::HealthCheckMode::Customized => {
-                            v1alpha1::HealthCheckMode::Customized
-                        }
-                    }),
-                }),
+                health_check: s.health_check.clone(),
                 kube_client_driver: s
                     .registrations
                     .iter()
@@ -655,8 +480,7 @@ pub fn mca_v1beta1_to_v1alpha1(
                         (v1beta1::RegistrationType::KubeClient, Some(k)) => Some(k.driver),
                         _ => None,
                     })
-                    .flatten()
-                    .map(driver_to_v1alpha1),
+                    .flatten(),
             }),
     }
 }
@@ -733,70 +557,6 @@ fn registration_to_v1alpha1(r: &v1beta1::RegistrationConfig) -> v1alpha1::Regist
             },
             None => v1alpha1::RegistrationConfig::default(),
         },
-    }
-}
-
-fn driver_to_v1beta1(d: v1alpha1::KubeClientDriver) -> v1beta1::KubeClientDriver {
-    match d {
-        v1alpha1::KubeClientDriver::Csr => v1beta1::KubeClientDriver::Csr,
-        v1alpha1::KubeClientDriver::Token => v1beta1::KubeClientDriver::Token,
-    }
-}
-
-fn driver_to_v1alpha1(d: v1beta1::KubeClientDriver) -> v1alpha1::KubeClientDriver {
-    match d {
-        v1beta1::KubeClientDriver::Csr => v1alpha1::KubeClientDriver::Csr,
-        v1beta1::KubeClientDriver::Token => v1alpha1::KubeClientDriver::Token,
-    }
-}
-
-// --- shared pieces ---------------------------------------------------------------------------
-
-fn meta_to_v1beta1(m: &v1alpha1::AddOnMeta) -> v1beta1::AddOnMeta {
-    v1beta1::AddOnMeta {
-        display_name: m.display_name.clone(),
-        description: m.description.clone(),
-    }
-}
-
-fn meta_to_v1alpha1(m: &v1beta1::AddOnMeta) -> v1alpha1::AddOnMeta {
-    v1alpha1::AddOnMeta {
-        display_name: m.display_name.clone(),
-        description: m.description.clone(),
-    }
-}
-
-fn addon_config_to_v1beta1(c: &v1alpha1::AddOnConfig) -> v1beta1::AddOnConfig {
-    v1beta1::AddOnConfig {
-        group: c.group.clone(),
-        resource: c.resource.clone(),
-        namespace: c.namespace.clone(),
-        name: c.name.clone(),
-    }
-}
-
-fn addon_config_to_v1alpha1(c: &v1beta1::AddOnConfig) -> v1alpha1::AddOnConfig {
-    v1alpha1::AddOnConfig {
-        group: c.group.clone(),
-        resource: c.resource.clone(),
-        namespace: c.namespace.clone(),
-        name: c.name.clone(),
-    }
-}
-
-fn spec_hash_to_v1beta1(h: &v1alpha1::ConfigSpecHash) -> v1beta1::ConfigSpecHash {
-    v1beta1::ConfigSpecHash {
-        namespace: h.namespace.clone(),
-        name: h.name.clone(),
-        spec_hash: h.spec_hash.clone(),
-    }
-}
-
-fn spec_hash_to_v1alpha1(h: &v1beta1::ConfigSpecHash) -> v1alpha1::ConfigSpecHash {
-    v1alpha1::ConfigSpecHash {
-        namespace: h.namespace.clone(),
-        name: h.name.clone(),
-        spec_hash: h.spec_hash.clone(),
     }
 }
 

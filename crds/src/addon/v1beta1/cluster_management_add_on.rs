@@ -1,13 +1,17 @@
 //! ClusterManagementAddOn (v1beta1): the hub-wide registration of an addon, its default
 //! configs and how it gets installed on clusters.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AddOnConfig, ConfigSpecHash};
-use crate::cluster::v1alpha1::RolloutStrategy;
+use super::AddOnConfig;
+
+/// Shared with v1alpha1: the two versions define these identically.
+pub use crate::addon::v1alpha1::{
+    AddOnMeta, DefaultConfigReference, InstallConfigReference, InstallProgression, InstallStrategy,
+    InstallStrategyType, PlacementStrategy,
+};
 
 /// Desired state of an addon hub-wide.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -41,64 +45,6 @@ pub struct ClusterManagementAddOnSpec {
     pub install_strategy: Option<InstallStrategy>,
 }
 
-/// Human-readable information about an addon.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AddOnMeta {
-    /// Name to display for the addon.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub display_name: String,
-    /// Longer description of the addon.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub description: String,
-}
-
-/// How an addon is installed on clusters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InstallStrategy {
-    /// Install strategy kind; absent means `Manual`.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "Manual"))]
-    pub type_: Option<InstallStrategyType>,
-    /// With `Placements`: the placements whose selected clusters get the addon. When a
-    /// cluster is selected by several, the last one in the list wins.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["namespace", "name"]))]
-    pub placements: Vec<PlacementStrategy>,
-}
-
-/// Kind of addon install strategy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum InstallStrategyType {
-    /// ManagedClusterAddOns are created by users; the hub creates none.
-    #[default]
-    Manual,
-    /// The hub creates a ManagedClusterAddOn in every cluster the placements select and
-    /// removes it when the cluster is no longer selected.
-    Placements,
-}
-
-/// A placement whose clusters get the addon, with the configs and rollout used for them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlacementStrategy {
-    /// Namespace of the placement.
-    #[schemars(length(min = 1))]
-    pub namespace: String,
-    /// Name of the placement.
-    #[schemars(length(min = 1))]
-    pub name: String,
-    /// Configs for the clusters of this placement; they override the defaults of the same
-    /// group and resource.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub configs: Vec<AddOnConfig>,
-    /// How config changes reach the clusters of this placement; absent means all at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = {"type": "All"}))]
-    pub rollout_strategy: Option<RolloutStrategy>,
-}
-
 /// Observed state of an addon hub-wide.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -109,61 +55,4 @@ pub struct ClusterManagementAddOnStatus {
     /// Per placement of the install strategy: configs in effect and rollout conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub install_progressions: Vec<InstallProgression>,
-}
-
-/// A default config in effect for a config kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DefaultConfigReference {
-    /// API group of the config resource; empty for the core group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = ""))]
-    pub group: Option<String>,
-    /// Plural resource name of the config kind.
-    #[schemars(length(min = 1))]
-    pub resource: String,
-    /// The config object wanted, with its spec hash.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub desired_config: Option<ConfigSpecHash>,
-}
-
-/// Rollout progress of the addon on the clusters of one placement.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InstallProgression {
-    /// Namespace of the placement.
-    #[schemars(length(min = 1))]
-    pub namespace: String,
-    /// Name of the placement.
-    #[schemars(length(min = 1))]
-    pub name: String,
-    /// Configs of this placement: wanted, last known good and last applied.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub config_references: Vec<InstallConfigReference>,
-    /// Rollout conditions (`Progressing`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::schema::conditions")]
-    pub conditions: Vec<Condition>,
-}
-
-/// State of one config kind in a placement's rollout.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InstallConfigReference {
-    /// API group of the config resource; empty for the core group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = ""))]
-    pub group: Option<String>,
-    /// Plural resource name of the config kind.
-    #[schemars(length(min = 1))]
-    pub resource: String,
-    /// The config object wanted, with its spec hash.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub desired_config: Option<ConfigSpecHash>,
-    /// The config last rolled out successfully to every cluster of the placement.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_known_good_config: Option<ConfigSpecHash>,
-    /// The config last applied to every cluster of the placement.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_applied_config: Option<ConfigSpecHash>,
 }

@@ -1,52 +1,5 @@
 //! References to addon configuration objects, shared by ClusterManagementAddOn and
 //! ManagedClusterAddOn.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// Group and resource of a kind of addon config.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigGroupResource {
-    /// API group of the config resource; empty for the core group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = ""))]
-    pub group: Option<String>,
-    /// Plural resource name of the config kind.
-    #[schemars(length(min = 1))]
-    pub resource: String,
-}
-
-/// One config object, by group, resource, namespace and name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AddOnConfig {
-    /// API group of the config resource; empty for the core group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = ""))]
-    pub group: Option<String>,
-    /// Plural resource name of the config kind.
-    #[schemars(length(min = 1))]
-    pub resource: String,
-    /// Namespace of the config object; empty for cluster-scoped configs.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    /// Name of the config object.
-    #[schemars(length(min = 1))]
-    pub name: String,
-}
-
-/// A config object together with the hash of its spec at the time it was read.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigSpecHash {
-    /// Namespace of the config object; empty for cluster-scoped configs.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    /// Name of the config object.
-    #[schemars(length(min = 1))]
-    pub name: String,
-    /// Hash of the config object's spec.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec_hash: Option<String>,
-}
+/// Shared with v1alpha1: the two versions define these identically.
+pub use crate::addon::v1alpha1::{AddOnConfig, ConfigGroupResource, ConfigSpecHash};

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::{AddOnConfig, AddOnMeta, ConfigGroupResource, ConfigSpecHash};
 use crate::addon::v1alpha1::SIGNER_NAME_PATTERN;
 
+/// Shared with v1alpha1: the two versions define these identically.
+pub use crate::addon::v1alpha1::{HealthCheck, HealthCheckMode, KubeClientDriver, ObjectReference};
+
 /// Desired state of an addon on one cluster.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -72,21 +75,6 @@ pub struct ManagedClusterAddOnStatus {
     /// How the addon's health is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
-}
-
-/// An object related to an addon, by group, resource, namespace and name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectReference {
-    /// API group; empty for the core group.
-    pub group: String,
-    /// Plural resource name.
-    pub resource: String,
-    /// Namespace; empty for cluster-scoped objects.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    /// Name.
-    pub name: String,
 }
 
 /// A config kind in effect on a cluster.
@@ -162,17 +150,6 @@ pub struct KubeClientSubject {
     pub groups: Vec<String>,
 }
 
-/// How an addon agent authenticates to the hub.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum KubeClientDriver {
-    /// A client certificate obtained through a CSR.
-    #[default]
-    Csr,
-    /// A service account token.
-    Token,
-}
-
 /// Settings of a custom-signer certificate registration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -198,24 +175,4 @@ pub struct Subject {
     /// Organizational units.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub organization_units: Vec<String>,
-}
-
-/// How an addon's health is checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HealthCheck {
-    /// Health check mode; absent means `Lease`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "Lease"))]
-    pub mode: Option<HealthCheckMode>,
-}
-
-/// Who decides whether an addon is available.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum HealthCheckMode {
-    /// The agent renews a Lease in its install namespace; the klusterlet checks it.
-    #[default]
-    Lease,
-    /// The hub addon manager sets the `Available` condition itself.
-    Customized,
 }
