@@ -20,6 +20,7 @@
 //! authorized against the cluster's RBAC policy ([`rbac`]) before any handler runs; RBAC
 //! writes are checked for escalation and CSR approval/signing by signer name.
 
+pub mod admission;
 pub mod auth;
 pub mod authn;
 mod authz;
@@ -47,6 +48,9 @@ pub mod tls;
 pub mod tokens;
 pub mod validation;
 
+pub use admission::{
+    AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionRequest, AdmissionResult,
+};
 pub use auth::Identity;
 pub use error::ApiError;
 pub use http::{ApiService, ResponseBody};

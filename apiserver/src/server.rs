@@ -52,6 +52,10 @@ pub struct ApiServerConfig {
     /// PEM private key of the client CA (the first certificate of `client_ca`): with it, the
     /// built-in `kubernetes.io/kube-apiserver-client` signer signs approved CSRs.
     pub client_ca_key: Option<String>,
+    /// Longest lifetime the `kubernetes.io/kube-apiserver-client` signer gives a certificate
+    /// (kube-controller-manager's `--cluster-signing-duration`, default one year); a CSR's
+    /// `expirationSeconds` can only shorten it.
+    pub csr_signing_duration: Duration,
     /// The CSR cleaner removes approved, denied and failed requests this old.
     pub csr_decided_ttl: Duration,
     /// The CSR cleaner removes pending requests this old.
@@ -75,6 +79,7 @@ impl Default for ApiServerConfig {
             anonymous_auth: true,
             client_ca: None,
             client_ca_key: None,
+            csr_signing_duration: Duration::from_secs(365 * 24 * 3600),
             csr_decided_ttl: Duration::from_secs(3600),
             csr_pending_ttl: Duration::from_secs(24 * 3600),
             service_account_tokens: crate::tokens::ServiceAccountTokenConfig::default(),
@@ -106,6 +111,7 @@ pub(crate) struct Inner {
     pub(crate) registry: Registry,
     pub(crate) config: ApiServerConfig,
     conversions: RwLock<HashMap<(String, String), ConversionHook>>,
+    admission: RwLock<Vec<crate::admission::Registered>>,
     clusters: Mutex<HashSet<String>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) in_flight: std::sync::atomic::AtomicUsize,
@@ -172,6 +178,7 @@ impl ApiServer {
             registry: Registry::new(),
             config,
             conversions: RwLock::new(HashMap::new()),
+            admission: RwLock::new(Vec::new()),
             clusters: Mutex::new(HashSet::new()),
             shutdown,
             in_flight: std::sync::atomic::AtomicUsize::new(0),
@@ -255,6 +262,50 @@ impl ApiServer {
         map.insert((group.to_owned(), kind.to_owned()), hook);
     }
 
+    /// Registers an admission hook for writes (create, update, patch, apply, delete) of
+    /// `resource` (plural) in API `group`, in every logical cluster. Hooks run in
+    /// registration order. Subresource writes (e.g. `status`) are not included; see
+    /// [`ApiServer::register_subresource_admission`].
+    pub fn register_admission(
+        &self,
+        group: &str,
+        resource: &str,
+        hook: crate::admission::AdmissionHook,
+    ) {
+        self.push_admission(group, resource, None, hook);
+    }
+
+    /// Registers an admission hook for writes of `resource/subresource` in API `group`.
+    pub fn register_subresource_admission(
+        &self,
+        group: &str,
+        resource: &str,
+        subresource: &str,
+        hook: crate::admission::AdmissionHook,
+    ) {
+        self.push_admission(group, resource, Some(subresource), hook);
+    }
+
+    fn push_admission(
+        &self,
+        group: &str,
+        resource: &str,
+        subresource: Option<&str>,
+        hook: crate::admission::AdmissionHook,
+    ) {
+        let mut hooks = self
+            .inner
+            .admission
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        hooks.push(crate::admission::Registered {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            subresource: subresource.map(str::to_owned),
+            hook,
+        });
+    }
+
     /// The store (for tests and tools).
     pub fn store(&self) -> &Store {
         &self.inner.store
@@ -270,6 +321,24 @@ impl Inner {
     pub(crate) fn conversion(&self, group: &str, kind: &str) -> Option<ConversionHook> {
         let map = self.conversions.read().unwrap_or_else(|p| p.into_inner());
         map.get(&(group.to_owned(), kind.to_owned())).cloned()
+    }
+
+    pub(crate) fn admission_hooks(
+        &self,
+        group: &str,
+        resource: &str,
+        subresource: Option<&str>,
+    ) -> Vec<crate::admission::AdmissionHook> {
+        let hooks = self.admission.read().unwrap_or_else(|p| p.into_inner());
+        hooks
+            .iter()
+            .filter(|r| {
+                r.group == group
+                    && r.resource == resource
+                    && r.subresource.as_deref() == subresource
+            })
+            .map(|r| r.hook.clone())
+            .collect()
     }
 
     pub(crate) fn cluster_known(&self, cluster: &str) -> bool {

@@ -1,1 +1,13 @@
-//! Registration: hub controllers (acceptance, cluster namespace and RBAC, leases, CSR approval, cluster sets) and the agent (bootstrap, CSR, heartbeat, status, rotation).
+//! Registration, OCM's one mandatory module: which clusters belong to the fleet, the
+//! credentials and namespace each one gets on the hub, and whether each one is alive.
+//!
+//! - [`hub`]: controllers that run beside the hub API server — acceptance (cluster namespace
+//!   and RBAC), CSR renewal approval, lease-based availability and taints, cluster sets, and
+//!   the checks upstream does in admission webhooks.
+//! - [`agent`]: the registration agent on a managed cluster — bootstrap, CSR, hub kubeconfig,
+//!   lease heartbeat, status and claims, certificate rotation.
+//!
+//! Hub and agent never call each other: they cooperate only through hub API objects.
+
+pub mod agent;
+pub mod hub;

@@ -1,1 +1,13 @@
-//! What every ocm-rs controller process needs: clients from kubeconfigs, reconciler runner, leader election, metrics and health endpoints, tracing, shutdown.
+//! What every ocm-rs controller process needs, and nothing more: clients built from
+//! kubeconfigs ([`kubeconfig`]), condition helpers ([`conditions`]), lease-based leader
+//! election ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]),
+//! tracing setup ([`telemetry`]) and cooperative shutdown ([`shutdown`]).
+
+pub mod conditions;
+pub mod kubeconfig;
+pub mod leader;
+pub mod metrics;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use metrics::serve_health;

@@ -1,1 +1,203 @@
-//! Scenario tests across crates: an embedded hub plus simulated managed clusters, real processes and real kubectl.
+//! Scenario tests across crates: an embedded hub (real TLS, real CSR signer, real RBAC) plus
+//! simulated managed clusters, with real `ocm` processes and real kubectl where a user would
+//! use them. This library holds the shared fixtures; the scenarios are in `tests/`.
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::wait::await_condition;
+use ocm::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_registration::agent::{Agent, AgentOptions, AgentProgress};
+use ocm_registration::hub::HubOptions;
+use ocm_runtime::kubeconfig::{KubeconfigAuth, ServerInfo};
+use ocm_runtime::shutdown::Shutdown;
+use serde::de::DeserializeOwned;
+
+/// How long scenario waits may take before the test fails (generous: CI machines are slow).
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Starts an embedded hub in `data_dir` on a free port.
+pub async fn start_hub(
+    data_dir: &Path,
+    hub: HubOptions,
+    csr_signing_duration: Duration,
+) -> anyhow::Result<EmbeddedHub> {
+    EmbeddedHub::start(EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub,
+        csr_signing_duration,
+        ..EmbeddedHubOptions::new(data_dir)
+    })
+    .await
+}
+
+/// Hub options for tests: short requeues, a small lease grace multiplier.
+pub fn fast_hub_options() -> HubOptions {
+    HubOptions {
+        lease_grace_multiplier: 2,
+        cleanup_requeue: Duration::from_millis(500),
+        ..HubOptions::default()
+    }
+}
+
+/// A bootstrap kubeconfig for `hub` with a fresh token from `ocm init`.
+pub async fn bootstrap_kubeconfig(hub: &EmbeddedHub) -> anyhow::Result<String> {
+    let token = ocm::bootstrap::init_hub(&hub.admin_client(), None).await?;
+    Ok(ocm::commands::join::bootstrap_kubeconfig(
+        &hub.url,
+        &hub.ca_pem,
+        &token.to_string(),
+    ))
+}
+
+/// A simulated managed cluster: a logical cluster on the hub's embedded server.
+pub async fn simulated_spoke(hub: &EmbeddedHub, name: &str) -> anyhow::Result<kube::Client> {
+    let logical = format!("managed-{name}");
+    hub.server
+        .ensure_cluster(&logical)
+        .await
+        .map_err(|e| anyhow::anyhow!("creating logical cluster {logical}: {e}"))?;
+    let spoke = kube::Client::new(hub.server.service_for_cluster(&logical), "default");
+    ocm::simulated::prepare(&spoke).await?;
+    Ok(spoke)
+}
+
+/// A registration agent running in this process.
+pub struct RunningAgent {
+    /// Its progress.
+    pub progress: tokio::sync::watch::Receiver<AgentProgress>,
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<Result<(), ocm_registration::agent::AgentError>>,
+}
+
+impl RunningAgent {
+    /// Stops the agent and waits for it to end.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        let result = tokio::time::timeout(WAIT, self.task)
+            .await
+            .context("agent did not stop")??;
+        Ok(result?)
+    }
+}
+
+/// Writes the bootstrap kubeconfig on `spoke` (as `ocm join` does) and starts an agent.
+pub async fn join(
+    spoke: &kube::Client,
+    bootstrap_kubeconfig: &str,
+    options: AgentOptions,
+) -> anyhow::Result<RunningAgent> {
+    ocm::commands::join::prepare_spoke(spoke, bootstrap_kubeconfig).await?;
+    Ok(start_agent(spoke, options))
+}
+
+/// Starts an agent on an already prepared spoke.
+pub fn start_agent(spoke: &kube::Client, options: AgentOptions) -> RunningAgent {
+    let agent = Agent::new(spoke.clone(), options);
+    let progress = agent.progress();
+    let shutdown = Shutdown::new();
+    let token = shutdown.clone();
+    let task = tokio::spawn(async move { agent.run(token).await });
+    RunningAgent {
+        progress,
+        shutdown,
+        task,
+    }
+}
+
+/// Agent options for tests: fast status sync and certificate checks.
+pub fn fast_agent_options(cluster: &str) -> AgentOptions {
+    AgentOptions {
+        cluster_name: cluster.to_owned(),
+        status_sync_period: Duration::from_secs(1),
+        cert_check_period: Duration::from_secs(1),
+        ..AgentOptions::default()
+    }
+}
+
+/// Waits (watch-based, up to [`WAIT`]) until the named object satisfies `condition`.
+pub async fn wait_for<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    condition: impl Fn(&K) -> bool,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let object = tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), name, move |o: Option<&K>| {
+            o.is_some_and(&condition)
+        }),
+    )
+    .await
+    .with_context(|| format!("timed out waiting for {name}: {what}"))??;
+    object.with_context(|| format!("{name} vanished while waiting for: {what}"))
+}
+
+/// Waits until the named object is gone.
+pub async fn wait_gone<K>(api: &Api<K>, name: &str) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), name, |o: Option<&K>| o.is_none()),
+    )
+    .await
+    .with_context(|| format!("timed out waiting for {name} to be deleted"))??;
+    Ok(())
+}
+
+/// The status of condition `type_` of a ManagedCluster ("" when absent).
+pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| c.status.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the cluster is Joined and Available.
+pub fn joined_and_available(cluster: &ManagedCluster) -> bool {
+    cluster_condition(cluster, "ManagedClusterJoined") == "True"
+        && cluster_condition(cluster, "ManagedClusterConditionAvailable") == "True"
+}
+
+/// The agent's hub credentials, read from the `hub-kubeconfig-secret` on its cluster, as a
+/// client of the hub over TLS.
+pub async fn hub_client_of_agent(
+    spoke: &kube::Client,
+    hub: &EmbeddedHub,
+) -> anyhow::Result<kube::Client> {
+    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
+        .get("hub-kubeconfig-secret")
+        .await
+        .context("reading hub-kubeconfig-secret")?;
+    let data = secret.data.unwrap_or_default();
+    let text = |key: &str| -> anyhow::Result<String> {
+        let bytes = data
+            .get(key)
+            .with_context(|| format!("hub-kubeconfig-secret has no {key}"))?;
+        Ok(String::from_utf8(bytes.0.clone())?)
+    };
+    Ok(ocm_runtime::kubeconfig::client_for(
+        &ServerInfo {
+            server: hub.url.clone(),
+            ca_pem: Some(hub.ca_pem.clone()),
+            proxy_url: None,
+        },
+        &KubeconfigAuth::ClientCertData {
+            cert_pem: text("tls.crt")?,
+            key_pem: text("tls.key")?,
+        },
+    )
+    .await?)
+}

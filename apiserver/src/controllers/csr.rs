@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
-use crate::pki::{DEFAULT_MAX_DURATION, KUBE_APISERVER_CLIENT_SIGNER, SignError};
+use crate::pki::{KUBE_APISERVER_CLIENT_SIGNER, SignError};
 use crate::server::Inner;
 use crate::storage::{Bucket, EventKind};
 
@@ -69,7 +69,8 @@ fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (St
         &request,
         &usages,
         expiration,
-        DEFAULT_MAX_DURATION,
+        jiff::SignedDuration::try_from(inner.config.csr_signing_duration)
+            .unwrap_or(crate::pki::DEFAULT_MAX_DURATION),
         now,
     ) {
         Ok(pem) => Some(Ok(base64::engine::general_purpose::STANDARD.encode(pem))),

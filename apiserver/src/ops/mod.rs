@@ -259,6 +259,15 @@ impl Ctx {
         self.check_namespace(namespace, &name)?;
         admission::prepare_create(self, &mut obj)?;
         crate::authz::admit(self, namespace, "", &obj, None, &Target::Main)?;
+        crate::admission::run(
+            self,
+            crate::admission::AdmissionOperation::Create,
+            namespace,
+            &name,
+            None,
+            Some(&mut obj),
+            None,
+        )?;
         // System fields.
         meta::set_meta(
             &mut obj,
@@ -477,6 +486,19 @@ impl Ctx {
         meta::set_meta(&mut new, "selfLink", None);
         admission::prepare_update(self, &mut new, old, target)?;
         crate::authz::admit(self, namespace, name, &new, Some(old), target)?;
+        let subresource = match target {
+            Target::Main => None,
+            Target::Sub(sub) => Some(sub.as_str()),
+        };
+        crate::admission::run(
+            self,
+            crate::admission::AdmissionOperation::Update,
+            namespace,
+            name,
+            subresource,
+            Some(&mut new),
+            Some(old),
+        )?;
         if self.res.has_generation() {
             let mut generation = meta::generation(old).max(1);
             if meta::spec_changed(old, &new, has_status) {
@@ -503,13 +525,30 @@ impl Ctx {
         options: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let key = self.key(namespace, name);
-        for _attempt in 0..100 {
+        for attempt in 0..100 {
             let current = self
                 .inner
                 .store
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
             let mut obj = self.parse(&current)?;
+            if attempt == 0
+                && !self
+                    .inner
+                    .admission_hooks(&self.res.group, &self.res.plural, None)
+                    .is_empty()
+            {
+                let presented = self.present(obj.clone())?;
+                crate::admission::run(
+                    self,
+                    crate::admission::AdmissionOperation::Delete,
+                    namespace,
+                    name,
+                    None,
+                    None,
+                    Some(&presented),
+                )?;
+            }
             if let Some(uid) = &options.uid
                 && meta::meta_str(&obj, "uid") != uid
             {

@@ -1,0 +1,391 @@
+//! `ocm accept`: the hub admin's half of the double opt-in. For each named cluster it approves
+//! the pending bootstrap CSRs (after checking who asked and which subject they asked for) and
+//! sets `spec.hubAcceptsClient: true` on its ManagedCluster.
+
+use std::collections::BTreeSet;
+
+use anyhow::Context;
+use base64::Engine;
+use k8s_openapi::api::certificates::v1::{
+    CertificateSigningRequest, CertificateSigningRequestCondition,
+};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use ocm_api::cluster::v1::ManagedCluster;
+use serde_json::json;
+
+/// Label on CSRs and hub objects naming their cluster.
+pub const CLUSTER_NAME_LABEL: &str = "open-cluster-management.io/cluster-name";
+
+/// User name prefixes of identities that may ask to join (bootstrap tokens, upstream's
+/// bootstrap service accounts).
+const BOOTSTRAP_USER_PREFIXES: [&str; 3] = [
+    "system:bootstrap:",
+    "system:serviceaccount:open-cluster-management:agent-registration-bootstrap",
+    "system:serviceaccount:open-cluster-management-hub:grpc-server-sa",
+];
+
+/// Groups of identities that may ask to join.
+const BOOTSTRAP_GROUPS: [&str; 3] = [
+    "system:bootstrappers:managedcluster",
+    "system:serviceaccounts:open-cluster-management",
+    "system:serviceaccounts:open-cluster-management-hub",
+];
+
+/// Why a cluster's CSRs were not approved.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AcceptError {
+    /// No pending CSR from a bootstrap identity names the cluster.
+    #[error("cluster {0:?} has no pending certificate request from a bootstrap identity")]
+    NoPendingCsr(String),
+    /// Pending CSRs ask for more than one identity: someone else may be posing as the cluster.
+    #[error(
+        "cluster {cluster:?} has pending requests for {count} different identities ({names}); \
+         check them with `kubectl get csr -l {CLUSTER_NAME_LABEL}={cluster}` and approve by hand, \
+         or pass --skip-approve-check"
+    )]
+    AmbiguousRequesters {
+        /// The cluster.
+        cluster: String,
+        /// How many distinct common names.
+        count: usize,
+        /// Those names.
+        names: String,
+    },
+}
+
+/// Whether a CSR has neither an Approved nor a Denied condition.
+pub fn is_pending(csr: &CertificateSigningRequest) -> bool {
+    !csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Approved" || c.type_ == "Denied")
+        })
+}
+
+/// Whether the CSR was made by a bootstrap identity.
+pub fn from_bootstrap_identity(csr: &CertificateSigningRequest) -> bool {
+    let user = csr.spec.username.as_deref().unwrap_or_default();
+    let groups = csr.spec.groups.clone().unwrap_or_default();
+    BOOTSTRAP_USER_PREFIXES.iter().any(|p| user.starts_with(p))
+        || groups
+            .iter()
+            .any(|g| BOOTSTRAP_GROUPS.contains(&g.as_str()))
+}
+
+/// The common name and organizations the CSR asks for, if its request parses.
+pub fn requested_subject(csr: &CertificateSigningRequest) -> Option<(String, Vec<String>)> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&csr.spec.request.0).ok()?;
+    if pem.label != "CERTIFICATE REQUEST" {
+        return None;
+    }
+    use x509_parser::prelude::FromDer;
+    let (_, request) =
+        x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents)
+            .ok()?;
+    let subject = &request.certification_request_info.subject;
+    let cn = subject
+        .iter_common_name()
+        .next()
+        .and_then(|a| a.as_str().ok())?
+        .to_owned();
+    let orgs = subject
+        .iter_organization()
+        .filter_map(|a| a.as_str().ok().map(str::to_owned))
+        .collect();
+    Some((cn, orgs))
+}
+
+/// Whether a subject is the one an agent of `cluster` must ask for.
+pub fn subject_names_cluster(cluster: &str, cn: &str, orgs: &[String]) -> bool {
+    let prefix = format!("system:open-cluster-management:{cluster}:");
+    let agent = cn.strip_prefix(&prefix).unwrap_or_default();
+    !agent.is_empty()
+        && !agent.contains(':')
+        && orgs
+            .iter()
+            .any(|o| *o == format!("system:open-cluster-management:{cluster}"))
+}
+
+/// The pending CSRs of `cluster` that `ocm accept` approves.
+pub fn csrs_to_approve(
+    cluster: &str,
+    csrs: &[CertificateSigningRequest],
+    skip_approve_check: bool,
+) -> Result<Vec<String>, AcceptError> {
+    let candidates: Vec<(&CertificateSigningRequest, String)> = csrs
+        .iter()
+        .filter(|csr| {
+            csr.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+                .is_some_and(|c| c == cluster)
+        })
+        .filter(|csr| is_pending(csr) && from_bootstrap_identity(csr))
+        .filter_map(|csr| {
+            let (cn, orgs) = requested_subject(csr)?;
+            subject_names_cluster(cluster, &cn, &orgs).then_some((csr, cn))
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Err(AcceptError::NoPendingCsr(cluster.to_owned()));
+    }
+    let names: BTreeSet<&str> = candidates.iter().map(|(_, cn)| cn.as_str()).collect();
+    if names.len() > 1 && !skip_approve_check {
+        return Err(AcceptError::AmbiguousRequesters {
+            cluster: cluster.to_owned(),
+            count: names.len(),
+            names: names.into_iter().collect::<Vec<_>>().join(", "),
+        });
+    }
+    Ok(candidates
+        .into_iter()
+        .filter_map(|(csr, _)| csr.metadata.name.clone())
+        .collect())
+}
+
+/// What accepting one cluster did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// CSRs approved.
+    pub approved_csrs: Vec<String>,
+    /// Whether `hubAcceptsClient` was changed (false: it was already true).
+    pub accepted_now: bool,
+}
+
+/// Approves `cluster`'s pending bootstrap CSRs and sets `hubAcceptsClient`. A cluster already
+/// accepted with no pending CSR is fine (nothing to do).
+pub async fn accept_cluster(
+    client: &kube::Client,
+    cluster: &str,
+    skip_approve_check: bool,
+) -> anyhow::Result<Accepted> {
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let managed = clusters
+        .get_opt(cluster)
+        .await
+        .with_context(|| format!("reading ManagedCluster {cluster}"))?
+        .with_context(|| format!("cluster {cluster:?} has not asked to join this hub"))?;
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let list = csrs
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}")))
+        .await
+        .context("listing certificate signing requests")?;
+    let already = managed.spec.hub_accepts_client;
+    let to_approve = match csrs_to_approve(cluster, &list.items, skip_approve_check) {
+        Ok(names) => names,
+        Err(AcceptError::NoPendingCsr(_)) if already => Vec::new(),
+        Err(err) => return Err(err.into()),
+    };
+    for name in &to_approve {
+        approve(&csrs, name).await?;
+    }
+    if !already {
+        clusters
+            .patch(
+                cluster,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"hubAcceptsClient": true}})),
+            )
+            .await
+            .with_context(|| format!("setting hubAcceptsClient on {cluster}"))?;
+    }
+    Ok(Accepted {
+        approved_csrs: to_approve,
+        accepted_now: !already,
+    })
+}
+
+async fn approve(api: &Api<CertificateSigningRequest>, name: &str) -> anyhow::Result<()> {
+    let mut csr = api
+        .get(name)
+        .await
+        .with_context(|| format!("reading CSR {name}"))?;
+    let status = csr.status.get_or_insert_with(Default::default);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
+    conditions.push(CertificateSigningRequestCondition {
+        type_: "Approved".into(),
+        status: "True".into(),
+        reason: Some("ocm Approve".into()),
+        message: Some("This CSR was approved by ocm accept".into()),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(now),
+    });
+    api.replace_subresource("approval", name, &Default::default(), &csr)
+        .await
+        .with_context(|| format!("approving CSR {name}"))?;
+    Ok(())
+}
+
+/// Tries to accept `cluster` each time it or its CSRs change, until it succeeds.
+pub async fn accept_when_asked(
+    client: &kube::Client,
+    cluster: &str,
+    skip_approve_check: bool,
+) -> anyhow::Result<Accepted> {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let label = format!("{CLUSTER_NAME_LABEL}={cluster}");
+    let mut events = futures::stream::select(
+        watcher(
+            clusters,
+            watcher::Config::default().fields(&format!("metadata.name={cluster}")),
+        )
+        .map(|_| ()),
+        watcher(csrs, watcher::Config::default().labels(&label)).map(|_| ()),
+    )
+    .boxed();
+    loop {
+        match accept_cluster(client, cluster, skip_approve_check).await {
+            Ok(accepted) => return Ok(accepted),
+            Err(err) => tracing::debug!(%err, cluster, "not acceptable yet"),
+        }
+        if events.next().await.is_none() {
+            anyhow::bail!("lost the watch on the hub");
+        }
+    }
+}
+
+/// Base64 of a PEM CSR, for tests and tools.
+pub fn encode_request(pem: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    fn csr(
+        name: &str,
+        label: &str,
+        user: &str,
+        cn: &str,
+        orgs: &[&str],
+    ) -> CertificateSigningRequest {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        // rcgen keeps one value per attribute type: add further organizations under the
+        // same OID spelled as a custom type.
+        for (i, o) in orgs.iter().enumerate() {
+            let kind = if i == 0 {
+                rcgen::DnType::OrganizationName
+            } else {
+                rcgen::DnType::CustomDnType(vec![2, 5, 4, 10])
+            };
+            params.distinguished_name.push(kind, *o);
+        }
+        let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {CLUSTER_NAME_LABEL: label}},
+            "spec": {
+                "request": ByteString(pem.into_bytes()),
+                "signerName": "kubernetes.io/kube-apiserver-client",
+                "username": user,
+                "groups": ["system:bootstrappers", "system:bootstrappers:managedcluster"],
+                "usages": ["client auth"],
+            }
+        }))
+        .unwrap()
+    }
+
+    const O1: &str = "system:open-cluster-management:c1";
+    const OALL: &str = "system:open-cluster-management:managed-clusters";
+
+    #[test]
+    fn the_clusters_own_bootstrap_request_is_approved() {
+        let list = vec![csr(
+            "c1-abc",
+            "c1",
+            "system:bootstrap:abcdef",
+            "system:open-cluster-management:c1:agent1",
+            &[O1, OALL],
+        )];
+        assert_eq!(csrs_to_approve("c1", &list, false).unwrap(), ["c1-abc"]);
+    }
+
+    #[test]
+    fn requests_for_another_cluster_or_odd_subjects_are_not_approved() {
+        let cases = [
+            // label says c1, subject says c2
+            csr(
+                "a",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c2:a",
+                &["system:open-cluster-management:c2", OALL],
+            ),
+            // prefix-matched organization
+            csr(
+                "b",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c1:a",
+                &["system:open-cluster-management:c1x", OALL],
+            ),
+            // agent name missing
+            csr(
+                "c",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c1:",
+                &[O1, OALL],
+            ),
+            // not from a bootstrap identity
+            {
+                let mut c = csr(
+                    "d",
+                    "c1",
+                    "alice",
+                    "system:open-cluster-management:c1:a",
+                    &[O1, OALL],
+                );
+                c.spec.groups = Some(vec!["system:authenticated".into()]);
+                c
+            },
+        ];
+        for case in cases {
+            let name = case.metadata.name.clone().unwrap();
+            assert_eq!(
+                csrs_to_approve("c1", &[case], false),
+                Err(AcceptError::NoPendingCsr("c1".into())),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_identities_asking_for_one_cluster_stop_the_approval() {
+        let list = vec![
+            csr(
+                "a",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c1:agent1",
+                &[O1, OALL],
+            ),
+            csr(
+                "b",
+                "c1",
+                "system:bootstrap:y",
+                "system:open-cluster-management:c1:agent2",
+                &[O1, OALL],
+            ),
+        ];
+        assert!(matches!(
+            csrs_to_approve("c1", &list, false),
+            Err(AcceptError::AmbiguousRequesters { count: 2, .. })
+        ));
+        assert_eq!(csrs_to_approve("c1", &list, true).unwrap().len(), 2);
+    }
+}

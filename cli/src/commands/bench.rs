@@ -1,0 +1,215 @@
+//! `ocm bench registration --clusters N`: N simulated clusters, each with its own registration
+//! agent talking to an embedded hub over TLS, all in this process. Prints the time until every
+//! cluster is Joined and Available, then process RSS and CPU while the fleet heartbeats.
+//!
+//! Clusters are accepted by the hub's auto-approval (the bootstrap token's user is listed in
+//! `auto_approved_users`), so the figures measure registration, not a human.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_registration::agent::{Agent, AgentOptions};
+use ocm_registration::hub::HubOptions;
+use ocm_runtime::shutdown::Shutdown;
+
+use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+
+/// Flags of `ocm bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, Subcommand)]
+enum What {
+    /// Join N simulated clusters and measure the steady heartbeat.
+    Registration(RegistrationArgs),
+}
+
+/// Flags of `ocm bench registration`.
+#[derive(Debug, Args)]
+pub struct RegistrationArgs {
+    /// How many simulated clusters.
+    #[arg(long, default_value_t = 100)]
+    clusters: usize,
+    /// Lease duration of every cluster, in seconds.
+    #[arg(long, default_value_t = 60)]
+    lease_seconds: i32,
+    /// How long to measure the steady heartbeat, in seconds.
+    #[arg(long, default_value_t = 60)]
+    steady_seconds: u64,
+    /// Keep the hub's objects in SQLite under a temporary dir instead of memory.
+    #[arg(long)]
+    durable: bool,
+}
+
+/// Runs a benchmark.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.what {
+        What::Registration(args) => registration(args).await,
+    }
+}
+
+/// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
+fn process_usage() -> (u64, f64) {
+    let rss_kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    // Fields 14 and 15 of /proc/self/stat (after the parenthesised command name) are user and
+    // system time in clock ticks (100 per second on Linux).
+    let cpu = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: f64 = fields.get(11)?.parse().ok()?;
+            let system: f64 = fields.get(12)?.parse().ok()?;
+            Some((user + system) / 100.0)
+        })
+        .unwrap_or(0.0);
+    (rss_kib, cpu)
+}
+
+async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("ocm-bench-{}", std::process::id()));
+    let token = crate::bootstrap::BootstrapToken::generate()?;
+    let hub = EmbeddedHub::start(EmbeddedHubOptions {
+        memory: !args.durable,
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub: HubOptions {
+            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
+            ..HubOptions::default()
+        },
+        ..EmbeddedHubOptions::new(&dir)
+    })
+    .await?;
+    let admin = hub.admin_client();
+    crate::bootstrap::init_with_token(&admin, &token, None).await?;
+    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    let (rss_start, _) = process_usage();
+    println!(
+        "ocm bench registration: {} clusters, {} s leases, hub {}",
+        args.clusters, args.lease_seconds, hub.url
+    );
+
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    let lease_seconds = args.lease_seconds;
+    // Watch the fleet before starting it so no transition is missed.
+    let expected: BTreeSet<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
+    let watch_clusters = clusters.clone();
+    let watch_expected = expected.clone();
+    let waiter = tokio::spawn(async move {
+        let mut ready = BTreeSet::new();
+        let mut patched = BTreeSet::new();
+        let mut stream = watcher(watch_clusters.clone(), watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(event) = stream.next().await {
+            let Ok(cluster) = event else { continue };
+            let name = cluster.metadata.name.clone().unwrap_or_default();
+            if !watch_expected.contains(&name) {
+                continue;
+            }
+            if cluster.spec.lease_duration_seconds != Some(lease_seconds)
+                && patched.insert(name.clone())
+            {
+                let api = watch_clusters.clone();
+                let target = name.clone();
+                tokio::spawn(async move {
+                    let patch =
+                        serde_json::json!({"spec": {"leaseDurationSeconds": lease_seconds}});
+                    let _ = api
+                        .patch(
+                            &target,
+                            &Default::default(),
+                            &kube::api::Patch::Merge(patch),
+                        )
+                        .await;
+                });
+            }
+            let conditions = cluster
+                .status
+                .as_ref()
+                .map(|s| s.conditions.as_slice())
+                .unwrap_or_default();
+            if ocm_runtime::conditions::is_true(conditions, "ManagedClusterJoined")
+                && ocm_runtime::conditions::is_true(conditions, "ManagedClusterConditionAvailable")
+            {
+                ready.insert(name);
+                if ready.len() == watch_expected.len() {
+                    return;
+                }
+            }
+        }
+    });
+
+    let started = Instant::now();
+    let shutdown = Shutdown::new();
+    let mut agents = Vec::with_capacity(args.clusters);
+    for name in &expected {
+        let logical = format!("managed-{name}");
+        hub.server
+            .ensure_cluster(&logical)
+            .await
+            .map_err(|e| anyhow::anyhow!("creating {logical}: {e}"))?;
+        let spoke = kube::Client::new(hub.server.service_for_cluster(&logical), "default");
+        crate::simulated::prepare(&spoke).await?;
+        super::join::prepare_spoke(&spoke, &bootstrap).await?;
+        let agent = Agent::new(
+            spoke,
+            AgentOptions {
+                cluster_name: name.clone(),
+                ..AgentOptions::default()
+            },
+        );
+        let token = shutdown.child();
+        agents.push(tokio::spawn(async move { agent.run(token).await }));
+    }
+    let prepared = started.elapsed();
+    waiter.await.context("waiting for the fleet")?;
+    let joined = started.elapsed();
+    let (rss_joined, cpu_joined) = process_usage();
+    println!(
+        "  {} clusters prepared in {:.1} s; all Joined+Available after {:.1} s",
+        args.clusters,
+        prepared.as_secs_f64(),
+        joined.as_secs_f64()
+    );
+
+    tokio::time::sleep(Duration::from_secs(args.steady_seconds)).await;
+    let (rss_steady, cpu_steady) = process_usage();
+    let cpu_share = (cpu_steady - cpu_joined) / args.steady_seconds.max(1) as f64;
+    println!(
+        "  RSS: {:.0} MiB at start, {:.0} MiB when joined, {:.0} MiB after {} s of heartbeats",
+        rss_start as f64 / 1024.0,
+        rss_joined as f64 / 1024.0,
+        rss_steady as f64 / 1024.0,
+        args.steady_seconds
+    );
+    println!(
+        "  CPU in steady heartbeat: {:.1} % of one core (hub, API server, {} agents and their clusters)",
+        cpu_share * 100.0,
+        args.clusters
+    );
+    shutdown.cancel();
+    for agent in agents {
+        let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;
+    }
+    hub.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! `ocm demo`: an embedded hub and N simulated managed clusters in one process, joined step
+//! by step with what happens printed in plain words, then a live table of clusters. The data
+//! dir is durable: a second run resumes instead of registering again.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_registration::agent::{Agent, AgentOptions};
+use ocm_runtime::shutdown::Shutdown;
+
+use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+
+/// Flags of `ocm demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the demo keeps its state (default ~/.ocm/demo).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// How many simulated clusters to join.
+    #[arg(long, default_value_t = 3)]
+    clusters: usize,
+    /// Address of the hub API server (default: the port of the previous run, else a free one).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Exit once every cluster is joined and available instead of showing the live table.
+    #[arg(long)]
+    until_ready: bool,
+}
+
+/// Names of the demo's simulated clusters.
+pub fn cluster_names(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("cluster{i}")).collect()
+}
+
+/// The logical cluster on the embedded server that plays managed cluster `name`.
+pub fn spoke_logical_cluster(name: &str) -> String {
+    format!("managed-{name}")
+}
+
+fn step(text: &str) {
+    println!();
+    println!("==> {text}");
+}
+
+fn listen_address(data_dir: &Path, flag: Option<SocketAddr>) -> SocketAddr {
+    if let Some(addr) = flag {
+        return addr;
+    }
+    std::fs::read_to_string(data_dir.join("listen"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))
+}
+
+/// Runs the demo.
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| super::ocm_home().join("demo"));
+    let resumed = data_dir.join("objects.db").exists();
+    let shutdown = Shutdown::new();
+    shutdown.cancel_on_signal();
+
+    step("Starting the hub: embedded Kubernetes API server + registration controllers");
+    let listen = listen_address(&data_dir, args.listen);
+    let hub = EmbeddedHub::start(EmbeddedHubOptions {
+        listen,
+        ..EmbeddedHubOptions::new(&data_dir)
+    })
+    .await?;
+    if let Some(port) = hub.url.rsplit(':').next() {
+        let _ = std::fs::write(data_dir.join("listen"), format!("127.0.0.1:{port}\n"));
+    }
+    println!("    hub API server: {}", hub.url);
+    println!("    data directory: {}", data_dir.display());
+    if resumed {
+        println!("    (resuming from the previous run's data)");
+    }
+    let admin = hub.admin_client();
+
+    step("Hub admin runs `ocm init`: a bootstrap token that may only ask to join");
+    let token = crate::bootstrap::init_hub(&admin, Some(Duration::from_secs(3600))).await?;
+    println!(
+        "    token {}.**************** (valid 1 h, group system:bootstrappers:managedcluster)",
+        token.id
+    );
+    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+
+    let names = cluster_names(args.clusters);
+    step(&format!(
+        "Starting {} simulated managed clusters, each running its own registration agent",
+        names.len()
+    ));
+    let mut agents = Vec::new();
+    let mut already_joined = BTreeMap::new();
+    for name in &names {
+        let logical = spoke_logical_cluster(name);
+        hub.server
+            .ensure_cluster(&logical)
+            .await
+            .map_err(|e| anyhow::anyhow!("creating simulated cluster {name}: {e}"))?;
+        let spoke = kube::Client::new(hub.server.service_for_cluster(&logical), "default");
+        crate::simulated::prepare(&spoke).await?;
+        let has_credentials =
+            Api::<Secret>::namespaced(spoke.clone(), super::join::AGENT_NAMESPACE)
+                .get_opt("hub-kubeconfig-secret")
+                .await
+                .ok()
+                .flatten()
+                .is_some();
+        already_joined.insert(name.clone(), has_credentials);
+        if !has_credentials {
+            super::join::prepare_spoke(&spoke, &bootstrap).await?;
+        }
+        println!(
+            "    {name}: 2 nodes, 8 CPUs, 32Gi memory{}",
+            if has_credentials {
+                " — already holds hub credentials, resuming"
+            } else {
+                " — `ocm join` wrote the bootstrap kubeconfig"
+            }
+        );
+        let agent = Agent::new(
+            spoke,
+            AgentOptions {
+                cluster_name: name.clone(),
+                ..Default::default()
+            },
+        );
+        let mut progress = agent.progress();
+        let label = name.clone();
+        tokio::spawn(async move {
+            let mut last = String::new();
+            loop {
+                let text = progress.borrow_and_update().to_string();
+                if text != last {
+                    println!("    [{label}] {text}");
+                    last = text;
+                }
+                if progress.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let token = shutdown.child();
+        agents.push(tokio::spawn(async move { agent.run(token).await }));
+    }
+
+    step("Hub admin runs `ocm accept`: approves each cluster's CSR and sets hubAcceptsClient");
+    for name in &names {
+        let accepted = tokio::time::timeout(
+            Duration::from_secs(120),
+            crate::accept::accept_when_asked(&admin, name, false),
+        )
+        .await
+        .with_context(|| format!("{name} did not ask to join within 120 s"))??;
+        if accepted.accepted_now {
+            println!(
+                "    {name}: approved CSR {} and accepted",
+                accepted.approved_csrs.join(", ")
+            );
+        } else {
+            println!("    {name}: was already accepted");
+        }
+    }
+
+    step("Waiting until every cluster is Joined and Available (its lease is fresh)");
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        wait_all_available(&clusters, &names),
+    )
+    .await
+    .context("clusters did not become available within 120 s")??;
+    let list = clusters.list(&Default::default()).await?;
+    println!();
+    print!(
+        "{}",
+        crate::clusters_table::render(&list.items, jiff::Timestamp::now())
+    );
+    println!();
+    println!("Try it alongside:");
+    println!(
+        "    kubectl --kubeconfig {} get managedclusters",
+        hub.admin_kubeconfig.display()
+    );
+    println!(
+        "    kubectl --kubeconfig {} get leases -A",
+        hub.admin_kubeconfig.display()
+    );
+
+    if !args.until_ready {
+        println!();
+        println!("Live view (Ctrl-C to stop; run `ocm demo` again to resume):");
+        live_table(&clusters, &shutdown).await;
+    }
+    shutdown.cancel();
+    for agent in agents {
+        let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;
+    }
+    hub.stop().await;
+    Ok(())
+}
+
+fn joined_and_available(cluster: &ManagedCluster) -> bool {
+    let conditions = cluster
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    ocm_runtime::conditions::is_true(conditions, "ManagedClusterJoined")
+        && ocm_runtime::conditions::is_true(conditions, "ManagedClusterConditionAvailable")
+}
+
+async fn wait_all_available(
+    clusters: &Api<ManagedCluster>,
+    names: &[String],
+) -> anyhow::Result<()> {
+    let mut stream = watcher(clusters.clone(), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let mut ready: BTreeMap<String, bool> = names.iter().map(|n| (n.clone(), false)).collect();
+    while let Some(event) = stream.next().await {
+        let Ok(cluster) = event else { continue };
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        if let Some(flag) = ready.get_mut(&name) {
+            *flag = joined_and_available(&cluster);
+        }
+        if ready.values().all(|r| *r) {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("lost the watch on the hub")
+}
+
+async fn live_table(clusters: &Api<ManagedCluster>, shutdown: &Shutdown) {
+    let (reader, writer) = kube::runtime::reflector::store();
+    let mut stream = watcher(clusters.clone(), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects()
+        .boxed();
+    let mut last = String::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = stream.next() => continue,
+            _ = tick.tick() => {}
+        }
+        let items: Vec<ManagedCluster> = reader.state().iter().map(|c| (**c).clone()).collect();
+        // Ages change every second; compare without them to print only real changes.
+        let table = crate::clusters_table::render(&items, jiff::Timestamp::now());
+        let key: String = table
+            .lines()
+            .map(|l| l.rsplit_once(' ').map(|(a, _)| a).unwrap_or(l).to_owned())
+            .collect();
+        if key != last {
+            println!("--- {}", jiff::Timestamp::now().strftime("%H:%M:%S"));
+            print!("{table}");
+            last = key;
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! `ocm join`: the managed cluster's half of the double opt-in. Checks everything it can
+//! before anything is written to the hub (cluster name, hub URL, hub CA, token), installs the
+//! klusterlet CRDs and the bootstrap kubeconfig on the managed cluster, then runs the
+//! registration agent in the foreground and shows its progress.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, Patch, PatchParams};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::json;
+
+/// Namespace of the registration agent on the managed cluster.
+pub const AGENT_NAMESPACE: &str = "open-cluster-management-agent";
+
+/// Secret holding the bootstrap kubeconfig on the managed cluster.
+pub const BOOTSTRAP_SECRET: &str = "bootstrap-hub-kubeconfig";
+
+/// Flags of `ocm join`.
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// URL of the hub's API server (https://host:port).
+    #[arg(long)]
+    pub hub_apiserver: String,
+    /// Bootstrap token printed by `ocm init`.
+    #[arg(long)]
+    pub hub_token: String,
+    /// Name of this cluster on the hub (a DNS label, at most 63 characters).
+    #[arg(long)]
+    pub cluster_name: String,
+    /// CA bundle of the hub (default: read from the hub's kube-public/cluster-info).
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    /// Kubeconfig of the managed cluster.
+    #[arg(
+        long,
+        conflicts_with = "simulated",
+        required_unless_present = "simulated"
+    )]
+    pub spoke_kubeconfig: Option<PathBuf>,
+    /// Run a simulated managed cluster (embedded server under --data-dir) instead.
+    #[arg(long)]
+    pub simulated: bool,
+    /// Data directory of the simulated cluster (default ~/.ocm/clusters/<cluster-name>).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Address the simulated cluster's API server listens on.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub simulated_listen: SocketAddr,
+    /// Requested lifetime of the agent's hub client certificate, in seconds.
+    #[arg(long, default_value_t = 31_536_000)]
+    pub client_cert_expiration_seconds: i64,
+    /// Address of the agent's /metrics, /healthz and /readyz endpoint.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub metrics_addr: SocketAddr,
+}
+
+/// Checks a cluster name the way the hub will (it names a namespace).
+pub fn check_cluster_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !ok {
+        bail!(
+            "invalid cluster name {name:?}: must be a DNS label (lowercase letters, digits and '-', \
+             starting and ending with a letter or digit, at most 63 characters)"
+        );
+    }
+    Ok(())
+}
+
+/// Checks the hub URL: absolute https with a host.
+pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| format!("invalid hub URL {url:?}"))?;
+    if uri.scheme_str() != Some("https") || uri.host().is_none() {
+        bail!("invalid hub URL {url:?}: must be https://host[:port]");
+    }
+    Ok(())
+}
+
+/// Reads the hub CA from `--ca-file`, or from the hub's public `kube-public/cluster-info`.
+async fn hub_ca(args: &JoinArgs) -> anyhow::Result<String> {
+    if let Some(path) = &args.ca_file {
+        return std::fs::read_to_string(path)
+            .with_context(|| format!("reading CA file {}", path.display()));
+    }
+    let uri: http::Uri = args.hub_apiserver.parse()?;
+    let mut config = kube::Config::new(uri);
+    config.accept_invalid_certs = true;
+    config.connect_timeout = Some(std::time::Duration::from_secs(10));
+    let client = kube::Client::try_from(config)?;
+    let cm = Api::<ConfigMap>::namespaced(client, "kube-public")
+        .get("cluster-info")
+        .await
+        .map_err(|e| describe_hub_error(&args.hub_apiserver, e))
+        .context("reading the hub CA from kube-public/cluster-info (or pass --ca-file)")?;
+    let text = cm
+        .data
+        .and_then(|d| d.get("kubeconfig").cloned())
+        .context("kube-public/cluster-info has no kubeconfig")?;
+    let parsed = ocm_runtime::kubeconfig::parse(&text).or_else(|_| {
+        // cluster-info has no context; read its first cluster directly.
+        let value: serde_json::Value = serde_saphyr::from_str(&text)?;
+        let ca = value
+            .pointer("/clusters/0/cluster/certificate-authority-data")
+            .and_then(|v| v.as_str())
+            .context("cluster-info has no certificate-authority-data")?
+            .to_owned();
+        Err(anyhow::anyhow!(ca))
+    });
+    match parsed {
+        Ok(kubeconfig) => ocm_runtime::kubeconfig::current_server(&kubeconfig)?
+            .ca_pem
+            .context("cluster-info has no CA"),
+        Err(ca_b64) => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(ca_b64.to_string().trim())
+                .context("cluster-info CA is not base64")?;
+            Ok(String::from_utf8(bytes).context("cluster-info CA is not PEM")?)
+        }
+    }
+}
+
+/// Turns a client error against the hub into a message a user can act on.
+pub fn describe_hub_error(url: &str, err: kube::Error) -> anyhow::Error {
+    match &err {
+        kube::Error::Api(status) if status.code == 401 => {
+            anyhow::anyhow!("the hub at {url} rejected the token (wrong, expired or deleted)")
+        }
+        kube::Error::Api(status) if status.code == 403 => anyhow::anyhow!(
+            "the token is valid but may not register clusters on {url} (create one with `ocm init`): {}",
+            status.message
+        ),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            anyhow::anyhow!("cannot reach the hub at {url}: {err}")
+        }
+        _ => anyhow::anyhow!("hub at {url}: {err}"),
+    }
+}
+
+/// The bootstrap kubeconfig: hub URL and CA, authenticating with the token.
+pub fn bootstrap_kubeconfig(url: &str, ca_pem: &str, token: &str) -> String {
+    ocm_runtime::kubeconfig::render(&KubeconfigSpec {
+        server: ServerInfo {
+            server: url.to_owned(),
+            ca_pem: Some(ca_pem.to_owned()),
+            proxy_url: None,
+        },
+        auth: KubeconfigAuth::Token(token.to_owned()),
+        context: "bootstrap".into(),
+        user: "bootstrap".into(),
+        namespace: None,
+    })
+}
+
+/// Verifies with the hub that the token authenticates and may read ManagedClusters; nothing is
+/// written.
+pub async fn check_token(
+    url: &str,
+    bootstrap_kubeconfig: &str,
+    cluster: &str,
+) -> anyhow::Result<()> {
+    let client = ocm_runtime::kubeconfig::client_from_yaml(bootstrap_kubeconfig).await?;
+    Api::<ManagedCluster>::all(client)
+        .get_opt(cluster)
+        .await
+        .map_err(|e| describe_hub_error(url, e))?;
+    Ok(())
+}
+
+/// Installs what the agent needs on the managed cluster: klusterlet CRDs, the agent namespace
+/// and the bootstrap kubeconfig Secret.
+pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
+    crate::embedded::install_crds(spoke, &ocm_api::crds::klusterlet()).await?;
+    crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": BOOTSTRAP_SECRET, "namespace": AGENT_NAMESPACE},
+        "type": "Opaque",
+        "stringData": {"kubeconfig": bootstrap_kubeconfig},
+    }))?;
+    Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
+        .patch(
+            BOOTSTRAP_SECRET,
+            &PatchParams::apply("ocm-join").force(),
+            &Patch::Apply(&secret),
+        )
+        .await
+        .context("writing the bootstrap kubeconfig secret on the managed cluster")?;
+    Ok(())
+}
+
+/// Runs `ocm join` until SIGINT/SIGTERM.
+pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
+    check_cluster_name(&args.cluster_name)?;
+    check_hub_url(&args.hub_apiserver)?;
+    if args.hub_token.trim().is_empty() || args.hub_token.contains(char::is_whitespace) {
+        bail!("invalid hub token: empty or contains whitespace");
+    }
+    let ca = hub_ca(&args).await?;
+    let bootstrap = bootstrap_kubeconfig(&args.hub_apiserver, &ca, &args.hub_token);
+    check_token(&args.hub_apiserver, &bootstrap, &args.cluster_name).await?;
+    println!("hub {} reachable, token accepted", args.hub_apiserver);
+
+    let shutdown = Shutdown::new();
+    shutdown.cancel_on_signal();
+    let mut simulated = None;
+    let spoke = match (&args.spoke_kubeconfig, args.simulated) {
+        (Some(path), _) => ocm_runtime::kubeconfig::client_from_file(path)
+            .await
+            .with_context(|| format!("loading {}", path.display()))?,
+        (None, _) => {
+            let dir = args
+                .data_dir
+                .clone()
+                .unwrap_or_else(|| super::ocm_home().join("clusters").join(&args.cluster_name));
+            let cluster =
+                crate::simulated::SimulatedCluster::start(&dir, args.simulated_listen).await?;
+            println!(
+                "simulated cluster {} running at {} (kubeconfig {})",
+                args.cluster_name,
+                cluster.url,
+                cluster.kubeconfig.display()
+            );
+            let client = cluster.client();
+            simulated = Some(cluster);
+            client
+        }
+    };
+    prepare_spoke(&spoke, &bootstrap).await?;
+    let options = ocm_registration::agent::AgentOptions {
+        cluster_name: args.cluster_name.clone(),
+        client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
+        ..Default::default()
+    };
+    let result = super::agent::run_agent(spoke, options, args.metrics_addr, shutdown).await;
+    if let Some(cluster) = simulated {
+        cluster.stop().await;
+    }
+    result
+}

@@ -1,0 +1,136 @@
+//! Flags and behaviour of each `ocm` subcommand.
+
+pub mod accept;
+pub mod agent;
+pub mod apiserver;
+pub mod bench;
+pub mod crds;
+pub mod demo;
+pub mod get;
+pub mod hub;
+pub mod init;
+pub mod join;
+pub mod unjoin;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+/// Open Cluster Management in Rust.
+#[derive(Debug, Parser)]
+#[command(name = "ocm", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the CustomResourceDefinitions of the OCM APIs as multi-document YAML.
+    Crds(crds::CrdsArgs),
+    /// Run the embedded Kubernetes-compatible API server (TLS; writes DIR/admin.kubeconfig).
+    Apiserver(apiserver::ApiserverArgs),
+    /// Run a hub: the embedded API server (default) or an existing cluster, plus the hub
+    /// controllers.
+    Hub(hub::HubArgs),
+    /// Prepare the hub for joining clusters and print the `ocm join` command.
+    Init(init::InitArgs),
+    /// Join a managed cluster to a hub: runs the registration agent.
+    Join(join::JoinArgs),
+    /// Run the registration agent of an already bootstrapped managed cluster.
+    Agent(agent::AgentArgs),
+    /// Accept clusters that asked to join: approve their CSRs and set hubAcceptsClient.
+    Accept(accept::AcceptArgs),
+    /// Show hub objects.
+    Get(get::GetArgs),
+    /// Remove the agent and its credentials from a managed cluster.
+    Unjoin(unjoin::UnjoinArgs),
+    /// A hub and simulated clusters in one process, joined step by step.
+    Demo(demo::DemoArgs),
+    /// Benchmarks that print figures (see docs/performance.md).
+    Bench(bench::BenchArgs),
+}
+
+/// Parses the command line, runs the command and reports an error on stderr.
+pub fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Crds(args) => crds::run(&args),
+        Command::Apiserver(args) => apiserver::run(&args),
+        Command::Hub(args) => block_on(hub::run(args)),
+        Command::Init(args) => block_on(init::run(args)),
+        Command::Join(args) => block_on(join::run(args)),
+        Command::Agent(args) => block_on(agent::run(args)),
+        Command::Accept(args) => block_on(accept::run(args)),
+        Command::Get(args) => block_on(get::run(args)),
+        Command::Unjoin(args) => block_on(unjoin::run(args)),
+        Command::Demo(args) => block_on(demo::run(args)),
+        Command::Bench(args) => block_on(bench::run(args)),
+    }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
+    ocm_runtime::telemetry::init("warn");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(f)
+}
+
+/// Where `ocm` keeps its state by default: `$OCM_HOME`, else `~/.ocm`.
+pub fn ocm_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("OCM_HOME") {
+        return PathBuf::from(home);
+    }
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".ocm")
+}
+
+/// The `--kubeconfig` flag of commands that talk to the hub.
+#[derive(Debug, Clone, Args)]
+pub struct HubAccess {
+    /// Kubeconfig of the hub (default: $KUBECONFIG, else the embedded hub's
+    /// ~/.ocm/hub/admin.kubeconfig).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl HubAccess {
+    /// The kubeconfig file to use.
+    pub fn path(&self) -> PathBuf {
+        self.kubeconfig
+            .clone()
+            .unwrap_or_else(|| ocm_home().join("hub").join("admin.kubeconfig"))
+    }
+
+    /// A client of the hub.
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        client_from(&self.path()).await
+    }
+}
+
+async fn client_from(path: &Path) -> anyhow::Result<kube::Client> {
+    if !path.exists() {
+        anyhow::bail!(
+            "kubeconfig {} does not exist (start a hub with `ocm hub`, or pass --kubeconfig)",
+            path.display()
+        );
+    }
+    ocm_runtime::kubeconfig::client_from_file(path)
+        .await
+        .with_context(|| format!("loading {}", path.display()))
+}

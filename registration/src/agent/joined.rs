@@ -1,0 +1,678 @@
+//! The joined phase: with its own certificate the agent follows its ManagedCluster, renews its
+//! lease, syncs status and rotates the certificate, until the hub refuses it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, GetParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::cluster::names::{MANAGED_CLUSTER_LEASE, conditions, labels};
+use ocm_api::cluster::v1::{ManagedCluster, ManagedClusterStatus, ManagedClusterVersion};
+use ocm_api::cluster::v1alpha1::ClusterClaim;
+use ocm_runtime::conditions::{condition, is_true, set_condition};
+use serde_json::json;
+use tokio::sync::{Notify, watch};
+
+use super::bootstrap::request_certificate;
+use super::certs;
+use super::secrets::{self, HubCreds};
+use super::status::{self, Availability, Claim};
+use super::{AgentError, AgentProgress, Backoff, Ctx, keys, status_code};
+
+/// Consecutive 403 answers on the agent's own ManagedCluster (after it had been readable)
+/// that send the agent back to bootstrap.
+const FORBIDDEN_LIMIT: u32 = 3;
+
+/// Lease duration when the ManagedCluster gives none (or 0).
+const DEFAULT_LEASE_SECONDS: i32 = 60;
+
+/// Why the joined phase ended.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// Why, in words.
+    pub(crate) reason: String,
+    /// The stored certificate must not be reused.
+    pub(crate) force_bootstrap: bool,
+}
+
+struct Joined<'a> {
+    ctx: &'a Ctx,
+    cluster: &'a str,
+    agent: &'a str,
+    hub: watch::Sender<kube::Client>,
+    creds: Mutex<HubCreds>,
+    cluster_tx: watch::Sender<Option<ManagedCluster>>,
+    cluster_rx: watch::Receiver<Option<ManagedCluster>>,
+    sync: Notify,
+    readable: AtomicBool,
+    forbidden: AtomicU32,
+}
+
+/// Runs the joined phase until the agent must start over.
+pub(crate) async fn run(
+    ctx: &Ctx,
+    creds: HubCreds,
+    cluster: &str,
+    agent: &str,
+) -> Result<Outcome, AgentError> {
+    let client = creds.client().await?;
+    let (hub, _) = watch::channel(client);
+    let (cluster_tx, cluster_rx) = watch::channel(None);
+    let joined = Joined {
+        ctx,
+        cluster,
+        agent,
+        hub,
+        creds: Mutex::new(creds),
+        cluster_tx,
+        cluster_rx,
+        sync: Notify::new(),
+        readable: AtomicBool::new(false),
+        forbidden: AtomicU32::new(0),
+    };
+    tokio::select! {
+        outcome = joined.watch_cluster() => Ok(outcome),
+        outcome = joined.status_loop() => Ok(outcome),
+        outcome = joined.lease_loop() => Ok(outcome),
+        outcome = joined.rotation_loop() => Ok(outcome),
+        never = joined.spoke_triggers() => match never {},
+    }
+}
+
+/// Whether the hub accepted the cluster.
+fn accepted(cluster: &ManagedCluster) -> bool {
+    cluster
+        .status
+        .as_ref()
+        .is_some_and(|s| is_true(&s.conditions, conditions::HUB_ACCEPTED))
+}
+
+/// The lease duration of `cluster` (0 or unset → 60 s).
+fn lease_duration(cluster: &ManagedCluster) -> Duration {
+    let secs = cluster
+        .spec
+        .lease_duration_seconds
+        .filter(|s| *s > 0)
+        .unwrap_or(DEFAULT_LEASE_SECONDS);
+    Duration::from_secs(u64::try_from(secs).unwrap_or(60))
+}
+
+/// `base` stretched by a random factor in [1, 1.25] (upstream's jitter 0.25).
+fn jittered(base: Duration) -> Duration {
+    base.mul_f64(1.0 + certs::random_in((0.0, 0.25)))
+}
+
+impl Joined<'_> {
+    fn hub(&self) -> kube::Client {
+        self.hub.borrow().clone()
+    }
+
+    /// Decides whether a failed hub call sends the agent back to bootstrap.
+    fn classify(&self, code: Option<u16>, own_cluster: bool) -> Option<Outcome> {
+        match code {
+            Some(401) => Some(Outcome {
+                reason: "the hub no longer accepts the client certificate (401 Unauthorized)"
+                    .into(),
+                force_bootstrap: true,
+            }),
+            Some(403) if own_cluster && self.readable.load(Ordering::Relaxed) => {
+                let n = self.forbidden.fetch_add(1, Ordering::Relaxed) + 1;
+                (n >= FORBIDDEN_LIMIT).then(|| Outcome {
+                    reason: format!(
+                        "the hub refused access to ManagedCluster {} {n} times in a row (403 Forbidden)",
+                        self.cluster
+                    ),
+                    force_bootstrap: true,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Publishes a ManagedCluster read outside the watch when it is newer than the last one.
+    fn observed(&self, cluster: &ManagedCluster) {
+        self.cluster_tx.send_if_modified(|current| {
+            let newer = current
+                .as_ref()
+                .is_none_or(|c| c.metadata.resource_version != cluster.metadata.resource_version);
+            if newer {
+                *current = Some(cluster.clone());
+            }
+            newer
+        });
+    }
+
+    fn own_cluster_readable(&self) {
+        self.readable.store(true, Ordering::Relaxed);
+        self.forbidden.store(0, Ordering::Relaxed);
+    }
+
+    /// Follows the ManagedCluster (restarting the watch when the hub client changes).
+    async fn watch_cluster(&self) -> Outcome {
+        let tx = &self.cluster_tx;
+        let mut clients = self.hub.subscribe();
+        loop {
+            let client = clients.borrow_and_update().clone();
+            let api = Api::<ManagedCluster>::all(client);
+            let config =
+                watcher::Config::default().fields(&format!("metadata.name={}", self.cluster));
+            let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+            loop {
+                let event = tokio::select! {
+                    changed = clients.changed() => {
+                        if changed.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                        break;
+                    }
+                    event = events.next() => event,
+                };
+                match event {
+                    None => break,
+                    Some(Ok(watcher::Event::Apply(mc) | watcher::Event::InitApply(mc))) => {
+                        self.own_cluster_readable();
+                        tx.send_replace(Some(mc));
+                        self.sync.notify_one();
+                    }
+                    Some(Ok(watcher::Event::Delete(_))) => {
+                        tx.send_replace(None);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => {
+                        let code = match &err {
+                            watcher::Error::InitialListFailed(e)
+                            | watcher::Error::WatchStartFailed(e)
+                            | watcher::Error::WatchFailed(e) => status_code(e),
+                            watcher::Error::WatchError(s) => Some(s.code),
+                            watcher::Error::NoResourceVersion => None,
+                        };
+                        if let Some(outcome) = self.classify(code, true) {
+                            return outcome;
+                        }
+                        tracing::warn!(error = %err, "watching the ManagedCluster");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Syncs the status periodically and on every trigger.
+    async fn status_loop(&self) -> Outcome {
+        let mut availability = Availability::default();
+        let mut backoff = Backoff::default();
+        let period = self.ctx.options.status_sync_period;
+        loop {
+            let delay = match self.sync_status(&mut availability).await {
+                Ok(()) => {
+                    backoff.reset();
+                    if availability.failing_since.is_some() {
+                        period.min(status::RETRY_WHILE_FAILING)
+                    } else {
+                        period
+                    }
+                }
+                Err(SyncError::Restart(outcome)) => return outcome,
+                Err(SyncError::Failed(err)) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %err, retry_in = ?delay, "syncing cluster status");
+                    delay
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = self.sync.notified() => {}
+            }
+        }
+    }
+
+    /// One status sync: joined, available, version, resources, claims.
+    async fn sync_status(&self, availability: &mut Availability) -> Result<(), SyncError> {
+        let api = Api::<ManagedCluster>::all(self.hub());
+        for _attempt in 0..5 {
+            let cluster = match api.get(self.cluster).await {
+                Ok(c) => {
+                    self.own_cluster_readable();
+                    self.observed(&c);
+                    c
+                }
+                Err(err) => {
+                    if status_code(&err) == Some(403) && !self.readable.load(Ordering::Relaxed) {
+                        // The hub grants access to the ManagedCluster on acceptance.
+                        self.ctx.set_progress(AgentProgress::WaitingForAcceptance);
+                        return Ok(());
+                    }
+                    return Err(self.hub_error(err, true));
+                }
+            };
+            if !accepted(&cluster) {
+                self.ctx.set_progress(AgentProgress::WaitingForAcceptance);
+                return Ok(());
+            }
+            let old = cluster.status.clone().unwrap_or_default();
+            if old
+                .conditions
+                .iter()
+                .any(|c| c.type_ == conditions::CLOCK_SYNCED && c.status == "False")
+            {
+                tracing::warn!(
+                    "the managed cluster's clock is out of sync with the hub; not updating the cluster status"
+                );
+                return Ok(());
+            }
+            let new = self.desired_status(&old, availability).await;
+            let available = is_true(&new.conditions, conditions::AVAILABLE);
+            if let Some(mut patch) = status::status_patch(&old, &new) {
+                patch["metadata"] = json!({ "resourceVersion": cluster.metadata.resource_version });
+                match api
+                    .patch_status(self.cluster, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                    Err(err) => return Err(self.hub_error(err, true)),
+                }
+            }
+            self.ctx.set_progress(if available {
+                AgentProgress::Available
+            } else {
+                AgentProgress::Joined
+            });
+            return Ok(());
+        }
+        Err(SyncError::Failed(AgentError::Certificate(
+            "status update kept conflicting".into(),
+        )))
+    }
+
+    fn hub_error(&self, err: kube::Error, own_cluster: bool) -> SyncError {
+        match self.classify(status_code(&err), own_cluster) {
+            Some(outcome) => SyncError::Restart(outcome),
+            None => SyncError::Failed(AgentError::Hub(err)),
+        }
+    }
+
+    /// The status the agent wants, computed from `old` and the managed cluster.
+    async fn desired_status(
+        &self,
+        old: &ManagedClusterStatus,
+        availability: &mut Availability,
+    ) -> ManagedClusterStatus {
+        let spoke = &self.ctx.spoke;
+        let mut new = old.clone();
+        set_condition(
+            &mut new.conditions,
+            condition(
+                conditions::JOINED,
+                "True",
+                conditions::joined::JOINED,
+                "Managed cluster joined",
+                None,
+            ),
+        );
+        let probe = probe_health(spoke).await;
+        let healthy = probe.is_ok();
+        if let Some((state, reason, message)) =
+            status::availability(availability, probe, Instant::now())
+        {
+            set_condition(
+                &mut new.conditions,
+                condition(conditions::AVAILABLE, state, reason, &message, None),
+            );
+        }
+        if !healthy {
+            // As upstream: no resource or claim gathering against an unhealthy API server.
+            return new;
+        }
+        match spoke.apiserver_version().await {
+            Ok(info) => {
+                new.version = Some(ManagedClusterVersion {
+                    kubernetes: info.git_version,
+                });
+            }
+            Err(err) => tracing::warn!(error = %err, "reading the managed cluster version"),
+        }
+        match Api::<Node>::all(spoke.clone())
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(nodes) => {
+                let (capacity, allocatable) = status::node_resources(&nodes.items);
+                new.capacity = status::merged_capacity(&old.capacity, capacity);
+                new.allocatable = allocatable;
+            }
+            Err(err) => tracing::warn!(error = %err, "listing nodes"),
+        }
+        match Api::<ClusterClaim>::all(spoke.clone())
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(list) => {
+                let claims: Vec<Claim> = list
+                    .items
+                    .iter()
+                    .map(|c| Claim {
+                        name: c.metadata.name.clone().unwrap_or_default(),
+                        value: c.spec.value.clone(),
+                        spoke_only: c
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| l.contains_key(labels::SPOKE_ONLY_CLAIM)),
+                    })
+                    .collect();
+                new.cluster_claims = status::reported_claims(
+                    &claims,
+                    self.ctx.options.max_custom_cluster_claims,
+                    &self.ctx.options.reserved_claim_suffixes,
+                );
+            }
+            // No ClusterClaim API on the managed cluster: no claims.
+            Err(kube::Error::Api(s)) if s.code == 404 => new.cluster_claims.clear(),
+            Err(err) => tracing::warn!(error = %err, "listing cluster claims"),
+        }
+        new
+    }
+
+    /// Renews the lease every lease duration (jittered) while the cluster is accepted.
+    async fn lease_loop(&self) -> Outcome {
+        let mut rx = self.cluster_rx.clone();
+        let mut backoff = Backoff::default();
+        loop {
+            let waited = rx
+                .wait_for(|c| c.as_ref().is_some_and(accepted))
+                .await
+                .map(|cluster| cluster.as_ref().map(lease_duration).unwrap_or_default());
+            let Ok(duration) = waited else {
+                return std::future::pending().await;
+            };
+            let mut wait = jittered(duration);
+            match self.renew_lease().await {
+                Ok(()) => backoff.reset(),
+                Err(err) => {
+                    if let Some(outcome) = self.classify(status_code(&err), false) {
+                        return outcome;
+                    }
+                    wait = wait.min(backoff.next_delay());
+                    tracing::warn!(error = %err, retry_in = ?wait, "renewing the cluster lease");
+                }
+            }
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => break,
+                    changed = rx.changed() => {
+                        if changed.is_err() {
+                            return std::future::pending().await;
+                        }
+                        let restart = rx.borrow().as_ref().is_none_or(|c| {
+                            !accepted(c) || lease_duration(c) != duration
+                        });
+                        if restart {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn renew_lease(&self) -> Result<(), kube::Error> {
+        let api = Api::<Lease>::namespaced(self.hub(), self.cluster);
+        for _ in 0..3 {
+            let mut lease = api.get(MANAGED_CLUSTER_LEASE).await?;
+            lease.spec.get_or_insert_default().renew_time = Some(MicroTime(jiff::Timestamp::now()));
+            match api
+                .replace(MANAGED_CLUSTER_LEASE, &PostParams::default(), &lease)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// Rotates the certificate when due, checking every `cert_check_period` and whenever the
+    /// hub kubeconfig secret changes.
+    async fn rotation_loop(&self) -> Outcome {
+        let mut backoff = Backoff::default();
+        let ns = self.ctx.options.agent_namespace.clone();
+        loop {
+            let (cert, cert_pem) = {
+                let creds = self.creds.lock().unwrap_or_else(|p| p.into_inner());
+                (creds.cert.clone(), creds.cert_pem.clone())
+            };
+            let threshold = certs::random_in(self.ctx.options.rotation_threshold);
+            let now = jiff::Timestamp::now().as_second();
+            let stored = secrets::read_secret(&self.ctx.spoke, &ns, super::HUB_KUBECONFIG_SECRET)
+                .await
+                .ok()
+                .map(|s| s.and_then(|s| secrets::text(&s, keys::TLS_CRT)));
+            let reason = if certs::needs_rotation(&cert, now, threshold) {
+                Some("the client certificate is close to expiry")
+            } else if matches!(&stored, Some(s) if s.as_deref() != Some(cert_pem.trim())) {
+                Some("the hub kubeconfig secret no longer holds the client certificate")
+            } else {
+                None
+            };
+            let mut delay = self.ctx.options.cert_check_period;
+            if let Some(reason) = reason {
+                tracing::info!(reason, "rotating the client certificate");
+                match self.rotate().await {
+                    Ok(()) => backoff.reset(),
+                    Err(SyncError::Restart(outcome)) => return outcome,
+                    Err(SyncError::Failed(err)) => {
+                        tracing::warn!(error = %err, "rotating the client certificate");
+                        let message = err.to_string();
+                        let _ = self
+                            .set_rotated_condition(
+                                "False",
+                                conditions::certificate_rotated::UPDATE_FAILED,
+                                &message,
+                            )
+                            .await;
+                        delay = delay.min(backoff.next_delay());
+                    }
+                }
+            }
+            let current = self
+                .creds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .cert_pem
+                .clone();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = secrets::wait_for_hub_secret_change(&self.ctx.spoke, &ns, &current) => {}
+            }
+        }
+    }
+
+    /// Gets a new certificate with the current hub credentials, stores it and switches the
+    /// hub client.
+    async fn rotate(&self) -> Result<(), SyncError> {
+        let hub = self.hub();
+        let (key_pem, cert_pem, cert) =
+            request_certificate(self.ctx, &hub, self.cluster, self.agent, false)
+                .await
+                .map_err(|err| match &err {
+                    AgentError::Hub(e) => match self.classify(status_code(e), false) {
+                        Some(outcome) => SyncError::Restart(outcome),
+                        None => SyncError::Failed(err),
+                    },
+                    _ => SyncError::Failed(err),
+                })?;
+        let server = self
+            .creds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .server
+            .clone();
+        let creds = HubCreds {
+            server,
+            cert_pem,
+            key_pem,
+            cert: cert.clone(),
+        };
+        secrets::write_hub_secret(
+            &self.ctx.spoke,
+            &self.ctx.options.agent_namespace,
+            &creds,
+            self.cluster,
+            self.agent,
+        )
+        .await
+        .map_err(|e| SyncError::Failed(AgentError::Spoke(e)))?;
+        let client = creds
+            .client()
+            .await
+            .map_err(|e| SyncError::Failed(AgentError::Kubeconfig(e)))?;
+        *self.creds.lock().unwrap_or_else(|p| p.into_inner()) = creds;
+        self.hub.send_replace(client);
+        let message = format!(
+            "client certificate rotated starting from {} to {}",
+            timestamp(cert.not_before),
+            timestamp(cert.not_after)
+        );
+        tracing::info!(%message);
+        if let Err(err) = self
+            .set_rotated_condition("True", conditions::certificate_rotated::UPDATED, &message)
+            .await
+        {
+            tracing::warn!(error = %err, "reporting the certificate rotation");
+        }
+        Ok(())
+    }
+
+    /// Sets `ClusterCertificateRotated` on the ManagedCluster.
+    async fn set_rotated_condition(
+        &self,
+        state: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), kube::Error> {
+        let api = Api::<ManagedCluster>::all(self.hub());
+        for _ in 0..5 {
+            let cluster = api.get(self.cluster).await?;
+            let mut list = cluster
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default();
+            if !set_condition(
+                &mut list,
+                condition(
+                    conditions::CERTIFICATE_ROTATED,
+                    state,
+                    reason,
+                    message,
+                    None,
+                ),
+            ) {
+                return Ok(());
+            }
+            let patch = json!({
+                "metadata": {"resourceVersion": cluster.metadata.resource_version},
+                "status": {"conditions": list},
+            });
+            match api
+                .patch_status(self.cluster, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// Triggers a status sync on changes of nodes and cluster claims. Never returns.
+    async fn spoke_triggers(&self) -> std::convert::Infallible {
+        let nodes = watcher(
+            Api::<Node>::all(self.ctx.spoke.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .touched_objects()
+        .map(|r| r.is_ok());
+        let claims = watcher(
+            Api::<ClusterClaim>::all(self.ctx.spoke.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .touched_objects()
+        .map(|r| r.is_ok());
+        let mut merged = std::pin::pin!(futures::stream::select(nodes, claims));
+        while let Some(ok) = merged.next().await {
+            if ok {
+                self.sync.notify_one();
+            }
+        }
+        std::future::pending().await
+    }
+}
+
+fn timestamp(secs: i64) -> String {
+    jiff::Timestamp::from_second(secs)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| secs.to_string())
+}
+
+/// Probes `/livez`, falling back to `/healthz` when it is not served or not allowed. The
+/// error reads `status code: <code>, <detail>` (code 0 when there was no HTTP answer).
+async fn probe_health(spoke: &kube::Client) -> Result<(), String> {
+    let describe = |(code, detail): (u16, String)| format!("status code: {code}, {detail}");
+    match get_path(spoke, "livez").await {
+        Ok(()) => Ok(()),
+        Err((403 | 404, _)) => get_path(spoke, "healthz").await.map_err(describe),
+        Err(other) => Err(describe(other)),
+    }
+}
+
+/// GET `/<path>`; the error is the HTTP status (0 without one) and a description.
+async fn get_path(client: &kube::Client, path: &str) -> Result<(), (u16, String)> {
+    let request = kube::core::Request::new("")
+        .get(path, &GetParams::default())
+        .map_err(|e| (0, e.to_string()))?;
+    match client.request_text(request).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) => Err((s.code, s.message)),
+        Err(err) => Err((0, err.to_string())),
+    }
+}
+
+/// A failed sync: start over, or retry later.
+enum SyncError {
+    Restart(Outcome),
+    Failed(AgentError),
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn lease_duration_defaults_to_sixty_seconds() {
+        let mut mc = ManagedCluster::new("c1", Default::default());
+        assert_eq!(lease_duration(&mc), Duration::from_secs(60));
+        mc.spec.lease_duration_seconds = Some(0);
+        assert_eq!(lease_duration(&mc), Duration::from_secs(60));
+        mc.spec.lease_duration_seconds = Some(5);
+        assert_eq!(lease_duration(&mc), Duration::from_secs(5));
+        for _ in 0..50 {
+            let d = jittered(Duration::from_secs(4));
+            assert!(
+                d >= Duration::from_secs(4) && d <= Duration::from_secs(5),
+                "{d:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! The registration agent on a managed cluster.
+//!
+//! [`Agent::run`] takes a managed cluster from nothing to a joined, heartbeating member of the
+//! hub, and keeps it there:
+//!
+//! 1. **Bootstrap.** With the bootstrap kubeconfig (spoke Secret
+//!    [`BOOTSTRAP_KUBECONFIG_SECRET`]) it creates its ManagedCluster and a CSR for an ECDSA key
+//!    that never leaves the managed cluster, waits for the hub admin to approve it, and writes
+//!    the certificate, key and a hub kubeconfig into [`HUB_KUBECONFIG_SECRET`]. A valid
+//!    certificate already in that secret skips this step.
+//! 2. **Joined.** With its own certificate it waits until the hub accepts the cluster, then
+//!    sets `ManagedClusterJoined`, renews the `managed-cluster-lease`, reports availability,
+//!    version, resources and cluster claims, and rotates its certificate before it expires.
+//! 3. **Rebootstrap** when the hub refuses the certificate (401), when it keeps refusing access
+//!    to the ManagedCluster (403), or when the bootstrap kubeconfig changes.
+//!
+//! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
+//! caller (the `ocm` CLI) where it stands.
+
+mod bootstrap;
+mod certs;
+mod joined;
+mod secrets;
+mod status;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use ocm_runtime::kubeconfig::KubeconfigError;
+use ocm_runtime::shutdown::Shutdown;
+use tokio::sync::watch;
+
+pub use certs::{MANAGED_CLUSTERS_GROUP, cluster_group, common_name};
+
+/// Spoke Secret (key `kubeconfig`) holding the kubeconfig the agent bootstraps with.
+pub const BOOTSTRAP_KUBECONFIG_SECRET: &str = "bootstrap-hub-kubeconfig";
+/// Spoke Secret where the agent keeps its hub credentials (keys `kubeconfig`, `tls.crt`,
+/// `tls.key`, `cluster-name`, `agent-name`).
+pub const HUB_KUBECONFIG_SECRET: &str = "hub-kubeconfig-secret";
+/// Default namespace of the agent and its secrets on the managed cluster.
+pub const DEFAULT_AGENT_NAMESPACE: &str = "open-cluster-management-agent";
+/// The agent creates no more CSRs while this many CSRs for its cluster exist on the hub.
+pub const MAX_PENDING_CSRS: usize = 10;
+/// Signer of the agent's client certificates.
+pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+
+/// Keys of [`HUB_KUBECONFIG_SECRET`] and [`BOOTSTRAP_KUBECONFIG_SECRET`].
+pub mod keys {
+    /// The kubeconfig.
+    pub const KUBECONFIG: &str = "kubeconfig";
+    /// PEM client certificate.
+    pub const TLS_CRT: &str = "tls.crt";
+    /// PEM private key.
+    pub const TLS_KEY: &str = "tls.key";
+    /// Name of the managed cluster.
+    pub const CLUSTER_NAME: &str = "cluster-name";
+    /// Id of the agent.
+    pub const AGENT_NAME: &str = "agent-name";
+}
+
+/// How the agent runs. `Default` gives upstream's defaults and an empty cluster name.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    /// Name of the managed cluster; empty = the `cluster-name` stored in the hub secret, else
+    /// a random UUID.
+    pub cluster_name: String,
+    /// Agent id; `None` = the `agent-name` stored in the hub secret, else 5 random characters.
+    pub agent_id: Option<String>,
+    /// Namespace of the agent's secrets on the managed cluster.
+    pub agent_namespace: String,
+    /// Requested lifetime of client certificates (CSR `expirationSeconds`); `None` = the
+    /// signer's default.
+    pub client_cert_expiration_seconds: Option<i64>,
+    /// Labels put on the ManagedCluster when the agent creates it.
+    pub cluster_labels: BTreeMap<String, String>,
+    /// Annotations put on the ManagedCluster when the agent creates it; only keys with the
+    /// prefix `agent.open-cluster-management.io/` are used.
+    pub cluster_annotations: BTreeMap<String, String>,
+    /// URLs (and CA bundles) the hub may reach the managed cluster's API server at
+    /// (`spec.managedClusterClientConfigs`).
+    pub external_server_urls: Vec<(String, Option<Vec<u8>>)>,
+    /// Period of the status sync (upstream `--cluster-healthcheck-period`, 60 s).
+    pub status_sync_period: Duration,
+    /// Period of the certificate rotation check (upstream: 5 min).
+    pub cert_check_period: Duration,
+    /// Most custom cluster claims reported (upstream: 20).
+    pub max_custom_cluster_claims: usize,
+    /// Claim name suffixes treated like the reserved claims (always reported, first).
+    pub reserved_claim_suffixes: Vec<String>,
+    /// The certificate is renewed when its remaining lifetime falls below a fraction of the
+    /// total drawn at random from this range (upstream: 0.20–0.25).
+    pub rotation_threshold: (f64, f64),
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            cluster_name: String::new(),
+            agent_id: None,
+            agent_namespace: DEFAULT_AGENT_NAMESPACE.to_owned(),
+            client_cert_expiration_seconds: None,
+            cluster_labels: BTreeMap::new(),
+            cluster_annotations: BTreeMap::new(),
+            external_server_urls: Vec::new(),
+            status_sync_period: Duration::from_secs(60),
+            cert_check_period: Duration::from_secs(5 * 60),
+            max_custom_cluster_claims: ocm_api::cluster::names::claims::DEFAULT_MAX_CUSTOM_CLAIMS,
+            reserved_claim_suffixes: Vec::new(),
+            rotation_threshold: (0.20, 0.25),
+        }
+    }
+}
+
+/// Where the agent stands (more variants may be added).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AgentProgress {
+    /// Just started.
+    Starting,
+    /// The bootstrap kubeconfig secret does not exist yet.
+    WaitingForBootstrapKubeconfig,
+    /// Creating the ManagedCluster and a CSR with the bootstrap kubeconfig.
+    Bootstrapping,
+    /// The CSR waits for the hub admin's approval.
+    WaitingForCsrApproval {
+        /// Name of the CSR on the hub.
+        csr_name: String,
+    },
+    /// The hub issued a client certificate; it is stored in the hub kubeconfig secret.
+    CertificateIssued,
+    /// The hub has not accepted the cluster yet (`hubAcceptsClient`).
+    WaitingForAcceptance,
+    /// The cluster joined the hub.
+    Joined,
+    /// The cluster joined and reports itself available.
+    Available,
+    /// Something failed; the agent retries after a backoff.
+    Retrying {
+        /// What failed.
+        error: String,
+    },
+    /// Going back to bootstrap.
+    Rebootstrapping {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for AgentProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentProgress::Starting => f.write_str("starting"),
+            AgentProgress::WaitingForBootstrapKubeconfig => {
+                f.write_str("waiting for the bootstrap kubeconfig secret")
+            }
+            AgentProgress::Bootstrapping => {
+                f.write_str("registering with the hub using the bootstrap kubeconfig")
+            }
+            AgentProgress::WaitingForCsrApproval { csr_name } => write!(
+                f,
+                "waiting for the hub admin to approve certificate signing request {csr_name}"
+            ),
+            AgentProgress::CertificateIssued => f.write_str("the hub issued a client certificate"),
+            AgentProgress::WaitingForAcceptance => {
+                f.write_str("waiting for the hub admin to accept the cluster")
+            }
+            AgentProgress::Joined => f.write_str("joined the hub"),
+            AgentProgress::Available => f.write_str("joined the hub and available"),
+            AgentProgress::Retrying { error } => write!(f, "retrying after an error: {error}"),
+            AgentProgress::Rebootstrapping { reason } => {
+                write!(f, "registering again: {reason}")
+            }
+        }
+    }
+}
+
+/// Errors of the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The cluster name is not a DNS-1123 label.
+    #[error("invalid cluster name {name:?}: {reason}")]
+    InvalidClusterName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The bootstrap kubeconfig secret does not exist.
+    #[error("bootstrap kubeconfig secret {namespace}/{name} not found")]
+    BootstrapKubeconfigMissing {
+        /// Namespace of the secret.
+        namespace: String,
+        /// Name of the secret.
+        name: String,
+    },
+    /// The bootstrap kubeconfig cannot be used.
+    #[error("bootstrap kubeconfig in secret {namespace}/{name} is malformed: {reason}")]
+    BootstrapKubeconfigInvalid {
+        /// Namespace of the secret.
+        namespace: String,
+        /// Name of the secret.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A kubeconfig could not be turned into a client.
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    /// Key or certificate handling failed.
+    #[error("client certificate: {0}")]
+    Certificate(String),
+    /// The hub denied the CSR, or signing failed.
+    #[error("certificate signing request {name} was {outcome}: {message}")]
+    CsrNotIssued {
+        /// Name of the CSR.
+        name: String,
+        /// `denied`, `failed` or `deleted`.
+        outcome: String,
+        /// The hub's message.
+        message: String,
+    },
+    /// Too many CSRs of this cluster exist on the hub; no more are created.
+    #[error(
+        "{count} certificate signing requests for cluster {cluster} exist on the hub; not creating more"
+    )]
+    TooManyCsrs {
+        /// The cluster.
+        cluster: String,
+        /// How many exist.
+        count: usize,
+    },
+    /// A call to the hub failed.
+    #[error("hub API: {0}")]
+    Hub(#[source] kube::Error),
+    /// A call to the managed cluster's API server failed.
+    #[error("managed cluster API: {0}")]
+    Spoke(#[source] kube::Error),
+}
+
+/// Checks that `name` can name a managed cluster: a DNS-1123 label (lowercase letters, digits
+/// and `-`, starting and ending with a letter or digit, at most 63 characters).
+pub fn validate_cluster_name(name: &str) -> Result<(), AgentError> {
+    let fail = |reason: &str| {
+        Err(AgentError::InvalidClusterName {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        })
+    };
+    if name.is_empty() {
+        return fail("must not be empty");
+    }
+    if name.len() > 63 {
+        return fail("must be at most 63 characters");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return fail("must consist of lowercase letters, digits and '-'");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return fail("must start and end with a letter or digit");
+    }
+    Ok(())
+}
+
+/// The registration agent of one managed cluster.
+pub struct Agent {
+    spoke: kube::Client,
+    options: AgentOptions,
+    progress: watch::Sender<AgentProgress>,
+}
+
+impl Agent {
+    /// An agent for the managed cluster reached through `spoke`.
+    pub fn new(spoke: kube::Client, options: AgentOptions) -> Agent {
+        let (progress, _) = watch::channel(AgentProgress::Starting);
+        Agent {
+            spoke,
+            options,
+            progress,
+        }
+    }
+
+    /// Follows the agent's progress.
+    pub fn progress(&self) -> watch::Receiver<AgentProgress> {
+        self.progress.subscribe()
+    }
+
+    /// Runs until `shutdown` is cancelled (then returns `Ok`). Returns an error only when the
+    /// agent cannot start at all: an invalid cluster name, or a malformed bootstrap kubeconfig
+    /// while it holds no usable hub credentials. Every other failure is logged and retried.
+    pub async fn run(self, shutdown: Shutdown) -> Result<(), AgentError> {
+        if !self.options.cluster_name.is_empty() {
+            validate_cluster_name(&self.options.cluster_name)?;
+        }
+        let ctx = Ctx {
+            spoke: self.spoke,
+            options: self.options,
+            progress: self.progress,
+        };
+        let mut state = RunState::default();
+        let mut backoff = Backoff::default();
+        loop {
+            let outcome = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                outcome = run_once(&ctx, &mut state) => outcome,
+            };
+            match outcome {
+                Ok(reason) => {
+                    tracing::info!(%reason, "registering again");
+                    ctx.set_progress(AgentProgress::Rebootstrapping { reason });
+                    backoff.reset();
+                }
+                Err(err @ AgentError::BootstrapKubeconfigInvalid { .. }) if !state.ever_joined => {
+                    return Err(err);
+                }
+                Err(AgentError::BootstrapKubeconfigMissing { namespace, name }) => {
+                    ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        () = secrets::wait_for_change(&ctx.spoke, &namespace, &name, None) => {}
+                    }
+                }
+                Err(err) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %err, retry_in = ?delay, "registration agent");
+                    ctx.set_progress(AgentProgress::Retrying {
+                        error: err.to_string(),
+                    });
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the phases share.
+pub(crate) struct Ctx {
+    pub(crate) spoke: kube::Client,
+    pub(crate) options: AgentOptions,
+    pub(crate) progress: watch::Sender<AgentProgress>,
+}
+
+impl Ctx {
+    pub(crate) fn set_progress(&self, progress: AgentProgress) {
+        self.progress.send_if_modified(|current| {
+            if *current == progress {
+                false
+            } else {
+                tracing::info!(%progress, "registration agent");
+                *current = progress;
+                true
+            }
+        });
+    }
+}
+
+/// State kept across restarts of the phases.
+#[derive(Default)]
+struct RunState {
+    /// Cluster name and agent id once chosen (random ones must not change on restart).
+    identity: Option<(String, String)>,
+    /// The stored certificate must not be reused (the hub refused it).
+    force_bootstrap: bool,
+    /// The agent held usable hub credentials at some point.
+    ever_joined: bool,
+}
+
+/// One pass: bootstrap if needed, then the joined phase. Returns why the agent must start
+/// over, or an error.
+async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError> {
+    let ns = ctx.options.agent_namespace.clone();
+    let bootstrap_secret = secrets::read_secret(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET)
+        .await
+        .map_err(AgentError::Spoke)?;
+    let bootstrap_raw = bootstrap_secret
+        .as_ref()
+        .and_then(|s| secrets::data(s, keys::KUBECONFIG));
+    let bootstrap = match &bootstrap_raw {
+        None => Err(AgentError::BootstrapKubeconfigMissing {
+            namespace: ns.clone(),
+            name: BOOTSTRAP_KUBECONFIG_SECRET.to_owned(),
+        }),
+        Some(raw) => {
+            secrets::parse_bootstrap(raw).map_err(|reason| AgentError::BootstrapKubeconfigInvalid {
+                namespace: ns.clone(),
+                name: BOOTSTRAP_KUBECONFIG_SECRET.to_owned(),
+                reason,
+            })
+        }
+    };
+    let hub_secret = secrets::read_secret(&ctx.spoke, &ns, HUB_KUBECONFIG_SECRET)
+        .await
+        .map_err(AgentError::Spoke)?;
+    let (cluster, agent) = match &state.identity {
+        Some(identity) => identity.clone(),
+        None => {
+            let stored = |key| hub_secret.as_ref().and_then(|s| secrets::text(s, key));
+            let cluster = Some(ctx.options.cluster_name.clone())
+                .filter(|c| !c.is_empty())
+                .or_else(|| stored(keys::CLUSTER_NAME).filter(|c| validate_cluster_name(c).is_ok()))
+                .unwrap_or_else(certs::random_uuid);
+            let agent = ctx
+                .options
+                .agent_id
+                .clone()
+                .filter(|a| !a.is_empty())
+                .or_else(|| stored(keys::AGENT_NAME).filter(|a| !a.is_empty()))
+                .unwrap_or_else(|| certs::random_name(5));
+            state.identity = Some((cluster.clone(), agent.clone()));
+            (cluster, agent)
+        }
+    };
+
+    let stored = hub_secret.as_ref().and_then(|s| {
+        match secrets::usable_credentials(s, &cluster, &agent, bootstrap.as_ref().ok()) {
+            Ok(creds) => Some(creds),
+            Err(reason) => {
+                tracing::info!(%reason, "stored hub credentials are not usable");
+                None
+            }
+        }
+    });
+    let creds = match stored {
+        Some(creds) if !state.force_bootstrap => {
+            if let Err(err) = &bootstrap {
+                tracing::warn!(error = %err, "continuing with the stored hub kubeconfig");
+            }
+            creds
+        }
+        _ => {
+            let bootstrap = bootstrap?;
+            let creds = tokio::select! {
+                creds = bootstrap::bootstrap(ctx, &bootstrap, &cluster, &agent) => creds?,
+                () = secrets::wait_for_change(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
+                    return Ok("the bootstrap kubeconfig changed".into());
+                }
+            };
+            state.force_bootstrap = false;
+            creds
+        }
+    };
+    state.ever_joined = true;
+    let outcome = tokio::select! {
+        outcome = joined::run(ctx, creds, &cluster, &agent) => outcome?,
+        () = secrets::wait_for_change(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
+            return Ok("the bootstrap kubeconfig changed".into());
+        }
+    };
+    if outcome.force_bootstrap {
+        state.force_bootstrap = true;
+    }
+    Ok(outcome.reason)
+}
+
+/// Capped exponential backoff, 1 s to 30 s.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            next: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Backoff {
+    const MAX: Duration = Duration::from_secs(30);
+
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        delay
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.next = Duration::from_secs(1);
+    }
+}
+
+/// The HTTP status code of an API error, if the error is one.
+pub(crate) fn status_code(err: &kube::Error) -> Option<u16> {
+    match err {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cluster_names_must_be_dns_labels() {
+        assert!(validate_cluster_name("cluster-1").is_ok());
+        assert!(validate_cluster_name(&"a".repeat(63)).is_ok());
+        for bad in ["", "Cluster", "-a", "a-", "a.b", "a_b", &"a".repeat(64)] {
+            let err = validate_cluster_name(bad).unwrap_err().to_string();
+            assert!(err.contains("invalid cluster name"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_thirty_seconds() {
+        let mut b = Backoff::default();
+        let delays: Vec<u64> = (0..7).map(|_| b.next_delay().as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+        b.reset();
+        assert_eq!(b.next_delay().as_secs(), 1);
+    }
+
+    /// The CLI spawns the agent on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn run_future_is_send(agent: Agent) {
+        fn send<T: Send>(_: T) {}
+        send(agent.run(Shutdown::new()));
+    }
+
+    #[test]
+    fn progress_reads_as_plain_words() {
+        let p = AgentProgress::WaitingForCsrApproval {
+            csr_name: "c1-abcde".into(),
+        };
+        assert!(
+            p.to_string()
+                .contains("approve certificate signing request c1-abcde")
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Kubeconfig files: parse them, build `kube` clients from them, and render new ones (the
+//! agent writes the hub kubeconfig it earned; `ocm` writes admin and bootstrap kubeconfigs).
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Errors reading a kubeconfig or building a client from it.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    /// The text is not a kubeconfig.
+    #[error("not a valid kubeconfig: {0}")]
+    Parse(String),
+    /// The file could not be read.
+    #[error("reading kubeconfig {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The kubeconfig has no usable current context / cluster / server.
+    #[error("kubeconfig is incomplete: {0}")]
+    Incomplete(String),
+    /// The kubeconfig is well formed but no client can be built from it.
+    #[error("cannot build a client from the kubeconfig: {0}")]
+    Client(String),
+}
+
+/// The cluster half of a kubeconfig: where the server is and how to trust it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// `https://host:port` of the API server.
+    pub server: String,
+    /// PEM bundle of the CA that signed the serving certificate, if not the system roots.
+    pub ca_pem: Option<String>,
+    /// HTTP(S) proxy to reach the server through.
+    pub proxy_url: Option<String>,
+}
+
+/// How a kubeconfig user authenticates.
+#[derive(Clone, PartialEq, Eq)]
+pub enum KubeconfigAuth {
+    /// A bearer token.
+    Token(String),
+    /// A client certificate and key, inline.
+    ClientCertData {
+        /// PEM certificate (chain).
+        cert_pem: String,
+        /// PEM private key.
+        key_pem: String,
+    },
+    /// A client certificate and key in files next to the kubeconfig (paths as written).
+    ClientCertFiles {
+        /// Path of the PEM certificate.
+        cert_path: String,
+        /// Path of the PEM private key.
+        key_path: String,
+    },
+}
+
+impl std::fmt::Debug for KubeconfigAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KubeconfigAuth::Token(_) => f.write_str("Token(..)"),
+            KubeconfigAuth::ClientCertData { .. } => f.write_str("ClientCertData(..)"),
+            KubeconfigAuth::ClientCertFiles {
+                cert_path,
+                key_path,
+            } => write!(f, "ClientCertFiles({cert_path}, {key_path})"),
+        }
+    }
+}
+
+/// Everything needed to render a single-context kubeconfig.
+#[derive(Clone, Debug)]
+pub struct KubeconfigSpec {
+    /// Cluster half.
+    pub server: ServerInfo,
+    /// User half.
+    pub auth: KubeconfigAuth,
+    /// Name of the cluster, context and user entries' context.
+    pub context: String,
+    /// Name of the user entry.
+    pub user: String,
+    /// Default namespace of the context.
+    pub namespace: Option<String>,
+}
+
+/// Parses kubeconfig YAML (or JSON).
+pub fn parse(yaml: &str) -> Result<Kubeconfig, KubeconfigError> {
+    if yaml.trim().is_empty() {
+        return Err(KubeconfigError::Parse("empty document".into()));
+    }
+    let config = Kubeconfig::from_yaml(yaml).map_err(|e| KubeconfigError::Parse(e.to_string()))?;
+    current_server(&config)?;
+    Ok(config)
+}
+
+/// The cluster of the current context.
+pub fn current_server(config: &Kubeconfig) -> Result<ServerInfo, KubeconfigError> {
+    let context_name = config
+        .current_context
+        .clone()
+        .or_else(|| config.contexts.first().map(|c| c.name.clone()))
+        .ok_or_else(|| KubeconfigError::Incomplete("no current context".into()))?;
+    let context = config
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .ok_or_else(|| {
+            KubeconfigError::Incomplete(format!("context {context_name:?} not found"))
+        })?;
+    let cluster = config
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .ok_or_else(|| {
+            KubeconfigError::Incomplete(format!("cluster {:?} not found", context.cluster))
+        })?;
+    let server = cluster
+        .server
+        .clone()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| KubeconfigError::Incomplete("cluster has no server URL".into()))?;
+    server
+        .parse::<http::Uri>()
+        .map_err(|e| KubeconfigError::Incomplete(format!("server URL {server:?}: {e}")))?;
+    let ca_pem = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
+        (Some(data), _) => Some(decode_base64_text(data, "certificate-authority-data")?),
+        (None, Some(path)) => {
+            Some(
+                std::fs::read_to_string(path).map_err(|e| KubeconfigError::Read {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?,
+            )
+        }
+        (None, None) => None,
+    };
+    Ok(ServerInfo {
+        server,
+        ca_pem,
+        proxy_url: cluster.proxy_url.clone(),
+    })
+}
+
+/// The bearer token of the current context's user, if it authenticates with one.
+pub fn current_token(config: &Kubeconfig) -> Option<String> {
+    let context_name = config
+        .current_context
+        .clone()
+        .or_else(|| config.contexts.first().map(|c| c.name.clone()))?;
+    let context = config
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)?
+        .context
+        .as_ref()?;
+    let user = context.user.as_deref()?;
+    let auth = config
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)?
+        .auth_info
+        .as_ref()?;
+    // The token is a secrecy string; its serde form is the plain text.
+    serde_json::to_value(auth)
+        .ok()?
+        .get("token")?
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+fn decode_base64_text(data: &str, field: &str) -> Result<String, KubeconfigError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| KubeconfigError::Parse(format!("{field} is not base64: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| KubeconfigError::Parse(format!("{field} is not PEM text")))
+}
+
+/// Renders a single-context kubeconfig as YAML.
+pub fn render(spec: &KubeconfigSpec) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let mut cluster = serde_json::Map::new();
+    if let Some(ca) = &spec.server.ca_pem {
+        cluster.insert("certificate-authority-data".into(), b64(ca).into());
+    }
+    if let Some(proxy) = &spec.server.proxy_url {
+        cluster.insert("proxy-url".into(), proxy.clone().into());
+    }
+    cluster.insert("server".into(), spec.server.server.clone().into());
+    let mut user = serde_json::Map::new();
+    match &spec.auth {
+        KubeconfigAuth::Token(token) => {
+            user.insert("token".into(), token.clone().into());
+        }
+        KubeconfigAuth::ClientCertData { cert_pem, key_pem } => {
+            user.insert("client-certificate-data".into(), b64(cert_pem).into());
+            user.insert("client-key-data".into(), b64(key_pem).into());
+        }
+        KubeconfigAuth::ClientCertFiles {
+            cert_path,
+            key_path,
+        } => {
+            user.insert("client-certificate".into(), cert_path.clone().into());
+            user.insert("client-key".into(), key_path.clone().into());
+        }
+    }
+    let mut context = serde_json::Map::new();
+    context.insert("cluster".into(), spec.context.clone().into());
+    if let Some(ns) = &spec.namespace {
+        context.insert("namespace".into(), ns.clone().into());
+    }
+    context.insert("user".into(), spec.user.clone().into());
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": spec.context, "cluster": cluster}],
+        "contexts": [{"name": spec.context, "context": context}],
+        "current-context": spec.context,
+        "preferences": {},
+        "users": [{"name": spec.user, "user": user}],
+    });
+    serde_saphyr::to_string(&doc).unwrap_or_else(|_| doc.to_string())
+}
+
+/// A client for `server` authenticating with `auth` (file paths are read now).
+pub async fn client_for(
+    server: &ServerInfo,
+    auth: &KubeconfigAuth,
+) -> Result<kube::Client, KubeconfigError> {
+    let auth = match auth {
+        KubeconfigAuth::ClientCertFiles {
+            cert_path,
+            key_path,
+        } => KubeconfigAuth::ClientCertData {
+            cert_pem: read(Path::new(cert_path))?,
+            key_pem: read(Path::new(key_path))?,
+        },
+        other => other.clone(),
+    };
+    let yaml = render(&KubeconfigSpec {
+        server: server.clone(),
+        auth,
+        context: "default".into(),
+        user: "default".into(),
+        namespace: None,
+    });
+    client_from_yaml(&yaml).await
+}
+
+/// A client from kubeconfig text.
+pub async fn client_from_yaml(yaml: &str) -> Result<kube::Client, KubeconfigError> {
+    client_from_kubeconfig(parse(yaml)?).await
+}
+
+/// A client from a kubeconfig file (relative paths inside resolve against its folder).
+pub async fn client_from_file(path: &Path) -> Result<kube::Client, KubeconfigError> {
+    let config = Kubeconfig::read_from(path).map_err(|e| KubeconfigError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    current_server(&config)?;
+    client_from_kubeconfig(config).await
+}
+
+/// A client from a parsed kubeconfig.
+pub async fn client_from_kubeconfig(config: Kubeconfig) -> Result<kube::Client, KubeconfigError> {
+    let mut config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| KubeconfigError::Client(e.to_string()))?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    kube::Client::try_from(config).map_err(|e| KubeconfigError::Client(e.to_string()))
+}
+
+fn read(path: &Path) -> Result<String, KubeconfigError> {
+    std::fs::read_to_string(path).map_err(|e| KubeconfigError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(auth: KubeconfigAuth) -> KubeconfigSpec {
+        KubeconfigSpec {
+            server: ServerInfo {
+                server: "https://127.0.0.1:6443".into(),
+                ca_pem: Some(
+                    "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".into(),
+                ),
+                proxy_url: None,
+            },
+            auth,
+            context: "default-context".into(),
+            user: "default-auth".into(),
+            namespace: Some("configuration".into()),
+        }
+    }
+
+    #[test]
+    fn rendered_kubeconfig_parses_back_to_the_same_server_and_token() {
+        let yaml = render(&spec(KubeconfigAuth::Token(
+            "abcdef.0123456789abcdef".into(),
+        )));
+        let parsed = parse(&yaml).unwrap();
+        let server = current_server(&parsed).unwrap();
+        assert_eq!(server, spec(KubeconfigAuth::Token(String::new())).server);
+        assert_eq!(
+            current_token(&parsed).as_deref(),
+            Some("abcdef.0123456789abcdef")
+        );
+        assert_eq!(parsed.current_context.as_deref(), Some("default-context"));
+    }
+
+    #[test]
+    fn file_references_are_written_as_paths() {
+        let yaml = render(&spec(KubeconfigAuth::ClientCertFiles {
+            cert_path: "tls.crt".into(),
+            key_path: "tls.key".into(),
+        }));
+        assert!(yaml.contains("client-certificate: tls.crt"), "{yaml}");
+        assert!(yaml.contains("client-key: tls.key"), "{yaml}");
+        assert!(current_token(&parse(&yaml).unwrap()).is_none());
+    }
+
+    #[test]
+    fn malformed_kubeconfigs_are_refused_with_a_reason() {
+        for (text, needle) in [
+            ("", "empty"),
+            ("{{{{", "not a valid kubeconfig"),
+            ("apiVersion: v1\nkind: Config\n", "no current context"),
+            (
+                "apiVersion: v1\nkind: Config\ncurrent-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\nclusters: [{name: c, cluster: {}}]\n",
+                "no server URL",
+            ),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+}

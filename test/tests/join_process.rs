@@ -1,0 +1,438 @@
+//! The join flow as a user runs it: `ocm hub`, `ocm init`, `ocm join` and `ocm accept` as
+//! separate processes over real TLS, then real kubectl; bad input to `ocm join` fails clearly
+//! and leaves nothing on the hub; `ocm demo` joins its clusters and resumes on a second run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::api::{Api, ListParams};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::{joined_and_available, wait_for};
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+/// A long-running `ocm` process whose output lines are collected.
+struct Process {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    line_added: Arc<std::sync::Condvar>,
+}
+
+impl Process {
+    fn spawn(home: &Path, args: &[&str]) -> Process {
+        let mut child = Command::new(OCM)
+            .args(args)
+            .env("OCM_HOME", home)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ocm starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let line_added = Arc::new(std::sync::Condvar::new());
+        let label = args[0].to_owned();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = lines.clone();
+            let line_added = line_added.clone();
+            let label = label.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    eprintln!("[ocm {label}] {line}");
+                    lines.lock().unwrap().push(line);
+                    line_added.notify_all();
+                }
+            });
+        }
+        Process {
+            child,
+            lines,
+            line_added,
+        }
+    }
+
+    /// Waits for a line containing `needle` and returns it.
+    fn wait_line(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let mut lines = self.lines.lock().unwrap();
+        loop {
+            if let Some(line) = lines.iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no line containing {needle:?} in {lines:#?}"
+            );
+            lines = self.line_added.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    fn stop(mut self) {
+        #[cfg(unix)]
+        {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `ocm` to completion: (exit code, stdout, stderr).
+fn ocm(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(OCM)
+        .args(args)
+        .env("OCM_HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ocm runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+async fn admin_client(kubeconfig: &Path) -> kube::Client {
+    ocm_runtime::kubeconfig::client_from_file(kubeconfig)
+        .await
+        .unwrap()
+}
+
+struct Hub {
+    process: Process,
+    url: String,
+    kubeconfig: PathBuf,
+}
+
+fn start_hub(home: &Path) -> Hub {
+    let data = home.join("hub");
+    let process = Process::spawn(
+        home,
+        &[
+            "hub",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let line = process.wait_line("API server:");
+    let url = line.split_whitespace().last().unwrap().to_owned();
+    process.wait_line("ocm hub ready");
+    Hub {
+        process,
+        url,
+        kubeconfig: data.join("admin.kubeconfig"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = start_hub(home.path());
+    let kubeconfig = hub.kubeconfig.to_str().unwrap().to_owned();
+
+    let (code, stdout, stderr) = ocm(home.path(), &["init", "--kubeconfig", &kubeconfig]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ocm join --hub-apiserver"), "{stdout}");
+    let token = stdout
+        .split_whitespace()
+        .skip_while(|w| *w != "--hub-token")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+
+    // Bad input: clear message, non-zero exit, nothing written to the hub.
+    let spoke_dir = home.path().join("spoke-c1");
+    let spoke_dir = spoke_dir.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "--hub-apiserver",
+                &hub.url,
+                "--hub-token",
+                &token,
+                "--cluster-name",
+                "Not_A_Name",
+            ],
+            "invalid cluster name",
+        ),
+        (
+            &[
+                "--hub-apiserver",
+                "http://127.0.0.1:1",
+                "--hub-token",
+                &token,
+                "--cluster-name",
+                "c1",
+            ],
+            "invalid hub URL",
+        ),
+        (
+            &[
+                "--hub-apiserver",
+                "https://127.0.0.1:1",
+                "--hub-token",
+                &token,
+                "--cluster-name",
+                "c1",
+            ],
+            "cannot reach the hub",
+        ),
+        (
+            &[
+                "--hub-apiserver",
+                &hub.url,
+                "--hub-token",
+                "abcdef.0123456789abcdef",
+                "--cluster-name",
+                "c1",
+            ],
+            "rejected the token",
+        ),
+        (
+            &[
+                "--hub-apiserver",
+                &hub.url,
+                "--hub-token",
+                "",
+                "--cluster-name",
+                "c1",
+            ],
+            "invalid hub token",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut full = vec!["join"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["--simulated", "--data-dir", spoke_dir]);
+        let (code, _, stderr) = ocm(home.path(), &full);
+        assert_ne!(code, 0, "{args:?} should fail");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let admin = admin_client(&hub.kubeconfig).await;
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    let csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
+    assert!(
+        clusters
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        csrs.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // The real thing.
+    let join_args = [
+        "join",
+        "--hub-apiserver",
+        &hub.url,
+        "--hub-token",
+        &token,
+        "--cluster-name",
+        "c1",
+        "--simulated",
+        "--data-dir",
+        spoke_dir,
+    ];
+    let join = Process::spawn(home.path(), &join_args);
+    join.wait_line("token accepted");
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "accept",
+            "--clusters",
+            "c1",
+            "--wait",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("cluster c1 accepted"), "{stdout}");
+    wait_for(
+        &clusters,
+        "c1",
+        "Joined and Available",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
+    let csr_count = csrs.list(&ListParams::default()).await.unwrap().items.len();
+
+    let (code, stdout, _) = ocm(
+        home.path(),
+        &["get", "clusters", "--kubeconfig", &kubeconfig],
+    );
+    assert_eq!(code, 0);
+    assert!(stdout.contains("HUB ACCEPTED"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("c1 ") && l.contains("True")),
+        "{stdout}"
+    );
+
+    if kubectl_available() {
+        let out = Command::new("kubectl")
+            .args(["--kubeconfig", &kubeconfig, "get", "managedclusters"])
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let header = stdout.lines().next().unwrap();
+        for column in [
+            "NAME",
+            "HUB ACCEPTED",
+            "MANAGED CLUSTER URLS",
+            "JOINED",
+            "AVAILABLE",
+            "AGE",
+        ] {
+            assert!(header.contains(column), "{header}");
+        }
+        let row = stdout.lines().find(|l| l.starts_with("c1 ")).unwrap();
+        assert!(row.contains("true") && row.contains("True"), "{row}");
+    } else {
+        eprintln!("kubectl not found: skipping the kubectl part");
+    }
+
+    // Restarting the agent re-registers nothing.
+    join.stop();
+    let join = Process::spawn(home.path(), &join_args);
+    join.wait_line("token accepted");
+    let restarted = jiff::Timestamp::now();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(admin.clone(), "c1");
+    wait_for(
+        &leases,
+        "managed-cluster-lease",
+        "renewed by the restarted agent",
+        move |l| {
+            l.spec
+                .as_ref()
+                .and_then(|s| s.renew_time.as_ref())
+                .is_some_and(|t| t.0 > restarted)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        csrs.list(&ListParams::default()).await.unwrap().items.len(),
+        csr_count
+    );
+
+    // `ocm unjoin` removes the agent's namespace and credentials from the managed cluster.
+    let spoke_kubeconfig = format!("{spoke_dir}/admin.kubeconfig");
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "unjoin",
+            "--cluster-name",
+            "c1",
+            "--spoke-kubeconfig",
+            &spoke_kubeconfig,
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("removed"), "{stdout}");
+    let spoke = admin_client(Path::new(&spoke_kubeconfig)).await;
+    ocm_e2e::wait_gone(
+        &Api::<k8s_openapi::api::core::v1::Namespace>::all(spoke),
+        "open-cluster-management-agent",
+    )
+    .await
+    .unwrap();
+    join.stop();
+    hub.process.stop();
+}
+
+#[test]
+fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("demo");
+    let data = data.to_str().unwrap();
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "demo",
+            "--data-dir",
+            data,
+            "--clusters",
+            "2",
+            "--until-ready",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "ocm init",
+        "cluster1",
+        "cluster2",
+        "approved CSR",
+        "kubectl --kubeconfig",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("NAME"), "{stdout}");
+
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "demo",
+            "--data-dir",
+            data,
+            "--clusters",
+            "2",
+            "--until-ready",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("resuming"), "{stdout}");
+    assert!(stdout.contains("was already accepted"), "{stdout}");
+    assert!(!stdout.contains("approved CSR"), "{stdout}");
+}
