@@ -4,7 +4,7 @@
 //! `impersonate` verb).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use http::HeaderMap;
 use serde_json::Value;
@@ -12,9 +12,11 @@ use serde_json::Value;
 use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::ops::{Ctx, Target as OpsTarget};
-use crate::rbac::{Attributes, Forbidden, Policy, RBAC_GROUP, request_attributes};
+use crate::rbac::{
+    Attributes, Forbidden, LivePolicy, Policy, PolicyError, RBAC_GROUP, request_attributes,
+};
 use crate::server::Inner;
-use crate::storage::{Bucket, Revision};
+use crate::storage::{Bucket, Event, EventKind, Revision};
 
 /// The RBAC storage buckets, in the order objects are loaded.
 const RBAC_RESOURCES: [&str; 4] = [
@@ -24,73 +26,140 @@ const RBAC_RESOURCES: [&str; 4] = [
     "rolebindings",
 ];
 
-/// Each cluster's policy, rebuilt when its RBAC objects changed since it was built.
+/// The kind stored in each of [`RBAC_RESOURCES`].
+const RBAC_KINDS: [&str; 4] = ["ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"];
+
+/// Each cluster's policy, kept current by applying the RBAC changes made since it was last
+/// brought up to date (rebuilt from scratch only when the history window no longer holds them).
 #[derive(Default)]
 pub(crate) struct PolicyCache {
-    by_cluster: Mutex<HashMap<String, (Fingerprint, Arc<Policy>)>>,
+    defaults: OnceLock<Arc<Policy>>,
+    by_cluster: Mutex<HashMap<String, CachedPolicy>>,
 }
 
-/// Identifies a state of a cluster's RBAC objects: per bucket, the object count and the
-/// highest write revision. Every change raises a revision or lowers a count, and a count only
-/// comes back through a create (a higher revision), so equal fingerprints mean equal states.
-type Fingerprint = [(usize, Revision); 4];
+/// One cluster's policy and the state of storage it reflects.
+struct CachedPolicy {
+    /// The fingerprint when the policy was last brought up to date.
+    seen: Fingerprint,
+    /// Per bucket: every change up to this revision is applied.
+    applied: [Revision; 4],
+    live: LivePolicy,
+}
+
+/// Identifies a state of a cluster's RBAC objects: per bucket, the revision of its last write.
+/// Every create, update and delete is a write at a new, higher revision, so equal
+/// fingerprints mean equal states. O(1) per request.
+type Fingerprint = [Revision; 4];
 
 fn bucket(cluster: &str, resource: &str) -> Bucket {
     Bucket::new(cluster, &format!("{RBAC_GROUP}/{resource}"))
 }
 
 fn fingerprint(inner: &Inner, cluster: &str) -> Fingerprint {
-    let mut out = [(0, 0); 4];
-    for (slot, resource) in out.iter_mut().zip(RBAC_RESOURCES) {
-        let (_, items) = inner.store.list(&bucket(cluster, resource), None, None);
-        let max = items.iter().map(|(_, _, o)| o.rev).max().unwrap_or(0);
-        *slot = (items.len(), max);
-    }
-    out
+    RBAC_RESOURCES.map(|resource| inner.store.bucket_revision(&bucket(cluster, resource)))
 }
 
-/// Builds a cluster's policy: the bootstrap defaults, overridden by the stored objects, with
-/// aggregated ClusterRoles filled.
-fn build_policy(inner: &Inner, cluster: &str) -> Policy {
-    let mut policy = Policy::bootstrap();
-    for resource in RBAC_RESOURCES {
-        let (_, items) = inner.store.list(&bucket(cluster, resource), None, None);
+fn defaults(inner: &Inner) -> Arc<Policy> {
+    inner
+        .policies
+        .defaults
+        .get_or_init(|| Arc::new(Policy::bootstrap()))
+        .clone()
+}
+
+/// Builds a cluster's policy from scratch: the bootstrap defaults, overridden by the stored
+/// objects, with aggregated ClusterRoles filled.
+fn build_policy(inner: &Inner, cluster: &str, seen: Fingerprint) -> CachedPolicy {
+    let mut live = LivePolicy::new(defaults(inner));
+    let mut applied = [0; 4];
+    for (i, resource) in RBAC_RESOURCES.into_iter().enumerate() {
+        let (revision, items) = inner.store.list(&bucket(cluster, resource), None, None);
+        applied[i] = revision;
         for (_, name, object) in items {
             let Ok(value) = serde_json::from_slice::<Value>(&object.value) else {
                 continue;
             };
-            if let Err(err) = policy.upsert(&value) {
+            if let Err(err) = live.upsert(&value) {
                 tracing::warn!(resource, name, %err, "stored RBAC object ignored");
             }
         }
     }
-    policy.aggregate_to_fixed_point();
-    policy
+    CachedPolicy {
+        seen,
+        applied,
+        live,
+    }
+}
+
+/// Applies the changes of `bucket` committed after `entry.applied`, as a full rebuild would
+/// see them (an object that does not decode counts as absent). `Err` when the history window
+/// no longer holds them.
+fn catch_up(
+    inner: &Inner,
+    cluster: &str,
+    entry: &mut CachedPolicy,
+    seen: Fingerprint,
+) -> Result<(), crate::storage::StorageError> {
+    for (i, resource) in RBAC_RESOURCES.into_iter().enumerate() {
+        if entry.seen[i] == seen[i] {
+            continue;
+        }
+        let kind = RBAC_KINDS[i];
+        for event in inner
+            .store
+            .changes_since(&bucket(cluster, resource), entry.applied[i])?
+        {
+            let key = &event.key;
+            let applied = match event.kind {
+                EventKind::Deleted => Ok(false),
+                EventKind::Added | EventKind::Modified => apply_stored(&mut entry.live, &event),
+            };
+            match applied {
+                Ok(true) => {}
+                Ok(false) => entry.live.remove(kind, &key.namespace, &key.name),
+                Err(err) => {
+                    tracing::warn!(resource, name = key.name, %err, "stored RBAC object ignored");
+                    entry.live.remove(kind, &key.namespace, &key.name);
+                }
+            }
+            entry.applied[i] = event.rev;
+        }
+    }
+    entry.seen = seen;
+    Ok(())
+}
+
+/// Upserts the object an event stored: `Ok(false)` when it is not JSON, `Err` when it is not
+/// a readable RBAC object (a full rebuild skips both).
+fn apply_stored(live: &mut LivePolicy, event: &Event) -> Result<bool, PolicyError> {
+    let Ok(value) = serde_json::from_slice::<Value>(&event.object) else {
+        return Ok(false);
+    };
+    live.upsert(&value).map(|()| true)
 }
 
 /// The current policy of `cluster`.
 pub(crate) fn policy(inner: &Inner, cluster: &str) -> Arc<Policy> {
-    let current = fingerprint(inner, cluster);
-    {
-        let cache = inner
-            .policies
-            .by_cluster
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some((built_from, policy)) = cache.get(cluster)
-            && *built_from == current
-        {
-            return policy.clone();
-        }
-    }
-    let built = Arc::new(build_policy(inner, cluster));
+    // Held throughout: racing requests apply each change once, in order.
     let mut cache = inner
         .policies
         .by_cluster
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    cache.insert(cluster.to_owned(), (current, built.clone()));
-    built
+    let current = fingerprint(inner, cluster);
+    if let Some(entry) = cache.get_mut(cluster) {
+        if entry.seen == current {
+            return entry.live.snapshot();
+        }
+        match catch_up(inner, cluster, entry, current) {
+            Ok(()) => return entry.live.snapshot(),
+            Err(err) => tracing::debug!(cluster, %err, "RBAC changes compacted; rebuilding policy"),
+        }
+    }
+    let mut built = build_policy(inner, cluster, current);
+    let snapshot = built.live.snapshot();
+    cache.insert(cluster.to_owned(), built);
+    snapshot
 }
 
 /// Checks `attrs` against the cluster's policy: `Err` is the 403.

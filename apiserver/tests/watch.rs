@@ -317,3 +317,38 @@ async fn all_namespace_watch_and_streaming_list() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn name_field_selector_watch_sees_only_that_name() {
+    let (_s, client) = common::server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams::default();
+    let mut stream = api
+        .watch(&WatchParams::default().fields("metadata.name=a"), "0")
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&pp, &cm("b", json!({}))).await.unwrap();
+    api.create(&pp, &cm("a", json!({}))).await.unwrap();
+    let merge = Patch::Merge(json!({"data": {"x": "1"}}));
+    api.patch("b", &PatchParams::default(), &merge)
+        .await
+        .unwrap();
+    api.patch("a", &PatchParams::default(), &merge)
+        .await
+        .unwrap();
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let mut names = Vec::new();
+    for _ in 0..3 {
+        names.push(name_of(&next(&mut stream).await));
+    }
+    assert_eq!(
+        names,
+        [
+            ("ADDED".into(), "a".into()),
+            ("MODIFIED".into(), "a".into()),
+            ("DELETED".into(), "a".into()),
+        ]
+    );
+}

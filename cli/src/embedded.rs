@@ -94,11 +94,7 @@ impl EmbeddedHub {
         std::fs::create_dir_all(&options.data_dir)
             .with_context(|| format!("creating {}", options.data_dir.display()))?;
         let tls = TlsMaterial::load_or_create(&options.data_dir.join("pki"), &options.tls_sans)?;
-        let host = match options.listen.ip() {
-            ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            ip => ip.to_string(),
-        };
+        let host = advertised_host(options.listen);
         let config = ApiServerConfig {
             data_dir: (!options.memory).then(|| options.data_dir.clone()),
             advertise_address: format!("{host}:{}", options.listen.port()),
@@ -356,6 +352,16 @@ pub fn cluster_info_kubeconfig(url: &str, ca_pem: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n    certificate-authority-data: {ca}\n    server: {url}\ncontexts: []\nusers: []\npreferences: {{}}\n"
     )
+}
+
+/// The host clients reach a server listening on `listen` at: loopback for an unspecified
+/// address, brackets around IPv6.
+pub fn advertised_host(listen: SocketAddr) -> String {
+    match listen.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    }
 }
 
 /// The admin kubeconfig path of an embedded hub's data dir.

@@ -436,3 +436,33 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
     assert!(stdout.contains("was already accepted"), "{stdout}");
     assert!(!stdout.contains("approved CSR"), "{stdout}");
 }
+
+#[test]
+fn registration_benchmark_runs_and_prints_its_figures() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "bench",
+            "registration",
+            "--clusters",
+            "3",
+            "--lease-seconds",
+            "5",
+            "--steady-seconds",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "3 simulated clusters prepared",
+        "Joined and Available",
+        "RSS:",
+        "CPU in steady heartbeat",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+}

@@ -58,6 +58,17 @@ impl Watcher {
         self.filter.matches(obj)
     }
 
+    /// Whether the watch's name (from the path or a `metadata.name=` field selector) rules out
+    /// every object named `name`: such events are skipped without parsing the object.
+    fn excludes_name(&self, name: &str) -> bool {
+        self.name.as_deref().is_some_and(|n| n != name)
+            || self
+                .filter
+                .fields
+                .exact_match("metadata.name")
+                .is_some_and(|n| n != name)
+    }
+
     fn simple(&self) -> bool {
         self.filter.labels.is_everything()
             && self.filter.fields.is_everything()
@@ -120,6 +131,9 @@ impl Watcher {
         if let Some(ns) = &self.filter.namespace
             && event.key.namespace != *ns
         {
+            return true;
+        }
+        if self.excludes_name(&event.key.name) {
             return true;
         }
         if self.simple() {

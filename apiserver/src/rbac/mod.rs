@@ -10,6 +10,7 @@
 //!   (`escalate`, `bind`).
 //! * [`aggregated_rules`], [`Policy::pending_aggregations`] — ClusterRole aggregation.
 //! * [`authorized_for_signer`], [`signer_forbidden`] — `approve`/`sign` on CSR signer names.
+//! * [`LivePolicy`] — a policy kept current change by change.
 //! * [`bootstrap`] — the default policy objects kube-apiserver creates on start.
 //! * [`subject_access_review`], [`self_subject_access_review`],
 //!   [`local_subject_access_review`], [`self_subject_rules_review`] — the access reviews.
@@ -20,6 +21,7 @@ mod authorizer;
 pub mod bootstrap;
 mod escalation;
 mod forbidden;
+mod live;
 mod policy;
 mod request_info;
 mod review;
@@ -33,6 +35,7 @@ pub use escalation::{
     RbacWrite, check_escalation, confirm_no_escalation, only_gc_fields_changed, rules_of,
 };
 pub use forbidden::{Forbidden, forbidden_message};
+pub use live::LivePolicy;
 pub use policy::{
     Policy, PolicyError, RBAC_GROUP, RuleSource, Visit, applies_to, service_account_username,
 };

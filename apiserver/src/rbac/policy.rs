@@ -41,7 +41,7 @@ pub enum PolicyError {
 /// The core keeps one up to date from storage (every write and delete of the four kinds) and
 /// evaluates requests against it. Iteration is by name, so decisions and reasons are
 /// deterministic.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Policy {
     pub(crate) cluster_roles: BTreeMap<String, ClusterRole>,
     pub(crate) roles: BTreeMap<(String, String), Role>,

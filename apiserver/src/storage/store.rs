@@ -67,6 +67,8 @@ struct State {
     /// Events with a revision at or below this one may be missing from `history`.
     compacted: Revision,
     buckets: HashMap<Bucket, Objects>,
+    /// Revision of the last write (create, update or delete) to each bucket.
+    bucket_writes: HashMap<Bucket, Revision>,
     history: VecDeque<Arc<Event>>,
     watchers: Mutex<Watchers>,
 }
@@ -147,7 +149,10 @@ impl Store {
     pub fn open<B: Backend>(mut backend: B, config: StoreConfig) -> Result<Store, StorageError> {
         let loaded = backend.load()?;
         let mut buckets: HashMap<Bucket, Objects> = HashMap::new();
+        let mut bucket_writes: HashMap<Bucket, Revision> = HashMap::new();
         for (key, object) in loaded.objects {
+            let last = bucket_writes.entry(key.bucket.clone()).or_default();
+            *last = (*last).max(object.rev);
             buckets
                 .entry(key.bucket)
                 .or_default()
@@ -157,6 +162,7 @@ impl Store {
             revision: loaded.revision,
             compacted: loaded.revision,
             buckets,
+            bucket_writes,
             history: VecDeque::new(),
             watchers: Mutex::new(Watchers::default()),
         };
@@ -186,6 +192,16 @@ impl Store {
     /// The oldest revision a watch may start from.
     pub fn compacted_revision(&self) -> Revision {
         read_state(&self.shared).compacted
+    }
+
+    /// The revision of the last write (create, update or delete) to `bucket`; 0 if none since
+    /// the store was opened and it holds no object. Cheap: for change detection.
+    pub fn bucket_revision(&self, bucket: &Bucket) -> Revision {
+        read_state(&self.shared)
+            .bucket_writes
+            .get(bucket)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// One object.
@@ -322,6 +338,30 @@ impl Store {
             revision: state.revision,
             receiver,
         })
+    }
+
+    /// The changes of `bucket` after revision `from`, oldest first, from the history window,
+    /// without subscribing to later ones. Fails with [`StorageError::Compacted`] when `from`
+    /// is older than the window.
+    pub fn changes_since(
+        &self,
+        bucket: &Bucket,
+        from: Revision,
+    ) -> Result<Vec<Arc<Event>>, StorageError> {
+        let state = read_state(&self.shared);
+        if from < state.compacted {
+            return Err(StorageError::Compacted {
+                requested: from,
+                oldest: state.compacted + 1,
+            });
+        }
+        let start = state.history.partition_point(|event| event.rev <= from);
+        Ok(state
+            .history
+            .range(start..)
+            .filter(|event| event.key.bucket == *bucket)
+            .cloned()
+            .collect())
     }
 
     /// Every change of every object, for the server's own controllers. Unbounded: the receiver
@@ -598,6 +638,9 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
     let mut state = write_state(shared);
     let window = shared.config.history_window.max(1);
     for event in &events {
+        state
+            .bucket_writes
+            .insert(event.key.bucket.clone(), event.rev);
         let objects = state.buckets.entry(event.key.bucket.clone()).or_default();
         let k = (event.key.namespace.clone(), event.key.name.clone());
         match event.kind {
@@ -742,6 +785,58 @@ mod tests {
         ));
         let recent = store.watch_from(&bucket, store.revision() - 2).unwrap();
         assert_eq!(recent.replay.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn changes_since_reads_history_without_watching() {
+        let config = StoreConfig {
+            history_window: 4,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        let other = ObjectKey::new(Bucket::new("", "/secrets"), "ns", "s");
+        let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+        store.create(other, cm("s", "1")).await.unwrap();
+        let second = store.create(key("ns", "b"), cm("b", "1")).await.unwrap();
+        let deleted = store.delete(key("ns", "a"), None).await.unwrap();
+        let changes = store.changes_since(&bucket, first.rev).unwrap();
+        let seen: Vec<_> = changes.iter().map(|e| (e.rev, e.kind)).collect();
+        assert_eq!(
+            seen,
+            [
+                (second.rev, EventKind::Added),
+                (deleted.rev, EventKind::Deleted)
+            ]
+        );
+        assert!(
+            store
+                .changes_since(&bucket, deleted.rev)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            lock_watchers(&read_state(&store.shared))
+                .by_bucket
+                .is_empty()
+        );
+        for i in 0..4 {
+            store
+                .update(key("ns", "b"), cm("b", &i.to_string()), None)
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            store.changes_since(&bucket, first.rev),
+            Err(StorageError::Compacted { .. })
+        ));
+        assert_eq!(
+            store
+                .changes_since(&bucket, store.revision() - 1)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]

@@ -31,14 +31,7 @@ pub struct ApiserverArgs {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(args: &ApiserverArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    ocm_runtime::telemetry::init("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,11 +43,7 @@ async fn serve(args: &ApiserverArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let tls = TlsMaterial::load_or_create(&args.data_dir.join("pki"), &args.tls_san)?;
-    let host = match args.listen.ip() {
-        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        ip => ip.to_string(),
-    };
+    let host = crate::embedded::advertised_host(args.listen);
     let config = ApiServerConfig {
         data_dir: (!args.memory).then(|| args.data_dir.clone()),
         advertise_address: format!("{host}:{}", args.listen.port()),
@@ -75,30 +64,8 @@ async fn serve(args: &ApiserverArgs) -> anyhow::Result<()> {
         kubeconfig = %kubeconfig.display(),
         "ocm apiserver ready"
     );
-    wait_for_signal().await;
+    ocm_runtime::shutdown::wait_for_signal().await;
     tracing::info!("shutting down");
     serving.shutdown().await;
     Ok(())
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -68,20 +68,28 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Crds(args) => crds::run(&args),
         Command::Apiserver(args) => apiserver::run(&args),
-        Command::Hub(args) => block_on(hub::run(args)),
-        Command::Init(args) => block_on(init::run(args)),
-        Command::Join(args) => block_on(join::run(args)),
-        Command::Agent(args) => block_on(agent::run(args)),
-        Command::Accept(args) => block_on(accept::run(args)),
-        Command::Get(args) => block_on(get::run(args)),
-        Command::Unjoin(args) => block_on(unjoin::run(args)),
-        Command::Demo(args) => block_on(demo::run(args)),
-        Command::Bench(args) => block_on(bench::run(args)),
+        Command::Hub(args) => block_on("info", hub::run(args)),
+        Command::Init(args) => block_on(QUIET, init::run(args)),
+        Command::Join(args) => block_on(QUIET, join::run(args)),
+        Command::Agent(args) => block_on("info", agent::run(args)),
+        Command::Accept(args) => block_on(QUIET, accept::run(args)),
+        Command::Get(args) => block_on(QUIET, get::run(args)),
+        Command::Unjoin(args) => block_on(QUIET, unjoin::run(args)),
+        Command::Demo(args) => block_on(QUIET, demo::run(args)),
+        Command::Bench(args) => block_on(QUIET, bench::run(args)),
     }
 }
 
-fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
-    ocm_runtime::telemetry::init("warn");
+/// Log filter of interactive commands: they print progress themselves; transient errors
+/// that the controllers retry (conflicts, a watch that starts before its RBAC exists) would
+/// only be noise. `RUST_LOG` overrides it.
+const QUIET: &str = "error";
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(
+    log_filter: &str,
+    f: F,
+) -> anyhow::Result<()> {
+    ocm_runtime::telemetry::init(log_filter);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -60,48 +60,7 @@ pub(crate) const ACCEPTED_MESSAGE: &str = "Accepted by hub cluster admin";
 /// Message of the denied condition.
 pub(crate) const DENIED_MESSAGE: &str = "Denied by hub cluster admin";
 
-/// Errors of the hub registration controllers.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Error {
-    /// A call to the hub API server failed.
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// Several steps failed; the message lists them.
-    #[error("{0}")]
-    Many(String),
-}
-
-impl Error {
-    pub(crate) fn kube(what: impl Into<String>, source: kube::Error) -> Error {
-        Error::Kube {
-            what: what.into(),
-            source,
-        }
-    }
-
-    /// Short label for metrics.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Error::Kube { source, .. } => match source {
-                kube::Error::Api(s) if s.is_conflict() => "conflict",
-                kube::Error::Api(s) if s.is_forbidden() => "forbidden",
-                kube::Error::Api(s) if s.is_not_found() => "not_found",
-                kube::Error::Api(_) => "api",
-                _ => "client",
-            },
-            Error::Many(_) => "apply",
-        }
-    }
-}
-
-/// Whether `err` is a 404 from the server.
-pub(crate) fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(s) if s.is_not_found())
-}
+pub(crate) use super::error::{HubError as Error, is_not_found};
 
 // --- pure decisions --------------------------------------------------------------------------
 
@@ -545,14 +504,7 @@ async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result
 }
 
 fn error_policy(_cluster: Arc<ManagedCluster>, err: &Error, ctx: Arc<HubContext>) -> Action {
-    ctx.metrics.failed(CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "managed cluster acceptance failed; retrying");
-    } else {
-        warn!(error = %err, "managed cluster acceptance failed; retrying");
-    }
-    Action::requeue(retry_delay(&ctx.options))
+    super::error::retry_after(&ctx.metrics, CONTROLLER, err, retry_delay(&ctx.options))
 }
 
 /// Delay before retrying a failed reconcile.

@@ -271,14 +271,7 @@ async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result
 }
 
 fn error_policy(_cluster: Arc<ManagedCluster>, err: &Error, ctx: Arc<HubContext>) -> Action {
-    ctx.metrics.failed(CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "managed cluster cleanup failed; retrying");
-    } else {
-        warn!(error = %err, "managed cluster cleanup failed; retrying");
-    }
-    Action::requeue(retry_delay(&ctx.options))
+    super::error::retry_after(&ctx.metrics, CONTROLLER, err, retry_delay(&ctx.options))
 }
 
 /// The RBAC objects a sweep removes: per-cluster ClusterRoles (named after the cluster in their

@@ -37,7 +37,7 @@ use ocm_api::cluster::v1beta2::{
 };
 use ocm_runtime::conditions::{condition, set_condition};
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::info;
 
 use super::HubContext;
 use super::lease::{HealthError, RETRY, has_code, ticks};
@@ -202,13 +202,9 @@ async fn run_builtin_sets(ctx: Arc<HubContext>) {
             match ensure_builtin_sets(&ctx).await {
                 Ok(()) => pending = false,
                 Err(err) => {
-                    ctx.metrics.failed(BUILTIN_CONTROLLER, err.kind());
-                    if err.kind() == "conflict" {
-                        // Optimistic concurrency: someone else wrote first; the retry reads again.
-                        tracing::debug!(error = %err, "maintaining built-in cluster sets failed; retrying");
-                    } else {
-                        warn!(error = %err, "maintaining built-in cluster sets failed; retrying");
-                    }
+                    // Only counted and logged: the loop below waits RETRY before trying again.
+                    let _ =
+                        super::error::retry_after(&ctx.metrics, BUILTIN_CONTROLLER, &err, RETRY);
                 }
             }
         }
@@ -259,14 +255,7 @@ fn label_error_policy(
     err: &HealthError,
     ctx: Arc<HubContext>,
 ) -> Action {
-    ctx.metrics.failed(LABEL_CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "labelling cluster failed; retrying");
-    } else {
-        warn!(error = %err, "labelling cluster failed; retrying");
-    }
-    Action::requeue(RETRY)
+    super::error::retry_after(&ctx.metrics, LABEL_CONTROLLER, err, RETRY)
 }
 
 async fn run_default_label(ctx: Arc<HubContext>) {
@@ -390,14 +379,7 @@ async fn reconcile_set(
 }
 
 fn set_error_policy(_set: Arc<ManagedClusterSet>, err: &HealthError, ctx: Arc<SetCtx>) -> Action {
-    ctx.hub.metrics.failed(SET_CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "cluster set status failed; retrying");
-    } else {
-        warn!(error = %err, "cluster set status failed; retrying");
-    }
-    Action::requeue(RETRY)
+    super::error::retry_after(&ctx.hub.metrics, SET_CONTROLLER, err, RETRY)
 }
 
 async fn run_set_status(ctx: Arc<HubContext>) {
@@ -480,14 +462,7 @@ fn binding_error_policy(
     err: &HealthError,
     ctx: Arc<HubContext>,
 ) -> Action {
-    ctx.metrics.failed(BINDING_CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "cluster set binding status failed; retrying");
-    } else {
-        warn!(error = %err, "cluster set binding status failed; retrying");
-    }
-    Action::requeue(RETRY)
+    super::error::retry_after(&ctx.metrics, BINDING_CONTROLLER, err, RETRY)
 }
 
 async fn run_bindings(ctx: Arc<HubContext>) {

@@ -34,7 +34,7 @@ use kube::runtime::{Controller, watcher};
 use ocm_api::addon::names::KUBE_APISERVER_CLIENT_SIGNER;
 use ocm_api::cluster::names::REGISTER_GROUP;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer;
 
@@ -297,14 +297,7 @@ async fn reconcile(
 }
 
 fn error_policy(_csr: Arc<CertificateSigningRequest>, err: &Error, ctx: Arc<HubContext>) -> Action {
-    ctx.metrics.failed(CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "csr approval failed; retrying");
-    } else {
-        warn!(error = %err, "csr approval failed; retrying");
-    }
-    Action::requeue(retry_delay(&ctx.options))
+    super::error::retry_after(&ctx.metrics, CONTROLLER, err, retry_delay(&ctx.options))
 }
 
 /// Runs the CSR approval controller until `ctx.shutdown` is cancelled.

@@ -42,7 +42,7 @@ use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::conditions::{condition, find_condition, set_condition};
 use serde_json::json;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::HubContext;
 
@@ -61,44 +61,7 @@ const CLOCK_SYNCED_MESSAGE: &str = "The clock of the managed cluster is synced w
 /// Message of ClockSynced=False.
 const CLOCK_OUT_OF_SYNC_MESSAGE: &str = "The clock of hub and agent is out of sync. This may cause the Unknown status and affect agent functionalities.";
 
-/// Errors of the health controllers (lease, taints, cluster sets, metrics).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum HealthError {
-    /// A call to the hub API server failed.
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-impl HealthError {
-    pub(crate) fn kube(what: impl Into<String>, source: kube::Error) -> HealthError {
-        HealthError::Kube {
-            what: what.into(),
-            source,
-        }
-    }
-
-    /// A short label for the error metric.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            HealthError::Kube { source, .. } => match source {
-                kube::Error::Api(s) if s.is_conflict() => "conflict",
-                kube::Error::Api(s) if s.is_forbidden() => "forbidden",
-                kube::Error::Api(s) if s.is_not_found() => "not_found",
-                kube::Error::Api(_) => "api",
-                _ => "client",
-            },
-        }
-    }
-}
-
-/// Whether `err` is an API error with `code`.
-pub(crate) fn has_code(err: &kube::Error, code: u16) -> bool {
-    matches!(err, kube::Error::Api(s) if s.code == code)
-}
+pub(crate) use super::error::{HubError as HealthError, has_code};
 
 /// A stream that ticks every `period` (not immediately), for full resyncs.
 pub(crate) fn ticks(period: Duration) -> impl futures::Stream<Item = ()> + Send + 'static {
@@ -518,14 +481,7 @@ async fn reconcile(
 }
 
 fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<LeaseCtx>) -> Action {
-    ctx.hub.metrics.failed(CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "cluster lease check failed; retrying");
-    } else {
-        warn!(error = %err, "cluster lease check failed; retrying");
-    }
-    Action::requeue(RETRY)
+    super::error::retry_after(&ctx.hub.metrics, CONTROLLER, err, RETRY)
 }
 
 /// Runs the lease controller until `ctx.shutdown` is cancelled.

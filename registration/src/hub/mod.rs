@@ -6,6 +6,7 @@ pub mod admission;
 mod cleanup;
 mod clustersets;
 mod csr_approval;
+mod error;
 mod lease;
 mod metrics;
 pub mod rbac;

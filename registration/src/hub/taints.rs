@@ -26,7 +26,7 @@ use ocm_api::cluster::names::taints::{UNAVAILABLE, UNREACHABLE};
 use ocm_api::cluster::v1::{ManagedCluster, Taint, TaintEffect};
 use ocm_runtime::conditions::find_condition;
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::info;
 
 use super::HubContext;
 use super::lease::{HealthError, RETRY, ticks};
@@ -146,14 +146,7 @@ async fn reconcile(
 }
 
 fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<HubContext>) -> Action {
-    ctx.metrics.failed(CONTROLLER, err.kind());
-    if err.kind() == "conflict" {
-        // Optimistic concurrency: someone else wrote first; the retry reads again.
-        tracing::debug!(error = %err, "updating availability taints failed; retrying");
-    } else {
-        warn!(error = %err, "updating availability taints failed; retrying");
-    }
-    Action::requeue(RETRY)
+    super::error::retry_after(&ctx.metrics, CONTROLLER, err, RETRY)
 }
 
 /// Runs the taint controller until `ctx.shutdown` is cancelled.
