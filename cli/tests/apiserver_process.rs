@@ -866,3 +866,255 @@ fn kubectl_auth_and_certificates() {
     assert_eq!(conditions, "Approved");
     drop(server);
 }
+
+const RBAC_FIXTURE: &str = r#"apiVersion: v1
+kind: List
+items:
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-pod-reader},
+   rules: [{apiGroups: [""], resources: [pods], verbs: [get, list, watch]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-u-pods},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-pod-reader},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: alice}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-any-verb},
+   rules: [{apiGroups: [apps], resources: [deployments], verbs: ["*"]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-g-deploy},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-any-verb},
+   subjects: [{kind: Group, apiGroup: rbac.authorization.k8s.io, name: deployers}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-carol},
+   rules: [{apiGroups: ["*"], resources: [widgets], verbs: [get]},
+           {apiGroups: [batch], resources: ["*"], verbs: [list]},
+           {apiGroups: [""], resources: [pods/log], verbs: [get]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-carol},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-carol},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: carol}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-one-secret},
+   rules: [{apiGroups: [""], resources: [secrets], resourceNames: [s1], verbs: [get]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-dave},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-one-secret},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: dave}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-metrics},
+   rules: [{nonResourceURLs: [/metrics], verbs: [get]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-erin},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-metrics},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: erin}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-cm-editor},
+   rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, create, update]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-sa-cm},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-cm-editor},
+   subjects: [{kind: ServiceAccount, name: robot, namespace: ops}]}
+- {apiVersion: v1, kind: Namespace, metadata: {name: team}}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: t-rb-cm, namespace: team},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-cm-editor},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: frank}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: t-lease-holder, namespace: team},
+   rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, update]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: t-rb-lease, namespace: team},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: t-lease-holder},
+   subjects: [{kind: ServiceAccount, name: worker, namespace: team}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: t-rb-sa-group, namespace: team},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-pod-reader},
+   subjects: [{kind: Group, apiGroup: rbac.authorization.k8s.io, name: "system:serviceaccounts:team"}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: t-aggregate},
+   aggregationRule: {clusterRoleSelectors: [{matchLabels: {example.com/aggregate-to-t: "true"}}]}, rules: []}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole,
+   metadata: {name: t-aggregated-part, labels: {example.com/aggregate-to-t: "true"}},
+   rules: [{apiGroups: [""], resources: [services], verbs: [list]}]}
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: t-henry},
+   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: t-aggregate},
+   subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: henry}]}
+"#;
+
+/// The rule fields, subject kinds and aggregation of the RBAC tables, asked through
+/// `kubectl auth can-i --as` (SelfSubjectAccessReviews made while impersonating).
+#[test]
+fn kubectl_auth_can_i_follows_every_rule_field_and_subject_kind() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = Server::start(&dir.path().join("data"));
+    let kc = server.kubeconfig.clone();
+    let (code, _, stderr) = kubectl(
+        &home,
+        &kc,
+        &["create", "--validate=false", "-f", "-"],
+        Some(RBAC_FIXTURE),
+    );
+    assert_eq!(code, 0, "{stderr}");
+
+    let can_i = |args: &[&str]| {
+        let mut full = vec!["auth", "can-i"];
+        full.extend_from_slice(args);
+        let (code, stdout, stderr) = kubectl(&home, &kc, &full, None);
+        match (code, stdout.trim()) {
+            (0, "yes") => true,
+            (1, "no") => false,
+            other => panic!("kubectl {full:?}: {other:?} {stderr}"),
+        }
+    };
+    let cases: &[(&[&str], bool)] = &[
+        // verbs
+        (&["get", "pods", "-n", "ns1", "--as", "alice"], true),
+        (&["delete", "pods", "-n", "ns1", "--as", "alice"], false),
+        (&["watch", "pods", "-A", "--as", "alice"], true),
+        (
+            &[
+                "deletecollection",
+                "deployments.apps",
+                "-n",
+                "x",
+                "--as",
+                "bob",
+                "--as-group",
+                "deployers",
+            ],
+            true,
+        ),
+        (
+            &[
+                "escalate",
+                "deployments.apps",
+                "-n",
+                "x",
+                "--as",
+                "bob",
+                "--as-group",
+                "deployers",
+            ],
+            true,
+        ),
+        // apiGroups and resources
+        (
+            &["get", "deployments.apps", "-n", "ns1", "--as", "alice"],
+            false,
+        ),
+        (&["list", "jobs.batch", "-n", "x", "--as", "carol"], true),
+        (&["list", "jobs.batch", "-A", "--as", "carol"], true),
+        (
+            &["list", "deployments.apps", "-n", "x", "--as", "carol"],
+            false,
+        ),
+        // subresources
+        (
+            &[
+                "get",
+                "pods",
+                "--subresource=log",
+                "-n",
+                "x",
+                "--as",
+                "carol",
+            ],
+            true,
+        ),
+        (&["get", "pods", "-n", "x", "--as", "carol"], false),
+        // resourceNames
+        (&["get", "secrets/s1", "-n", "x", "--as", "dave"], true),
+        (&["get", "secrets/s2", "-n", "x", "--as", "dave"], false),
+        (&["list", "secrets", "-n", "x", "--as", "dave"], false),
+        // nonResourceURLs
+        (&["get", "/metrics", "--as", "erin"], true),
+        (&["get", "/logs", "--as", "erin"], false),
+        // service accounts, role bindings, namespaces
+        (
+            &[
+                "update",
+                "configmaps",
+                "-n",
+                "anywhere",
+                "--as",
+                "system:serviceaccount:ops:robot",
+            ],
+            true,
+        ),
+        (
+            &[
+                "update",
+                "configmaps",
+                "-n",
+                "anywhere",
+                "--as",
+                "system:serviceaccount:ops:other",
+            ],
+            false,
+        ),
+        (
+            &["create", "configmaps", "-n", "team", "--as", "frank"],
+            true,
+        ),
+        (
+            &["create", "configmaps", "-n", "other", "--as", "frank"],
+            false,
+        ),
+        (
+            &[
+                "update",
+                "leases.coordination.k8s.io",
+                "-n",
+                "team",
+                "--as",
+                "system:serviceaccount:team:worker",
+            ],
+            true,
+        ),
+        (
+            &[
+                "update",
+                "leases.coordination.k8s.io",
+                "-n",
+                "ops",
+                "--as",
+                "system:serviceaccount:team:worker",
+            ],
+            false,
+        ),
+        (
+            &[
+                "list",
+                "pods",
+                "-n",
+                "team",
+                "--as",
+                "system:serviceaccount:team:other",
+                "--as-group",
+                "system:serviceaccounts:team",
+            ],
+            true,
+        ),
+        (
+            &[
+                "list",
+                "pods",
+                "-n",
+                "ops",
+                "--as",
+                "system:serviceaccount:team:other",
+                "--as-group",
+                "system:serviceaccounts:team",
+            ],
+            false,
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(can_i(args), *expected, "kubectl auth can-i {args:?}");
+    }
+    // Aggregation: the aggregated role gains its part's rules (filled by the server's
+    // aggregation controller; `kubectl wait` watches for it).
+    let (code, _, stderr) = kubectl(
+        &home,
+        &kc,
+        &[
+            "wait",
+            "--for=jsonpath={.rules[0].resources[0]}=services",
+            "clusterrole/t-aggregate",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(can_i(&["list", "services", "-n", "x", "--as", "henry"]));
+    assert!(!can_i(&["delete", "services", "-n", "x", "--as", "henry"]));
+}
