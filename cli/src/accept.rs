@@ -74,59 +74,20 @@ pub fn from_bootstrap_identity(csr: &CertificateSigningRequest) -> bool {
             .any(|g| BOOTSTRAP_GROUPS.contains(&g.as_str()))
 }
 
-/// The common name and organizations the CSR asks for, if its request parses.
-pub fn requested_subject(csr: &CertificateSigningRequest) -> Option<(String, Vec<String>)> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(&csr.spec.request.0).ok()?;
-    if pem.label != "CERTIFICATE REQUEST" {
-        return None;
-    }
-    use x509_parser::prelude::FromDer;
-    let (_, request) =
-        x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents)
-            .ok()?;
-    let subject = &request.certification_request_info.subject;
-    let cn = subject
-        .iter_common_name()
-        .next()
-        .and_then(|a| a.as_str().ok())?
-        .to_owned();
-    let orgs = subject
-        .iter_organization()
-        .filter_map(|a| a.as_str().ok().map(str::to_owned))
-        .collect();
-    Some((cn, orgs))
-}
-
-/// Whether a subject is the one an agent of `cluster` must ask for.
-pub fn subject_names_cluster(cluster: &str, cn: &str, orgs: &[String]) -> bool {
-    let prefix = format!("system:open-cluster-management:{cluster}:");
-    let agent = cn.strip_prefix(&prefix).unwrap_or_default();
-    !agent.is_empty()
-        && !agent.contains(':')
-        && orgs
-            .iter()
-            .any(|o| *o == format!("system:open-cluster-management:{cluster}"))
-}
-
 /// The pending CSRs of `cluster` that `ocm accept` approves.
 pub fn csrs_to_approve(
     cluster: &str,
     csrs: &[CertificateSigningRequest],
     skip_approve_check: bool,
 ) -> Result<Vec<String>, AcceptError> {
+    // The same subject check the hub applies to renewals: label, signer, organizations,
+    // common name and usages must all name an agent of `cluster`.
     let candidates: Vec<(&CertificateSigningRequest, String)> = csrs
         .iter()
-        .filter(|csr| {
-            csr.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(CLUSTER_NAME_LABEL))
-                .is_some_and(|c| c == cluster)
-        })
         .filter(|csr| is_pending(csr) && from_bootstrap_identity(csr))
         .filter_map(|csr| {
-            let (cn, orgs) = requested_subject(csr)?;
-            subject_names_cluster(cluster, &cn, &orgs).then_some((csr, cn))
+            let agent = ocm_registration::hub::validate_agent_csr(csr).ok()?;
+            (agent.cluster == cluster).then_some((csr, agent.common_name))
         })
         .collect();
     if candidates.is_empty() {
@@ -340,6 +301,14 @@ mod tests {
                 "system:bootstrap:x",
                 "system:open-cluster-management:c1:",
                 &[O1, OALL],
+            ),
+            // an extra organization beside the cluster's group
+            csr(
+                "e",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c1:a",
+                &[O1, "system:masters"],
             ),
             // not from a bootstrap identity
             {

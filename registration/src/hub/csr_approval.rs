@@ -57,7 +57,7 @@ const ALLOWED_USAGES: [&str; 3] = ["digital signature", "key encipherment", "cli
 
 /// Why a CSR is not a managed cluster agent CSR.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Rejection {
+pub enum Rejection {
     /// No `open-cluster-management.io/cluster-name` label.
     #[error("no cluster-name label")]
     NoClusterLabel,
@@ -82,13 +82,13 @@ pub(crate) enum Rejection {
 
 /// A CSR that passed [`validate`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct AgentCsr {
+pub struct AgentCsr {
     /// The cluster named by the label, organization and common name.
-    pub(crate) cluster: String,
+    pub cluster: String,
     /// The agent name from the common name.
-    pub(crate) agent: String,
+    pub agent: String,
     /// The request's common name: `system:open-cluster-management:<cluster>:<agent>`.
-    pub(crate) common_name: String,
+    pub common_name: String,
 }
 
 /// How the controller treats a CSR.
@@ -110,7 +110,7 @@ pub(crate) enum Verdict {
 /// `system:open-cluster-management:<cluster>`; the common name is exactly
 /// `system:open-cluster-management:<cluster>:<agent>`; usages within digital signature, key
 /// encipherment and client auth.
-pub(crate) fn validate(csr: &CertificateSigningRequest) -> Result<AgentCsr, Rejection> {
+pub fn validate(csr: &CertificateSigningRequest) -> Result<AgentCsr, Rejection> {
     let cluster = csr
         .labels()
         .get(CLUSTER_NAME)

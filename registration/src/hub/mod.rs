@@ -12,6 +12,8 @@ mod metrics;
 pub mod rbac;
 mod taints;
 
+pub use csr_approval::{AgentCsr, Rejection, validate as validate_agent_csr};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
