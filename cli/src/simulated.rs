@@ -56,6 +56,24 @@ pub async fn prepare(spoke: &kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The logical cluster of `server` that plays managed cluster `name`.
+pub fn logical_cluster_name(name: &str) -> String {
+    format!("managed-{name}")
+}
+
+/// Creates (or resumes) the logical cluster of `server` that plays managed cluster `name`,
+/// prepared with [`prepare`]; returns an admin client of it.
+pub async fn logical_spoke(server: &ApiServer, name: &str) -> anyhow::Result<kube::Client> {
+    let logical = logical_cluster_name(name);
+    server
+        .ensure_cluster(&logical)
+        .await
+        .map_err(|e| anyhow::anyhow!("creating simulated cluster {name} ({logical}): {e}"))?;
+    let spoke = kube::Client::new(server.service_for_cluster(&logical), "default");
+    prepare(&spoke).await?;
+    Ok(spoke)
+}
+
 /// A simulated managed cluster served over TLS from its own data directory.
 pub struct SimulatedCluster {
     /// The server.

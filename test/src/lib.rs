@@ -57,14 +57,7 @@ pub async fn bootstrap_kubeconfig(hub: &EmbeddedHub) -> anyhow::Result<String> {
 
 /// A simulated managed cluster: a logical cluster on the hub's embedded server.
 pub async fn simulated_spoke(hub: &EmbeddedHub, name: &str) -> anyhow::Result<kube::Client> {
-    let logical = format!("managed-{name}");
-    hub.server
-        .ensure_cluster(&logical)
-        .await
-        .map_err(|e| anyhow::anyhow!("creating logical cluster {logical}: {e}"))?;
-    let spoke = kube::Client::new(hub.server.service_for_cluster(&logical), "default");
-    ocm::simulated::prepare(&spoke).await?;
-    Ok(spoke)
+    ocm::simulated::logical_spoke(&hub.server, name).await
 }
 
 /// A registration agent running in this process.
@@ -165,11 +158,7 @@ pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Whether the cluster is Joined and Available.
-pub fn joined_and_available(cluster: &ManagedCluster) -> bool {
-    cluster_condition(cluster, "ManagedClusterJoined") == "True"
-        && cluster_condition(cluster, "ManagedClusterConditionAvailable") == "True"
-}
+pub use ocm::clusters_table::joined_and_available;
 
 /// The agent's hub credentials, read from the `hub-kubeconfig-secret` on its cluster, as a
 /// client of the hub over TLS.

@@ -167,7 +167,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
                 name.clone(),
                 (is("HubAcceptedManagedCluster"), is("ManagedClusterJoined")),
             );
-            if is("ManagedClusterJoined") && is("ManagedClusterConditionAvailable") {
+            if crate::clusters_table::joined_and_available(&cluster) {
                 ready.insert(name);
                 if ready.len() == watch_expected.len() {
                     return;
@@ -183,13 +183,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
             let server = hub.server.clone();
             let bootstrap = bootstrap.clone();
             async move {
-                let logical = format!("managed-{name}");
-                server
-                    .ensure_cluster(&logical)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("creating {logical}: {e}"))?;
-                let spoke = kube::Client::new(server.service_for_cluster(&logical), "default");
-                crate::simulated::prepare(&spoke).await?;
+                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
                 super::join::prepare_spoke(&spoke, &bootstrap).await?;
                 anyhow::Ok((name, spoke))
             }

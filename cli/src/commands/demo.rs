@@ -41,11 +41,6 @@ pub fn cluster_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("cluster{i}")).collect()
 }
 
-/// The logical cluster on the embedded server that plays managed cluster `name`.
-pub fn spoke_logical_cluster(name: &str) -> String {
-    format!("managed-{name}")
-}
-
 fn step(text: &str) {
     println!();
     println!("==> {text}");
@@ -104,13 +99,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut agents = Vec::new();
     let mut already_joined = BTreeMap::new();
     for name in &names {
-        let logical = spoke_logical_cluster(name);
-        hub.server
-            .ensure_cluster(&logical)
-            .await
-            .map_err(|e| anyhow::anyhow!("creating simulated cluster {name}: {e}"))?;
-        let spoke = kube::Client::new(hub.server.service_for_cluster(&logical), "default");
-        crate::simulated::prepare(&spoke).await?;
+        let spoke = crate::simulated::logical_spoke(&hub.server, name).await?;
         let has_credentials =
             Api::<Secret>::namespaced(spoke.clone(), super::join::AGENT_NAMESPACE)
                 .get_opt("hub-kubeconfig-secret")
@@ -212,16 +201,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn joined_and_available(cluster: &ManagedCluster) -> bool {
-    let conditions = cluster
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    ocm_runtime::conditions::is_true(conditions, "ManagedClusterJoined")
-        && ocm_runtime::conditions::is_true(conditions, "ManagedClusterConditionAvailable")
-}
-
 async fn wait_all_available(
     clusters: &Api<ManagedCluster>,
     names: &[String],
@@ -235,7 +214,7 @@ async fn wait_all_available(
         let Ok(cluster) = event else { continue };
         let name = cluster.metadata.name.clone().unwrap_or_default();
         if let Some(flag) = ready.get_mut(&name) {
-            *flag = joined_and_available(&cluster);
+            *flag = crate::clusters_table::joined_and_available(&cluster);
         }
         if ready.values().all(|r| *r) {
             return Ok(());
