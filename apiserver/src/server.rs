@@ -113,6 +113,8 @@ pub(crate) struct Inner {
     conversions: RwLock<HashMap<(String, String), ConversionHook>>,
     admission: RwLock<Vec<crate::admission::Registered>>,
     clusters: Mutex<HashSet<String>>,
+    /// Logical clusters whose workloads the simulator drives, with the delay.
+    simulated: Mutex<HashMap<String, Duration>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) in_flight: std::sync::atomic::AtomicUsize,
     pub(crate) sa_key: crate::tokens::SigningKey,
@@ -180,6 +182,7 @@ impl ApiServer {
             conversions: RwLock::new(HashMap::new()),
             admission: RwLock::new(Vec::new()),
             clusters: Mutex::new(HashSet::new()),
+            simulated: Mutex::new(HashMap::new()),
             shutdown,
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             sa_key,
@@ -252,6 +255,15 @@ impl ApiServer {
         self.inner.ensure_cluster(cluster).await
     }
 
+    /// Turns on the workload simulator for logical cluster `cluster` ("" = the default
+    /// cluster): Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and Pods there get
+    /// the status a real cluster would report once settled, `ready_after` after each change.
+    pub fn simulate_workloads(&self, cluster: &str, ready_after: Duration) {
+        if let Ok(mut map) = self.inner.simulated.lock() {
+            map.insert(cluster.to_owned(), ready_after);
+        }
+    }
+
     /// Registers the conversion of a custom resource kind between its versions.
     pub fn register_conversion(&self, group: &str, kind: &str, hook: ConversionHook) {
         let mut map = self
@@ -318,6 +330,14 @@ impl ApiServer {
 }
 
 impl Inner {
+    /// The simulator's delay for `cluster`, when its workloads are simulated.
+    pub(crate) fn simulated_delay(&self, cluster: &str) -> Option<Duration> {
+        self.simulated
+            .lock()
+            .ok()
+            .and_then(|m| m.get(cluster).copied())
+    }
+
     pub(crate) fn conversion(&self, group: &str, kind: &str) -> Option<ConversionHook> {
         let map = self.conversions.read().unwrap_or_else(|p| p.into_inner());
         map.get(&(group.to_owned(), kind.to_owned())).cloned()

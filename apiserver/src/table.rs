@@ -438,6 +438,48 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             ),
             col("Selector", "string", 1, "Label selector for pods."),
         ],
+        CronJob => vec![
+            NAME,
+            col("Schedule", "string", 0, "The schedule in Cron format."),
+            col(
+                "Timezone",
+                "string",
+                0,
+                "The time zone name for the given schedule.",
+            ),
+            col(
+                "Suspend",
+                "boolean",
+                0,
+                "Whether subsequent executions are suspended.",
+            ),
+            col(
+                "Active",
+                "integer",
+                0,
+                "The number of currently running jobs.",
+            ),
+            col(
+                "Last Schedule",
+                "string",
+                0,
+                "When the job was last scheduled.",
+            ),
+            AGE,
+            col(
+                "Containers",
+                "string",
+                1,
+                "Names of each container in the template.",
+            ),
+            col(
+                "Images",
+                "string",
+                1,
+                "Images referenced by each container in the template.",
+            ),
+            col("Selector", "string", 1, "Label selector for pods."),
+        ],
         Lease => vec![
             NAME,
             col("Holder", "string", 0, "The holder of the lease."),
@@ -769,6 +811,32 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
                 json!(c),
                 json!(i),
                 json!(selector_string(obj.pointer("/spec/selector"))),
+            ]
+        }
+        CronJob => {
+            let (c, i) = containers_images(obj, "/spec/jobTemplate/spec/template/spec/containers");
+            let last = s(obj.pointer("/status/lastScheduleTime"));
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/schedule"))),
+                or_none(s(obj.pointer("/spec/timeZone"))),
+                json!(
+                    obj.pointer("/spec/suspend")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                ),
+                json!(count(obj.pointer("/status/active"))),
+                if last.is_empty() {
+                    json!("<none>")
+                } else {
+                    age_of(&last)
+                },
+                age(obj),
+                json!(c),
+                json!(i),
+                json!(selector_string(
+                    obj.pointer("/spec/jobTemplate/spec/selector")
+                )),
             ]
         }
         Lease => vec![

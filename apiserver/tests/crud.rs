@@ -125,3 +125,61 @@ async fn missing_namespace_is_404() {
         matches!(err, kube::Error::Api(s) if s.code == 404 && s.message == "namespaces \"nope\" not found")
     );
 }
+
+#[tokio::test]
+async fn cronjobs_are_served_with_status_and_table_columns() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    let (_server, client) = common::server().await;
+    let api: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    let cron: CronJob = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [{"name": "backup", "image": "busybox"}]}}}}}
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &cron).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let patched = api
+        .patch_status(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"lastScheduleTime": "2026-01-01T02:00:00Z"}})),
+        )
+        .await
+        .unwrap();
+    assert!(patched.status.unwrap().last_schedule_time.is_some());
+    // The table kubectl asks for has CronJob's own columns.
+    let request = http::Request::get("/apis/batch/v1/namespaces/default/cronjobs")
+        .header(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let table: serde_json::Value = client.request(request).await.unwrap();
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &columns[..7],
+        [
+            "Name",
+            "Schedule",
+            "Timezone",
+            "Suspend",
+            "Active",
+            "Last Schedule",
+            "Age"
+        ]
+    );
+    assert_eq!(table["rows"][0]["cells"][1], "0 2 * * *");
+    assert_eq!(table["rows"][0]["cells"][2], "<none>");
+    api.delete("nightly", &DeleteParams::default())
+        .await
+        .unwrap();
+}

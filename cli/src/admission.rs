@@ -19,8 +19,13 @@ type Policy = fn(
     &AdmissionInput<'_>,
 ) -> Result<Option<Value>, ocm_registration::hub::admission::AdmissionDenial>;
 
-/// Registers the registration admission policies on `server`.
+/// Registers the registration and work admission policies on `server`.
 pub fn register(server: &ApiServer, default_cluster_set: bool) {
+    server.register_admission(
+        ocm_api::work::GROUP,
+        "manifestworks",
+        Arc::new(admit_manifest_work),
+    );
     let group = ocm_api::cluster::GROUP;
     server.register_admission(
         group,
@@ -95,4 +100,59 @@ fn hook(server: ApiServer, policy: Policy, default_cluster_set: bool) -> Admissi
             }),
         }
     })
+}
+
+/// What upstream's work webhook checks: the manifests, and that whoever sets or changes an
+/// executor may `execute-as` it.
+fn admit_manifest_work(req: &ocm_apiserver::AdmissionRequest<'_>) -> AdmissionResult {
+    let Some(object) = req.object else {
+        return AdmissionResult::Allow;
+    };
+    if req.subresource.is_some() || req.operation == AdmissionOperation::Delete {
+        return AdmissionResult::Allow;
+    }
+    // Status writes and metadata-only changes (finalizers) leave the spec alone.
+    if req
+        .old_object
+        .is_some_and(|old| old.get("spec") == object.get("spec"))
+    {
+        return AdmissionResult::Allow;
+    }
+    let deny = |message: String| {
+        AdmissionResult::Deny(AdmissionDenial {
+            code: 400,
+            message,
+            field: None,
+            resource: None,
+            name: None,
+        })
+    };
+    if let Err(invalid) = ocm_work::validation::validate_manifest_work(object) {
+        return deny(invalid.0);
+    }
+    let executor_changed = req
+        .old_object
+        .is_none_or(|old| old.pointer("/spec/executor") != object.pointer("/spec/executor"));
+    if executor_changed && let Some(subject) = ocm_work::validation::executor_subject(object) {
+        let allowed = req.is_allowed(
+            "execute-as",
+            ResourceAttributes {
+                group: ocm_api::work::GROUP.to_owned(),
+                resource: "manifestworks".to_owned(),
+                namespace: req.namespace.to_owned(),
+                name: subject.clone(),
+                ..ResourceAttributes::default()
+            },
+        );
+        if !allowed {
+            let sa = subject
+                .trim_start_matches("system:serviceaccount:")
+                .replacen(':', "/", 1);
+            return deny(format!(
+                "user {} cannot manipulate the Manifestwork with executor {sa} in namespace {}",
+                req.user.user, req.namespace
+            ));
+        }
+    }
+    AdmissionResult::Allow
 }

@@ -1,7 +1,8 @@
 //! The embedded hub: our API server under a data directory, served over TLS, with the OCM
 //! CRDs installed, the hub-side hooks registered (addon version conversion, the checks
 //! upstream does in admission webhooks), `kube-public/cluster-info` published for joining
-//! agents, and the registration hub controllers running under leader election.
+//! agents, and the hub controllers (registration, placement, ManifestWorkReplicaSet) running
+//! under leader election.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -191,8 +192,8 @@ impl EmbeddedHub {
 /// Name of the Lease the registration hub controllers elect their leader on.
 pub const LEADER_LEASE: &str = "cluster-manager-registration-controller-lock";
 
-/// Runs the registration hub controllers while this process holds the hub's leader lease, so
-/// that two hub processes never both write.
+/// Runs the hub controllers (registration, placement, ManifestWorkReplicaSet) while this
+/// process holds the hub's leader lease, so that two hub processes never both write.
 pub async fn run_controllers_as_leader(ctx: Arc<HubContext>, identity: String) {
     let election = ocm_runtime::leader::LeaderElection::new(
         ctx.client.clone(),
@@ -209,9 +210,22 @@ pub async fn run_controllers_as_leader(ctx: Arc<HubContext>, identity: String) {
                 metrics: ctx.metrics.clone(),
                 shutdown: leading,
             });
-            ocm_registration::hub::run(ctx)
+            run_hub_controllers(ctx)
         })
         .await;
+}
+
+/// Every hub controller — registration, placement and ManifestWorkReplicaSet — until
+/// `ctx.shutdown` is cancelled.
+async fn run_hub_controllers(ctx: Arc<HubContext>) {
+    let placement = ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone());
+    let replica_sets = ocm_work::hub::run(
+        ctx.client.clone(),
+        ocm_work::hub::ReplicaSetOptions::default(),
+        ctx.metrics.clone(),
+        ctx.shutdown.clone(),
+    );
+    tokio::join!(ocm_registration::hub::run(ctx), placement, replica_sets);
 }
 
 /// A leader-election identity unique to this process: host name plus a random suffix.

@@ -10,4 +10,6 @@ pub mod bootstrap;
 pub mod clusters_table;
 pub mod commands;
 pub mod embedded;
+pub mod sample_app;
 pub mod simulated;
+pub mod text_table;

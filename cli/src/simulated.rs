@@ -13,6 +13,9 @@ use ocm_apiserver::tls::{TlsMaterial, write_file};
 use ocm_apiserver::{ApiServer, ApiServerConfig};
 use serde_json::json;
 
+/// How long after a change the workload simulator reports a workload as settled.
+pub const READY_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Nodes a simulated cluster starts with: name, CPU cores, memory.
 const SIMULATED_NODES: [(&str, &str, &str); 2] = [("node-1", "4", "16Gi"), ("node-2", "4", "16Gi")];
 
@@ -69,6 +72,7 @@ pub async fn logical_spoke(server: &ApiServer, name: &str) -> anyhow::Result<kub
         .ensure_cluster(&logical)
         .await
         .map_err(|e| anyhow::anyhow!("creating simulated cluster {name} ({logical}): {e}"))?;
+    server.simulate_workloads(&logical, READY_AFTER);
     let spoke = kube::Client::new(server.service_for_cluster(&logical), "default");
     prepare(&spoke).await?;
     Ok(spoke)
@@ -99,6 +103,7 @@ impl SimulatedCluster {
             ..ApiServerConfig::default()
         })
         .await?;
+        server.simulate_workloads("", READY_AFTER);
         let serving =
             ocm_apiserver::serve::serve_tls(server.clone(), listen, tls.server_config()?).await?;
         let url = format!("https://127.0.0.1:{}", serving.local_addr.port());

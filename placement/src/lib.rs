@@ -1,3 +1,4 @@
 //! Placement: the pure scheduler core and the controller that turns Placement into PlacementDecision.
 
+pub mod controller;
 pub mod scheduler;

@@ -160,6 +160,39 @@ pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
 
 pub use ocm::clusters_table::joined_and_available;
 
+/// Joins simulated cluster `name` to `hub` with `bootstrap` and accepts it as `ocm accept`
+/// would; returns its admin client and its agent once it is Joined and Available.
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+pub async fn join_and_accept(
+    hub: &ocm::embedded::EmbeddedHub,
+    bootstrap: &str,
+    name: &str,
+) -> (kube::Client, RunningAgent) {
+    let spoke = simulated_spoke(hub, name).await.unwrap();
+    let agent = join(&spoke, bootstrap, fast_agent_options(name))
+        .await
+        .unwrap();
+    let accepted = tokio::time::timeout(
+        WAIT,
+        ocm::accept::accept_when_asked(&hub.admin_client(), name, false),
+    )
+    .await
+    .expect("cluster asks to join")
+    .unwrap();
+    assert!(accepted.accepted_now);
+    assert_eq!(accepted.approved_csrs.len(), 1);
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(
+        &clusters,
+        name,
+        "Joined and Available",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
+    (spoke, agent)
+}
+
 /// The agent's hub credentials, read from the `hub-kubeconfig-secret` on its cluster, as a
 /// client of the hub over TLS.
 pub async fn hub_client_of_agent(

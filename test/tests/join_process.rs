@@ -339,6 +339,87 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
         eprintln!("kubectl not found: skipping the kubectl part");
     }
 
+    // `ocm create work`: the work agent that `ocm join` runs applies it; `ocm get works` shows it.
+    let manifests = home.path().join("app.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {a: '1'}\n---\n\
+         apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n\
+         spec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, \
+         spec: {containers: [{name: web, image: nginx}]}}}\n",
+    )
+    .unwrap();
+    let manifests = manifests.to_str().unwrap();
+    let create = [
+        "create",
+        "work",
+        "app",
+        "--cluster",
+        "c1",
+        "-f",
+        manifests,
+        "--kubeconfig",
+        &kubeconfig,
+    ];
+    let (code, stdout, stderr) = ocm(home.path(), &create);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("manifestwork c1/app created"), "{stdout}");
+    let (code, _, stderr) = ocm(home.path(), &create);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("already exists"), "{stderr}");
+    let (code, _, stderr) = ocm(
+        home.path(),
+        &[
+            "create",
+            "work",
+            "app",
+            "--cluster",
+            "nope",
+            "-f",
+            manifests,
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("has no namespace"), "{stderr}");
+    let works: Api<ocm_api::work::v1::ManifestWork> = Api::namespaced(admin.clone(), "c1");
+    wait_for(&works, "app", "Applied and Available", |w| {
+        w.status.as_ref().is_some_and(|s| {
+            ["Applied", "Available"].iter().all(|t| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == *t && c.status == "True")
+            })
+        })
+    })
+    .await
+    .unwrap();
+    let (code, stdout, _) = ocm(
+        home.path(),
+        &[
+            "get",
+            "works",
+            "--cluster",
+            "c1",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("app ") && l.matches("True").count() == 2),
+        "{stdout}"
+    );
+    let (code, stdout, _) = ocm(
+        home.path(),
+        &["get", "placements", "--kubeconfig", &kubeconfig],
+    );
+    assert_eq!(code, 0);
+    assert!(stdout.contains("No placements."), "{stdout}");
+
     // Restarting the agent re-registers nothing.
     join.stop();
     let join = Process::spawn(home.path(), &join_args);

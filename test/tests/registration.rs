@@ -34,36 +34,6 @@ fn csr_label(cluster: &str) -> ListParams {
     ))
 }
 
-async fn join_and_accept(
-    hub: &ocm::embedded::EmbeddedHub,
-    bootstrap: &str,
-    name: &str,
-) -> (kube::Client, RunningAgent) {
-    let spoke = simulated_spoke(hub, name).await.unwrap();
-    let agent = join(&spoke, bootstrap, fast_agent_options(name))
-        .await
-        .unwrap();
-    let accepted = tokio::time::timeout(
-        WAIT,
-        ocm::accept::accept_when_asked(&hub.admin_client(), name, false),
-    )
-    .await
-    .expect("cluster asks to join")
-    .unwrap();
-    assert!(accepted.accepted_now);
-    assert_eq!(accepted.approved_csrs.len(), 1);
-    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
-    wait_for(
-        &clusters,
-        name,
-        "Joined and Available",
-        joined_and_available,
-    )
-    .await
-    .unwrap();
-    (spoke, agent)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_accept_prepares_namespace_rbac_and_reports_status() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@ mod csr;
 mod gc;
 mod namespace;
 mod rbac;
+mod simulator;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(namespace::run(inner.clone()));
     tokio::spawn(csr::run(inner.clone()));
     tokio::spawn(rbac::run(inner.clone()));
+    tokio::spawn(simulator::run(inner.clone()));
     tokio::spawn(gc::run(inner));
 }
 

@@ -536,6 +536,7 @@ fn fully_populated_builtin_kinds_survive_typed_normalization() {
         (K::StatefulSet, "apps/v1", "StatefulSet"),
         (K::DaemonSet, "apps/v1", "DaemonSet"),
         (K::Job, "batch/v1", "Job"),
+        (K::CronJob, "batch/v1", "CronJob"),
         (K::Lease, "coordination.k8s.io/v1", "Lease"),
         (K::EventsEvent, "events.k8s.io/v1", "Event"),
         (

@@ -29,6 +29,7 @@ pub enum BuiltinKind {
     StatefulSet,
     DaemonSet,
     Job,
+    CronJob,
     Lease,
     EventsEvent,
     CertificateSigningRequest,
@@ -71,6 +72,7 @@ impl BuiltinKind {
             StatefulSet => roundtrip::<apps::StatefulSet>(value),
             DaemonSet => roundtrip::<apps::DaemonSet>(value),
             Job => roundtrip::<batch::Job>(value),
+            CronJob => roundtrip::<batch::CronJob>(value),
             Lease => roundtrip::<coordination::Lease>(value),
             EventsEvent => roundtrip::<events::Event>(value),
             CertificateSigningRequest => roundtrip::<certs::CertificateSigningRequest>(value),
@@ -314,6 +316,12 @@ fn defs() -> Vec<Def> {
             status: true,
             fields: &["status.successful"],
             ..def(K::Job, "batch", "v1", "jobs", "Job", true)
+        },
+        Def {
+            short: &["cj"],
+            categories: ALL,
+            status: true,
+            ..def(K::CronJob, "batch", "v1", "cronjobs", "CronJob", true)
         },
         def(
             K::Lease,

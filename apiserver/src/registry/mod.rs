@@ -201,6 +201,7 @@ impl ResourceInfo {
                     | BuiltinKind::StatefulSet
                     | BuiltinKind::DaemonSet
                     | BuiltinKind::Job
+                    | BuiltinKind::CronJob
                     | BuiltinKind::CustomResourceDefinition
             ),
         }

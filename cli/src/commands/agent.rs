@@ -48,7 +48,8 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     run_agent(spoke, options, args.metrics_addr, shutdown).await
 }
 
-/// Runs an agent with a health endpoint, printing its progress in plain words.
+/// Runs an agent (registration, and beside it the work agent) with a health endpoint,
+/// printing its progress in plain words.
 pub async fn run_agent(
     spoke: kube::Client,
     options: AgentOptions,
@@ -56,6 +57,15 @@ pub async fn run_agent(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let cluster = options.cluster_name.clone();
+    let work = ocm_work::agent::WorkAgent::new(
+        spoke.clone(),
+        ocm_work::agent::WorkAgentOptions {
+            cluster_name: options.cluster_name.clone(),
+            agent_namespace: options.agent_namespace.clone(),
+            ..Default::default()
+        },
+    );
+    let work_task = tokio::spawn(work.run(shutdown.child()));
     let agent = Agent::new(spoke, options);
     let mut progress = agent.progress();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -84,5 +94,6 @@ pub async fn run_agent(
     });
     let result = agent.run(shutdown).await;
     printer.abort();
+    work_task.abort();
     result.map_err(Into::into)
 }

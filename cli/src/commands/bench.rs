@@ -31,6 +31,8 @@ pub struct BenchArgs {
 enum What {
     /// Join N simulated clusters and measure the steady heartbeat.
     Registration(RegistrationArgs),
+    /// ManifestWorks over simulated clusters, and one agent under load.
+    Work(super::work_bench::BenchWorkArgs),
 }
 
 /// Flags of `ocm bench registration`.
@@ -54,20 +56,13 @@ pub struct RegistrationArgs {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.what {
         What::Registration(args) => registration(args).await,
+        What::Work(args) => super::work_bench::bench(args).await,
     }
 }
 
 /// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
-fn process_usage() -> (u64, f64) {
-    let rss_kib = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
+pub(crate) fn process_usage() -> (u64, f64) {
+    let rss_kib = rss_from("/proc/self/status");
     // Fields 14 and 15 of /proc/self/stat (after the parenthesised command name) are user and
     // system time in clock ticks (100 per second on Linux).
     let cpu = std::fs::read_to_string("/proc/self/stat")
@@ -81,6 +76,85 @@ fn process_usage() -> (u64, f64) {
         })
         .unwrap_or(0.0);
     (rss_kib, cpu)
+}
+
+/// Resident set size of process `pid` in KiB (0 when it cannot be read).
+pub(crate) fn rss_of(pid: u32) -> u64 {
+    rss_from(&format!("/proc/{pid}/status"))
+}
+
+/// `VmRSS` of a `/proc/<pid>/status` file, in KiB (0 when it cannot be read).
+fn rss_from(path: &str) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Prepares `names` as simulated clusters of `hub`'s server with `bootstrap` in place, and
+/// joins them (see [`join_fleet_with`]); returns each cluster's admin client.
+pub(crate) async fn join_fleet(
+    hub: &EmbeddedHub,
+    bootstrap: &str,
+    names: &[String],
+    shutdown: &Shutdown,
+) -> anyhow::Result<Vec<(String, kube::Client)>> {
+    let spokes = prepare_fleet(hub, bootstrap, names.iter().cloned()).await?;
+    join_fleet_with(hub, &spokes, shutdown).await?;
+    Ok(spokes)
+}
+
+/// Creates the simulated clusters `names` on `hub`'s server (many at a time) with the
+/// bootstrap kubeconfig in place; returns each one's admin client.
+async fn prepare_fleet(
+    hub: &EmbeddedHub,
+    bootstrap: &str,
+    names: impl Iterator<Item = String>,
+) -> anyhow::Result<Vec<(String, kube::Client)>> {
+    futures::stream::iter(names)
+        .map(|name| {
+            let server = hub.server.clone();
+            async move {
+                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
+                super::join::prepare_spoke(&spoke, bootstrap).await?;
+                anyhow::Ok((name, spoke))
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Runs a registration agent for each prepared spoke (until `shutdown`) and waits until every
+/// cluster is Joined and Available; the hub must auto-approve their bootstrap user.
+pub(crate) async fn join_fleet_with(
+    hub: &EmbeddedHub,
+    spokes: &[(String, kube::Client)],
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
+    let waiter =
+        tokio::spawn(async move { super::demo::wait_all_available(&clusters, &names).await });
+    for (name, spoke) in spokes {
+        let agent = Agent::new(
+            spoke.clone(),
+            AgentOptions {
+                cluster_name: name.clone(),
+                ..AgentOptions::default()
+            },
+        );
+        let token = shutdown.child();
+        tokio::spawn(async move { agent.run(token).await });
+    }
+    waiter.await.context("waiting for the fleet")?
 }
 
 async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
@@ -178,21 +252,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
 
     // Simulated clusters first (not part of the measurement), many at a time.
     let preparing = Instant::now();
-    let prepared: Vec<(String, kube::Client)> = futures::stream::iter(expected.iter().cloned())
-        .map(|name| {
-            let server = hub.server.clone();
-            let bootstrap = bootstrap.clone();
-            async move {
-                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
-                super::join::prepare_spoke(&spoke, &bootstrap).await?;
-                anyhow::Ok((name, spoke))
-            }
-        })
-        .buffer_unordered(64)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<_>>()?;
+    let prepared = prepare_fleet(&hub, &bootstrap, expected.iter().cloned()).await?;
     println!(
         "  {} simulated clusters prepared in {:.1} s",
         args.clusters,

@@ -1,6 +1,7 @@
 //! `ocm demo`: an embedded hub and N simulated managed clusters in one process, joined step
-//! by step with what happens printed in plain words, then a live table of clusters. The data
-//! dir is durable: a second run resumes instead of registering again.
+//! by step with what happens printed in plain words, a sample application placed on every
+//! cluster, then a live table of clusters. The data dir is durable: a second run resumes
+//! instead of registering again.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -93,10 +94,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     let names = cluster_names(args.clusters);
     step(&format!(
-        "Starting {} simulated managed clusters, each running its own registration agent",
+        "Starting {} simulated managed clusters, each running its own registration and work agents",
         names.len()
     ));
     let mut agents = Vec::new();
+    let mut work_agents = Vec::new();
     let mut already_joined = BTreeMap::new();
     for name in &names {
         let spoke = crate::simulated::logical_spoke(&hub.server, name).await?;
@@ -119,6 +121,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 " — `ocm join` wrote the bootstrap kubeconfig"
             }
         );
+        let spoke_for_work = spoke.clone();
         let agent = Agent::new(
             spoke,
             AgentOptions {
@@ -143,6 +146,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         });
         let token = shutdown.child();
         agents.push(tokio::spawn(async move { agent.run(token).await }));
+        let work = ocm_work::agent::WorkAgent::new(
+            spoke_for_work,
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: name.clone(),
+                status_sync_interval: Duration::from_secs(2),
+                ..Default::default()
+            },
+        );
+        let token = shutdown.child();
+        work_agents.push(tokio::spawn(async move { work.run(token).await }));
     }
 
     step("Hub admin runs `ocm accept`: approves each cluster's CSR and sets hubAcceptsClient");
@@ -177,6 +190,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "{}",
         crate::clusters_table::render(&list.items, jiff::Timestamp::now())
     );
+
+    step(
+        "Hub admin places a sample application on every cluster: a Placement over the \
+         `default` cluster set and a ManifestWorkReplicaSet (Namespace, ConfigMap, Deployment)",
+    );
+    crate::sample_app::place(&admin).await?;
+    let rows = tokio::time::timeout(
+        Duration::from_secs(120),
+        crate::sample_app::wait_running(&admin, &names),
+    )
+    .await
+    .context("the sample application did not run everywhere within 120 s")??;
+    println!("    each cluster's work agent applied it; the simulated kubelet made it ready:");
+    println!();
+    print!("{}", crate::sample_app::render(&rows));
     println!();
     println!("Try it alongside:");
     println!(
@@ -185,6 +213,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     println!(
         "    kubectl --kubeconfig {} get leases -A",
+        hub.admin_kubeconfig.display()
+    );
+    println!(
+        "    kubectl --kubeconfig {} get placementdecisions,manifestworkreplicasets -n {}",
+        hub.admin_kubeconfig.display(),
+        crate::sample_app::NAMESPACE
+    );
+    println!(
+        "    kubectl --kubeconfig {} get manifestworks -A",
         hub.admin_kubeconfig.display()
     );
 
@@ -197,11 +234,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     for agent in agents {
         let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;
     }
+    for agent in work_agents {
+        let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;
+    }
     hub.stop().await;
     Ok(())
 }
 
-async fn wait_all_available(
+/// Waits until every cluster in `names` is Joined and Available.
+pub(crate) async fn wait_all_available(
     clusters: &Api<ManagedCluster>,
     names: &[String],
 ) -> anyhow::Result<()> {

@@ -18,6 +18,12 @@ enum What {
         #[command(flatten)]
         hub: super::HubAccess,
     },
+    /// ManifestWorks of a cluster (or of every cluster).
+    Works(super::work::GetWorksArgs),
+    /// Placements and how many clusters each selected.
+    Placements(super::placement::GetPlacementsArgs),
+    /// The clusters a placement decided on.
+    Decisions(super::placement::GetDecisionsArgs),
 }
 
 /// Prints the table.
@@ -37,5 +43,8 @@ pub async fn run(args: GetArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        What::Works(args) => super::work::get_works(args).await,
+        What::Placements(args) => super::placement::get_placements(args).await,
+        What::Decisions(args) => super::placement::get_decisions(args).await,
     }
 }

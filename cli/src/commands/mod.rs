@@ -5,12 +5,17 @@ pub mod agent;
 pub mod apiserver;
 pub mod bench;
 pub mod crds;
+pub mod create;
 pub mod demo;
 pub mod get;
 pub mod hub;
 pub mod init;
 pub mod join;
+pub mod placement;
 pub mod unjoin;
+pub mod work;
+pub mod work_agent;
+pub mod work_bench;
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +49,12 @@ enum Command {
     Accept(accept::AcceptArgs),
     /// Show hub objects.
     Get(get::GetArgs),
+    /// Create hub objects (ManifestWork).
+    Create(create::CreateArgs),
+    /// Explain a hub decision (why each cluster was or was not placed).
+    Explain(placement::ExplainArgs),
+    /// The work agent alone (`ocm work agent`).
+    Work(work_agent::WorkArgs),
     /// Remove the agent and its credentials from a managed cluster.
     Unjoin(unjoin::UnjoinArgs),
     /// A hub and simulated clusters in one process, joined step by step.
@@ -74,6 +85,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agent(args) => block_on("info", agent::run(args)),
         Command::Accept(args) => block_on(QUIET, accept::run(args)),
         Command::Get(args) => block_on(QUIET, get::run(args)),
+        Command::Create(args) => block_on(QUIET, create::run(args)),
+        Command::Explain(args) => block_on(QUIET, placement::explain(args)),
+        Command::Work(args) => block_on("info", work_agent::run(args)),
         Command::Unjoin(args) => block_on(QUIET, unjoin::run(args)),
         Command::Demo(args) => block_on(QUIET, demo::run(args)),
         Command::Bench(args) => block_on(QUIET, bench::run(args)),

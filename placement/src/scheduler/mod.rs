@@ -113,5 +113,6 @@ pub use result::{
     SpreadRejection, TaintRejection, Warning,
 };
 pub use schedule::schedule;
+pub use selector::{Requirement, Selector};
 pub use snapshot::{Snapshot, SnapshotInput};
 pub use status::merge_conditions;

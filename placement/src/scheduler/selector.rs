@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 
 /// A compiled selector.
 #[derive(Clone, Debug)]
-pub(crate) enum Selector {
+pub enum Selector {
     /// Matches nothing (a missing selector where Kubernetes means "nothing").
     Nothing,
     /// All requirements must hold; empty matches everything.
@@ -19,7 +19,7 @@ pub(crate) enum Selector {
 
 /// One requirement of a selector.
 #[derive(Clone, Debug)]
-pub(crate) struct Requirement {
+pub struct Requirement {
     key: String,
     op: Op,
     values: Vec<String>,
@@ -36,13 +36,13 @@ enum Op {
 
 impl Selector {
     /// A selector matching everything.
-    pub(crate) fn everything() -> Self {
+    pub fn everything() -> Self {
         Selector::All(Vec::new())
     }
 
     /// Compiles a label selector; `None` compiles to `none_means` (upstream treats a missing
     /// selector differently in different places).
-    pub(crate) fn from_label_selector(
+    pub fn from_label_selector(
         selector: Option<&LabelSelector>,
         none_means: Selector,
     ) -> Result<Self, String> {
@@ -62,9 +62,7 @@ impl Selector {
     }
 
     /// Compiles a list of requirements (a claim selector).
-    pub(crate) fn from_expressions(
-        expressions: &[LabelSelectorRequirement],
-    ) -> Result<Self, String> {
+    pub fn from_expressions(expressions: &[LabelSelectorRequirement]) -> Result<Self, String> {
         let mut requirements = Vec::new();
         Self::push_expressions(&mut requirements, expressions)?;
         Ok(Selector::All(requirements))
@@ -89,7 +87,7 @@ impl Selector {
     }
 
     /// Whether the key/value pairs returned by `lookup` satisfy the selector.
-    pub(crate) fn matches<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
+    pub fn matches<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self {
             Selector::Nothing => false,
             Selector::All(requirements) => requirements.iter().all(|r| r.matches(&lookup)),
@@ -97,12 +95,12 @@ impl Selector {
     }
 
     /// Whether `map` satisfies the selector.
-    pub(crate) fn matches_map(&self, map: &BTreeMap<String, String>) -> bool {
+    pub fn matches_map(&self, map: &BTreeMap<String, String>) -> bool {
         self.matches(|k| map.get(k).map(String::as_str))
     }
 
     /// Whether the selector matches every set of labels.
-    pub(crate) fn is_everything(&self) -> bool {
+    pub fn is_everything(&self) -> bool {
         matches!(self, Selector::All(r) if r.is_empty())
     }
 }

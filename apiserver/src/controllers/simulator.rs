@@ -1,0 +1,288 @@
+//! The workload simulator: for logical clusters flagged with
+//! [`ApiServer::simulate_workloads`](crate::ApiServer::simulate_workloads), plays the part of
+//! kubelet and the workload controllers so that workloads reach the status a real cluster
+//! would give them, after a delay.
+//!
+//! Status only: no ReplicaSets or Pods are created for Deployments (memory matters when one
+//! process hosts thousands of simulated clusters), but each kind's status says what a real
+//! cluster would say once its pods are ready:
+//!
+//! - Deployment / ReplicaSet / StatefulSet: every replica ready, available and updated,
+//!   `observedGeneration` current; Deployments get `Available` (MinimumReplicasAvailable) and
+//!   `Progressing` (NewReplicaSetAvailable) conditions.
+//! - DaemonSet: one pod per Node of the cluster, all ready.
+//! - Job: succeeded = completions (default 1), `Complete` and `SuccessCriteriaMet`
+//!   conditions, start and completion times.
+//! - Pod: `Running`, every condition True, a pod IP.
+//!
+//! Driven by the store's change feed; one timer queue for the whole server. An object deleted
+//! before its delay is simply skipped; the status is written once per generation.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::system_ctx;
+use crate::meta;
+use crate::ops::{Managed, Target};
+use crate::server::Inner;
+use crate::storage::{Bucket, EventKind, ObjectKey};
+
+/// Storage resources the simulator looks after.
+const WORKLOADS: [&str; 6] = [
+    "apps/deployments",
+    "apps/replicasets",
+    "apps/statefulsets",
+    "apps/daemonsets",
+    "batch/jobs",
+    "/pods",
+];
+
+type Due = Reverse<(Instant, ObjectKey)>;
+
+pub(crate) async fn run(inner: Arc<Inner>) {
+    let (_, mut events) = inner.store.subscribe_all();
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut queue: BinaryHeap<Due> = BinaryHeap::new();
+    let mut queued: HashSet<ObjectKey> = HashSet::new();
+    loop {
+        let next = queue.peek().map(|Reverse((at, _))| *at);
+        tokio::select! {
+            e = events.recv() => {
+                let Some(event) = e else { return };
+                if event.kind == EventKind::Deleted
+                    || !WORKLOADS.contains(&&*event.key.bucket.resource)
+                {
+                    continue;
+                }
+                let Some(delay) = inner.simulated_delay(&event.key.bucket.cluster) else {
+                    continue;
+                };
+                let Ok(object) = serde_json::from_slice::<Value>(&event.object) else {
+                    continue;
+                };
+                if needs_status(&inner, &event.key, &object) && queued.insert(event.key.clone()) {
+                    queue.push(Reverse((Instant::now() + delay, event.key.clone())));
+                }
+            }
+            () = sleep_until(next) => {
+                while let Some(Reverse((at, _))) = queue.peek() {
+                    if *at > Instant::now() {
+                        break;
+                    }
+                    let Some(Reverse((_, key))) = queue.pop() else { break };
+                    queued.remove(&key);
+                    write_status(&inner, &key).await;
+                }
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn nodes(inner: &Inner, cluster: &str) -> i64 {
+    let (_, items) = inner
+        .store
+        .list(&Bucket::new(cluster, "/nodes"), None, None);
+    items.len() as i64
+}
+
+fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
+    if meta::is_deleting(object) {
+        return false;
+    }
+    let desired = desired_status(
+        &key.bucket.resource,
+        object,
+        nodes(inner, &key.bucket.cluster),
+        "",
+    );
+    match desired {
+        Some(want) => !status_matches(object.get("status"), &want),
+        None => false,
+    }
+}
+
+/// Whether `have` already holds every field of `want` except times.
+fn status_matches(have: Option<&Value>, want: &Value) -> bool {
+    let Some(have) = have else { return false };
+    let Some(want) = want.as_object() else {
+        return true;
+    };
+    want.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "conditions" | "startTime" | "completionTime"))
+        .all(|(k, v)| have.get(k) == Some(v))
+        && want.get("conditions").is_none_or(|wc| {
+            wc.as_array().is_none_or(|wc| {
+                wc.iter().all(|c| {
+                    have.get("conditions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|hc| {
+                            hc.iter().any(|h| {
+                                h.get("type") == c.get("type") && h.get("status") == c.get("status")
+                            })
+                        })
+                })
+            })
+        })
+}
+
+fn replicas(object: &Value) -> i64 {
+    object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+fn condition(type_: &str, reason: &str, message: &str, now: &str) -> Value {
+    json!({"type": type_, "status": "True", "reason": reason, "message": message,
+           "lastTransitionTime": now, "lastUpdateTime": now})
+}
+
+/// The status a real cluster would report for `object` once it settled; `None` for
+/// resources the simulator leaves alone.
+pub(crate) fn desired_status(
+    resource: &str,
+    object: &Value,
+    nodes: i64,
+    now: &str,
+) -> Option<Value> {
+    let generation = object
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(json!(1));
+    let name = meta::meta_str(object, "name");
+    match resource {
+        "apps/deployments" => {
+            let n = replicas(object);
+            Some(json!({
+                "observedGeneration": generation,
+                "replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n,
+                "conditions": [
+                    condition("Available", "MinimumReplicasAvailable",
+                              "Deployment has minimum availability.", now),
+                    condition("Progressing", "NewReplicaSetAvailable",
+                              &format!("ReplicaSet \"{name}\" has successfully progressed."), now),
+                ],
+            }))
+        }
+        "apps/replicasets" => {
+            let n = replicas(object);
+            Some(
+                json!({"observedGeneration": generation, "replicas": n, "fullyLabeledReplicas": n,
+                        "readyReplicas": n, "availableReplicas": n}),
+            )
+        }
+        "apps/statefulsets" => {
+            let n = replicas(object);
+            Some(
+                json!({"observedGeneration": generation, "replicas": n, "readyReplicas": n,
+                        "currentReplicas": n, "updatedReplicas": n, "availableReplicas": n}),
+            )
+        }
+        "apps/daemonsets" => Some(json!({
+            "observedGeneration": generation,
+            "desiredNumberScheduled": nodes, "currentNumberScheduled": nodes,
+            "numberReady": nodes, "numberAvailable": nodes, "updatedNumberScheduled": nodes,
+            "numberMisscheduled": 0,
+        })),
+        "batch/jobs" => {
+            let completions = object
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            Some(json!({
+                "succeeded": completions, "active": 0, "ready": 0,
+                "startTime": now, "completionTime": now,
+                "conditions": [
+                    condition("SuccessCriteriaMet", "CompletionsReached",
+                              "Reached expected number of succeeded pods", now),
+                    condition("Complete", "CompletionsReached",
+                              "Reached expected number of succeeded pods", now),
+                ],
+            }))
+        }
+        "/pods" => {
+            let conditions: Vec<Value> =
+                ["PodScheduled", "Initialized", "ContainersReady", "Ready"]
+                    .iter()
+                    .map(|t| json!({"type": t, "status": "True", "lastTransitionTime": now}))
+                    .collect();
+            Some(
+                json!({"phase": "Running", "podIP": "10.0.0.10", "startTime": now,
+                        "conditions": conditions}),
+            )
+        }
+        _ => None,
+    }
+}
+
+async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
+    let Some(mut ctx) = system_ctx(inner, &key.bucket, "simulated-kubelet") else {
+        return;
+    };
+    let nodes = nodes(inner, &key.bucket.cluster);
+    let resource = key.bucket.resource.clone();
+    let mut set = |_: &mut crate::ops::Ctx, old: &Value| {
+        let mut new = old.clone();
+        if meta::is_deleting(old) {
+            return Ok(new);
+        }
+        if let Some(status) = desired_status(&resource, old, nodes, &meta::now())
+            && !status_matches(old.get("status"), &status)
+        {
+            new["status"] = status;
+        }
+        Ok(new)
+    };
+    if let Err(err) = ctx
+        .update(
+            &key.namespace,
+            &key.name,
+            &Target::Sub("status".into()),
+            Managed::RecordUpdate,
+            false,
+            &mut set,
+        )
+        .await
+    {
+        tracing::debug!(%err, name = %key.name, "simulated workload status");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deployments_report_every_replica_ready() {
+        let d = json!({"metadata": {"name": "web", "generation": 3}, "spec": {"replicas": 2}});
+        let s = desired_status("apps/deployments", &d, 2, "t").unwrap();
+        assert_eq!(s["readyReplicas"], 2);
+        assert_eq!(s["observedGeneration"], 3);
+        assert!(status_matches(Some(&s), &s));
+        let scaled = json!({"metadata": {"name": "web", "generation": 4}, "spec": {"replicas": 0}});
+        let s0 = desired_status("apps/deployments", &scaled, 2, "t").unwrap();
+        assert!(!status_matches(Some(&s), &s0));
+        assert_eq!(s0["availableReplicas"], 0);
+    }
+
+    #[test]
+    fn daemonsets_follow_nodes_and_jobs_complete() {
+        let s = desired_status("apps/daemonsets", &json!({}), 3, "t").unwrap();
+        assert_eq!(s["numberReady"], 3);
+        let j = desired_status("batch/jobs", &json!({"spec": {"completions": 4}}), 0, "t").unwrap();
+        assert_eq!(j["succeeded"], 4);
+        assert!(desired_status("/configmaps", &json!({}), 0, "t").is_none());
+    }
+}

@@ -1,0 +1,66 @@
+//! `ocm work agent`: the work agent alone, with the hub credentials the registration agent
+//! keeps in the managed cluster's hub kubeconfig secret.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use ocm_runtime::shutdown::Shutdown;
+use ocm_work::agent::{WorkAgent, WorkAgentOptions};
+
+/// Flags of `ocm work`.
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, Subcommand)]
+enum What {
+    /// Run the work agent of a joined managed cluster.
+    Agent(WorkAgentArgs),
+}
+
+/// Flags of `ocm work agent`.
+#[derive(Debug, Args)]
+pub struct WorkAgentArgs {
+    /// Kubeconfig of the managed cluster.
+    #[arg(long)]
+    spoke_kubeconfig: std::path::PathBuf,
+    /// Name of this cluster on the hub.
+    #[arg(long)]
+    cluster_name: String,
+    /// Namespace of the hub kubeconfig secret on the managed cluster.
+    #[arg(long, default_value = super::join::AGENT_NAMESPACE)]
+    agent_namespace: String,
+    /// How often each work's objects are read back, repaired and reported (e.g. 10s, 1m).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    status_sync_interval: Duration,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    ocm_work::hub::rollout::parse_go_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a duration such as 10s or 1m"))
+}
+
+/// Runs until SIGINT/SIGTERM.
+pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
+    let What::Agent(args) = args.what;
+    super::join::check_cluster_name(&args.cluster_name)?;
+    let spoke = ocm_runtime::kubeconfig::client_from_file(&args.spoke_kubeconfig)
+        .await
+        .with_context(|| format!("loading {}", args.spoke_kubeconfig.display()))?;
+    let shutdown = Shutdown::new();
+    shutdown.cancel_on_signal();
+    let agent = WorkAgent::new(
+        spoke,
+        WorkAgentOptions {
+            cluster_name: args.cluster_name,
+            agent_namespace: args.agent_namespace,
+            status_sync_interval: args.status_sync_interval,
+            ..WorkAgentOptions::default()
+        },
+    );
+    agent.run(shutdown).await.map_err(Into::into)
+}

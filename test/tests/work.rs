@@ -1,0 +1,766 @@
+//! Work scenarios end to end: an embedded hub over real TLS, simulated managed clusters that
+//! joined through real registration, work agents that reach the hub only with the
+//! certificates registration gave them, and the workload simulator playing kubelet.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
+use ocm_e2e::*;
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+
+/// A work agent running in this process.
+struct RunningWorkAgent {
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningWorkAgent {
+    fn start(spoke: &kube::Client, cluster: &str) -> RunningWorkAgent {
+        let agent = ocm_work::agent::WorkAgent::new(
+            spoke.clone(),
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: cluster.to_owned(),
+                status_sync_interval: Duration::from_millis(500),
+                ..Default::default()
+            },
+        );
+        let shutdown = Shutdown::new();
+        let token = shutdown.clone();
+        let task = tokio::spawn(async move {
+            let _ = agent.run(token).await;
+        });
+        RunningWorkAgent { shutdown, task }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(WAIT, self.task).await;
+    }
+}
+
+fn app_work(replicas: i64, with_config_map: bool) -> ManifestWork {
+    let mut manifests = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "shop"},
+               "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "runner", "namespace": "shop"},
+               "automountServiceAccountToken": false}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "shop-reader"},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+    ];
+    if with_config_map {
+        manifests.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": "shop"},
+            "data": {"greeting": "hello"}}));
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "app"},
+        "spec": {
+            "workload": {"manifests": manifests},
+            "manifestConfigs": [
+                {"resourceIdentifier": {"group": "apps", "resource": "deployments",
+                                        "name": "web", "namespace": "shop"},
+                 "feedbackRules": [
+                    {"type": "WellKnownStatus"},
+                    {"type": "JSONPaths", "jsonPaths": [
+                        {"name": "specReplicas", "path": ".spec.replicas"},
+                        {"name": "availableStatus",
+                         "path": ".status.conditions[?(@.type==\"Available\")].status"},
+                        {"name": "selector", "path": ".spec.selector"}]}]},
+                {"resourceIdentifier": {"resource": "serviceaccounts",
+                                        "name": "runner", "namespace": "shop"},
+                 "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [
+                    {"name": "automount", "path": ".automountServiceAccountToken"}]}]}
+            ]
+        }
+    }))
+    .unwrap()
+}
+
+/// Like `wait_for`, printing the work's status when it times out.
+async fn wait_work(
+    works: &Api<ManifestWork>,
+    name: &str,
+    what: &str,
+    cond: impl Fn(&ManifestWork) -> bool,
+) -> anyhow::Result<ManifestWork> {
+    let result = wait_for(works, name, what, cond).await;
+    if result.is_err() {
+        let now = works.get(name).await;
+        eprintln!(
+            "work {name} now: {}",
+            serde_json::to_string_pretty(&now.map(|w| w.status).ok()).unwrap_or_default()
+        );
+    }
+    result
+}
+
+/// The feedback values of the manifest of `kind`, by name, as JSON `fieldValue`s.
+fn feedback(work: &ManifestWork, kind: &str) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for m in work
+        .status
+        .iter()
+        .flat_map(|s| s.resource_status.iter())
+        .flat_map(|r| r.manifests.iter())
+    {
+        if m.resource_meta.kind != kind {
+            continue;
+        }
+        for v in m.status_feedback.iter().flat_map(|f| f.values.iter()) {
+            out.insert(
+                v.name.clone(),
+                serde_json::to_value(&v.field_value).unwrap(),
+            );
+        }
+    }
+    out
+}
+
+fn condition(work: &ManifestWork, type_: &str) -> String {
+    work.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| c.status.clone())
+        .unwrap_or_default()
+}
+
+async fn joined_hub(
+    dir: &std::path::Path,
+    names: &[&str],
+) -> (
+    ocm::embedded::EmbeddedHub,
+    Vec<kube::Client>,
+    Vec<RunningAgent>,
+) {
+    let hub = start_hub(
+        dir,
+        fast_hub_options(),
+        Duration::from_secs(365 * 24 * 3600),
+    )
+    .await
+    .unwrap();
+    let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
+    let mut spokes = Vec::new();
+    let mut agents = Vec::new();
+    for name in names {
+        let (spoke, agent) = join_and_accept(&hub, &bootstrap, name).await;
+        spokes.push(spoke);
+        agents.push(agent);
+    }
+    (hub, spokes, agents)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_work_reaches_its_cluster_reports_feedback_follows_changes_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    works
+        .create(&PostParams::default(), &app_work(2, true))
+        .await
+        .unwrap();
+
+    let work = wait_work(
+        &works,
+        "app",
+        "Applied, Available, feedback 2/2",
+        |w: &ManifestWork| {
+            condition(w, "Applied") == "True"
+                && condition(w, "Available") == "True"
+                && feedback(w, "Deployment").get("ReadyReplicas")
+                    == Some(&json!({"type": "Integer", "integer": 2}))
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        work.finalizers()
+            .contains(&"cluster.open-cluster-management.io/manifest-work-cleanup".to_owned())
+    );
+    let deployment_feedback = feedback(&work, "Deployment");
+    assert_eq!(
+        deployment_feedback["Replicas"],
+        json!({"type": "Integer", "integer": 2})
+    );
+    assert_eq!(
+        deployment_feedback["AvailableReplicas"],
+        json!({"type": "Integer", "integer": 2})
+    );
+    assert_eq!(
+        deployment_feedback["specReplicas"],
+        json!({"type": "Integer", "integer": 2})
+    );
+    assert_eq!(
+        deployment_feedback["availableStatus"],
+        json!({"type": "String", "string": "True"})
+    );
+    assert_eq!(deployment_feedback["selector"]["type"], "JsonRaw");
+    assert_eq!(
+        feedback(&work, "ServiceAccount")["automount"],
+        json!({"type": "Boolean", "boolean": false})
+    );
+    let manifests = &work
+        .status
+        .as_ref()
+        .unwrap()
+        .resource_status
+        .as_ref()
+        .unwrap()
+        .manifests;
+    assert_eq!(manifests.len(), 5);
+    let deployment_meta = &manifests
+        .iter()
+        .find(|m| m.resource_meta.kind == "Deployment")
+        .unwrap()
+        .resource_meta;
+    assert_eq!(
+        (
+            deployment_meta.ordinal,
+            deployment_meta.group.as_str(),
+            deployment_meta.resource.as_str()
+        ),
+        (1, "apps", "deployments")
+    );
+
+    // On the managed cluster: the objects, owned by the AppliedManifestWork.
+    let deployments: Api<Deployment> = Api::namespaced(spoke.clone(), "shop");
+    let web = deployments.get("web").await.unwrap();
+    let owner = &web.owner_references()[0];
+    assert_eq!(owner.kind, "AppliedManifestWork");
+    assert!(
+        owner.name.ends_with("-app") && owner.name.len() == 64 + 4,
+        "{}",
+        owner.name
+    );
+    let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
+    let amw = applied.get(&owner.name).await.unwrap();
+    assert_eq!(amw.status.as_ref().unwrap().applied_resources.len(), 5);
+    Api::<ClusterRole>::all(spoke.clone())
+        .get("shop-reader")
+        .await
+        .unwrap();
+
+    // An update reaches the cluster and comes back as feedback.
+    works
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": app_work(3, true).spec.workload}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&works, "app", "feedback 3/3", |w: &ManifestWork| {
+        feedback(w, "Deployment").get("ReadyReplicas")
+            == Some(&json!({"type": "Integer", "integer": 3}))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(3)
+    );
+
+    // Drift: a deleted object and an edited one come back.
+    let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "shop");
+    deployments
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    config_maps
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"greeting": "changed by hand"}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &config_maps,
+        "settings",
+        "greeting put back",
+        |c: &ConfigMap| {
+            c.data
+                .as_ref()
+                .and_then(|d| d.get("greeting"))
+                .map(String::as_str)
+                == Some("hello")
+        },
+    )
+    .await
+    .unwrap();
+    wait_for(&deployments, "web", "deployment re-created", |_| true)
+        .await
+        .unwrap();
+
+    // Removing a manifest deletes only that object.
+    works
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": app_work(3, false).spec.workload}})),
+        )
+        .await
+        .unwrap();
+    wait_gone(&config_maps, "settings").await.unwrap();
+    deployments.get("web").await.unwrap();
+
+    // Deleting the work removes everything it applied, then the work itself.
+    works.delete("app", &DeleteParams::default()).await.unwrap();
+    wait_gone(&works, "app").await.unwrap();
+    wait_gone(&Api::<ClusterRole>::all(spoke.clone()), "shop-reader")
+        .await
+        .unwrap();
+    wait_gone(
+        &Api::<ServiceAccount>::namespaced(spoke.clone(), "shop"),
+        "runner",
+    )
+    .await
+    .unwrap();
+    wait_gone(&applied, &owner.name).await.unwrap();
+
+    work_agent.stop().await;
+    for agent in agents {
+        agent.stop().await.unwrap();
+    }
+    hub.stop().await;
+}
+
+fn work_of(name: &str, manifests: Value, extra_spec: Value) -> ManifestWork {
+    let mut spec = json!({"workload": {"manifests": manifests}});
+    json_patch::merge(&mut spec, &extra_spec);
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap()
+}
+
+fn config_map(name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "default"}, "data": {"key": value}})
+}
+
+fn manifest_condition(
+    work: &ManifestWork,
+    kind: &str,
+    name: &str,
+    type_: &str,
+) -> (String, String) {
+    work.status
+        .iter()
+        .flat_map(|s| s.resource_status.iter())
+        .flat_map(|r| r.manifests.iter())
+        .filter(|m| m.resource_meta.kind == kind && m.resource_meta.name == name)
+        .flat_map(|m| m.conditions.iter())
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
+async fn applied_and_available(works: &Api<ManifestWork>, name: &str) -> ManifestWork {
+    wait_work(works, name, "Applied and Available", |w: &ManifestWork| {
+        condition(w, "Applied") == "True" && condition(w, "Available") == "True"
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_strategies_crds_shared_objects_and_orphaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
+    let data = |c: &ConfigMap| {
+        c.data
+            .clone()
+            .unwrap_or_default()
+            .get("key")
+            .cloned()
+            .unwrap_or_default()
+    };
+
+    // A CRD and a custom resource of it in one work.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 3}});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("crd", json!([widget, crd]), json!({})),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "crd").await;
+
+    // CreateOnly: created once, never changed; ReadOnly: never written, feedback reported.
+    let strategies = json!({"manifestConfigs": [
+        {"resourceIdentifier": {"resource": "configmaps", "name": "create-only", "namespace": "default"},
+         "updateStrategy": {"type": "CreateOnly"}},
+        {"resourceIdentifier": {"resource": "configmaps", "name": "read-only", "namespace": "default"},
+         "updateStrategy": {"type": "ReadOnly"},
+         "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}]}
+    ]});
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(config_map("read-only", "theirs")).unwrap(),
+        )
+        .await
+        .unwrap();
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(
+                "strategies",
+                json!([
+                    config_map("create-only", "first"),
+                    config_map("read-only", "ours")
+                ]),
+                strategies.clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    let w = wait_work(
+        &works,
+        "strategies",
+        "read-only feedback",
+        |w: &ManifestWork| {
+            feedback(w, "ConfigMap").get("key")
+                == Some(&json!({"type": "String", "string": "theirs"}))
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(condition(&w, "Applied"), "True");
+    works
+        .patch(
+            "strategies",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": {"manifests": [
+            config_map("create-only", "second"), config_map("read-only", "ours")]}}})),
+        )
+        .await
+        .unwrap();
+    wait_work(
+        &works,
+        "strategies",
+        "generation 2 observed",
+        |w: &ManifestWork| {
+            w.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.observed_generation == Some(2))
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        data(&config_maps.get("create-only").await.unwrap()),
+        "first"
+    );
+    assert_eq!(data(&config_maps.get("read-only").await.unwrap()), "theirs");
+
+    // ServerSideApply: a field another manager owns conflicts until `force`.
+    let apply = PatchParams::apply("someone-else");
+    config_maps
+        .patch("ssa", &apply, &Patch::Apply(config_map("ssa", "theirs")))
+        .await
+        .unwrap();
+    let ssa = |force: bool| {
+        json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "ssa", "namespace": "default"},
+        "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": force, "fieldManager": "work-agent"}}}]})
+    };
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("ssa", json!([config_map("ssa", "ours")]), ssa(false)),
+        )
+        .await
+        .unwrap();
+    let w = wait_work(&works, "ssa", "conflict reported", |w: &ManifestWork| {
+        manifest_condition(w, "ConfigMap", "ssa", "Applied").0 == "False"
+    })
+    .await
+    .unwrap();
+    let message = manifest_condition(&w, "ConfigMap", "ssa", "Applied").1;
+    assert!(message.contains("conflict"), "{message}");
+    assert_eq!(condition(&w, "Applied"), "False");
+    works
+        .patch(
+            "ssa",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": ssa(true)})),
+        )
+        .await
+        .unwrap();
+    wait_for(&config_maps, "ssa", "forced", move |c: &ConfigMap| {
+        data(c) == "ours"
+    })
+    .await
+    .unwrap();
+
+    // A shared object survives deleting one of its works; Orphan and SelectivelyOrphan keep theirs.
+    for name in ["share-a", "share-b"] {
+        works
+            .create(
+                &PostParams::default(),
+                &work_of(name, json!([config_map("shared", "same")]), json!({})),
+            )
+            .await
+            .unwrap();
+        applied_and_available(&works, name).await;
+    }
+    wait_for(
+        &config_maps,
+        "shared",
+        "owned by both works",
+        |c: &ConfigMap| c.owner_references().len() == 2,
+    )
+    .await
+    .unwrap();
+    works
+        .delete("share-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&works, "share-a").await.unwrap();
+    let shared = config_maps.get("shared").await.unwrap();
+    assert_eq!(shared.owner_references().len(), 1);
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("orphans", json!([config_map("kept", "x"), config_map("removed", "y")]), json!({"deleteOption": {
+                "propagationPolicy": "SelectivelyOrphan",
+                "selectivelyOrphans": {"orphaningRules": [{"group": "", "resource": "configmaps", "namespace": "default", "name": "kept"}]}}})),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "orphans").await;
+    assert!(
+        config_maps
+            .get("kept")
+            .await
+            .unwrap()
+            .owner_references()
+            .is_empty(),
+        "orphaned objects are not owned"
+    );
+    works
+        .delete("orphans", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&works, "orphans").await.unwrap();
+    wait_gone(&config_maps, "removed").await.unwrap();
+    config_maps.get("kept").await.unwrap();
+
+    work_agent.stop().await;
+    for agent in agents {
+        agent.stop().await.unwrap();
+    }
+    hub.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_manifests_executors_restarts_and_an_absent_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
+
+    // The hub refuses empty, oversized and duplicate works with a message naming the problem.
+    let refused = |w: ManifestWork| {
+        let works = works.clone();
+        async move {
+            match works.create(&PostParams::default(), &w).await.unwrap_err() {
+                kube::Error::Api(s) => (s.code, s.message),
+                other => panic!("{other}"),
+            }
+        }
+    };
+    assert_eq!(
+        refused(work_of("empty", json!([]), json!({}))).await,
+        (400, "manifests should not be empty".to_owned())
+    );
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "default"},
+                     "data": {"x": "y".repeat(520_000)}});
+    let (code, message) = refused(work_of("big", json!([big]), json!({}))).await;
+    assert_eq!(code, 400);
+    assert!(message.contains("exceeds the 512000 limit"), "{message}");
+    let (_, message) = refused(work_of(
+        "dup",
+        json!([config_map("a", "1"), config_map("a", "2")]),
+        json!({}),
+    ))
+    .await;
+    assert!(message.starts_with("duplicate manifest"), "{message}");
+
+    // One manifest the cluster cannot apply does not stop the others.
+    let unknown = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(
+                "mixed",
+                json!([config_map("good", "1"), unknown]),
+                json!({}),
+            ),
+        )
+        .await
+        .unwrap();
+    let w = wait_work(
+        &works,
+        "mixed",
+        "one failed, one applied",
+        |w: &ManifestWork| {
+            manifest_condition(w, "Gadget", "g", "Applied").0 == "False"
+                && manifest_condition(w, "ConfigMap", "good", "Applied").0 == "True"
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        manifest_condition(&w, "Gadget", "g", "Applied")
+            .1
+            .contains("Gadget")
+    );
+    assert_eq!(condition(&w, "Applied"), "False");
+    config_maps.get("good").await.unwrap();
+
+    // An executor without permission: a clear condition, nothing written.
+    let executor = json!({"executor": {"subject": {"type": "ServiceAccount",
+        "serviceAccount": {"namespace": "default", "name": "deployer"}}}});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(
+                "as-deployer",
+                json!([config_map("by-deployer", "1")]),
+                executor,
+            ),
+        )
+        .await
+        .unwrap();
+    let w = wait_work(&works, "as-deployer", "denied", |w: &ManifestWork| {
+        manifest_condition(w, "ConfigMap", "by-deployer", "Applied").0 == "False"
+    })
+    .await
+    .unwrap();
+    let message = manifest_condition(&w, "ConfigMap", "by-deployer", "Applied").1;
+    assert!(
+        message.contains("default/deployer") && message.contains("create"),
+        "{message}"
+    );
+    assert!(config_maps.get_opt("by-deployer").await.unwrap().is_none());
+
+    // A restarted agent finds everything right and writes nothing.
+    work_agent.stop().await;
+    let agent = ocm_work::agent::WorkAgent::new(
+        spoke.clone(),
+        ocm_work::agent::WorkAgentOptions {
+            cluster_name: "c1".into(),
+            status_sync_interval: Duration::from_millis(500),
+            ..Default::default()
+        },
+    );
+    let mut stats = agent.stats();
+    let shutdown = Shutdown::new();
+    let task = tokio::spawn(agent.run(shutdown.clone()));
+    let settled = *tokio::time::timeout(WAIT, stats.wait_for(|s| s.passes >= 6))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        settled.writes, 0,
+        "restart wrote to the cluster: {settled:?}"
+    );
+
+    // The hub goes away: the agent keeps the cluster as it is, and repairs drift meanwhile.
+    let listen = hub
+        .url
+        .trim_start_matches("https://")
+        .parse::<std::net::SocketAddr>()
+        .unwrap();
+    hub.stop().await;
+    config_maps
+        .delete("good", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&config_maps, "good", "re-created without the hub", |_| true)
+        .await
+        .unwrap();
+    // Meanwhile the hub admin changes the work (the hub runs elsewhere, unseen by the agent).
+    let elsewhere = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    Api::<ManifestWork>::namespaced(elsewhere.admin_client(), "c1")
+        .patch(
+            "mixed",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"workload": {"manifests": [config_map("good", "changed")]}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    elsewhere.stop().await;
+    // The hub returns at its address: the agent catches up.
+    let back = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen,
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    wait_for(
+        &config_maps,
+        "good",
+        "changed after the hub returned",
+        |c: &ConfigMap| {
+            c.data
+                .as_ref()
+                .and_then(|d| d.get("key"))
+                .map(String::as_str)
+                == Some("changed")
+        },
+    )
+    .await
+    .unwrap();
+
+    shutdown.cancel();
+    let _ = tokio::time::timeout(WAIT, task).await;
+    for agent in agents {
+        let _ = agent.stop().await;
+    }
+    back.stop().await;
+}

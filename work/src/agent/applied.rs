@@ -1,0 +1,300 @@
+//! AppliedManifestWork bookkeeping on the managed cluster: its name, the owner reference it
+//! puts on applied objects, removing what a work no longer applies, and the sweep that
+//! finishes deleted AppliedManifestWorks and evicts those whose ManifestWork is gone.
+
+use std::sync::Arc;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
+use kube::core::{ApiResource, GroupVersionKind};
+use ocm_api::work::names::APPLIED_MANIFEST_WORK_FINALIZER;
+use ocm_api::work::v1::{AppliedManifestResourceMeta, AppliedManifestWork, OrphaningRule};
+use ocm_runtime::shutdown::Shutdown;
+use ring::digest;
+use serde_json::{Value, json};
+
+use super::reconcile::Ctx;
+
+/// Lowercase hex SHA-256 of the hub API server URL, as upstream computes it.
+pub fn hub_hash(hub_url: &str) -> String {
+    digest::digest(&digest::SHA256, hub_url.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `<hubHash>-<work>`.
+pub fn applied_work_name(hub_hash: &str, work: &str) -> String {
+    format!("{hub_hash}-{work}")
+}
+
+/// The owner reference an applied object carries.
+pub(crate) fn owner_reference(amw: &AppliedManifestWork) -> Value {
+    json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "AppliedManifestWork",
+        "name": amw.name_any(),
+        "uid": amw.uid().unwrap_or_default(),
+    })
+}
+
+/// Gets (or creates) the AppliedManifestWork of `work`.
+pub(crate) async fn ensure(
+    ctx: &Ctx,
+    work: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<AppliedManifestWork, kube::Error> {
+    let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
+    let name = applied_work_name(&ctx.hub_hash, work);
+    if let Some(existing) = api.get_opt(&name).await? {
+        return Ok(existing);
+    }
+    let amw: AppliedManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "AppliedManifestWork",
+        "metadata": {"name": name, "labels": labels,
+                     "finalizers": [APPLIED_MANIFEST_WORK_FINALIZER]},
+        "spec": {"hubHash": ctx.hub_hash, "agentID": ctx.agent_id, "manifestWorkName": work},
+    }))
+    .map_err(kube::Error::SerdeError)?;
+    match api.create(&PostParams::default(), &amw).await {
+        Ok(created) => Ok(created),
+        Err(kube::Error::Api(e)) if e.code == 409 => api.get(&name).await,
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `rules` orphan the object `res`.
+pub(crate) fn orphaned(rules: &[OrphaningRule], res: &AppliedManifestResourceMeta) -> bool {
+    rules.iter().any(|r| {
+        r.group.as_deref().unwrap_or("") == res.group
+            && r.resource == res.resource
+            && r.name == res.name
+            && r.namespace.as_deref().unwrap_or("") == res.namespace
+    })
+}
+
+/// The outcome of removing one applied object.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// Gone (or never ours).
+    Gone,
+    /// Deletion requested; it still exists.
+    Pending,
+}
+
+fn api_for(ctx: &Ctx, res: &AppliedManifestResourceMeta) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(&res.group, &res.version, "");
+    let mut ar = ApiResource::from_gvk_with_plural(&gvk, &res.resource);
+    ar.kind = String::new();
+    if res.namespace.is_empty() {
+        Api::all_with(ctx.spoke.clone(), &ar)
+    } else {
+        Api::namespaced_with(ctx.spoke.clone(), &res.namespace, &ar)
+    }
+}
+
+/// Stops `amw_uid` from owning `res`: removes only our owner reference when `orphan` is set
+/// or another owner remains; otherwise deletes the object (uid precondition).
+pub(crate) async fn release(
+    ctx: &Ctx,
+    res: &AppliedManifestResourceMeta,
+    amw_uid: &str,
+    orphan: bool,
+) -> Result<Removal, kube::Error> {
+    let api = api_for(ctx, res);
+    let Some(live) = api.get_opt(&res.name).await? else {
+        return Ok(Removal::Gone);
+    };
+    if live.uid().as_deref() != Some(res.uid.as_str()) {
+        return Ok(Removal::Gone);
+    }
+    let owners = live.owner_references();
+    if !owners.iter().any(|o| o.uid == amw_uid) {
+        return Ok(Removal::Gone);
+    }
+    if live.metadata.deletion_timestamp.is_some() {
+        return Ok(Removal::Pending);
+    }
+    let others: Vec<_> = owners
+        .iter()
+        .filter(|o| o.uid != amw_uid)
+        .cloned()
+        .collect();
+    let shared = others.iter().any(|o| o.kind == "AppliedManifestWork");
+    if orphan || shared {
+        let patch = json!({"metadata": {"ownerReferences": others,
+                                        "resourceVersion": live.resource_version()}});
+        api.patch(&res.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        return Ok(Removal::Gone);
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(res.uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&res.name, &params).await {
+        Ok(_) => Ok(Removal::Pending),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(Removal::Gone),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes everything `amw` applied (orphaning what `rules`/`orphan_all` say), then its
+/// finalizer and the AppliedManifestWork itself. `Ok(false)` = objects are still going away.
+pub(crate) async fn clean_up(
+    ctx: &Ctx,
+    amw: &AppliedManifestWork,
+    orphan_all: bool,
+    rules: &[OrphaningRule],
+) -> Result<bool, kube::Error> {
+    let uid = amw.uid().unwrap_or_default();
+    let mut pending = false;
+    for res in amw
+        .status
+        .as_ref()
+        .map(|s| s.applied_resources.as_slice())
+        .unwrap_or_default()
+    {
+        let orphan = orphan_all || orphaned(rules, res);
+        if release(ctx, res, &uid, orphan).await? == Removal::Pending {
+            pending = true;
+        }
+    }
+    if pending {
+        return Ok(false);
+    }
+    let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
+    let name = amw.name_any();
+    let finalizers: Vec<String> = amw
+        .finalizers()
+        .iter()
+        .filter(|f| *f != APPLIED_MANIFEST_WORK_FINALIZER)
+        .cloned()
+        .collect();
+    if finalizers.len() != amw.finalizers().len() {
+        let patch = json!({"metadata": {"finalizers": finalizers}});
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(true),
+            Err(e) => return Err(e),
+        }
+    }
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every status-sync interval: finishes AppliedManifestWorks being deleted (by a cluster
+/// admin, or by eviction), and evicts those of this hub whose ManifestWork is gone for longer
+/// than the grace period.
+pub(crate) async fn sweep(ctx: Arc<Ctx>, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(ctx.options.status_sync_interval);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(err) = sweep_once(&ctx).await {
+            tracing::debug!(%err, "sweeping AppliedManifestWorks");
+        }
+    }
+}
+
+async fn sweep_once(ctx: &Ctx) -> Result<(), kube::Error> {
+    let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
+    let works: Api<ocm_api::work::v1::ManifestWork> =
+        Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
+    for amw in api.list(&Default::default()).await?.items {
+        if amw.spec.hub_hash != ctx.hub_hash {
+            continue;
+        }
+        if amw.metadata.deletion_timestamp.is_some() {
+            clean_up(ctx, &amw, false, &[]).await?;
+            continue;
+        }
+        let gone = works.get_opt(&amw.spec.manifest_work_name).await?.is_none();
+        let started = amw
+            .status
+            .as_ref()
+            .and_then(|s| s.eviction_start_time.clone());
+        match (gone, started) {
+            (false, Some(_)) => {
+                let patch = json!({"status": {"evictionStartTime": null}});
+                api.patch_status(
+                    &amw.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+            }
+            (true, None) => {
+                let patch =
+                    json!({"status": {"evictionStartTime": jiff::Timestamp::now().to_string()}});
+                api.patch_status(
+                    &amw.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+            }
+            (true, Some(since)) => {
+                let elapsed = jiff::Timestamp::now().duration_since(since.0);
+                if elapsed.as_secs() >= ctx.options.eviction_grace.as_secs() as i64 {
+                    tracing::info!(name = %amw.name_any(), "evicting an AppliedManifestWork whose ManifestWork is gone");
+                    api.delete(&amw.name_any(), &DeleteParams::default())
+                        .await?;
+                }
+            }
+            (false, None) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_hash_is_hex_sha256_of_the_url() {
+        let h = hub_hash("https://127.0.0.1:6443");
+        assert_eq!(h.len(), 64);
+        assert!(
+            h.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_eq!(h, hub_hash("https://127.0.0.1:6443"));
+        assert_ne!(h, hub_hash("https://127.0.0.1:6444"));
+        assert_eq!(applied_work_name("abc", "app"), "abc-app");
+    }
+
+    #[test]
+    fn orphaning_rules_match_group_resource_namespace_and_name() {
+        let res = AppliedManifestResourceMeta {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            namespace: "shop".into(),
+            name: "web".into(),
+            uid: "u".into(),
+        };
+        let rule = |ns: &str| OrphaningRule {
+            group: Some("apps".into()),
+            resource: "deployments".into(),
+            name: "web".into(),
+            namespace: Some(ns.into()),
+        };
+        assert!(orphaned(&[rule("shop")], &res));
+        assert!(!orphaned(&[rule("other")], &res));
+    }
+}

@@ -1,0 +1,495 @@
+//! One pass over one ManifestWork: finalizer, AppliedManifestWork, apply every manifest,
+//! remove what left the work, write status; or, for a work being deleted, clean up and release
+//! it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use ocm_api::work::names::{
+    MANIFEST_WORK_FINALIZER, conditions as types, manifest_reasons, work_reasons,
+};
+use ocm_api::work::v1::{
+    AppliedManifestResourceMeta, AppliedManifestWork, DeletePropagationPolicyType,
+    ManifestCondition, ManifestResourceMeta, ManifestResourceStatus, ManifestWork,
+    ManifestWorkStatus,
+};
+use ocm_runtime::conditions::condition;
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+
+use super::WorkAgentOptions;
+use super::applied::{self, clean_up, owner_reference, release};
+use super::apply::{Discovery, apply};
+use crate::status::{
+    LiveObject, manifest_config, merge_conditions, observe_manifest, work_conditions,
+};
+
+/// Everything a pass needs.
+pub(crate) struct Ctx {
+    pub(crate) hub: kube::Client,
+    pub(crate) spoke: kube::Client,
+    pub(crate) hub_hash: String,
+    pub(crate) agent_id: String,
+    pub(crate) options: WorkAgentOptions,
+    discovery: Discovery,
+    stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        hub: kube::Client,
+        spoke: kube::Client,
+        hub_url: &str,
+        options: WorkAgentOptions,
+        stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
+    ) -> Ctx {
+        let hub_hash = applied::hub_hash(hub_url);
+        let agent_id = options.agent_id.clone().unwrap_or_else(|| hub_hash.clone());
+        Ctx {
+            hub,
+            spoke,
+            hub_hash,
+            agent_id,
+            options,
+            discovery: Discovery::default(),
+            stats,
+        }
+    }
+}
+
+/// A pass that could not finish; retried.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PassError {
+    #[error("hub: {0}")]
+    Hub(kube::Error),
+    #[error("managed cluster: {0}")]
+    Spoke(kube::Error),
+}
+
+/// Runs the ManifestWork controller until `shutdown`.
+pub(crate) async fn run(ctx: Arc<Ctx>, shutdown: Shutdown) {
+    let works: Api<ManifestWork> = Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
+    let concurrency = ctx.options.concurrency;
+    let running = Controller::new(works, watcher::Config::default().any_semantic())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()));
+    tokio::select! {
+        () = running => {}
+        () = shutdown.cancelled() => {}
+    }
+}
+
+fn error_policy(_work: Arc<ManifestWork>, err: &PassError, ctx: Arc<Ctx>) -> Action {
+    tracing::debug!(%err, "work pass failed");
+    Action::requeue(ctx.options.status_sync_interval.min(Duration::from_secs(2)))
+}
+
+async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, PassError> {
+    let name = work.name_any();
+    let works: Api<ManifestWork> = Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
+    if work.metadata.deletion_timestamp.is_some() {
+        return delete_work(&work, &works, &ctx).await;
+    }
+    if !work
+        .finalizers()
+        .iter()
+        .any(|f| f == MANIFEST_WORK_FINALIZER)
+    {
+        let mut finalizers = work.finalizers().to_vec();
+        finalizers.push(MANIFEST_WORK_FINALIZER.to_owned());
+        let patch = json!({"metadata": {"finalizers": finalizers,
+                                        "resourceVersion": work.resource_version()}});
+        works
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(PassError::Hub)?;
+        return Ok(Action::await_change());
+    }
+    let amw = applied::ensure(&ctx, &name, work.labels())
+        .await
+        .map_err(PassError::Spoke)?;
+    let owner = owner_reference(&amw);
+    let generation = work.metadata.generation.unwrap_or(0);
+    let spec = &work.spec;
+    let delete_option = spec.delete_option.clone().unwrap_or_default();
+    let policy = delete_option.propagation_policy.unwrap_or_default();
+    let rules = delete_option
+        .selectively_orphans
+        .as_ref()
+        .map(|s| s.orphaning_rules.clone())
+        .unwrap_or_default();
+    let executor = spec
+        .executor
+        .as_ref()
+        .and_then(|e| e.subject.service_account.as_ref());
+
+    let kinds: Vec<(String, String)> = spec
+        .workload
+        .manifests
+        .iter()
+        .map(|m| {
+            let v = &m.0;
+            let api_version = v["apiVersion"].as_str().unwrap_or("");
+            let group = api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
+            (
+                group.to_owned(),
+                v["kind"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let mut results: Vec<Option<ManifestCondition>> = vec![None; kinds.len()];
+    let mut applied_now: Vec<AppliedManifestResourceMeta> = Vec::new();
+    let mut retry_soon = false;
+    let mut writes = 0u64;
+    for index in super::order::apply_order(&kinds) {
+        let manifest = &spec.workload.manifests[index].0;
+        let mut meta = ManifestResourceMeta {
+            ordinal: index as i32,
+            group: kinds[index].0.clone(),
+            kind: kinds[index].1.clone(),
+            version: manifest["apiVersion"]
+                .as_str()
+                .map(|v| v.rsplit('/').next().unwrap_or(v).to_owned())
+                .unwrap_or_default(),
+            name: manifest
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            namespace: manifest
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            resource: String::new(),
+        };
+        let api_version = manifest["apiVersion"].as_str().unwrap_or("");
+        let resolved = ctx
+            .discovery
+            .resolve(&ctx.spoke, api_version, &meta.kind)
+            .await;
+        let mut conditions = Vec::new();
+        let (live, applied_condition) = match resolved {
+            Err(message) => {
+                retry_soon = true;
+                (
+                    LiveObject::IncompleteMeta,
+                    condition(
+                        types::APPLIED,
+                        "False",
+                        manifest_reasons::APPLIED_MANIFEST_FAILED,
+                        &message,
+                        Some(generation),
+                    ),
+                )
+            }
+            Ok(resolved) => {
+                meta.resource = resolved.resource.plural.clone();
+                if !resolved.namespaced {
+                    meta.namespace = String::new();
+                } else if meta.namespace.is_empty() {
+                    meta.namespace = "default".into();
+                }
+                let id = AppliedManifestResourceMeta {
+                    group: meta.group.clone(),
+                    version: meta.version.clone(),
+                    resource: meta.resource.clone(),
+                    namespace: meta.namespace.clone(),
+                    name: meta.name.clone(),
+                    uid: String::new(),
+                };
+                let orphan = is_orphaned(policy, &rules, &id);
+                let mut desired = manifest.clone();
+                if let Some(meta_obj) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta_obj.remove("uid");
+                    meta_obj.remove("resourceVersion");
+                    if resolved.namespaced {
+                        meta_obj.insert("namespace".into(), json!(meta.namespace));
+                    }
+                    if !orphan {
+                        let mut owners = meta_obj
+                            .get("ownerReferences")
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                        owners.push(owner.clone());
+                        meta_obj.insert("ownerReferences".into(), Value::Array(owners));
+                    }
+                }
+                let config = manifest_config(&spec.manifest_configs, &meta);
+                match apply(&ctx.spoke, &resolved, &desired, config, executor).await {
+                    Ok(result) => {
+                        writes += u64::from(result.wrote);
+                        let read_only = config
+                            .and_then(|c| c.update_strategy.as_ref())
+                            .is_some_and(|s| {
+                                s.type_ == ocm_api::work::v1::UpdateStrategyType::ReadOnly
+                            });
+                        let uid = result
+                            .live
+                            .as_ref()
+                            .and_then(|l| l.pointer("/metadata/uid"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned();
+                        if !read_only && !uid.is_empty() {
+                            applied_now.push(AppliedManifestResourceMeta { uid, ..id });
+                        }
+                        let observed = observe_manifest(
+                            match &result.live {
+                                Some(l) => LiveObject::Found(l),
+                                None => LiveObject::NotFound,
+                            },
+                            &meta,
+                            config,
+                            generation,
+                        );
+                        conditions.extend(observed.conditions);
+                        let status_feedback = observed.feedback;
+                        results[index] = Some(ManifestCondition {
+                            resource_meta: meta.clone(),
+                            status_feedback,
+                            conditions: Vec::new(),
+                        });
+                        (
+                            LiveObject::NotFound,
+                            condition(
+                                types::APPLIED,
+                                "True",
+                                manifest_reasons::APPLIED_MANIFEST_COMPLETE,
+                                "Apply manifest complete",
+                                Some(generation),
+                            ),
+                        )
+                    }
+                    Err(message) => {
+                        retry_soon = true;
+                        (
+                            LiveObject::IncompleteMeta,
+                            condition(
+                                types::APPLIED,
+                                "False",
+                                manifest_reasons::APPLIED_MANIFEST_FAILED,
+                                &message,
+                                Some(generation),
+                            ),
+                        )
+                    }
+                }
+            }
+        };
+        let entry = results[index].get_or_insert_with(|| ManifestCondition {
+            resource_meta: meta.clone(),
+            status_feedback: None,
+            conditions: Vec::new(),
+        });
+        if entry.conditions.is_empty() && conditions.is_empty() {
+            // Failed before reading: availability comes from what was (not) read.
+            let config = manifest_config(&spec.manifest_configs, &meta);
+            conditions.extend(observe_manifest(live, &meta, config, generation).conditions);
+        }
+        entry.conditions.push(applied_condition);
+        entry.conditions.extend(conditions);
+    }
+
+    // Objects that left the work.
+    applied_now.sort_by(|a, b| {
+        (&a.group, &a.resource, &a.namespace, &a.name).cmp(&(
+            &b.group,
+            &b.resource,
+            &b.namespace,
+            &b.name,
+        ))
+    });
+    let previous = amw
+        .status
+        .as_ref()
+        .map(|s| s.applied_resources.clone())
+        .unwrap_or_default();
+    let amw_uid = amw.uid().unwrap_or_default();
+    let mut keep = applied_now.clone();
+    for old in &previous {
+        let still = applied_now.iter().any(|n| {
+            n.group == old.group
+                && n.resource == old.resource
+                && n.namespace == old.namespace
+                && n.name == old.name
+        });
+        if still {
+            continue;
+        }
+        let orphan = policy == DeletePropagationPolicyType::Orphan
+            || (policy == DeletePropagationPolicyType::SelectivelyOrphan
+                && applied::orphaned(&rules, old));
+        match release(&ctx, old, &amw_uid, orphan).await {
+            Ok(applied::Removal::Gone) => {}
+            Ok(applied::Removal::Pending) => {
+                keep.push(old.clone());
+                retry_soon = true;
+            }
+            Err(e) => {
+                tracing::debug!(%e, "removing an object that left the work");
+                keep.push(old.clone());
+                retry_soon = true;
+            }
+        }
+    }
+    if keep != previous {
+        let amw_api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
+        amw_api
+            .patch_status(
+                &amw.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"appliedResources": keep}})),
+            )
+            .await
+            .map_err(PassError::Spoke)?;
+    }
+
+    // Status, written only when it changed.
+    let old = work.status.clone().unwrap_or_default();
+    let old_manifests = old
+        .resource_status
+        .as_ref()
+        .map(|r| r.manifests.clone())
+        .unwrap_or_default();
+    let mut changed = false;
+    let mut manifests = Vec::with_capacity(results.len());
+    for mut entry in results.into_iter().flatten() {
+        let previous = old_manifests
+            .iter()
+            .find(|m| m.resource_meta == entry.resource_meta);
+        let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
+        changed |= merge_conditions(&mut conditions, &entry.conditions);
+        changed |= conditions.len() != entry.conditions.len();
+        conditions.retain(|c| entry.conditions.iter().any(|n| n.type_ == c.type_));
+        entry.conditions = conditions;
+        changed |= previous.is_none_or(|p| p.status_feedback != entry.status_feedback);
+        manifests.push(entry);
+    }
+    changed |= manifests.len() != old_manifests.len();
+    let mut conditions = old.conditions.clone();
+    changed |= merge_conditions(&mut conditions, &work_conditions(&manifests, generation));
+    if changed {
+        let status = ManifestWorkStatus {
+            conditions,
+            resource_status: Some(ManifestResourceStatus { manifests }),
+        };
+        works
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
+            .await
+            .map_err(PassError::Hub)?;
+    }
+    ctx.stats.send_modify(|s| {
+        s.passes += 1;
+        s.writes += writes;
+    });
+    let next = if retry_soon {
+        ctx.options.status_sync_interval.min(Duration::from_secs(1))
+    } else {
+        ctx.options.status_sync_interval
+    };
+    Ok(Action::requeue(next))
+}
+
+/// Whether the work's delete option leaves `res` on the cluster.
+fn is_orphaned(
+    policy: DeletePropagationPolicyType,
+    rules: &[ocm_api::work::v1::OrphaningRule],
+    res: &AppliedManifestResourceMeta,
+) -> bool {
+    match policy {
+        DeletePropagationPolicyType::Orphan => true,
+        DeletePropagationPolicyType::SelectivelyOrphan => applied::orphaned(rules, res),
+        DeletePropagationPolicyType::Foreground => false,
+    }
+}
+
+/// A work being deleted: `Deleting`, clean up what it applied, then release its finalizer.
+async fn delete_work(
+    work: &ManifestWork,
+    works: &Api<ManifestWork>,
+    ctx: &Ctx,
+) -> Result<Action, PassError> {
+    let name = work.name_any();
+    if !work
+        .finalizers()
+        .iter()
+        .any(|f| f == MANIFEST_WORK_FINALIZER)
+    {
+        return Ok(Action::await_change());
+    }
+    let generation = work.metadata.generation.unwrap_or(0);
+    let mut conditions = work
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    if merge_conditions(
+        &mut conditions,
+        &[condition(
+            types::DELETING,
+            "True",
+            work_reasons::WORK_DELETING,
+            "Delete manifests",
+            Some(generation),
+        )],
+    ) {
+        works
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conditions}})),
+            )
+            .await
+            .map_err(PassError::Hub)?;
+    }
+    let delete_option = work.spec.delete_option.clone().unwrap_or_default();
+    let policy = delete_option.propagation_policy.unwrap_or_default();
+    let rules = delete_option
+        .selectively_orphans
+        .map(|s| s.orphaning_rules)
+        .unwrap_or_default();
+    let amw_api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
+    let amw_name = applied::applied_work_name(&ctx.hub_hash, &name);
+    if let Some(amw) = amw_api.get_opt(&amw_name).await.map_err(PassError::Spoke)? {
+        let orphan_all = policy == DeletePropagationPolicyType::Orphan;
+        let rules = if policy == DeletePropagationPolicyType::SelectivelyOrphan {
+            rules
+        } else {
+            Vec::new()
+        };
+        if !clean_up(ctx, &amw, orphan_all, &rules)
+            .await
+            .map_err(PassError::Spoke)?
+        {
+            return Ok(Action::requeue(Duration::from_millis(500)));
+        }
+    }
+    let finalizers: Vec<String> = work
+        .finalizers()
+        .iter()
+        .filter(|f| *f != MANIFEST_WORK_FINALIZER)
+        .cloned()
+        .collect();
+    let patch =
+        json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.resource_version()}});
+    match works
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(Action::await_change()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(Action::await_change()),
+        Err(e) => Err(PassError::Hub(e)),
+    }
+}
