@@ -31,6 +31,8 @@ pub struct BenchArgs {
 enum What {
     /// Join N simulated clusters and measure the steady heartbeat.
     Registration(RegistrationArgs),
+    /// Placements over clusters, in upstream's benchmark shape.
+    Placement(super::placement_bench::BenchPlacementArgs),
     /// ManifestWorks over simulated clusters, and one agent under load.
     Work(super::work_bench::BenchWorkArgs),
 }
@@ -56,6 +58,7 @@ pub struct RegistrationArgs {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.what {
         What::Registration(args) => registration(args).await,
+        What::Placement(args) => super::placement_bench::bench(args).await,
         What::Work(args) => super::work_bench::bench(args).await,
     }
 }

@@ -12,6 +12,7 @@ pub mod hub;
 pub mod init;
 pub mod join;
 pub mod placement;
+pub mod placement_bench;
 pub mod unjoin;
 pub mod work;
 pub mod work_agent;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::work::v1::ManifestWork;
@@ -127,10 +127,8 @@ async fn fleet(args: &BenchWorkArgs) -> anyhow::Result<()> {
         }
     })
     .buffer_unordered(32)
-    .collect::<Vec<_>>()
-    .await
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
+    .try_collect::<Vec<_>>()
+    .await?;
     let created = started.elapsed();
     let (applied, available) = waiter.await.context("watching the works")??;
     let (rss, _) = process_usage();
@@ -302,10 +300,8 @@ async fn solo(args: &BenchWorkArgs) -> anyhow::Result<()> {
             }
         })
         .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .try_collect::<Vec<_>>()
+        .await?;
     let (applied, _) = waiter.await.context("watching the works")??;
     let total = args.solo_works * args.solo_manifests;
     println!(
