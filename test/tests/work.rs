@@ -580,6 +580,33 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     wait_gone(&config_maps, "removed").await.unwrap();
     config_maps.get("kept").await.unwrap();
 
+    // Orphan: deleting the work leaves every object, without our owner reference.
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(
+                "orphan-all",
+                json!([config_map("left-behind", "z")]),
+                json!({"deleteOption": {"propagationPolicy": "Orphan"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "orphan-all").await;
+    works
+        .delete("orphan-all", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&works, "orphan-all").await.unwrap();
+    assert!(
+        config_maps
+            .get("left-behind")
+            .await
+            .unwrap()
+            .owner_references()
+            .is_empty()
+    );
+
     work_agent.stop().await;
     for agent in agents {
         agent.stop().await.unwrap();
