@@ -174,6 +174,7 @@ async fn write(
         .map(|d| (d.name_any(), d))
         .collect();
     let mut wanted = Vec::new();
+    let mut created = false;
     for desired in &result.decisions {
         let decision_name = desired.name_any();
         wanted.push(decision_name.clone());
@@ -199,6 +200,7 @@ async fn write(
                 }
             }
             None => {
+                created = true;
                 let mut fresh = desired.clone();
                 fresh.status = None;
                 match api.create(&PostParams::default(), &fresh).await {
@@ -215,20 +217,26 @@ async fn write(
             }
         }
     }
-    // Surplus decisions go last, so no selected cluster is missing in between. The cache may
-    // lag behind; list live to catch decisions created by a previous pass.
-    let live = api
-        .list(&ListParams::default().labels(&format!("{PLACEMENT}={name}")))
-        .await?;
-    for surplus in live
-        .items
-        .iter()
-        .filter(|d| !wanted.contains(&d.name_any()))
-    {
-        match api
-            .delete(&surplus.name_any(), &DeleteParams::default())
-            .await
-        {
+    // Surplus decisions go last, so no selected cluster is missing in between. From the
+    // cache; only after creating a decision (the cache may then lag behind an earlier pass's
+    // creates) is the server asked.
+    let mut surplus: Vec<String> = existing
+        .keys()
+        .filter(|n| !wanted.contains(n))
+        .cloned()
+        .collect();
+    if created {
+        surplus = api
+            .list(&ListParams::default().labels(&format!("{PLACEMENT}={name}")))
+            .await?
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .filter(|n| !wanted.contains(n))
+            .collect();
+    }
+    for decision in surplus {
+        match api.delete(&decision, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => return Err(e.into()),
