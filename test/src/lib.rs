@@ -36,6 +36,17 @@ pub async fn start_hub(
     .await
 }
 
+/// An embedded hub in `data_dir` with [`fast_hub_options`] and one-year client certificates
+/// (for scenarios that do not exercise rotation).
+pub async fn start_fast_hub(data_dir: &Path) -> anyhow::Result<EmbeddedHub> {
+    start_hub(
+        data_dir,
+        fast_hub_options(),
+        Duration::from_secs(365 * 24 * 3600),
+    )
+    .await
+}
+
 /// Hub options for tests: short requeues, a small lease grace multiplier.
 pub fn fast_hub_options() -> HubOptions {
     HubOptions {

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use ocm_api::cluster::v1::ManagedCluster;
@@ -54,13 +52,7 @@ async fn wait_decided(client: &kube::Client, want: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = start_hub(
-        dir.path(),
-        fast_hub_options(),
-        Duration::from_secs(365 * 24 * 3600),
-    )
-    .await
-    .unwrap();
+    let hub = start_fast_hub(dir.path()).await.unwrap();
     let client = hub.admin_client();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();

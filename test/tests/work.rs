@@ -147,13 +147,7 @@ async fn joined_hub(
     Vec<kube::Client>,
     Vec<RunningAgent>,
 ) {
-    let hub = start_hub(
-        dir,
-        fast_hub_options(),
-        Duration::from_secs(365 * 24 * 3600),
-    )
-    .await
-    .unwrap();
+    let hub = start_fast_hub(dir).await.unwrap();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
     let mut spokes = Vec::new();
     let mut agents = Vec::new();
