@@ -80,7 +80,11 @@ fn app_work(replicas: i64, with_config_map: bool) -> ManifestWork {
                         {"name": "specReplicas", "path": ".spec.replicas"},
                         {"name": "availableStatus",
                          "path": ".status.conditions[?(@.type==\"Available\")].status"},
-                        {"name": "selector", "path": ".spec.selector"}]}]},
+                        {"name": "selector", "path": ".spec.selector"}]}],
+                 "conditionRules": [
+                    {"condition": "AllReplicasReady", "type": "CEL",
+                     "celExpressions": ["object.status.readyReplicas == object.spec.replicas"],
+                     "messageExpression": "result ? 'all ' + string(object.spec.replicas) + ' ready' : 'waiting'"}]},
                 {"resourceIdentifier": {"resource": "serviceaccounts",
                                         "name": "runner", "namespace": "shop"},
                  "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [
@@ -174,12 +178,14 @@ async fn a_work_reaches_its_cluster_reports_feedback_follows_changes_and_cleans_
     let work = wait_work(
         &works,
         "app",
-        "Applied, Available, feedback 2/2",
+        "Applied, Available, feedback 2/2, CEL rule true",
         |w: &ManifestWork| {
             condition(w, "Applied") == "True"
                 && condition(w, "Available") == "True"
                 && feedback(w, "Deployment").get("ReadyReplicas")
                     == Some(&json!({"type": "Integer", "integer": 2}))
+                && manifest_condition(w, "Deployment", "web", "AllReplicasReady")
+                    == ("True".to_owned(), "all 2 ready".to_owned())
         },
     )
     .await
@@ -520,6 +526,45 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     })
     .await
     .unwrap();
+
+    // A field removed from a manifest leaves the object on the cluster (Update and SSA).
+    let trimmed = |with_extra: bool| {
+        let mut manifests = Vec::new();
+        for name in ["trim-update", "trim-ssa"] {
+            let mut cm = config_map(name, "kept");
+            if with_extra {
+                cm["data"]["extra"] = json!("dropped later");
+            }
+            manifests.push(cm);
+        }
+        json!(manifests)
+    };
+    let trim_ssa = json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "trim-ssa", "namespace": "default"},
+        "updateStrategy": {"type": "ServerSideApply"}}]});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("trim", trimmed(true), trim_ssa),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "trim").await;
+    works
+        .patch(
+            "trim",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": {"manifests": trimmed(false)}}})),
+        )
+        .await
+        .unwrap();
+    for name in ["trim-update", "trim-ssa"] {
+        wait_for(&config_maps, name, "extra removed", |c: &ConfigMap| {
+            let data = c.data.clone().unwrap_or_default();
+            data.get("key").map(String::as_str) == Some("kept") && !data.contains_key("extra")
+        })
+        .await
+        .unwrap();
+    }
 
     // A shared object survives deleting one of its works; Orphan and SelectivelyOrphan keep theirs.
     for name in ["share-a", "share-b"] {

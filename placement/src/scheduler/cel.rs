@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::common::value::Val;
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::{Key, Map};
@@ -35,6 +35,10 @@ use kube_cel::cel::{Context, ExecutionError, ResolveResult, Value};
 use ocm_api::cluster::v1::ManagedCluster;
 
 use super::snapshot::ScoreIndex;
+use crate::cel_check::{json_to_cel, undeclared_references};
+
+/// The functions OCM adds to placement's CEL environment.
+const OCM_FUNCTIONS: &[&str] = &["scores", "parseJSON"];
 
 /// Name of the variable holding the cluster.
 const CLUSTER_VAR: &str = "managedCluster";
@@ -83,9 +87,7 @@ impl CelEnv {
             .enable_optional_syntax(true)
             .parse(source)
             .map_err(|e| format!("compilation failed: {e}"))?;
-        let mut problems = Vec::new();
-        let mut scope = Vec::new();
-        check(&expr, &mut scope, &mut problems);
+        let problems = undeclared_references(&expr, &[CLUSTER_VAR], OCM_FUNCTIONS);
         if !problems.is_empty() {
             let lines: Vec<String> = problems
                 .iter()
@@ -143,37 +145,6 @@ pub(crate) fn cluster_value(cluster: &ManagedCluster) -> Result<Box<dyn Val>, St
         .map_err(|e| format!("failed to convert cluster: {e}"))
 }
 
-fn json_to_cel(value: &serde_json::Value, numbers_as_double: bool) -> Value {
-    match value {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match (numbers_as_double, n.as_i64()) {
-            (false, Some(i)) => Value::Int(i),
-            _ => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
-        serde_json::Value::Array(items) => Value::List(Arc::new(
-            items
-                .iter()
-                .map(|v| json_to_cel(v, numbers_as_double))
-                .collect(),
-        )),
-        serde_json::Value::Object(fields) => Value::Map(Map {
-            map: Arc::new(
-                fields
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            Key::String(Arc::new(k.clone())),
-                            json_to_cel(v, numbers_as_double),
-                        )
-                    })
-                    .collect(),
-            ),
-        }),
-    }
-}
-
 fn map_get<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     match value {
         Value::Map(map) => map.get(&Key::String(Arc::new(key.to_string()))),
@@ -218,240 +189,4 @@ fn cluster_scores(scores: &ScoreIndex, cluster: &Value, resource: &str) -> Resol
         })
         .collect();
     Ok(Value::List(Arc::new(list)))
-}
-
-/// Functions of the standard library of the `cel` crate, of `kube-cel`, and of OCM. Namespaced
-/// ones (`sets.contains`) are listed with their namespace.
-const KNOWN_FUNCTIONS: &[&str] = &[
-    // cel crate
-    "contains",
-    "size",
-    "max",
-    "min",
-    "startsWith",
-    "endsWith",
-    "string",
-    "bytes",
-    "double",
-    "int",
-    "uint",
-    "optional.none",
-    "optional.of",
-    "optional.ofNonZeroValue",
-    "value",
-    "hasValue",
-    "or",
-    "orValue",
-    "matches",
-    "duration",
-    "timestamp",
-    "getFullYear",
-    "getMonth",
-    "getDayOfYear",
-    "getDayOfMonth",
-    "getDate",
-    "getDayOfWeek",
-    "getHours",
-    "getMinutes",
-    "getSeconds",
-    "getMilliseconds",
-    // kube-cel
-    "add",
-    "asApproximateFloat",
-    "asInteger",
-    "base64.decode",
-    "base64.encode",
-    "charAt",
-    "cidr",
-    "compareTo",
-    "containsCIDR",
-    "containsIP",
-    "distinct",
-    "family",
-    "find",
-    "findAll",
-    "first",
-    "flatten",
-    "format",
-    "format.byte",
-    "format.date",
-    "format.datetime",
-    "format.dns1035Label",
-    "format.dns1035LabelPrefix",
-    "format.dns1123Label",
-    "format.dns1123LabelPrefix",
-    "format.dns1123Subdomain",
-    "format.dns1123SubdomainPrefix",
-    "format.labelValue",
-    "format.named",
-    "format.qualifiedName",
-    "format.uri",
-    "format.uuid",
-    "getEscapedPath",
-    "getHost",
-    "getHostname",
-    "getPort",
-    "getQuery",
-    "getScheme",
-    "indexOf",
-    "ip",
-    "ip.isCanonical",
-    "isCIDR",
-    "isCIDRv4",
-    "isCIDRv6",
-    "isGlobalUnicast",
-    "isGreaterThan",
-    "isIP",
-    "isIPv4",
-    "isIPv6",
-    "isInteger",
-    "isLessThan",
-    "isLinkLocalMulticast",
-    "isLinkLocalUnicast",
-    "isLoopback",
-    "isQuantity",
-    "isSemver",
-    "isSorted",
-    "isURL",
-    "isUnspecified",
-    "join",
-    "jsonpatch.escapeKey",
-    "last",
-    "lastIndexOf",
-    "lists.range",
-    "lowerAscii",
-    "major",
-    "masked",
-    "math.abs",
-    "math.bitAnd",
-    "math.bitNot",
-    "math.bitOr",
-    "math.bitShiftLeft",
-    "math.bitShiftRight",
-    "math.bitXor",
-    "math.ceil",
-    "math.floor",
-    "math.greatest",
-    "math.isFinite",
-    "math.isInf",
-    "math.isNaN",
-    "math.least",
-    "math.round",
-    "math.sign",
-    "math.sqrt",
-    "math.trunc",
-    "minor",
-    "patch",
-    "prefixLength",
-    "quantity",
-    "replace",
-    "reverse",
-    "semver",
-    "sets.contains",
-    "sets.equivalent",
-    "sets.intersects",
-    "sign",
-    "slice",
-    "sort",
-    "split",
-    "strings.quote",
-    "sub",
-    "substring",
-    "sum",
-    "trim",
-    "upperAscii",
-    "url",
-    "validate",
-    // OCM
-    "scores",
-    "parseJSON",
-];
-
-fn is_known_function(name: &str) -> bool {
-    KNOWN_FUNCTIONS.contains(&name)
-}
-
-/// Operators the interpreter handles itself (`_&&_`, `@in`, `!_`, `-_`, ...).
-fn is_operator(name: &str) -> bool {
-    name.starts_with('_') || name.starts_with('@') || name == "!_" || name == "-_"
-}
-
-/// Walks `expr` and records undeclared identifiers and unknown functions.
-fn check(expr: &IdedExpr, scope: &mut Vec<String>, problems: &mut Vec<String>) {
-    match &expr.expr {
-        Expr::Unspecified | Expr::Literal(_) => {}
-        Expr::Ident(name) => {
-            if name != CLUSTER_VAR && !name.starts_with('@') && !scope.iter().any(|s| s == name) {
-                problems.push(format!(
-                    "undeclared reference to '{name}' (in container '')"
-                ));
-            }
-        }
-        Expr::Select(select) => check(&select.operand, scope, problems),
-        Expr::Call(call) => {
-            if !is_operator(&call.func_name) {
-                let namespaced = match call.target.as_deref().map(|t| &t.expr) {
-                    Some(Expr::Ident(prefix)) if !scope.iter().any(|s| s == prefix) => {
-                        is_known_function(&format!("{prefix}.{}", call.func_name))
-                    }
-                    _ => false,
-                };
-                if !namespaced {
-                    if let Some(target) = call.target.as_deref() {
-                        check(target, scope, problems);
-                    }
-                    if !is_known_function(&call.func_name) {
-                        problems.push(format!(
-                            "undeclared reference to '{}' (in container '')",
-                            call.func_name
-                        ));
-                    }
-                }
-            } else if let Some(target) = call.target.as_deref() {
-                check(target, scope, problems);
-            }
-            for arg in &call.args {
-                check(arg, scope, problems);
-            }
-        }
-        Expr::Comprehension(c) => {
-            check(&c.iter_range, scope, problems);
-            check(&c.accu_init, scope, problems);
-            let depth = scope.len();
-            scope.push(c.iter_var.clone());
-            if let Some(v) = &c.iter_var2 {
-                scope.push(v.clone());
-            }
-            scope.push(c.accu_var.clone());
-            check(&c.loop_cond, scope, problems);
-            check(&c.loop_step, scope, problems);
-            check(&c.result, scope, problems);
-            scope.truncate(depth);
-        }
-        Expr::List(list) => {
-            for e in &list.elements {
-                check(e, scope, problems);
-            }
-        }
-        Expr::Map(map) => {
-            for entry in &map.entries {
-                check_entry(&entry.expr, scope, problems);
-            }
-        }
-        Expr::Struct(s) => {
-            for entry in &s.entries {
-                check_entry(&entry.expr, scope, problems);
-            }
-        }
-    }
-}
-
-fn check_entry(entry: &EntryExpr, scope: &mut Vec<String>, problems: &mut Vec<String>) {
-    match entry {
-        EntryExpr::StructField(field) => check(&field.value, scope, problems),
-        EntryExpr::MapEntry(e) => {
-            check(&e.key, scope, problems);
-            check(&e.value, scope, problems);
-        }
-    }
 }

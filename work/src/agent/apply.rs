@@ -131,12 +131,16 @@ async fn create(api: &Api<DynamicObject>, desired: &Value) -> Result<Applied, St
 }
 
 /// Applies `desired` (owner reference already set) with the strategy of `config`.
+/// `changed`: the manifest differs from the one last applied to this object, so `Update`
+/// and `ServerSideApply` write even when the live object already holds all its fields
+/// (that is how fields removed from a manifest leave the object).
 pub(crate) async fn apply(
     spoke: &kube::Client,
     r: &Resolved,
     desired: &Value,
     config: Option<&ManifestConfigOption>,
     executor: Option<&ManifestWorkSubjectServiceAccount>,
+    changed: bool,
 ) -> Result<Applied, String> {
     let name = desired
         .pointer("/metadata/name")
@@ -209,6 +213,7 @@ pub(crate) async fn apply(
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| DEFAULT_FIELD_MANAGER.to_owned());
             if let Some(l) = &live_json
+                && !changed
                 && already_applied(desired, l)
             {
                 return Ok(Applied {
@@ -233,7 +238,7 @@ pub(crate) async fn apply(
                 needs("create").await?;
                 create(&api, desired).await
             }
-            Some(l) if already_applied(desired, &l) => Ok(Applied {
+            Some(l) if !changed && already_applied(desired, &l) => Ok(Applied {
                 live: Some(l),
                 wrote: false,
             }),

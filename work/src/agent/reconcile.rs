@@ -38,6 +38,11 @@ pub(crate) struct Ctx {
     pub(crate) options: WorkAgentOptions,
     discovery: Discovery,
     stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
+    /// Hash of the manifest content last applied per object (work and resource identity):
+    /// an object whose manifest changed is written even when the live object already holds
+    /// every field the manifest sets, so fields removed from a manifest are removed on the
+    /// cluster. Kept in memory only: after a restart, only the live object counts.
+    last_applied: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Ctx {
@@ -58,8 +63,25 @@ impl Ctx {
             options,
             discovery: Discovery::default(),
             stats,
+            last_applied: std::sync::Mutex::default(),
         }
     }
+}
+
+/// Forgets the applied-content hashes of work `work` except those of `keep`.
+fn forget_applied(ctx: &Ctx, work: &str, keep: &[String]) {
+    let prefix = format!("{work}/");
+    if let Ok(mut m) = ctx.last_applied.lock() {
+        m.retain(|k, _| !k.starts_with(&prefix) || keep.contains(k));
+    }
+}
+
+/// A hash of a manifest's content as it is applied.
+fn content_hash(desired: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    desired.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A pass that could not finish; retried.
@@ -147,6 +169,7 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
     let mut applied_now: Vec<AppliedManifestResourceMeta> = Vec::new();
     let mut retry_soon = false;
     let mut writes = 0u64;
+    let mut seen_keys: Vec<String> = Vec::new();
     for index in super::order::apply_order(&kinds) {
         let manifest = &spec.workload.manifests[index].0;
         let mut meta = ManifestResourceMeta {
@@ -223,8 +246,22 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                     }
                 }
                 let config = manifest_config(&spec.manifest_configs, &meta);
-                match apply(&ctx.spoke, &resolved, &desired, config, executor).await {
+                let key = format!(
+                    "{name}/{}/{}/{}/{}",
+                    id.group, id.resource, id.namespace, id.name
+                );
+                let content = content_hash(&desired);
+                seen_keys.push(key.clone());
+                let changed = ctx
+                    .last_applied
+                    .lock()
+                    .map(|m| m.get(&key).is_some_and(|h| *h != content))
+                    .unwrap_or(false);
+                match apply(&ctx.spoke, &resolved, &desired, config, executor, changed).await {
                     Ok(result) => {
+                        if let Ok(mut m) = ctx.last_applied.lock() {
+                            m.insert(key, content);
+                        }
                         writes += u64::from(result.wrote);
                         let read_only = config
                             .and_then(|c| c.update_strategy.as_ref())
@@ -297,6 +334,7 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
         entry.conditions.push(applied_condition);
         entry.conditions.extend(conditions);
     }
+    forget_applied(&ctx, &name, &seen_keys);
 
     // Objects that left the work.
     applied_now.sort_by(|a, b| {
@@ -422,6 +460,7 @@ async fn delete_work(
     ctx: &Ctx,
 ) -> Result<Action, PassError> {
     let name = work.name_any();
+    forget_applied(ctx, &name, &[]);
     if !work
         .finalizers()
         .iter()

@@ -7,9 +7,11 @@
 //!   and booleans keep their type, objects and lists come back as `JsonRaw` (at most 1024
 //!   bytes). Upstream hides `JsonRaw` behind the `RawFeedbackJsonString` gate (off); here it
 //!   is always on.
-//! - Condition rules: `WellKnownConditions` (`Complete` of Jobs and Pods). CEL rules are
-//!   reported as `ConditionRuleInvalid` (not supported yet).
+//! - Condition rules: `WellKnownConditions` (completion of Jobs and Pods, under the rule's
+//!   condition name, `Complete` by default) and `CEL` ([`cel`]), evaluated only when the
+//!   object was read.
 
+pub mod cel;
 pub mod jsonpath;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -178,6 +180,16 @@ fn feedback(
 
 /// `Complete` of Jobs (a Complete or Failed condition True) and Pods (phase Succeeded or
 /// Failed); `None` for kinds without a well-known rule.
+/// `group/version, Kind=kind` as Go prints a GroupVersionKind.
+fn gvk(meta: &ManifestResourceMeta) -> String {
+    let gv = if meta.group.is_empty() {
+        meta.version.clone()
+    } else {
+        format!("{}/{}", meta.group, meta.version)
+    };
+    format!("{gv}, Kind={}", meta.kind)
+}
+
 fn well_known_complete(meta: &ManifestResourceMeta, object: &Value) -> Option<(bool, String)> {
     match (meta.group.as_str(), meta.kind.as_str()) {
         ("batch", "Job") => {
@@ -290,34 +302,49 @@ pub fn observe_manifest(
     for rule in &config.condition_rules {
         let c = match (&rule.type_, live) {
             (ConditionRuleType::WellKnownConditions, LiveObject::Found(object)) => {
+                let name = if rule.condition.is_empty() {
+                    types::COMPLETE
+                } else {
+                    rule.condition.as_str()
+                };
                 match well_known_complete(meta, object) {
-                    Some((done, message)) if rule.condition == types::COMPLETE => condition(
-                        &rule.condition,
+                    Some((done, message)) => condition(
+                        name,
                         if done { "True" } else { "False" },
                         reasons::CONDITION_RULE_EVALUATED,
                         rule.message.as_deref().unwrap_or(&message),
                         g,
                     ),
-                    _ => condition(
-                        &rule.condition,
-                        "False",
+                    None => condition(
+                        name,
+                        "Unknown",
                         reasons::CONDITION_RULE_INVALID,
                         &format!(
-                            "no well-known rule for condition {} of {}",
-                            rule.condition, meta.kind
+                            "cannot find the wellknown conditions for resource with gvk {}",
+                            gvk(meta)
                         ),
                         g,
                     ),
                 }
             }
             (ConditionRuleType::WellKnownConditions, _) => continue,
-            (ConditionRuleType::Cel, _) => condition(
-                &rule.condition,
-                "False",
-                reasons::CONDITION_RULE_INVALID,
-                "CEL condition rules are not supported by this agent yet",
-                g,
-            ),
+            (ConditionRuleType::Cel, LiveObject::Found(object)) => {
+                let outcome = cel::evaluate_rule(
+                    &rule.condition,
+                    rule.cel_expressions.as_deref().unwrap_or_default(),
+                    rule.message.as_deref(),
+                    rule.message_expression.as_deref(),
+                    object,
+                );
+                condition(
+                    &rule.condition,
+                    outcome.status,
+                    outcome.reason,
+                    &outcome.message,
+                    g,
+                )
+            }
+            (ConditionRuleType::Cel, _) => continue,
         };
         out.conditions.push(c);
     }
@@ -413,18 +440,31 @@ pub fn work_conditions(manifests: &[ManifestCondition], generation: i64) -> Vec<
         )
     };
     let mut out = vec![applied, available];
-    let completes: Vec<Option<&str>> = manifests
-        .iter()
-        .map(|m| status_of(&m.conditions, types::COMPLETE))
-        .filter(|s| s.is_some())
-        .collect();
-    if !completes.is_empty() {
-        let all = completes.iter().all(|s| *s == Some("True"));
+    // Rule conditions: `Complete` when every manifest's is True, `Progressing` and `Degraded`
+    // as soon as one manifest's is.
+    for (type_, needs_all) in [
+        (types::COMPLETE, true),
+        (types::PROGRESSING, false),
+        (types::DEGRADED, false),
+    ] {
+        let found: Vec<Option<&str>> = manifests
+            .iter()
+            .map(|m| status_of(&m.conditions, type_))
+            .filter(Option::is_some)
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        let holds = if needs_all {
+            found.iter().all(|s| *s == Some("True"))
+        } else {
+            found.contains(&Some("True"))
+        };
         out.push(condition(
-            types::COMPLETE,
-            if all { "True" } else { "False" },
+            type_,
+            if holds { "True" } else { "False" },
             work_reasons::CONDITION_RULES_AGGREGATED,
-            &format!("Aggregated from {} manifest conditions", completes.len()),
+            &format!("Aggregated from {} manifest conditions", found.len()),
             g,
         ));
     }

@@ -224,3 +224,43 @@ fn merge_keeps_transition_times_and_prunes_stale_rule_conditions() {
         )]
     ));
 }
+
+#[test]
+fn cel_rules_set_manifest_conditions_and_progressing_aggregates_with_or() {
+    let deployment = json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}});
+    let m = meta("apps", "Deployment", "deployments", "web", "ns");
+    let rules = |expression: &str| {
+        config(json!({
+            "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "ns"},
+            "conditionRules": [{"condition": "Progressing", "type": "CEL",
+                                "celExpressions": [expression],
+                                "messageExpression": "result ? 'rolling' : 'settled'"}]}))
+    };
+    let rolling = rules("object.status.readyReplicas < object.spec.replicas");
+    let settled = rules("object.status.readyReplicas >= object.spec.replicas");
+    let a = observe_manifest(LiveObject::Found(&deployment), &m, Some(&rolling), 4);
+    let b = observe_manifest(LiveObject::Found(&deployment), &m, Some(&settled), 4);
+    let pa = find(&a.conditions, "Progressing");
+    assert_eq!(
+        (pa.status.as_str(), pa.reason.as_str(), pa.message.as_str()),
+        ("True", "ConditionRuleEvaluated", "rolling")
+    );
+    assert_eq!(find(&b.conditions, "Progressing").status, "False");
+    // A rule is not evaluated for an object that could not be read.
+    let unread = observe_manifest(LiveObject::NotFound, &m, Some(&rolling), 4);
+    assert!(unread.conditions.iter().all(|c| c.type_ != "Progressing"));
+
+    let manifest = |conditions: Vec<Condition>| ManifestCondition {
+        resource_meta: m.clone(),
+        status_feedback: None,
+        conditions,
+    };
+    let work = work_conditions(&[manifest(a.conditions), manifest(b.conditions.clone())], 4);
+    let p = find(&work, "Progressing");
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_str()),
+        ("True", "ConditionRulesAggregated")
+    );
+    let work = work_conditions(&[manifest(b.conditions)], 4);
+    assert_eq!(find(&work, "Progressing").status, "False");
+}
