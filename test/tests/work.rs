@@ -357,6 +357,36 @@ fn config_map(name: &str, value: &str) -> Value {
            "metadata": {"name": name, "namespace": "default"}, "data": {"key": value}})
 }
 
+/// Replaces the manifests of work `name`.
+async fn set_manifests(works: &Api<ManifestWork>, name: &str, manifests: Value) {
+    works
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": {"manifests": manifests}}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits until work `name` reports `Applied` for `generation`.
+async fn wait_applied_generation(works: &Api<ManifestWork>, name: &str, generation: i64) {
+    wait_work(
+        works,
+        name,
+        &format!("generation {generation} applied"),
+        move |w: &ManifestWork| {
+            w.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.observed_generation == Some(generation))
+            })
+        },
+    )
+    .await
+    .unwrap();
+}
+
 fn manifest_condition(
     work: &ManifestWork,
     kind: &str,
@@ -459,29 +489,16 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     .await
     .unwrap();
     assert_eq!(condition(&w, "Applied"), "True");
-    works
-        .patch(
-            "strategies",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"workload": {"manifests": [
-            config_map("create-only", "second"), config_map("read-only", "ours")]}}})),
-        )
-        .await
-        .unwrap();
-    wait_work(
+    set_manifests(
         &works,
         "strategies",
-        "generation 2 observed",
-        |w: &ManifestWork| {
-            w.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == "Applied" && c.observed_generation == Some(2))
-            })
-        },
+        json!([
+            config_map("create-only", "second"),
+            config_map("read-only", "ours")
+        ]),
     )
-    .await
-    .unwrap();
+    .await;
+    wait_applied_generation(&works, "strategies", 2).await;
     assert_eq!(
         data(&config_maps.get("create-only").await.unwrap()),
         "first"
@@ -549,14 +566,7 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         .await
         .unwrap();
     applied_and_available(&works, "trim").await;
-    works
-        .patch(
-            "trim",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"workload": {"manifests": trimmed(false)}}})),
-        )
-        .await
-        .unwrap();
+    set_manifests(&works, "trim", trimmed(false)).await;
     for name in ["trim-update", "trim-ssa"] {
         wait_for(&config_maps, name, "extra removed", |c: &ConfigMap| {
             let data = c.data.clone().unwrap_or_default();
@@ -565,6 +575,116 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         .await
         .unwrap();
     }
+
+    // ignoreFields: an OnSpokePresent field is set at creation only; an OnSpokeChange field
+    // edited on the cluster stays until its manifest changes.
+    let ignoring = |other: &str, k: &str| {
+        let mut present = config_map("ign-present", "x");
+        present["data"] = json!({"replicas": "3", "other": other});
+        let mut change = config_map("ign-change", "x");
+        change["data"] = json!({"k": k});
+        json!([present, change])
+    };
+    let ignore_configs = json!({"manifestConfigs": [
+        {"resourceIdentifier": {"resource": "configmaps", "name": "ign-present", "namespace": "default"},
+         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {
+             "ignoreFields": [{"condition": "OnSpokePresent", "jsonPaths": [".data.replicas"]}]}}},
+        {"resourceIdentifier": {"resource": "configmaps", "name": "ign-change", "namespace": "default"},
+         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": true,
+             "ignoreFields": [{"condition": "OnSpokeChange", "jsonPaths": [".data.k"]}]}}}]});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("ignore", ignoring("a", "v"), ignore_configs),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "ignore").await;
+    let value = |c: &ConfigMap, key: &str| {
+        c.data
+            .clone()
+            .unwrap_or_default()
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let present = config_maps.get("ign-present").await.unwrap();
+    assert_eq!(value(&present, "replicas"), "3");
+    assert!(
+        present
+            .annotations()
+            .contains_key("open-cluster-management.io/config-spec-hash")
+    );
+    for (name, key, edited) in [
+        ("ign-present", "replicas", "7"),
+        ("ign-change", "k", "edited"),
+    ] {
+        config_maps
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {key: edited}})),
+            )
+            .await
+            .unwrap();
+    }
+    set_manifests(&works, "ignore", ignoring("b", "v")).await;
+    wait_applied_generation(&works, "ignore", 2).await;
+    let present = config_maps.get("ign-present").await.unwrap();
+    assert_eq!(
+        (value(&present, "other"), value(&present, "replicas")),
+        ("b".to_owned(), "7".to_owned())
+    );
+    assert_eq!(
+        value(&config_maps.get("ign-change").await.unwrap(), "k"),
+        "edited"
+    );
+    set_manifests(&works, "ignore", ignoring("b", "v2")).await;
+    wait_for(
+        &config_maps,
+        "ign-change",
+        "k from the new manifest",
+        move |c: &ConfigMap| value(c, "k") == "v2",
+    )
+    .await
+    .unwrap();
+    // A malformed pointer fails the manifest with upstream's reason.
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(
+                "ignore-bad",
+                json!([config_map("ign-bad", "x")]),
+                json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "ign-bad", "namespace": "default"},
+                    "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {
+                        "ignoreFields": [{"condition": "OnSpokePresent", "jsonPointers": ["data/key"]}]}}}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let bad = wait_work(
+        &works,
+        "ignore-bad",
+        "ignore field error",
+        |w: &ManifestWork| manifest_condition(w, "ConfigMap", "ign-bad", "Applied").0 == "False",
+    )
+    .await
+    .unwrap();
+    let reason = bad
+        .status
+        .iter()
+        .flat_map(|s| s.resource_status.iter())
+        .flat_map(|r| r.manifests.iter())
+        .flat_map(|m| m.conditions.iter())
+        .find(|c| c.type_ == "Applied")
+        .map(|c| (c.reason.clone(), c.message.clone()))
+        .unwrap();
+    assert_eq!(reason.0, "AppliedManifestSSAIgnoreFieldError");
+    assert!(
+        reason.1.starts_with("JSON Pointer error in 'data/key'"),
+        "{}",
+        reason.1
+    );
 
     // A shared object survives deleting one of its works; Orphan and SelectivelyOrphan keep theirs.
     for name in ["share-a", "share-b"] {

@@ -16,6 +16,26 @@ use ocm_api::work::v1::{
 use serde_json::{Value, json};
 
 use super::compare::{already_applied, merged_for_update};
+use super::ignore::{spec_hash, without_ignored};
+use ocm_api::work::names::{CONFIG_SPEC_HASH_ANNOTATION, manifest_reasons};
+
+/// Why a manifest could not be applied: the manifest condition's reason and message.
+#[derive(Debug)]
+pub(crate) struct ApplyFailure {
+    /// Reason of the manifest's `Applied=False` condition.
+    pub(crate) reason: &'static str,
+    /// What went wrong.
+    pub(crate) message: String,
+}
+
+impl From<String> for ApplyFailure {
+    fn from(message: String) -> ApplyFailure {
+        ApplyFailure {
+            reason: manifest_reasons::APPLIED_MANIFEST_FAILED,
+            message,
+        }
+    }
+}
 
 /// A manifest's resource as discovery resolved it.
 #[derive(Clone, Debug)]
@@ -119,6 +139,65 @@ async fn executor_allowed(
     Ok(out.status.is_some_and(|s| s.allowed))
 }
 
+/// The spec hash annotation of a live object.
+fn spec_hash_of(live: &Value) -> Option<&str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(CONFIG_SPEC_HASH_ANNOTATION))
+        .and_then(Value::as_str)
+}
+
+/// `object` with the spec hash annotation set.
+fn with_spec_hash(mut object: Value, hash: &str) -> Value {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(CONFIG_SPEC_HASH_ANNOTATION.to_owned(), json!(hash));
+        }
+    }
+    object
+}
+
+fn owners(object: &Value) -> Vec<Value> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether `live` carries every owner reference of `desired` (by uid).
+fn has_owners(desired: &Value, live: &Value) -> bool {
+    let have = owners(live);
+    owners(desired)
+        .iter()
+        .all(|o| have.iter().any(|h| h.get("uid") == o.get("uid")))
+}
+
+/// Adds the owner references of `desired` that `live` lacks, touching nothing else.
+async fn add_owners(
+    api: &Api<DynamicObject>,
+    name: &str,
+    desired: &Value,
+    live: &Value,
+) -> Result<Applied, ApplyFailure> {
+    let mut merged = owners(live);
+    for o in owners(desired) {
+        if !merged.iter().any(|h| h.get("uid") == o.get("uid")) {
+            merged.push(o);
+        }
+    }
+    let patch = json!({"metadata": {"ownerReferences": merged,
+                                    "resourceVersion": live.pointer("/metadata/resourceVersion")}});
+    let patched = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(api_error)?;
+    Ok(Applied {
+        live: serde_json::to_value(patched).ok(),
+        wrote: true,
+    })
+}
+
 async fn create(api: &Api<DynamicObject>, desired: &Value) -> Result<Applied, String> {
     let created = api
         .create(&PostParams::default(), &to_dynamic(desired)?)
@@ -141,7 +220,7 @@ pub(crate) async fn apply(
     config: Option<&ManifestConfigOption>,
     executor: Option<&ManifestWorkSubjectServiceAccount>,
     changed: bool,
-) -> Result<Applied, String> {
+) -> Result<Applied, ApplyFailure> {
     let name = desired
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -189,10 +268,7 @@ pub(crate) async fn apply(
                 live: Some(l),
                 wrote: false,
             }),
-            None => Err(format!(
-                "{} {name} does not exist (ReadOnly)",
-                r.resource.kind
-            )),
+            None => Err(format!("{} {name} does not exist (ReadOnly)", r.resource.kind).into()),
         },
         UpdateStrategyType::CreateOnly => match live_json {
             Some(l) => Ok(Applied {
@@ -201,7 +277,7 @@ pub(crate) async fn apply(
             }),
             None => {
                 needs("create").await?;
-                create(&api, desired).await
+                Ok(create(&api, desired).await?)
             }
         },
         UpdateStrategyType::ServerSideApply => {
@@ -212,7 +288,32 @@ pub(crate) async fn apply(
                 .and_then(|s| s.field_manager.clone())
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| DEFAULT_FIELD_MANAGER.to_owned());
-            if let Some(l) = &live_json
+            let ignored = ssa.map(|s| s.ignore_fields.as_slice()).unwrap_or_default();
+            let mut body = desired.clone();
+            if !ignored.is_empty() {
+                let required =
+                    without_ignored(desired, ignored).map_err(|message| ApplyFailure {
+                        reason: manifest_reasons::APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR,
+                        message,
+                    })?;
+                let hash = spec_hash(&required);
+                match &live_json {
+                    Some(l) if spec_hash_of(l) == Some(hash.as_str()) => {
+                        if has_owners(desired, l) {
+                            return Ok(Applied {
+                                live: live_json,
+                                wrote: false,
+                            });
+                        }
+                        needs("patch").await?;
+                        return add_owners(&api, &name, desired, l).await;
+                    }
+                    // An existing object gets the manifest without the OnSpokePresent fields;
+                    // a new one all of it.
+                    Some(_) => body = with_spec_hash(required, &hash),
+                    None => body = with_spec_hash(desired.clone(), &hash),
+                }
+            } else if let Some(l) = &live_json
                 && !changed
                 && already_applied(desired, l)
             {
@@ -225,7 +326,7 @@ pub(crate) async fn apply(
             let mut params = PatchParams::apply(&manager);
             params.force = ssa.and_then(|s| s.force).unwrap_or(false);
             let applied = api
-                .patch(&name, &params, &Patch::Apply(desired))
+                .patch(&name, &params, &Patch::Apply(&body))
                 .await
                 .map_err(api_error)?;
             Ok(Applied {
@@ -236,7 +337,7 @@ pub(crate) async fn apply(
         UpdateStrategyType::Update => match live_json {
             None => {
                 needs("create").await?;
-                create(&api, desired).await
+                Ok(create(&api, desired).await?)
             }
             Some(l) if !changed && already_applied(desired, &l) => Ok(Applied {
                 live: Some(l),

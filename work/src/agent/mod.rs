@@ -27,6 +27,7 @@ mod applied;
 mod apply;
 pub mod compare;
 mod hub;
+mod ignore;
 pub mod order;
 mod reconcile;
 

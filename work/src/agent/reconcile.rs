@@ -305,15 +305,15 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                             ),
                         )
                     }
-                    Err(message) => {
+                    Err(failure) => {
                         retry_soon = true;
                         (
                             LiveObject::IncompleteMeta,
                             condition(
                                 types::APPLIED,
                                 "False",
-                                manifest_reasons::APPLIED_MANIFEST_FAILED,
-                                &message,
+                                failure.reason,
+                                &failure.message,
                                 Some(generation),
                             ),
                         )
