@@ -29,6 +29,7 @@ impl RunningWorkAgent {
             ocm_work::agent::WorkAgentOptions {
                 cluster_name: cluster.to_owned(),
                 status_sync_interval: Duration::from_millis(500),
+                eviction_grace: Duration::from_secs(2),
                 ..Default::default()
             },
         );
@@ -686,6 +687,25 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         reason.1
     );
 
+    // A manifest a condition rule reports Complete is not applied again.
+    let complete_rule = json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "done", "namespace": "default"},
+        "conditionRules": [{"condition": "Complete", "type": "CEL", "celExpressions": ["true"]}]}]});
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("done", json!([config_map("done", "first")]), complete_rule),
+        )
+        .await
+        .unwrap();
+    wait_work(&works, "done", "Complete", |w: &ManifestWork| {
+        condition(w, "Complete") == "True"
+    })
+    .await
+    .unwrap();
+    set_manifests(&works, "done", json!([config_map("done", "second")])).await;
+    wait_applied_generation(&works, "done", 2).await;
+    assert_eq!(data(&config_maps.get("done").await.unwrap()), "first");
+
     // A shared object survives deleting one of its works; Orphan and SelectivelyOrphan keep theirs.
     for name in ["share-a", "share-b"] {
         works
@@ -949,4 +969,67 @@ async fn bad_manifests_executors_restarts_and_an_absent_hub() {
         let _ = agent.stop().await;
     }
     back.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applied_work_whose_work_vanished_is_evicted_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    works
+        .create(
+            &PostParams::default(),
+            &work_of("evict", json!([config_map("evicted", "x")]), json!({})),
+        )
+        .await
+        .unwrap();
+    applied_and_available(&works, "evict").await;
+    let owner = config_maps.get("evicted").await.unwrap().owner_references()[0]
+        .name
+        .clone();
+
+    // The work disappears from the hub while the agent is away (its finalizer removed by
+    // force), so the agent never sees it being deleted.
+    work_agent.stop().await;
+    works
+        .patch(
+            "evict",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    works
+        .delete("evict", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&works, "evict").await.unwrap();
+
+    // Back, the agent marks the AppliedManifestWork for eviction, and after the grace (2 s
+    // here) deletes it together with what it applied.
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
+    wait_for(
+        &applied,
+        &owner,
+        "eviction started",
+        |a: &AppliedManifestWork| {
+            a.status
+                .as_ref()
+                .is_some_and(|s| s.eviction_start_time.is_some())
+        },
+    )
+    .await
+    .unwrap();
+    wait_gone(&applied, &owner).await.unwrap();
+    wait_gone(&config_maps, "evicted").await.unwrap();
+
+    work_agent.stop().await;
+    for agent in agents {
+        agent.stop().await.unwrap();
+    }
+    hub.stop().await;
 }

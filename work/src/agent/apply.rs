@@ -212,7 +212,8 @@ async fn create(api: &Api<DynamicObject>, desired: &Value) -> Result<Applied, St
 /// Applies `desired` (owner reference already set) with the strategy of `config`.
 /// `changed`: the manifest differs from the one last applied to this object, so `Update`
 /// and `ServerSideApply` write even when the live object already holds all its fields
-/// (that is how fields removed from a manifest leave the object).
+/// (that is how fields removed from a manifest leave the object). `complete`: a condition
+/// rule reported the object `Complete`, so it is only read, never written (nor re-created).
 pub(crate) async fn apply(
     spoke: &kube::Client,
     r: &Resolved,
@@ -220,6 +221,7 @@ pub(crate) async fn apply(
     config: Option<&ManifestConfigOption>,
     executor: Option<&ManifestWorkSubjectServiceAccount>,
     changed: bool,
+    complete: bool,
 ) -> Result<Applied, ApplyFailure> {
     let name = desired
         .pointer("/metadata/name")
@@ -240,6 +242,12 @@ pub(crate) async fn apply(
     let live_json = live
         .as_ref()
         .map(|l| serde_json::to_value(l).unwrap_or(Value::Null));
+    if complete {
+        return Ok(Applied {
+            live: live_json,
+            wrote: false,
+        });
+    }
     let (name_ref, namespace_ref) = (&name, &namespace);
     let needs = |verb: &'static str| async move {
         match executor {

@@ -68,6 +68,24 @@ impl Ctx {
     }
 }
 
+/// Whether the work's status already reports the object of `id` as `Complete` (a condition
+/// rule said so): such a manifest is not applied again, as upstream.
+fn completed(work: &ManifestWork, id: &AppliedManifestResourceMeta) -> bool {
+    work.status
+        .iter()
+        .flat_map(|s| s.resource_status.iter())
+        .flat_map(|r| r.manifests.iter())
+        .filter(|m| {
+            let meta = &m.resource_meta;
+            meta.group == id.group
+                && meta.resource == id.resource
+                && meta.namespace == id.namespace
+                && meta.name == id.name
+        })
+        .flat_map(|m| m.conditions.iter())
+        .any(|c| c.type_ == types::COMPLETE && c.status == "True")
+}
+
 /// Forgets the applied-content hashes of work `work` except those of `keep`.
 fn forget_applied(ctx: &Ctx, work: &str, keep: &[String]) {
     let prefix = format!("{work}/");
@@ -257,7 +275,12 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                     .lock()
                     .map(|m| m.get(&key).is_some_and(|h| *h != content))
                     .unwrap_or(false);
-                match apply(&ctx.spoke, &resolved, &desired, config, executor, changed).await {
+                let complete = completed(&work, &id);
+                match apply(
+                    &ctx.spoke, &resolved, &desired, config, executor, changed, complete,
+                )
+                .await
+                {
                     Ok(result) => {
                         if let Ok(mut m) = ctx.last_applied.lock() {
                             m.insert(key, content);
