@@ -4,12 +4,16 @@
 //! the admin user.
 
 /// The authenticated user of a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Identity {
     /// User name, e.g. `admin` or `system:serviceaccount:ns:sa`.
     pub user: String,
     /// Groups, e.g. `system:masters`.
     pub groups: Vec<String>,
+    /// Unique id of the user, when the authenticator knows one (a service account's uid).
+    pub uid: String,
+    /// Extra attributes of the user, as kube-apiserver's `user.Info.GetExtra()`.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Identity {
@@ -18,6 +22,7 @@ impl Identity {
         Identity {
             user: "admin".into(),
             groups: vec!["system:masters".into(), "system:authenticated".into()],
+            ..Default::default()
         }
     }
 
@@ -26,6 +31,7 @@ impl Identity {
         Identity {
             user: "system:apiserver".into(),
             groups: vec!["system:masters".into()],
+            ..Default::default()
         }
     }
 

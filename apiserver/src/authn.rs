@@ -33,6 +33,7 @@ pub fn anonymous() -> Identity {
     Identity {
         user: ANONYMOUS.to_owned(),
         groups: vec![UNAUTHENTICATED.to_owned()],
+        ..Default::default()
     }
 }
 

@@ -244,6 +244,7 @@ pub(crate) fn impersonate(
     let mut identity = Identity {
         user: user.clone(),
         groups,
+        ..Default::default()
     };
     if let Some(rest) = user.strip_prefix("system:serviceaccount:")
         && let Some((ns, _)) = rest.split_once(':')

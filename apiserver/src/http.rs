@@ -278,7 +278,9 @@ where
         parts.uri.query(),
     )?;
     if cluster != DEFAULT_CLUSTER && !inner.cluster_known(&cluster) {
-        if !inner.config.auto_create_clusters {
+        // Only a cluster administrator brings a logical cluster into being; for anyone else
+        // (even on a path the default policy allows, such as discovery) it does not exist.
+        if !inner.config.auto_create_clusters || !identity.is_master() {
             return Err(ApiError::route_not_found());
         }
         inner.ensure_cluster(&cluster).await?;

@@ -352,7 +352,11 @@ pub fn identity_from_cert(der: &[u8]) -> Option<crate::Identity> {
         .filter_map(|o| o.as_str().ok().map(str::to_owned))
         .collect();
     groups.push("system:authenticated".into());
-    Some(crate::Identity { user, groups })
+    Some(crate::Identity {
+        user,
+        groups,
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]

@@ -309,6 +309,7 @@ async fn the_authorizer_answers_for_the_requester() {
         server.service_as(Identity {
             user: "alice".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );

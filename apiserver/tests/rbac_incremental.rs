@@ -50,6 +50,7 @@ async fn policy_follows_writes_and_survives_compaction() {
         server.service_as(Identity {
             user: "jane".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );

@@ -393,6 +393,7 @@ async fn approving_needs_approve_on_the_signer() {
         srv.server.service_as(ocm_apiserver::Identity {
             user: "jane".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );

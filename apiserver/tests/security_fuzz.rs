@@ -168,6 +168,7 @@ fn identity() -> impl Strategy<Value = Identity> {
         .prop_map(|(user, groups)| Identity {
             user,
             groups: groups.into_iter().map(str::to_owned).collect(),
+            ..Default::default()
         })
 }
 

@@ -116,6 +116,7 @@ fn csr_round_trip_yields_the_requested_identity() {
                 orgs[1].into(),
                 "system:authenticated".into()
             ],
+            ..Default::default()
         }
     );
 }

@@ -15,6 +15,7 @@ fn user(name: &str, groups: &[&str]) -> Identity {
     Identity {
         user: name.into(),
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        ..Default::default()
     }
 }
 

@@ -57,6 +57,7 @@ fn bootstrap_token_cases() {
                 "system:bootstrappers:managedcluster".into(),
                 "system:authenticated".into(),
             ],
+            ..Default::default()
         }
     );
 
@@ -280,6 +281,7 @@ fn token_request_round_trip() {
                 "system:serviceaccounts:ocm".into(),
                 "system:authenticated".into()
             ],
+            ..Default::default()
         }
     );
     assert_eq!(

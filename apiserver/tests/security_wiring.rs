@@ -23,9 +23,14 @@ fn ca_pem(srv: &TlsServer) -> String {
 
 /// A kube client for `srv` with the given `user:` section of a kubeconfig.
 async fn client_with_user(srv: &TlsServer, user_yaml: &str) -> kube::Client {
+    client_with_user_at(srv, &srv.url, user_yaml).await
+}
+
+/// Like [`client_with_user`] for another URL of the server (a `/clusters/{name}` prefix).
+async fn client_with_user_at(srv: &TlsServer, url: &str, user_yaml: &str) -> kube::Client {
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: ocm\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: u\n  user:\n{user_yaml}\ncontexts:\n- name: ocm\n  context:\n    cluster: ocm\n    user: u\ncurrent-context: ocm\n",
-        srv.url,
+        url,
         base64(ca_pem(srv).as_bytes()),
     );
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
@@ -74,15 +79,15 @@ fn message<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> String {
 }
 
 /// A client certificate for `cn`/`orgs` signed by a CA the server does not trust.
-fn foreign_cert(cn: &str, orgs: &[&str]) -> (String, String) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::default();
-    ca.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "evil-ca");
-    ca.distinguished_name = dn;
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca, ca_key);
+/// A client certificate for `cn`/`orgs` signed by the server's own client CA.
+fn trusted_cert(srv: &TlsServer, cn: &str, orgs: &[&str]) -> (String, String) {
+    let ca_key = std::fs::read_to_string(srv.dir.path().join("pki/ca.key")).unwrap();
+    let issuer =
+        rcgen::Issuer::from_ca_cert_pem(&ca_pem(srv), KeyPair::from_pem(&ca_key).unwrap()).unwrap();
+    client_cert(cn, orgs, &issuer)
+}
+
+fn client_cert(cn: &str, orgs: &[&str], issuer: &rcgen::Issuer<'_, KeyPair>) -> (String, String) {
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -92,9 +97,21 @@ fn foreign_cert(cn: &str, orgs: &[&str]) -> (String, String) {
     }
     params.distinguished_name = dn;
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    drop(ca_cert);
+    let cert = params.signed_by(&key, issuer).unwrap();
     (cert.pem(), key.serialize_pem())
+}
+
+fn foreign_cert(cn: &str, orgs: &[&str]) -> (String, String) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "evil-ca");
+    ca.distinguished_name = dn;
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    drop(ca_cert);
+    client_cert(cn, orgs, &issuer)
 }
 
 async fn create_bootstrap_token(
@@ -295,6 +312,7 @@ async fn impersonation_needs_the_impersonate_verb() {
     let bob = server.service_as(Identity {
         user: "bob".into(),
         groups: vec!["system:authenticated".into()],
+        ..Default::default()
     });
     let bob_as_admin = kube::Client::new(
         tower::ServiceBuilder::new()
@@ -360,6 +378,7 @@ async fn subject_access_review_answers_from_the_policy() {
         server.service_as(Identity {
             user: "jane".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );
@@ -401,6 +420,7 @@ async fn no_route_is_reachable_without_rights() {
         srv.server.service_as(Identity {
             user: "nobody".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );
@@ -572,6 +592,7 @@ async fn rbac_writes_cannot_escalate() {
         server.service_as(Identity {
             user: "jane".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );
@@ -673,8 +694,36 @@ async fn unauthorized_requests_do_not_create_logical_clusters() {
         .unwrap();
         kube::Client::try_from(config).unwrap()
     };
-    let ns: Api<Namespace> = Api::all(anon_kc);
+    let ns: Api<Namespace> = Api::all(anon_kc.clone());
     assert_eq!(code(ns.list(&ListParams::default()).await), 403);
+    // What the default policy grants (version for anyone, discovery for any authenticated
+    // user, here an agent-like certificate from the server's CA) finds no such cluster.
+    let get = |path: &str| http::Request::get(path).body(Vec::new()).unwrap();
+    let err = anon_kc.request_text(get("/version")).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 404),
+        "version of an unknown cluster: {err:?}"
+    );
+    let (cert, key) = trusted_cert(
+        &srv,
+        "system:open-cluster-management:c1:agent",
+        &["system:open-cluster-management:c1"],
+    );
+    let agent = client_with_user_at(
+        &srv,
+        &format!("{}/clusters/never", srv.url),
+        &format!(
+            "    client-certificate-data: {}\n    client-key-data: {}",
+            base64(cert.as_bytes()),
+            base64(key.as_bytes())
+        ),
+    )
+    .await;
+    let err = agent.request_text(get("/api")).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 404),
+        "discovery of an unknown cluster: {err:?}"
+    );
     assert!(
         !srv.server
             .store()

@@ -191,6 +191,7 @@ fn client_as(server: &ApiServer, user: &str) -> kube::Client {
         server.service_as(Identity {
             user: user.into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     )

@@ -183,6 +183,7 @@ async fn a_leader_that_cannot_renew_stops_its_work_and_comes_back() {
         server.service_as(Identity {
             user: "hub".into(),
             groups: vec!["system:authenticated".into()],
+            ..Default::default()
         }),
         "default",
     );

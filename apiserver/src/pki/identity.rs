@@ -282,5 +282,6 @@ pub fn authenticate_client_chain(
     Ok(Some(with_authenticated_group(Identity {
         user: cn,
         groups: orgs,
+        ..Default::default()
     })))
 }

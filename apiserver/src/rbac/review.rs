@@ -162,6 +162,7 @@ pub fn subject_access_review(policy: &Policy, body: &Value) -> Result<Value, Api
     let identity = Identity {
         user: user.to_owned(),
         groups,
+        ..Default::default()
     };
     let attrs = attributes_from_spec(spec, identity);
     Ok(response(
@@ -221,6 +222,7 @@ pub fn local_subject_access_review(
     let identity = Identity {
         user: user.to_owned(),
         groups,
+        ..Default::default()
     };
     let attrs = attributes_from_spec(spec, identity);
     let mut out = response(

@@ -186,5 +186,6 @@ pub fn authenticate_bootstrap_token(
     Ok(with_authenticated_group(Identity {
         user: format!("{BOOTSTRAP_USER_PREFIX}{id}"),
         groups,
+        ..Default::default()
     }))
 }

@@ -398,6 +398,7 @@ impl ServiceAccountClaims {
                 "system:serviceaccounts".to_owned(),
                 format!("system:serviceaccounts:{}", self.namespace),
             ],
+            ..Default::default()
         })
     }
 

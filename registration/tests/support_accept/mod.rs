@@ -81,6 +81,7 @@ impl Hub {
             self.server.service_as(Identity {
                 user: user.to_owned(),
                 groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+                ..Default::default()
             }),
             "default",
         )
