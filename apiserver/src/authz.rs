@@ -204,6 +204,48 @@ fn header_values(headers: &HeaderMap, name: &str) -> Result<Vec<String>, ApiErro
         .collect()
 }
 
+/// API group of the `uids` and `userextras` impersonation resources.
+const AUTHN_GROUP: &str = "authentication.k8s.io";
+
+/// The `Impersonate-Extra-<key>` headers: keys lowercased and percent-decoded, as
+/// kube-apiserver reads them.
+fn impersonated_extra(
+    headers: &HeaderMap,
+) -> Result<std::collections::BTreeMap<String, Vec<String>>, ApiError> {
+    const PREFIX: &str = "impersonate-extra-";
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, value) in headers {
+        let Some(key) = name.as_str().strip_prefix(PREFIX) else {
+            continue;
+        };
+        let key = percent_decode(&key.to_ascii_lowercase())
+            .ok_or_else(|| ApiError::bad_request(format!("invalid {name} header")))?;
+        let value = value
+            .to_str()
+            .map_err(|_| ApiError::bad_request(format!("invalid {name} header")))?;
+        out.entry(key).or_default().push(value.to_owned());
+    }
+    Ok(out)
+}
+
+/// `%XX` escapes decoded; `None` for a malformed escape or invalid UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Applies impersonation headers: the requester must be allowed `impersonate` on each
 /// requested user (or service account) and group. Returns the identity to act as.
 pub(crate) fn impersonate(
@@ -214,13 +256,25 @@ pub(crate) fn impersonate(
 ) -> Result<Identity, ApiError> {
     let users = header_values(headers, "impersonate-user")?;
     let groups = header_values(headers, "impersonate-group")?;
+    let uids = header_values(headers, "impersonate-uid")?;
+    let extra = impersonated_extra(headers)?;
     if users.is_empty() {
-        if groups.is_empty() {
+        if groups.is_empty() && uids.is_empty() && extra.is_empty() {
             return Ok(requester);
         }
         return Err(ApiError::bad_request(format!(
-            "requested {groups:?} without impersonating a user"
+            "requested {:?} without impersonating a user",
+            groups
+                .iter()
+                .chain(uids.iter())
+                .chain(extra.keys())
+                .collect::<Vec<_>>()
         )));
+    }
+    if uids.len() > 1 {
+        return Err(ApiError::bad_request(
+            "only one impersonate-uid header is allowed",
+        ));
     }
     let user = users[0].clone();
     let user_attrs = match user
@@ -241,10 +295,30 @@ pub(crate) fn impersonate(
             .with_name(group);
         check(inner, cluster, &attrs)?;
     }
+    for uid in &uids {
+        let attrs = Attributes::resource(requester.clone(), "impersonate", AUTHN_GROUP, "uids", "")
+            .with_name(uid);
+        check(inner, cluster, &attrs)?;
+    }
+    for (key, values) in &extra {
+        for value in values {
+            let attrs = Attributes::resource(
+                requester.clone(),
+                "impersonate",
+                AUTHN_GROUP,
+                "userextras",
+                "",
+            )
+            .with_subresource(key)
+            .with_name(value);
+            check(inner, cluster, &attrs)?;
+        }
+    }
     let mut identity = Identity {
         user: user.clone(),
         groups,
-        ..Default::default()
+        uid: uids.into_iter().next().unwrap_or_default(),
+        extra,
     };
     if let Some(rest) = user.strip_prefix("system:serviceaccount:")
         && let Some((ns, _)) = rest.split_once(':')

@@ -281,7 +281,8 @@ fn token_request_round_trip() {
                 "system:serviceaccounts:ocm".into(),
                 "system:authenticated".into()
             ],
-            ..Default::default()
+            uid: "uid-1".into(),
+            extra: claims.extra().into_iter().collect(),
         }
     );
     assert_eq!(

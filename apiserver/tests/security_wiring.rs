@@ -79,6 +79,29 @@ fn message<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> String {
 }
 
 /// A client certificate for `cn`/`orgs` signed by a CA the server does not trust.
+/// `kubectl auth whoami`: a SelfSubjectReview.
+async fn whoami(
+    client: kube::Client,
+) -> Result<k8s_openapi::api::authentication::v1::SelfSubjectReview, kube::Error> {
+    let review = serde_json::from_value(json!({"apiVersion": "authentication.k8s.io/v1",
+                                               "kind": "SelfSubjectReview"}))
+    .unwrap();
+    Api::<k8s_openapi::api::authentication::v1::SelfSubjectReview>::all(client)
+        .create(&PostParams::default(), &review)
+        .await
+}
+
+/// The user a client is, as the server reports it.
+async fn user_info(client: kube::Client) -> k8s_openapi::api::authentication::v1::UserInfo {
+    whoami(client)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .user_info
+        .unwrap()
+}
+
 /// A client certificate for `cn`/`orgs` signed by the server's own client CA.
 fn trusted_cert(srv: &TlsServer, cn: &str, orgs: &[&str]) -> (String, String) {
     let ca_key = std::fs::read_to_string(srv.dir.path().join("pki/ca.key")).unwrap();
@@ -499,6 +522,51 @@ async fn token_request_round_trip_and_revocation() {
         ),
         "secrets is forbidden: User \"system:serviceaccount:default:bot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
     );
+    // Who the bot is, as kube-apiserver reports it: the service account's uid and the token's
+    // credential id; a CSR it creates carries both.
+    let sa_uid = sas.get("bot").await.unwrap().metadata.uid.unwrap();
+    let me = user_info(bot.clone()).await;
+    assert_eq!(me.uid.as_deref(), Some(sa_uid.as_str()));
+    let credential = me.extra.unwrap()["authentication.kubernetes.io/credential-id"].clone();
+    assert!(credential[0].starts_with("JTI="), "{credential:?}");
+    apply_rbac(
+        &admin,
+        json!([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "csr-creator"},
+             "rules": [{"apiGroups": ["certificates.k8s.io"],
+                        "resources": ["certificatesigningrequests"], "verbs": ["create"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "csr-creator"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "csr-creator"},
+             "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "default"}]}
+        ]),
+    )
+    .await;
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "bot");
+    params.distinguished_name = dn;
+    let csr_pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    let csr: k8s_openapi::api::certificates::v1::CertificateSigningRequest =
+        serde_json::from_value(json!({"metadata": {"name": "from-bot"},
+            "spec": {"request": base64(csr_pem.as_bytes()),
+                     "signerName": "kubernetes.io/kube-apiserver-client",
+                     "usages": ["client auth"], "uid": "forged", "extra": {"x": ["y"]}}}))
+        .unwrap();
+    let created =
+        Api::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>::all(bot.clone())
+            .create(&PostParams::default(), &csr)
+            .await
+            .unwrap();
+    assert_eq!(created.spec.uid.as_deref(), Some(sa_uid.as_str()));
+    let extra = created.spec.extra.unwrap();
+    assert!(extra.contains_key("authentication.kubernetes.io/credential-id"));
+    assert!(
+        !extra.contains_key("x"),
+        "the requester's claims are the server's to fill"
+    );
     // The bot itself may not mint tokens for itself.
     assert_eq!(
         code(
@@ -731,5 +799,87 @@ async fn unauthorized_requests_do_not_create_logical_clusters() {
             .iter()
             .any(|b| &*b.cluster == "never"),
         "a forbidden request created the cluster"
+    );
+}
+
+#[tokio::test]
+async fn impersonating_a_uid_and_extras_needs_their_own_rights() {
+    let server = ApiServer::in_memory().await.unwrap();
+    let headers = |pairs: Vec<(&'static str, &'static str)>, svc: ocm_apiserver::ApiService| {
+        kube::Client::new(
+            tower::ServiceBuilder::new()
+                .map_request(move |mut req: http::Request<kube::client::Body>| {
+                    for (k, v) in &pairs {
+                        req.headers_mut().append(*k, v.parse().unwrap());
+                    }
+                    req
+                })
+                .service(svc),
+            "default",
+        )
+    };
+    // The admin may impersonate all of it; the identity carries the uid and the extras (key
+    // lowercased and percent-decoded).
+    let as_jane = headers(
+        vec![
+            ("impersonate-user", "jane"),
+            ("impersonate-uid", "1234"),
+            ("impersonate-extra-Scopes", "view"),
+            ("impersonate-extra-scopes", "edit"),
+            ("impersonate-extra-example.com%2fteam", "blue"),
+        ],
+        server.service(),
+    );
+    let me = user_info(as_jane).await;
+    assert_eq!(me.username.as_deref(), Some("jane"));
+    assert_eq!(me.uid.as_deref(), Some("1234"));
+    let extra = me.extra.unwrap();
+    assert_eq!(extra["scopes"], vec!["view".to_owned(), "edit".to_owned()]);
+    assert_eq!(extra["example.com/team"], vec!["blue".to_owned()]);
+
+    // Without a user: 400. With the right to impersonate users only: the uid is refused.
+    let no_user = headers(vec![("impersonate-uid", "1234")], server.service());
+    assert_eq!(code(whoami(no_user).await), 400);
+    let admin = kube::Client::new(server.service(), "default");
+    apply_rbac(
+        &admin,
+        json!([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "impersonate-users"},
+             "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "impersonate-users"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonate-users"},
+             "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}]}
+        ]),
+    )
+    .await;
+    let bob = || {
+        server.service_as(Identity {
+            user: "bob".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        })
+    };
+    let bob_as_jane = headers(vec![("impersonate-user", "jane")], bob());
+    assert_eq!(code(whoami(bob_as_jane).await), 200);
+    let with_uid = headers(
+        vec![("impersonate-user", "jane"), ("impersonate-uid", "1234")],
+        bob(),
+    );
+    assert_eq!(
+        message(whoami(with_uid).await),
+        "uids.authentication.k8s.io \"1234\" is forbidden: User \"bob\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    let with_extra = headers(
+        vec![
+            ("impersonate-user", "jane"),
+            ("impersonate-extra-scopes", "view"),
+        ],
+        bob(),
+    );
+    assert_eq!(
+        message(whoami(with_extra).await),
+        "userextras.authentication.k8s.io \"view\" is forbidden: User \"bob\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
     );
 }

@@ -69,8 +69,14 @@ fn access_review(
     if kind == BuiltinKind::SelfSubjectReview {
         let mut user_info = serde_json::Map::new();
         user_info.insert("username".into(), json!(req.identity.user));
+        if !req.identity.uid.is_empty() {
+            user_info.insert("uid".into(), json!(req.identity.uid));
+        }
         if !req.identity.groups.is_empty() {
             user_info.insert("groups".into(), json!(req.identity.groups));
+        }
+        if !req.identity.extra.is_empty() {
+            user_info.insert("extra".into(), json!(req.identity.extra));
         }
         let mut metadata = obj
             .get("metadata")

@@ -254,6 +254,12 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.remove("uid");
                 spec.remove("extra");
+                if !ctx.identity.uid.is_empty() {
+                    spec.insert("uid".into(), json!(ctx.identity.uid));
+                }
+                if !ctx.identity.extra.is_empty() {
+                    spec.insert("extra".into(), json!(ctx.identity.extra));
+                }
             }
         }
         Some(BuiltinKind::Pod) => {

@@ -390,7 +390,9 @@ pub struct ServiceAccountClaims {
 
 impl ServiceAccountClaims {
     /// The identity: `system:serviceaccount:<ns>:<name>`, groups `system:serviceaccounts`,
-    /// `system:serviceaccounts:<ns>`, `system:authenticated`.
+    /// `system:serviceaccounts:<ns>`, `system:authenticated`; uid the service account's; extra
+    /// as kube-apiserver sets it: `authentication.kubernetes.io/credential-id` (`JTI=<jti>`)
+    /// and, for a token bound to a pod or node, its name and uid.
     pub fn identity(&self) -> Identity {
         with_authenticated_group(Identity {
             user: crate::rbac::service_account_username(&self.namespace, &self.name),
@@ -398,7 +400,8 @@ impl ServiceAccountClaims {
                 "system:serviceaccounts".to_owned(),
                 format!("system:serviceaccounts:{}", self.namespace),
             ],
-            ..Default::default()
+            uid: self.uid.clone(),
+            extra: self.extra().into_iter().collect(),
         })
     }
 
