@@ -43,564 +43,77 @@ fn rb(ns: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
            "subjects": subjects})
 }
 
-/// A policy exercising every rule field and subject kind.
+/// The shared RBAC table (`tests/data/rbac_cases.json`): objects exercising every rule field
+/// and subject kind, and the cases asked of them — here of the evaluator directly, in
+/// `cli/tests/apiserver_process.rs` through the API with real `kubectl auth can-i`.
+fn table() -> Value {
+    serde_json::from_str(include_str!("data/rbac_cases.json")).expect("valid table")
+}
+
+/// The policy of the shared table, including the objects only the evaluator sees.
 fn policy() -> Policy {
-    let objects = vec![
-        cluster_role(
-            "pod-reader",
-            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]),
-        ),
-        cluster_role(
-            "any-verb-deploy",
-            json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]),
-        ),
-        cluster_role(
-            "any-group-widgets",
-            json!([{"apiGroups": ["*"], "resources": ["widgets"], "verbs": ["get"]}]),
-        ),
-        cluster_role(
-            "everything-in-group",
-            json!([{"apiGroups": ["batch"], "resources": ["*"], "verbs": ["list"]}]),
-        ),
-        cluster_role(
-            "logs",
-            json!([{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]),
-        ),
-        cluster_role(
-            "all-status",
-            json!([{"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["update"]}]),
-        ),
-        cluster_role(
-            "one-secret",
-            json!([{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["s1"], "verbs": ["get", "list", "create", "update", "delete", "deletecollection", "watch"]}]),
-        ),
-        cluster_role(
-            "metrics",
-            json!([{"nonResourceURLs": ["/metrics", "/logs/*"], "verbs": ["get"]}]),
-        ),
-        cluster_role(
-            "all-urls",
-            json!([{"nonResourceURLs": ["*"], "verbs": ["get"]}]),
-        ),
-        cluster_role(
-            "cm-editor",
-            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]),
-        ),
-        role(
-            "team",
-            "lease-holder",
-            json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"]}]),
-        ),
-        // Bindings.
-        crb(
-            "u-pods",
-            "pod-reader",
-            json!([{"kind": "User", "name": "alice"}]),
-        ),
-        crb(
-            "g-deploy",
-            "any-verb-deploy",
-            json!([{"kind": "Group", "name": "deployers"}]),
-        ),
-        crb(
-            "u-widgets",
-            "any-group-widgets",
-            json!([{"kind": "User", "name": "carol"}]),
-        ),
-        crb(
-            "u-batch",
-            "everything-in-group",
-            json!([{"kind": "User", "name": "carol"}]),
-        ),
-        crb("u-logs", "logs", json!([{"kind": "User", "name": "carol"}])),
-        crb(
-            "u-status",
-            "all-status",
-            json!([{"kind": "User", "name": "carol"}]),
-        ),
-        crb(
-            "u-secret",
-            "one-secret",
-            json!([{"kind": "User", "name": "dave"}]),
-        ),
-        crb(
-            "u-metrics",
-            "metrics",
-            json!([{"kind": "User", "name": "erin"}]),
-        ),
-        crb(
-            "g-urls",
-            "all-urls",
-            json!([{"kind": "Group", "name": "url-readers"}]),
-        ),
-        crb(
-            "sa-cm",
-            "cm-editor",
-            json!([{"kind": "ServiceAccount", "name": "robot", "namespace": "ops"}]),
-        ),
-        // A ServiceAccount subject without namespace in a ClusterRoleBinding matches nobody.
-        crb(
-            "sa-nons",
-            "cm-editor",
-            json!([{"kind": "ServiceAccount", "name": "ghost"}]),
-        ),
-        rb(
-            "team",
-            "rb-cm",
-            "ClusterRole",
-            "cm-editor",
-            json!([{"kind": "User", "name": "frank"}]),
-        ),
-        rb(
-            "team",
-            "rb-lease",
-            "Role",
-            "lease-holder",
-            json!([{"kind": "ServiceAccount", "name": "worker"}]),
-        ),
-        rb(
-            "team",
-            "rb-sa-group",
-            "ClusterRole",
-            "pod-reader",
-            json!([{"kind": "Group", "name": "system:serviceaccounts:team"}]),
-        ),
-        rb(
-            "team",
-            "rb-missing",
-            "ClusterRole",
-            "does-not-exist",
-            json!([{"kind": "User", "name": "gina"}]),
-        ),
-        rb(
-            "team",
-            "rb-bad-kind",
-            "Thing",
-            "x",
-            json!([{"kind": "User", "name": "gina"}]),
-        ),
-    ];
+    let t = table();
+    let objects: Vec<Value> = ["objects", "unitOnlyObjects"]
+        .iter()
+        .flat_map(|k| t[*k].as_array().cloned().unwrap_or_default())
+        .collect();
     Policy::from_values(&objects).expect("valid policy")
-}
-
-struct Case {
-    what: &'static str,
-    user: &'static str,
-    groups: &'static [&'static str],
-    verb: &'static str,
-    group: &'static str,
-    resource: &'static str,
-    sub: &'static str,
-    name: &'static str,
-    ns: &'static str,
-    allowed: bool,
-}
-
-const fn case(
-    what: &'static str,
-    user: &'static str,
-    groups: &'static [&'static str],
-    verb: &'static str,
-    (group, resource, sub, name, ns): (
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    ),
-    allowed: bool,
-) -> Case {
-    Case {
-        what,
-        user,
-        groups,
-        verb,
-        group,
-        resource,
-        sub,
-        name,
-        ns,
-        allowed,
-    }
 }
 
 const SA_ROBOT: &str = "system:serviceaccount:ops:robot";
 const SA_WORKER: &str = "system:serviceaccount:team:worker";
 const SA_OTHER: &str = "system:serviceaccount:team:other";
 
+fn text<'a>(case: &'a Value, key: &str) -> &'a str {
+    case[key].as_str().unwrap_or_default()
+}
+
+fn groups_of(case: &Value) -> Vec<&str> {
+    case["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 #[test]
 fn resource_rules_table() {
     let p = policy();
-    let cases = [
-        // verbs
-        case(
-            "listed verb",
-            "alice",
-            &[],
-            "get",
-            ("", "pods", "", "p", "ns"),
-            true,
-        ),
-        case(
-            "unlisted verb",
-            "alice",
-            &[],
-            "delete",
-            ("", "pods", "", "p", "ns"),
-            false,
-        ),
-        case(
-            "watch is its own verb",
-            "alice",
-            &[],
-            "watch",
-            ("", "pods", "", "", ""),
-            true,
-        ),
-        case(
-            "verb *",
-            "bob",
-            &["deployers"],
-            "deletecollection",
-            ("apps", "deployments", "", "", "x"),
-            true,
-        ),
-        case(
-            "verb * with special verb",
-            "bob",
-            &["deployers"],
-            "escalate",
-            ("apps", "deployments", "", "", "x"),
-            true,
-        ),
-        // apiGroups
-        case(
-            "wrong group",
-            "alice",
-            &[],
-            "get",
-            ("apps", "pods", "", "p", "ns"),
-            false,
-        ),
-        case(
-            "group *",
-            "carol",
-            &[],
-            "get",
-            ("example.com", "widgets", "", "w", ""),
-            true,
-        ),
-        case(
-            "group * core",
-            "carol",
-            &[],
-            "get",
-            ("", "widgets", "", "w", ""),
-            true,
-        ),
-        case(
-            "group mismatch for deployments",
-            "bob",
-            &["deployers"],
-            "get",
-            ("extensions", "deployments", "", "", "x"),
-            false,
-        ),
-        // resources
-        case(
-            "resource *",
-            "carol",
-            &[],
-            "list",
-            ("batch", "jobs", "", "", "ns"),
-            true,
-        ),
-        case(
-            "resource * matches subresources too",
-            "carol",
-            &[],
-            "list",
-            ("batch", "jobs", "status", "", "ns"),
-            true,
-        ),
-        case(
-            "resource/sub exact",
-            "carol",
-            &[],
-            "get",
-            ("", "pods", "log", "p", "ns"),
-            true,
-        ),
-        case(
-            "resource rule does not grant subresource",
-            "alice",
-            &[],
-            "get",
-            ("", "pods", "log", "p", "ns"),
-            false,
-        ),
-        case(
-            "subresource rule does not grant resource",
-            "carol",
-            &[],
-            "get",
-            ("", "pods", "", "p", "ns"),
-            false,
-        ),
-        case(
-            "*/status",
-            "carol",
-            &[],
-            "update",
-            ("apps", "deployments", "status", "d", "ns"),
-            true,
-        ),
-        case(
-            "*/status not scale",
-            "carol",
-            &[],
-            "update",
-            ("apps", "deployments", "scale", "d", "ns"),
-            false,
-        ),
-        // resourceNames
-        case(
-            "named get",
-            "dave",
-            &[],
-            "get",
-            ("", "secrets", "", "s1", "ns"),
-            true,
-        ),
-        case(
-            "other name",
-            "dave",
-            &[],
-            "get",
-            ("", "secrets", "", "s2", "ns"),
-            false,
-        ),
-        case(
-            "list has no name",
-            "dave",
-            &[],
-            "list",
-            ("", "secrets", "", "", "ns"),
-            false,
-        ),
-        case(
-            "watch has no name",
-            "dave",
-            &[],
-            "watch",
-            ("", "secrets", "", "", "ns"),
-            false,
-        ),
-        case(
-            "create has no name",
-            "dave",
-            &[],
-            "create",
-            ("", "secrets", "", "", "ns"),
-            false,
-        ),
-        case(
-            "deletecollection has no name",
-            "dave",
-            &[],
-            "deletecollection",
-            ("", "secrets", "", "", "ns"),
-            false,
-        ),
-        case(
-            "list by fieldSelector name",
-            "dave",
-            &[],
-            "list",
-            ("", "secrets", "", "s1", "ns"),
-            true,
-        ),
-        case(
-            "named update",
-            "dave",
-            &[],
-            "update",
-            ("", "secrets", "", "s1", "ns"),
-            true,
-        ),
-        // subjects
-        case(
-            "user subject, other user",
-            "mallory",
-            &[],
-            "get",
-            ("", "pods", "", "p", "ns"),
-            false,
-        ),
-        case(
-            "group subject",
-            "zed",
-            &["deployers"],
-            "create",
-            ("apps", "deployments", "", "", "ns"),
-            true,
-        ),
-        case(
-            "group is not a user",
-            "deployers",
-            &[],
-            "create",
-            ("apps", "deployments", "", "", "ns"),
-            false,
-        ),
-        case(
-            "SA subject with namespace",
-            SA_ROBOT,
-            &[],
-            "create",
-            ("", "configmaps", "", "", "anywhere"),
-            true,
-        ),
-        case(
-            "SA of another namespace",
-            "system:serviceaccount:dev:robot",
-            &[],
-            "create",
-            ("", "configmaps", "", "", "anywhere"),
-            false,
-        ),
-        case(
-            "SA subject without namespace in CRB",
-            "system:serviceaccount:default:ghost",
-            &[],
-            "get",
-            ("", "configmaps", "", "c", "default"),
-            false,
-        ),
-        case(
-            "SA subject defaults to binding namespace",
-            SA_WORKER,
-            &[],
-            "update",
-            ("coordination.k8s.io", "leases", "", "l", "team"),
-            true,
-        ),
-        case(
-            "SA subject, other SA",
-            SA_OTHER,
-            &[],
-            "update",
-            ("coordination.k8s.io", "leases", "", "l", "team"),
-            false,
-        ),
-        case(
-            "SA namespace group",
-            SA_OTHER,
-            &["system:serviceaccounts", "system:serviceaccounts:team"],
-            "list",
-            ("", "pods", "", "", "team"),
-            true,
-        ),
-        case(
-            "SA namespace group elsewhere",
-            SA_OTHER,
-            &["system:serviceaccounts", "system:serviceaccounts:team"],
-            "list",
-            ("", "pods", "", "", "other"),
-            false,
-        ),
-        // scopes
-        case(
-            "RoleBinding to ClusterRole in its namespace",
-            "frank",
-            &[],
-            "create",
-            ("", "configmaps", "", "", "team"),
-            true,
-        ),
-        case(
-            "RoleBinding does not reach other namespaces",
-            "frank",
-            &[],
-            "create",
-            ("", "configmaps", "", "", "other"),
-            false,
-        ),
-        case(
-            "RoleBinding does not reach cluster scope",
-            "frank",
-            &[],
-            "create",
-            ("", "configmaps", "", "", ""),
-            false,
-        ),
-        case(
-            "ClusterRoleBinding reaches all namespaces",
-            "alice",
-            &[],
-            "list",
-            ("", "pods", "", "", ""),
-            true,
-        ),
-        case(
-            "Role only in its namespace",
-            SA_WORKER,
-            &[],
-            "get",
-            ("coordination.k8s.io", "leases", "", "l", "other"),
-            false,
-        ),
-        // superuser
-        case(
-            "system:masters",
-            "root",
-            &["system:masters"],
-            "escalate",
-            ("anything", "whatever", "sub", "n", "ns"),
-            true,
-        ),
-        // unresolvable bindings grant nothing
-        case(
-            "binding to missing role",
-            "gina",
-            &[],
-            "get",
-            ("", "pods", "", "p", "team"),
-            false,
-        ),
-    ];
+    let t = table();
+    let cases = t["resource"].as_array().expect("cases");
+    assert!(cases.len() >= 40);
     for c in cases {
         let attrs = Attributes {
-            user: user(c.user, c.groups),
-            verb: c.verb.into(),
+            user: user(text(c, "user"), &groups_of(c)),
+            verb: text(c, "verb").into(),
             target: Target::Resource(ResourceAttributes {
-                namespace: c.ns.into(),
-                group: c.group.into(),
-                resource: c.resource.into(),
-                subresource: c.sub.into(),
-                name: c.name.into(),
+                namespace: text(c, "namespace").into(),
+                group: text(c, "group").into(),
+                resource: text(c, "resource").into(),
+                subresource: text(c, "subresource").into(),
+                name: text(c, "name").into(),
             }),
         };
-        assert_eq!(p.authorize(&attrs).allowed, c.allowed, "case: {}", c.what);
+        assert_eq!(
+            p.authorize(&attrs).allowed,
+            c["allowed"].as_bool().expect("allowed"),
+            "case: {}",
+            text(c, "what")
+        );
     }
 }
 
 #[test]
 fn non_resource_rules_table() {
     let p = policy();
-    let cases: [(&str, &[&str], &str, &str, bool); 8] = [
-        ("erin", &[], "get", "/metrics", true),
-        ("erin", &[], "post", "/metrics", false),
-        ("erin", &[], "get", "/metrics/extra", false),
-        ("erin", &[], "get", "/logs/", true),
-        ("erin", &[], "get", "/logs/kube/x", true),
-        ("erin", &[], "get", "/logs", false),
-        ("someone", &["url-readers"], "get", "/anything/at/all", true),
-        ("someone", &["url-readers"], "put", "/anything", false),
-    ];
-    for (name, groups, verb, path, allowed) in cases {
-        let attrs = Attributes::non_resource(user(name, groups), verb, path);
-        assert_eq!(p.authorize(&attrs).allowed, allowed, "{name} {verb} {path}");
+    let t = table();
+    for c in t["nonResource"].as_array().expect("cases") {
+        let (name, verb, path) = (text(c, "user"), text(c, "verb"), text(c, "path"));
+        let attrs = Attributes::non_resource(user(name, &groups_of(c)), verb, path);
+        assert_eq!(
+            p.authorize(&attrs).allowed,
+            c["allowed"].as_bool().expect("allowed"),
+            "{name} {verb} {path}"
+        );
     }
     // A resource rule never grants a path and vice versa.
     let attrs = Attributes::non_resource(user("alice", &[]), "get", "/api/v1/pods");
