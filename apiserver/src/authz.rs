@@ -4,7 +4,7 @@
 //! `impersonate` verb).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use http::HeaderMap;
 use serde_json::Value;
@@ -33,7 +33,6 @@ const RBAC_KINDS: [&str; 4] = ["ClusterRole", "Role", "ClusterRoleBinding", "Rol
 /// brought up to date (rebuilt from scratch only when the history window no longer holds them).
 #[derive(Default)]
 pub(crate) struct PolicyCache {
-    defaults: OnceLock<Arc<Policy>>,
     by_cluster: Mutex<HashMap<String, CachedPolicy>>,
 }
 
@@ -59,18 +58,12 @@ fn fingerprint(inner: &Inner, cluster: &str) -> Fingerprint {
     RBAC_RESOURCES.map(|resource| inner.store.bucket_revision(&bucket(cluster, resource)))
 }
 
-fn defaults(inner: &Inner) -> Arc<Policy> {
-    inner
-        .policies
-        .defaults
-        .get_or_init(|| Arc::new(Policy::bootstrap()))
-        .clone()
-}
-
-/// Builds a cluster's policy from scratch: the bootstrap defaults, overridden by the stored
-/// objects, with aggregated ClusterRoles filled.
+/// Builds a cluster's policy from scratch: the stored objects, with aggregated ClusterRoles
+/// filled. Only what is stored counts, as in kube-apiserver: the default roles and bindings are
+/// stored when a logical cluster is created (and the missing ones again when the server
+/// starts), so deleting one takes its permissions away until then.
 fn build_policy(inner: &Inner, cluster: &str, seen: Fingerprint) -> CachedPolicy {
-    let mut live = LivePolicy::new(defaults(inner));
+    let mut live = LivePolicy::new(Arc::new(Policy::default()));
     let mut applied = [0; 4];
     for (i, resource) in RBAC_RESOURCES.into_iter().enumerate() {
         let (revision, items) = inner.store.list(&bucket(cluster, resource), None, None);

@@ -269,6 +269,12 @@ where
         (None, None) => crate::authn::authenticate_in_process(inner, &cluster, &parts.headers)?,
     };
     let identity = crate::authz::impersonate(inner, &cluster, identity, &parts.headers)?;
+    // Only a cluster administrator brings a logical cluster into being; for anyone else an
+    // unknown cluster does not exist, whatever the request.
+    let unknown = cluster != DEFAULT_CLUSTER && !inner.cluster_known(&cluster);
+    if unknown && (!inner.config.auto_create_clusters || !identity.is_master()) {
+        return Err(ApiError::route_not_found());
+    }
     crate::authz::authorize(
         inner,
         &cluster,
@@ -277,12 +283,7 @@ where
         &path,
         parts.uri.query(),
     )?;
-    if cluster != DEFAULT_CLUSTER && !inner.cluster_known(&cluster) {
-        // Only a cluster administrator brings a logical cluster into being; for anyone else
-        // (even on a path the default policy allows, such as discovery) it does not exist.
-        if !inner.config.auto_create_clusters || !identity.is_master() {
-            return Err(ApiError::route_not_found());
-        }
+    if unknown {
         inner.ensure_cluster(&cluster).await?;
     }
     if let Some(len) = parts

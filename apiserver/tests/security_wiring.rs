@@ -763,7 +763,7 @@ async fn unauthorized_requests_do_not_create_logical_clusters() {
         kube::Client::try_from(config).unwrap()
     };
     let ns: Api<Namespace> = Api::all(anon_kc.clone());
-    assert_eq!(code(ns.list(&ListParams::default()).await), 403);
+    assert_eq!(code(ns.list(&ListParams::default()).await), 404);
     // What the default policy grants (version for anyone, discovery for any authenticated
     // user, here an agent-like certificate from the server's CA) finds no such cluster.
     let get = |path: &str| http::Request::get(path).body(Vec::new()).unwrap();
@@ -882,4 +882,53 @@ async fn impersonating_a_uid_and_extras_needs_their_own_rights() {
         message(whoami(with_extra).await),
         "userextras.authentication.k8s.io \"view\" is forbidden: User \"bob\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
     );
+}
+
+#[tokio::test]
+async fn a_deleted_default_role_grants_nothing_until_the_server_starts_again() {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    let dir = tempfile::tempdir().unwrap();
+    let config = || ApiServerConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..ApiServerConfig::default()
+    };
+    let server = ApiServer::start(config()).await.unwrap();
+    let admin = kube::Client::new(server.service(), "default");
+    apply_rbac(
+        &admin,
+        json!([{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "viewer"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "User", "name": "viewer", "apiGroup": "rbac.authorization.k8s.io"}]}]),
+    )
+    .await;
+    let viewer = |server: &ApiServer| {
+        let svc = server.service_as(Identity {
+            user: "viewer".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        });
+        Api::<ConfigMap>::namespaced(kube::Client::new(svc, "default"), "default")
+    };
+    assert_eq!(
+        code(viewer(&server).list(&ListParams::default()).await),
+        200
+    );
+    Api::<ClusterRole>::all(admin.clone())
+        .delete("view", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        message(viewer(&server).list(&ListParams::default()).await),
+        "configmaps is forbidden: User \"viewer\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": RBAC: clusterrole.rbac.authorization.k8s.io \"view\" not found"
+    );
+    // As kube-apiserver does on start, the server puts the missing defaults back.
+    server.shutdown();
+    drop(server);
+    let server = ApiServer::start(config()).await.unwrap();
+    assert_eq!(
+        code(viewer(&server).list(&ListParams::default()).await),
+        200
+    );
+    server.shutdown();
 }
