@@ -340,20 +340,33 @@ fn condition_types(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn csr_invalid(name: &str, field: &str, value: &str, detail: &str) -> ApiError {
-    let message = format!(
-        "CertificateSigningRequest.certificates.k8s.io {} is invalid: {field}: Invalid value: {}: {detail}",
-        crate::validation::go_quote(name),
-        crate::validation::go_quote(value),
-    );
-    ApiError::new(422, "Invalid", message).with_causes(vec![crate::error::Cause::new(
-        "FieldValueInvalid",
-        format!(
-            "Invalid value: {}: {detail}",
-            crate::validation::go_quote(value)
+/// A 422 for a CertificateSigningRequest, worded as kube-apiserver's field errors:
+/// `Invalid value: "<value>": <detail>` when `value` is given, else `Forbidden: <detail>`.
+fn csr_invalid(name: &str, field: &str, value: Option<&str>, detail: &str) -> ApiError {
+    let (reason, text) = match value {
+        Some(v) => (
+            "FieldValueInvalid",
+            format!(
+                "Invalid value: {}: {detail}",
+                crate::validation::go_quote(v)
+            ),
         ),
-        field,
-    )])
+        None => ("FieldValueForbidden", format!("Forbidden: {detail}")),
+    };
+    let message = format!(
+        "CertificateSigningRequest.certificates.k8s.io {} is invalid: {field}: {text}",
+        crate::validation::go_quote(name),
+    );
+    ApiError::new(422, "Invalid", message)
+        .with_causes(vec![crate::error::Cause::new(reason, text, field)])
+}
+
+/// Index of the first condition of `type_` in `obj`'s `status.conditions`.
+fn condition_index(obj: &Value, type_: &str) -> usize {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().position(|c| c["type"] == type_))
+        .unwrap_or(0)
 }
 
 /// The CertificateApproval / CertificateSigning admission and the CSR status rules.
@@ -373,10 +386,20 @@ fn admit_csr(
     let new_conditions = condition_types(new);
     let decided = |c: &[String], t: &str| c.iter().any(|x| x == t);
     if decided(&new_conditions, "Approved") && decided(&new_conditions, "Denied") {
+        // Reported at the later of the two, as kube does.
+        let (approved, denied) = (
+            condition_index(new, "Approved"),
+            condition_index(new, "Denied"),
+        );
+        let (index, type_) = if approved > denied {
+            (approved, "Approved")
+        } else {
+            (denied, "Denied")
+        };
         return Err(csr_invalid(
             name,
-            "status.conditions",
-            "Approved",
+            &format!("status.conditions[{index}].type"),
+            Some(type_),
             "Approved and Denied conditions are mutually exclusive",
         ));
     }
@@ -385,7 +408,7 @@ fn admit_csr(
             return Err(csr_invalid(
                 name,
                 "status.conditions",
-                t,
+                None,
                 &format!("updates may not remove a condition of type {t:?}"),
             ));
         }
@@ -430,7 +453,7 @@ fn admit_csr(
                     return Err(csr_invalid(
                         name,
                         "status.certificate",
-                        "",
+                        None,
                         "updates may not modify existing certificate content",
                     ));
                 }
@@ -438,7 +461,7 @@ fn admit_csr(
                     return Err(csr_invalid(
                         name,
                         "status.certificate",
-                        "",
+                        None,
                         "certificate can only be set once an Approved condition exists",
                     ));
                 }
@@ -446,7 +469,7 @@ fn admit_csr(
                     return Err(csr_invalid(
                         name,
                         "status.certificate",
-                        "",
+                        None,
                         "certificate cannot be set on a CSR with a Failed condition",
                     ));
                 }
@@ -517,11 +540,21 @@ mod tests {
 
     #[test]
     fn csr_invalid_is_a_422_with_a_cause() {
-        let err = csr_invalid("c", "status.conditions", "Approved", "nope");
+        let err = csr_invalid("c", "status.conditions[1].type", Some("Denied"), "nope");
         assert_eq!(err.code, 422);
         assert_eq!(
             err.message,
-            "CertificateSigningRequest.certificates.k8s.io \"c\" is invalid: status.conditions: Invalid value: \"Approved\": nope"
+            "CertificateSigningRequest.certificates.k8s.io \"c\" is invalid: status.conditions[1].type: Invalid value: \"Denied\": nope"
+        );
+        let err = csr_invalid(
+            "c",
+            "status.certificate",
+            None,
+            "updates may not modify existing certificate content",
+        );
+        assert_eq!(
+            err.message,
+            "CertificateSigningRequest.certificates.k8s.io \"c\" is invalid: status.certificate: Forbidden: updates may not modify existing certificate content"
         );
     }
 }

@@ -292,7 +292,13 @@ async fn csr_round_trip_yields_a_working_client_certificate() {
     let err = admin_csrs
         .replace_status("agent", &PostParams::default(), &again)
         .await;
-    assert_eq!(api_error(err).0, 422);
+    assert_eq!(
+        api_error(err),
+        (
+            422,
+            "CertificateSigningRequest.certificates.k8s.io \"agent\" is invalid: status.certificate: Forbidden: updates may not modify existing certificate content".to_owned()
+        )
+    );
 }
 
 #[tokio::test]
@@ -322,8 +328,11 @@ async fn denied_and_server_auth_csrs_get_no_certificate() {
     set_condition(&csrs, "denied", "Denied").await.unwrap();
     // Approved and Denied are exclusive and final.
     assert_eq!(
-        api_error(set_condition(&csrs, "denied", "Approved").await).0,
-        422
+        api_error(set_condition(&csrs, "denied", "Approved").await),
+        (
+            422,
+            "CertificateSigningRequest.certificates.k8s.io \"denied\" is invalid: status.conditions[1].type: Invalid value: \"Approved\": Approved and Denied conditions are mutually exclusive".to_owned()
+        )
     );
     // A certificate cannot be put on an unapproved CSR, even by the admin.
     let mut forged = csrs.get("denied").await.unwrap();
