@@ -35,6 +35,9 @@ enum What {
     Placement(super::placement_bench::BenchPlacementArgs),
     /// ManifestWorks over simulated clusters, and one agent under load.
     Work(super::work_bench::BenchWorkArgs),
+    /// The simulated clusters and agents of `registration --fleet-process` (internal).
+    #[command(hide = true)]
+    Fleet(super::fleet_bench::FleetArgs),
 }
 
 /// Flags of `ocm bench registration`.
@@ -52,6 +55,10 @@ pub struct RegistrationArgs {
     /// Keep the hub's objects in SQLite under a temporary dir instead of memory.
     #[arg(long)]
     durable: bool,
+    /// Run the simulated clusters and their agents in a second process, so that this one
+    /// holds only the hub and its API server (their RSS and CPU are then reported apart).
+    #[arg(long)]
+    fleet_process: bool,
 }
 
 /// Runs a benchmark.
@@ -60,6 +67,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Registration(args) => registration(args).await,
         What::Placement(args) => super::placement_bench::bench(args).await,
         What::Work(args) => super::work_bench::bench(args).await,
+        What::Fleet(args) => super::fleet_bench::fleet(args).await,
     }
 }
 
@@ -146,18 +154,33 @@ pub(crate) async fn join_fleet_with(
     let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
     let waiter =
         tokio::spawn(async move { super::demo::wait_all_available(&clusters, &names).await });
-    for (name, spoke) in spokes {
-        let agent = Agent::new(
-            spoke.clone(),
-            AgentOptions {
-                cluster_name: name.clone(),
-                ..AgentOptions::default()
-            },
-        );
-        let token = shutdown.child();
-        tokio::spawn(async move { agent.run(token).await });
-    }
+    drop(start_agents(spokes.to_vec(), shutdown));
     waiter.await.context("waiting for the fleet")?
+}
+
+/// Starts a registration agent (default options) for each spoke; they run until `shutdown`.
+pub(crate) fn start_agents(
+    spokes: Vec<(String, kube::Client)>,
+    shutdown: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    spokes
+        .into_iter()
+        .map(|(name, spoke)| {
+            let agent = Agent::new(
+                spoke,
+                AgentOptions {
+                    cluster_name: name,
+                    ..AgentOptions::default()
+                },
+            );
+            let token = shutdown.child();
+            tokio::spawn(async move {
+                if let Err(err) = agent.run(token).await {
+                    tracing::warn!(%err, "agent stopped");
+                }
+            })
+        })
+        .collect()
 }
 
 async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
@@ -255,27 +278,35 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
 
     // Simulated clusters first (not part of the measurement), many at a time.
     let preparing = Instant::now();
-    let prepared = prepare_fleet(&hub, &bootstrap, expected.iter().cloned()).await?;
-    println!(
-        "  {} simulated clusters prepared in {:.1} s",
-        args.clusters,
-        preparing.elapsed().as_secs_f64()
-    );
-
-    let started = Instant::now();
     let shutdown = Shutdown::new();
-    let mut agents = Vec::with_capacity(args.clusters);
-    for (name, spoke) in prepared {
-        let agent = Agent::new(
-            spoke,
-            AgentOptions {
-                cluster_name: name,
-                ..AgentOptions::default()
-            },
+    let mut agents = Vec::new();
+    let mut fleet = None;
+    let started = if args.fleet_process {
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("bootstrap.kubeconfig");
+        std::fs::write(&path, &bootstrap)?;
+        let mut process = super::fleet_bench::FleetProcess::start(&path, args.clusters).await?;
+        println!(
+            "  {} simulated clusters prepared in {:.1} s (in process {})",
+            args.clusters,
+            preparing.elapsed().as_secs_f64(),
+            process.pid().unwrap_or_default()
         );
-        let token = shutdown.child();
-        agents.push(tokio::spawn(async move { agent.run(token).await }));
-    }
+        let started = Instant::now();
+        process.go().await?;
+        fleet = Some(process);
+        started
+    } else {
+        let prepared = prepare_fleet(&hub, &bootstrap, expected.iter().cloned()).await?;
+        println!(
+            "  {} simulated clusters prepared in {:.1} s",
+            args.clusters,
+            preparing.elapsed().as_secs_f64()
+        );
+        let started = Instant::now();
+        agents = start_agents(prepared, &shutdown);
+        started
+    };
     waiter.await.context("waiting for the fleet")?;
     let joined = started.elapsed();
     println!(
@@ -284,22 +315,40 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         joined.as_secs_f64()
     );
     let (rss_joined, cpu_joined) = process_usage();
+    let fleet_pid = fleet
+        .as_ref()
+        .and_then(super::fleet_bench::FleetProcess::pid);
+    let fleet_joined = fleet_pid.map(rss_of);
 
     tokio::time::sleep(Duration::from_secs(args.steady_seconds)).await;
     let (rss_steady, cpu_steady) = process_usage();
     let cpu_share = (cpu_steady - cpu_joined) / args.steady_seconds.max(1) as f64;
+    let holds = if fleet.is_some() {
+        "hub and API server"
+    } else {
+        "hub, API server, simulated clusters and agents"
+    };
     println!(
-        "  RSS: {:.0} MiB at start, {:.0} MiB when joined, {:.0} MiB after {} s of heartbeats",
+        "  RSS ({holds}): {:.0} MiB at start, {:.0} MiB when joined, {:.0} MiB after {} s of heartbeats",
         rss_start as f64 / 1024.0,
         rss_joined as f64 / 1024.0,
         rss_steady as f64 / 1024.0,
         args.steady_seconds
     );
+    if let (Some(pid), Some(joined)) = (fleet_pid, fleet_joined) {
+        println!(
+            "  RSS of the fleet process (simulated clusters and agents): {:.0} MiB when joined, {:.0} MiB after the heartbeats",
+            joined as f64 / 1024.0,
+            rss_of(pid) as f64 / 1024.0
+        );
+    }
     println!(
-        "  CPU in steady heartbeat: {:.1} % of one core (hub, API server, {} agents and their clusters)",
+        "  CPU in steady heartbeat ({holds}): {:.1} % of one core",
         cpu_share * 100.0,
-        args.clusters
     );
+    if let Some(fleet) = fleet {
+        fleet.stop().await;
+    }
     shutdown.cancel();
     for agent in agents {
         let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod crds;
 pub mod create;
 pub mod demo;
+pub mod fleet_bench;
 pub mod get;
 pub mod hub;
 pub mod init;

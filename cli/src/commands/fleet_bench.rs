@@ -1,0 +1,127 @@
+//! The second process of `ocm bench registration --fleet-process`: N simulated managed
+//! clusters (logical clusters of an API server of its own) and their registration agents,
+//! joining the hub named in the bootstrap kubeconfig. Kept apart so that the hub's process
+//! measures only the hub and its API server.
+//!
+//! Protocol with the parent, line by line: the child prints `prepared` once every simulated
+//! cluster exists with its bootstrap secret, starts the agents when it reads `go` on stdin,
+//! and exits when stdin closes.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use anyhow::Context;
+use clap::Args;
+use futures::StreamExt;
+use ocm_apiserver::ApiServer;
+use ocm_runtime::shutdown::Shutdown;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Flags of the hidden `ocm bench fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Bootstrap kubeconfig of the hub.
+    #[arg(long)]
+    bootstrap_kubeconfig: PathBuf,
+    /// How many clusters, named `bench-1` … `bench-N`.
+    #[arg(long)]
+    clusters: usize,
+}
+
+/// Runs the fleet until stdin closes.
+pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
+    let bootstrap = std::fs::read_to_string(&args.bootstrap_kubeconfig)
+        .with_context(|| format!("reading {}", args.bootstrap_kubeconfig.display()))?;
+    let server = ApiServer::in_memory()
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the fleet's API server: {e}"))?;
+    let names: Vec<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
+    let spokes: Vec<(String, kube::Client)> = futures::stream::iter(names)
+        .map(|name| {
+            let (server, bootstrap) = (server.clone(), bootstrap.clone());
+            async move {
+                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
+                super::join::prepare_spoke(&spoke, &bootstrap).await?;
+                anyhow::Ok((name, spoke))
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
+    let mut stdout = tokio::io::stdout();
+    stdout.write_all(b"prepared\n").await?;
+    stdout.flush().await?;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim() == "go" {
+            break;
+        }
+    }
+    let shutdown = Shutdown::new();
+    let _agents = super::bench::start_agents(spokes, &shutdown);
+    // Until the parent closes stdin (or goes away).
+    while lines.next_line().await?.is_some() {}
+    shutdown.cancel();
+    Ok(())
+}
+
+/// The fleet process, seen from the hub's side.
+pub struct FleetProcess {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+}
+
+impl FleetProcess {
+    /// Starts `ocm bench fleet` and waits until its clusters are prepared.
+    pub async fn start(
+        bootstrap_kubeconfig: &std::path::Path,
+        clusters: usize,
+    ) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("finding the ocm executable")?;
+        let mut child = tokio::process::Command::new(exe)
+            .args(["bench", "fleet", "--clusters", &clusters.to_string()])
+            .arg("--bootstrap-kubeconfig")
+            .arg(bootstrap_kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the fleet process")?;
+        let stdin = child.stdin.take().context("fleet stdin")?;
+        let stdout = child.stdout.take().context("fleet stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next_line().await? {
+                Some(line) if line.trim() == "prepared" => break,
+                Some(_) => {}
+                None => anyhow::bail!("the fleet process exited before its clusters were prepared"),
+            }
+        }
+        Ok(FleetProcess { child, stdin })
+    }
+
+    /// Starts the agents.
+    pub async fn go(&mut self) -> anyhow::Result<()> {
+        self.stdin.write_all(b"go\n").await?;
+        self.stdin.flush().await?;
+        Ok(())
+    }
+
+    /// Process id, for its RSS and CPU.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Stops the fleet.
+    pub async fn stop(mut self) {
+        drop(self.stdin);
+        if tokio::time::timeout(std::time::Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}
