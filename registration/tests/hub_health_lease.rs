@@ -129,27 +129,39 @@ async fn agent_heartbeat(client: &kube::Client, cluster: &str) {
 
 async fn agent_reports_available(client: &kube::Client, cluster: &ManagedCluster) {
     let api: Api<ManagedCluster> = Api::all(client.clone());
-    let mut conditions = cluster.status.clone().unwrap_or_default().conditions;
-    ocm_runtime::conditions::set_condition(
-        &mut conditions,
-        ocm_runtime::conditions::condition(
-            AVAILABLE,
-            "True",
-            "ManagedClusterAvailable",
-            "Managed cluster is available",
-            None,
-        ),
-    );
-    api.patch_status(
-        &cluster.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(
-            json!({"metadata": {"resourceVersion": cluster.resource_version()},
-            "status": {"conditions": conditions}}),
-        ),
-    )
-    .await
-    .unwrap();
+    let mut cluster = cluster.clone();
+    // As an agent does: the status write is conditional on the version read; when the hub
+    // wrote in between (409), read again and retry.
+    loop {
+        let mut conditions = cluster.status.clone().unwrap_or_default().conditions;
+        ocm_runtime::conditions::set_condition(
+            &mut conditions,
+            ocm_runtime::conditions::condition(
+                AVAILABLE,
+                "True",
+                "ManagedClusterAvailable",
+                "Managed cluster is available",
+                None,
+            ),
+        );
+        let written = api
+            .patch_status(
+                &cluster.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"resourceVersion": cluster.resource_version()},
+                    "status": {"conditions": conditions}}),
+                ),
+            )
+            .await;
+        match written {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                cluster = api.get(&cluster.name_any()).await.unwrap();
+            }
+            Err(e) => panic!("reporting Available: {e}"),
+        }
+    }
 }
 
 #[tokio::test]
