@@ -521,9 +521,8 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
 #[test]
 fn registration_benchmark_runs_and_prints_its_figures() {
     let home = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = ocm(
-        home.path(),
-        &[
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
             "bench",
             "registration",
             "--clusters",
@@ -532,18 +531,37 @@ fn registration_benchmark_runs_and_prints_its_figures() {
             "5",
             "--steady-seconds",
             "1",
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = ocm(home.path(), &args);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        stdout
+    };
+    let expect = |stdout: &str, needles: &[&str]| {
+        for needle in needles {
+            assert!(
+                stdout.contains(needle),
+                "{needle:?} missing from:\n{stdout}"
+            );
+        }
+    };
+    expect(
+        &bench(&[]),
+        &[
+            "3 simulated clusters prepared",
+            "Joined and Available",
+            "RSS (hub, API server, simulated clusters and agents):",
+            "CPU in steady heartbeat",
         ],
     );
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    for needle in [
-        "3 simulated clusters prepared",
-        "Joined and Available",
-        "RSS:",
-        "CPU in steady heartbeat",
-    ] {
-        assert!(
-            stdout.contains(needle),
-            "{needle:?} missing from:\n{stdout}"
-        );
-    }
+    // The clusters and agents in a second process (a real child `ocm bench fleet`).
+    expect(
+        &bench(&["--fleet-process"]),
+        &[
+            "3 simulated clusters prepared",
+            "Joined and Available",
+            "RSS (hub and API server):",
+            "RSS of the fleet process (simulated clusters and agents):",
+        ],
+    );
 }
