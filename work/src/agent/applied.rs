@@ -17,7 +17,12 @@ use super::reconcile::Ctx;
 
 /// Lowercase hex SHA-256 of the hub API server URL, as upstream computes it.
 pub fn hub_hash(hub_url: &str) -> String {
-    digest::digest(&digest::SHA256, hub_url.as_bytes())
+    sha256_hex(hub_url.as_bytes())
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    digest::digest(&digest::SHA256, bytes)
         .as_ref()
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -15,7 +15,9 @@ use ocm_api::work::v1::{
 };
 use serde_json::{Value, json};
 
-use super::compare::{already_applied, merged_for_update};
+use super::compare::{
+    already_applied, has_owner_references, merged_for_update, merged_owner_references,
+};
 use super::ignore::{spec_hash, without_ignored};
 use ocm_api::work::names::{CONFIG_SPEC_HASH_ANNOTATION, manifest_reasons};
 
@@ -157,22 +159,6 @@ fn with_spec_hash(mut object: Value, hash: &str) -> Value {
     object
 }
 
-fn owners(object: &Value) -> Vec<Value> {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Whether `live` carries every owner reference of `desired` (by uid).
-fn has_owners(desired: &Value, live: &Value) -> bool {
-    let have = owners(live);
-    owners(desired)
-        .iter()
-        .all(|o| have.iter().any(|h| h.get("uid") == o.get("uid")))
-}
-
 /// Adds the owner references of `desired` that `live` lacks, touching nothing else.
 async fn add_owners(
     api: &Api<DynamicObject>,
@@ -180,12 +166,7 @@ async fn add_owners(
     desired: &Value,
     live: &Value,
 ) -> Result<Applied, ApplyFailure> {
-    let mut merged = owners(live);
-    for o in owners(desired) {
-        if !merged.iter().any(|h| h.get("uid") == o.get("uid")) {
-            merged.push(o);
-        }
-    }
+    let merged = merged_owner_references(desired, live);
     let patch = json!({"metadata": {"ownerReferences": merged,
                                     "resourceVersion": live.pointer("/metadata/resourceVersion")}});
     let patched = api
@@ -307,7 +288,7 @@ pub(crate) async fn apply(
                 let hash = spec_hash(&required);
                 match &live_json {
                     Some(l) if spec_hash_of(l) == Some(hash.as_str()) => {
-                        if has_owners(desired, l) {
+                        if has_owner_references(desired, l) {
                             return Ok(Applied {
                                 live: live_json,
                                 wrote: false,

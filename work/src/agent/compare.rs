@@ -26,16 +26,34 @@ fn meta_subset(desired: &Value, live: &Value) -> bool {
             None | Some(Value::Null) => true,
             Some(w) => have.is_some_and(|h| subset(w, h)),
         }
-    }) && desired
+    }) && has_owner_references(desired, live)
+}
+
+fn owner_references(object: &Value) -> Vec<Value> {
+    object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .is_none_or(|owners| {
-            owners.iter().all(|o| {
-                live.pointer("/metadata/ownerReferences")
-                    .and_then(Value::as_array)
-                    .is_some_and(|have| have.iter().any(|h| h.get("uid") == o.get("uid")))
-            })
-        })
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether `live` carries every owner reference of `desired` (by uid).
+pub(crate) fn has_owner_references(desired: &Value, live: &Value) -> bool {
+    let have = owner_references(live);
+    owner_references(desired)
+        .iter()
+        .all(|o| have.iter().any(|h| h.get("uid") == o.get("uid")))
+}
+
+/// The owner references of `live` followed by those of `desired` it lacks (by uid).
+pub(crate) fn merged_owner_references(desired: &Value, live: &Value) -> Vec<Value> {
+    let mut owners = owner_references(live);
+    for o in owner_references(desired) {
+        if !owners.iter().any(|h| h.get("uid") == o.get("uid")) {
+            owners.push(o);
+        }
+    }
+    owners
 }
 
 /// `want` ⊆ `have`: objects by key (recursively), lists element by element with the same
@@ -80,18 +98,7 @@ pub fn merged_for_update(desired: &Value, live: &Value) -> Value {
                 meta.insert(field.to_owned(), Value::Object(merged));
             }
         }
-        let mut owners: Vec<Value> = live
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if let Some(want) = meta.get("ownerReferences").and_then(Value::as_array) {
-            for o in want {
-                if !owners.iter().any(|h| h.get("uid") == o.get("uid")) {
-                    owners.push(o.clone());
-                }
-            }
-        }
+        let owners = merged_owner_references(desired, live);
         if !owners.is_empty() {
             meta.insert("ownerReferences".into(), Value::Array(owners));
         }

@@ -15,8 +15,9 @@
 //! `AppliedManifestSSAIgnoreFieldError`.
 
 use ocm_api::work::v1::{IgnoreField, IgnoreFieldsCondition};
-use ring::digest;
 use serde_json::Value;
+
+use super::applied::sha256_hex;
 
 /// Splits a plain field path (`.a.b`, `.a["b.c"]`, `.a['b']`) into its keys.
 fn path_keys(path: &str) -> Result<Vec<String>, String> {
@@ -179,11 +180,7 @@ fn canonical(value: &Value, out: &mut String) {
 pub(crate) fn spec_hash(required: &Value) -> String {
     let mut text = String::new();
     canonical(required, &mut text);
-    digest::digest(&digest::SHA256, text.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha256_hex(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub(crate) struct Ctx {
     /// an object whose manifest changed is written even when the live object already holds
     /// every field the manifest sets, so fields removed from a manifest are removed on the
     /// cluster. Kept in memory only: after a restart, only the live object counts.
-    last_applied: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    last_applied: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Ctx {
@@ -92,14 +92,6 @@ fn forget_applied(ctx: &Ctx, work: &str, keep: &[String]) {
     if let Ok(mut m) = ctx.last_applied.lock() {
         m.retain(|k, _| !k.starts_with(&prefix) || keep.contains(k));
     }
-}
-
-/// A hash of a manifest's content as it is applied.
-fn content_hash(desired: &Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    desired.to_string().hash(&mut hasher);
-    hasher.finish()
 }
 
 /// A pass that could not finish; retried.
@@ -268,7 +260,7 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                     "{name}/{}/{}/{}/{}",
                     id.group, id.resource, id.namespace, id.name
                 );
-                let content = content_hash(&desired);
+                let content = super::ignore::spec_hash(&desired);
                 seen_keys.push(key.clone());
                 let changed = ctx
                     .last_applied
