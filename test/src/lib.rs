@@ -159,6 +159,40 @@ where
     Ok(())
 }
 
+/// Creates namespace `ns` and binds it to ManagedClusterSet `set` (a binding named after the
+/// set, as the API requires), so placements in `ns` can select the set's clusters.
+pub async fn bind_namespace(client: &kube::Client, ns: &str, set: &str) -> anyhow::Result<()> {
+    let namespace: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))?;
+    Api::all(client.clone())
+        .create(&Default::default(), &namespace)
+        .await
+        .with_context(|| format!("creating namespace {ns}"))?;
+    let binding: ocm_api::cluster::v1beta2::ManagedClusterSetBinding =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": set}, "spec": {"clusterSet": set}}))?;
+    Api::namespaced(client.clone(), ns)
+        .create(&Default::default(), &binding)
+        .await
+        .with_context(|| format!("binding {ns} to {set}"))?;
+    Ok(())
+}
+
+/// Condition `type_` of a Placement, if it has one.
+pub fn placement_condition<'a>(
+    placement: &'a ocm_api::cluster::v1beta1::Placement,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    placement
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
 /// The status of condition `type_` of a ManagedCluster ("" when absent).
 pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
     cluster

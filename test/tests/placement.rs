@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_e2e::*;
@@ -55,30 +54,11 @@ async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
     let hub = start_fast_hub(dir.path()).await.unwrap();
     let client = hub.admin_client();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    Api::<ocm_api::cluster::v1beta2::ManagedClusterSetBinding>::namespaced(client.clone(), NS)
-        .patch(
-            "default",
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-                "kind": "ManagedClusterSetBinding",
-                "metadata": {"name": "default"}, "spec": {"clusterSet": "default"}})),
-        )
-        .await
-        .unwrap();
+    bind_namespace(&client, NS, "default").await.unwrap();
     place(&client, json!({})).await;
     let placements: Api<Placement> = Api::namespaced(client.clone(), NS);
     wait_for(&placements, "p", "nothing to place yet", |p: &Placement| {
-        p.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "PlacementSatisfied" && c.status == "False")
-        })
+        placement_condition(p, "PlacementSatisfied").is_some_and(|c| c.status == "False")
     })
     .await
     .unwrap();

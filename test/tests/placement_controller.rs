@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use ocm_api::cluster::v1::ManagedCluster;
@@ -37,22 +36,6 @@ where
 {
     let object: K = serde_json::from_value(object).unwrap();
     api.create(&PostParams::default(), &object).await.unwrap();
-}
-
-async fn namespace_bound_to(client: &kube::Client, ns: &str, set: &str) {
-    create(
-        &Api::<Namespace>::all(client.clone()),
-        json!({"metadata": {"name": ns}}),
-    )
-    .await;
-    create(
-        &Api::<ocm_api::cluster::v1beta2::ManagedClusterSetBinding>::namespaced(client.clone(), ns),
-        json!({
-            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding",
-            "metadata": {"name": set}, "spec": {"clusterSet": set}}),
-    )
-    .await;
 }
 
 async fn create_clusters(client: &kube::Client, names: impl IntoIterator<Item = String>) {
@@ -196,7 +179,7 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
     let dir = tempfile::tempdir().unwrap();
     let hub = start_fast_hub(dir.path()).await.unwrap();
     let client = hub.admin_client();
-    namespace_bound_to(&client, "apps", "default").await;
+    bind_namespace(&client, "apps", "default").await.unwrap();
     create_clusters(&client, names(1..=150)).await;
     // Every cluster is put into the default set by the hub.
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
@@ -332,21 +315,11 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
     // An unknown prioritizer: Misconfigured, nothing selected; fixed: selected again.
     apply_placement(&client, "apps", "p", five_by("NoSuchPrioritizer")).await;
     let misconfigured = wait_for(&placements, "p", "misconfigured", |p: &Placement| {
-        p.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "PlacementMisconfigured" && c.status == "True")
-        })
+        placement_condition(p, "PlacementMisconfigured").is_some_and(|c| c.status == "True")
     })
     .await
     .unwrap();
-    let condition = misconfigured
-        .status
-        .unwrap()
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "PlacementMisconfigured")
-        .unwrap();
+    let condition = placement_condition(&misconfigured, "PlacementMisconfigured").unwrap();
     assert_eq!(condition.reason, "Misconfigured");
     assert!(
         condition.message.contains("NoSuchPrioritizer"),
@@ -356,12 +329,10 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
     wait_pages(&client, "apps", "p", &[vec![]]).await;
     apply_placement(&client, "apps", "p", five_by("Steady")).await;
     wait_for(&placements, "p", "configured again", |p: &Placement| {
-        p.status.as_ref().is_some_and(|s| {
-            s.number_of_selected_clusters == 5
-                && s.conditions
-                    .iter()
-                    .any(|c| c.type_ == "PlacementMisconfigured" && c.status == "False")
-        })
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.number_of_selected_clusters == 5)
+            && placement_condition(p, "PlacementMisconfigured").is_some_and(|c| c.status == "False")
     })
     .await
     .unwrap();
@@ -379,8 +350,10 @@ async fn a_cluster_moving_between_sets_reaches_both_namespaces() {
                "kind": "ManagedClusterSet", "metadata": {"name": "red"}, "spec": {}}),
     )
     .await;
-    namespace_bound_to(&client, "default-apps", "default").await;
-    namespace_bound_to(&client, "red-apps", "red").await;
+    bind_namespace(&client, "default-apps", "default")
+        .await
+        .unwrap();
+    bind_namespace(&client, "red-apps", "red").await.unwrap();
     create_clusters(&client, names(1..=3)).await;
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
     clusters
@@ -437,13 +410,8 @@ async fn a_cluster_moving_between_sets_reaches_both_namespaces() {
     .unwrap();
     let placements: Api<Placement> = Api::namespaced(client.clone(), "red-apps");
     wait_for(&placements, "p", "no bindings", |p: &Placement| {
-        p.status.as_ref().is_some_and(|s| {
-            s.conditions.iter().any(|c| {
-                c.type_ == "PlacementSatisfied"
-                    && c.status == "False"
-                    && c.reason == "NoManagedClusterSetBindings"
-            })
-        })
+        placement_condition(p, "PlacementSatisfied")
+            .is_some_and(|c| c.status == "False" && c.reason == "NoManagedClusterSetBindings")
     })
     .await
     .unwrap();

@@ -18,7 +18,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_api::work::v1::ManifestWork;
 use ocm_api::work::v1alpha1::ManifestWorkReplicaSet;
-use ocm_e2e::{WAIT, wait_for, wait_gone};
+use ocm_e2e::{WAIT, bind_namespace, wait_for, wait_gone};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
@@ -475,22 +475,7 @@ async fn placement_and_replica_set_fan_out_to_fifty_joined_clusters() {
     let (hub, names, agents) = fleet(dir.path(), 50).await;
     let client = hub.admin_client();
     let apply = PatchParams::apply("test").force();
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    Api::<ocm_api::cluster::v1beta2::ManagedClusterSetBinding>::namespaced(client.clone(), NS)
-        .patch(
-            "default",
-            &apply,
-            &Patch::Apply(json!({
-            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding",
-            "metadata": {"name": "default"}, "spec": {"clusterSet": "default"}})),
-        )
-        .await
-        .unwrap();
+    bind_namespace(&client, NS, "default").await.unwrap();
     let placements: Api<Placement> = Api::namespaced(client.clone(), NS);
     placements
         .patch(

@@ -358,6 +358,17 @@ fn config_map(name: &str, value: &str) -> Value {
            "metadata": {"name": name, "namespace": "default"}, "data": {"key": value}})
 }
 
+/// Creates work `name` (see [`work_of`]).
+async fn create_work(works: &Api<ManifestWork>, name: &str, manifests: Value, extra_spec: Value) {
+    works
+        .create(
+            &PostParams::default(),
+            &work_of(name, manifests, extra_spec),
+        )
+        .await
+        .unwrap();
+}
+
 /// Replaces the manifests of work `name`.
 async fn set_manifests(works: &Api<ManifestWork>, name: &str, manifests: Value) {
     works
@@ -440,13 +451,7 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
                                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 3}});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("crd", json!([widget, crd]), json!({})),
-        )
-        .await
-        .unwrap();
+    create_work(&works, "crd", json!([widget, crd]), json!({})).await;
     applied_and_available(&works, "crd").await;
 
     // CreateOnly: created once, never changed; ReadOnly: never written, feedback reported.
@@ -464,20 +469,16 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         )
         .await
         .unwrap();
-    works
-        .create(
-            &PostParams::default(),
-            &work_of(
-                "strategies",
-                json!([
-                    config_map("create-only", "first"),
-                    config_map("read-only", "ours")
-                ]),
-                strategies.clone(),
-            ),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "strategies",
+        json!([
+            config_map("create-only", "first"),
+            config_map("read-only", "ours")
+        ]),
+        strategies.clone(),
+    )
+    .await;
     let w = wait_work(
         &works,
         "strategies",
@@ -516,13 +517,13 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "ssa", "namespace": "default"},
         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": force, "fieldManager": "work-agent"}}}]})
     };
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("ssa", json!([config_map("ssa", "ours")]), ssa(false)),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "ssa",
+        json!([config_map("ssa", "ours")]),
+        ssa(false),
+    )
+    .await;
     let w = wait_work(&works, "ssa", "conflict reported", |w: &ManifestWork| {
         manifest_condition(w, "ConfigMap", "ssa", "Applied").0 == "False"
     })
@@ -559,13 +560,7 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     };
     let trim_ssa = json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "trim-ssa", "namespace": "default"},
         "updateStrategy": {"type": "ServerSideApply"}}]});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("trim", trimmed(true), trim_ssa),
-        )
-        .await
-        .unwrap();
+    create_work(&works, "trim", trimmed(true), trim_ssa).await;
     applied_and_available(&works, "trim").await;
     set_manifests(&works, "trim", trimmed(false)).await;
     for name in ["trim-update", "trim-ssa"] {
@@ -593,13 +588,7 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
         {"resourceIdentifier": {"resource": "configmaps", "name": "ign-change", "namespace": "default"},
          "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": true,
              "ignoreFields": [{"condition": "OnSpokeChange", "jsonPaths": [".data.k"]}]}}}]});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("ignore", ignoring("a", "v"), ignore_configs),
-        )
-        .await
-        .unwrap();
+    create_work(&works, "ignore", ignoring("a", "v"), ignore_configs).await;
     applied_and_available(&works, "ignore").await;
     let value = |c: &ConfigMap, key: &str| {
         c.data
@@ -650,19 +639,11 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     .await
     .unwrap();
     // A malformed pointer fails the manifest with upstream's reason.
-    works
-        .create(
-            &PostParams::default(),
-            &work_of(
-                "ignore-bad",
+    create_work(&works, "ignore-bad",
                 json!([config_map("ign-bad", "x")]),
                 json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "ign-bad", "namespace": "default"},
                     "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {
-                        "ignoreFields": [{"condition": "OnSpokePresent", "jsonPointers": ["data/key"]}]}}}]}),
-            ),
-        )
-        .await
-        .unwrap();
+                        "ignoreFields": [{"condition": "OnSpokePresent", "jsonPointers": ["data/key"]}]}}}]})).await;
     let bad = wait_work(
         &works,
         "ignore-bad",
@@ -690,13 +671,13 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     // A manifest a condition rule reports Complete is not applied again.
     let complete_rule = json!({"manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "done", "namespace": "default"},
         "conditionRules": [{"condition": "Complete", "type": "CEL", "celExpressions": ["true"]}]}]});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("done", json!([config_map("done", "first")]), complete_rule),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "done",
+        json!([config_map("done", "first")]),
+        complete_rule,
+    )
+    .await;
     wait_work(&works, "done", "Complete", |w: &ManifestWork| {
         condition(w, "Complete") == "True"
     })
@@ -732,15 +713,9 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     wait_gone(&works, "share-a").await.unwrap();
     let shared = config_maps.get("shared").await.unwrap();
     assert_eq!(shared.owner_references().len(), 1);
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("orphans", json!([config_map("kept", "x"), config_map("removed", "y")]), json!({"deleteOption": {
+    create_work(&works, "orphans", json!([config_map("kept", "x"), config_map("removed", "y")]), json!({"deleteOption": {
                 "propagationPolicy": "SelectivelyOrphan",
-                "selectivelyOrphans": {"orphaningRules": [{"group": "", "resource": "configmaps", "namespace": "default", "name": "kept"}]}}})),
-        )
-        .await
-        .unwrap();
+                "selectivelyOrphans": {"orphaningRules": [{"group": "", "resource": "configmaps", "namespace": "default", "name": "kept"}]}}})).await;
     applied_and_available(&works, "orphans").await;
     assert!(
         config_maps
@@ -760,17 +735,13 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     config_maps.get("kept").await.unwrap();
 
     // Orphan: deleting the work leaves every object, without our owner reference.
-    works
-        .create(
-            &PostParams::default(),
-            &work_of(
-                "orphan-all",
-                json!([config_map("left-behind", "z")]),
-                json!({"deleteOption": {"propagationPolicy": "Orphan"}}),
-            ),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "orphan-all",
+        json!([config_map("left-behind", "z")]),
+        json!({"deleteOption": {"propagationPolicy": "Orphan"}}),
+    )
+    .await;
     applied_and_available(&works, "orphan-all").await;
     works
         .delete("orphan-all", &DeleteParams::default())
@@ -831,17 +802,13 @@ async fn bad_manifests_executors_restarts_and_an_absent_hub() {
 
     // One manifest the cluster cannot apply does not stop the others.
     let unknown = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of(
-                "mixed",
-                json!([config_map("good", "1"), unknown]),
-                json!({}),
-            ),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "mixed",
+        json!([config_map("good", "1"), unknown]),
+        json!({}),
+    )
+    .await;
     let w = wait_work(
         &works,
         "mixed",
@@ -864,17 +831,13 @@ async fn bad_manifests_executors_restarts_and_an_absent_hub() {
     // An executor without permission: a clear condition, nothing written.
     let executor = json!({"executor": {"subject": {"type": "ServiceAccount",
         "serviceAccount": {"namespace": "default", "name": "deployer"}}}});
-    works
-        .create(
-            &PostParams::default(),
-            &work_of(
-                "as-deployer",
-                json!([config_map("by-deployer", "1")]),
-                executor,
-            ),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "as-deployer",
+        json!([config_map("by-deployer", "1")]),
+        executor,
+    )
+    .await;
     let w = wait_work(&works, "as-deployer", "denied", |w: &ManifestWork| {
         manifest_condition(w, "ConfigMap", "by-deployer", "Applied").0 == "False"
     })
@@ -979,13 +942,13 @@ async fn an_applied_work_whose_work_vanished_is_evicted_after_the_grace() {
     let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
     let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
     let work_agent = RunningWorkAgent::start(spoke, "c1");
-    works
-        .create(
-            &PostParams::default(),
-            &work_of("evict", json!([config_map("evicted", "x")]), json!({})),
-        )
-        .await
-        .unwrap();
+    create_work(
+        &works,
+        "evict",
+        json!([config_map("evicted", "x")]),
+        json!({}),
+    )
+    .await;
     applied_and_available(&works, "evict").await;
     let owner = config_maps.get("evicted").await.unwrap().owner_references()[0]
         .name
