@@ -279,7 +279,7 @@ pub async fn client_from_kubeconfig(config: Kubeconfig) -> Result<kube::Client, 
         .await
         .map_err(|e| KubeconfigError::Client(e.to_string()))?;
     config.connect_timeout = Some(Duration::from_secs(10));
-    kube::Client::try_from(config).map_err(|e| KubeconfigError::Client(e.to_string()))
+    crate::client::build(config).map_err(|e| KubeconfigError::Client(e.to_string()))
 }
 
 fn read(path: &Path) -> Result<String, KubeconfigError> {
