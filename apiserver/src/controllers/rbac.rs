@@ -1,21 +1,28 @@
 //! ClusterRole aggregation, as kube-controller-manager's clusterrole-aggregation controller
 //! does it: every ClusterRole with an `aggregationRule` gets the union of the rules of the
 //! ClusterRoles its selectors match, written back to storage.
+//!
+//! A pass reads every ClusterRole of the cluster, so it runs only for changes that can move
+//! aggregated rules ([`Aggregators::affected_by`]); the per-cluster roles a fleet hub writes
+//! by the thousand do not.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use bytes::Bytes;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use serde_json::{Value, json};
 
 use super::system_ctx;
 use crate::ops::{Managed, Target};
-use crate::rbac::Policy;
+use crate::rbac::{Aggregators, Policy};
 use crate::server::Inner;
-use crate::storage::Bucket;
+use crate::storage::{Bucket, Event, EventKind};
 
 const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";
 
-async fn reconcile(inner: &Arc<Inner>, cluster: &str) {
+/// Runs one aggregation pass over `cluster`'s ClusterRoles; returns their aggregators.
+async fn reconcile(inner: &Arc<Inner>, cluster: &str) -> Aggregators {
     let bucket = Bucket::new(cluster, CLUSTER_ROLES);
     let (_, items) = inner.store.list(&bucket, None, None);
     let mut policy = Policy::new();
@@ -24,9 +31,10 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str) {
             let _ = policy.upsert(&value);
         }
     }
+    let aggregators = Aggregators::of(policy.cluster_roles());
     for (name, rules) in policy.pending_aggregations() {
         let Some(mut ctx) = system_ctx(inner, &bucket, "clusterrole-aggregation-controller") else {
-            return;
+            return aggregators;
         };
         let rules = serde_json::to_value(&rules).unwrap_or_else(|_| json!([]));
         let mut mutate = move |_: &mut crate::ops::Ctx, current: &Value| {
@@ -49,6 +57,27 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str) {
             tracing::warn!(%err, name, "ClusterRole aggregation failed");
         }
     }
+    aggregators
+}
+
+/// A stored ClusterRole, if the bytes decode as one (read through the v1 shape whatever
+/// version they were stored at, as the policy reads them).
+fn decode(bytes: &Bytes) -> Option<ClusterRole> {
+    let mut value: Value = serde_json::from_slice(bytes).ok()?;
+    value
+        .as_object_mut()?
+        .insert("apiVersion".into(), json!("rbac.authorization.k8s.io/v1"));
+    serde_json::from_value(value).ok()
+}
+
+/// The role before and after the change `event` records.
+fn before_and_after(event: &Event) -> (Option<ClusterRole>, Option<ClusterRole>) {
+    match event.kind {
+        EventKind::Deleted => (decode(&event.object), None),
+        EventKind::Added | EventKind::Modified => {
+            (event.prev.as_ref().and_then(decode), decode(&event.object))
+        }
+    }
 }
 
 pub(crate) async fn run(inner: Arc<Inner>) {
@@ -61,8 +90,10 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         .filter(|b| &*b.resource == CLUSTER_ROLES)
         .map(|b| b.cluster.to_string())
         .collect();
+    let mut aggregators: HashMap<String, Aggregators> = HashMap::new();
     for cluster in clusters {
-        reconcile(&inner, &cluster).await;
+        let found = reconcile(&inner, &cluster).await;
+        aggregators.insert(cluster, found);
     }
     loop {
         tokio::select! {
@@ -72,7 +103,17 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     continue;
                 }
                 let cluster = event.key.bucket.cluster.to_string();
-                reconcile(&inner, &cluster).await;
+                let (before, after) = before_and_after(&event);
+                // An update whose previous state is unknown could have moved anything.
+                let unknown_before = event.kind == EventKind::Modified && before.is_none();
+                let known = aggregators.entry(cluster.clone()).or_default();
+                if unknown_before
+                    || known.affected_by(&event.key.name, before.as_ref(), after.as_ref())
+                {
+                    *known = reconcile(&inner, &cluster).await;
+                } else {
+                    known.record(&event.key.name, after.as_ref());
+                }
             }
             _ = shutdown.changed() => return,
         }

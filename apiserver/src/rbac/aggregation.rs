@@ -6,6 +6,8 @@
 //! The controller re-runs whenever any ClusterRole changes, so aggregation chains (`view` →
 //! `edit` → `admin`) converge; [`aggregate_to_fixed_point`] does that in memory.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use serde_json::Value;
 
@@ -19,22 +21,17 @@ pub fn aggregated_rules<'a>(
     role: &ClusterRole,
     all: impl IntoIterator<Item = &'a ClusterRole> + Clone,
 ) -> Result<Option<Vec<PolicyRule>>, SelectorError> {
-    let Some(rule) = &role.aggregation_rule else {
+    if role.aggregation_rule.is_none() {
         return Ok(None);
-    };
+    }
     let own_name = role.metadata.name.as_deref().unwrap_or("");
     let mut rules: Vec<PolicyRule> = Vec::new();
-    for selector in rule.cluster_role_selectors.as_deref().unwrap_or(&[]) {
-        let as_json = serde_json::to_value(selector).unwrap_or(Value::Null);
-        let selector = LabelSelector::from_structured(&as_json)?;
+    for selector in selectors_of(role)? {
         let mut matching: Vec<&ClusterRole> = all
             .clone()
             .into_iter()
             .filter(|r| r.metadata.name.as_deref().unwrap_or("") != own_name)
-            .filter(|r| {
-                let labels = r.metadata.labels.clone().unwrap_or_default();
-                selector.matches(&labels)
-            })
+            .filter(|r| selector.matches(labels_of(r)))
             .collect();
         matching.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         for other in matching {
@@ -48,6 +45,81 @@ pub fn aggregated_rules<'a>(
     Ok(Some(rules))
 }
 
+/// The parsed `clusterRoleSelectors` of a role (none without an aggregation rule).
+fn selectors_of(role: &ClusterRole) -> Result<Vec<LabelSelector>, SelectorError> {
+    let Some(rule) = &role.aggregation_rule else {
+        return Ok(Vec::new());
+    };
+    rule.cluster_role_selectors
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .map(|selector| {
+            let as_json = serde_json::to_value(selector).unwrap_or(Value::Null);
+            LabelSelector::from_structured(&as_json)
+        })
+        .collect()
+}
+
+fn labels_of(role: &ClusterRole) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    role.metadata.labels.as_ref().unwrap_or(&NONE)
+}
+
+/// The selectors of one cluster's aggregating ClusterRoles, to tell which ClusterRole changes
+/// can move aggregated rules. Most cannot: in a fleet hub nearly every ClusterRole is a
+/// per-cluster role that aggregates nothing and that no selector picks, so its writes need no
+/// aggregation pass over every role.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Aggregators {
+    /// Aggregating role name → its selectors (empty when they do not parse: such a role is
+    /// skipped by aggregation until it is fixed, and fixing it is itself a relevant change).
+    selectors: BTreeMap<String, Vec<LabelSelector>>,
+}
+
+impl Aggregators {
+    /// The aggregators among `roles`.
+    pub fn of<'a>(roles: impl IntoIterator<Item = &'a ClusterRole>) -> Self {
+        let mut out = Aggregators::default();
+        for role in roles {
+            out.record(role.metadata.name.as_deref().unwrap_or(""), Some(role));
+        }
+        out
+    }
+
+    /// Records the role `name` as it now is (`None`: deleted).
+    pub fn record(&mut self, name: &str, role: Option<&ClusterRole>) {
+        match role.filter(|r| r.aggregation_rule.is_some()) {
+            Some(role) => {
+                let selectors = selectors_of(role).unwrap_or_default();
+                self.selectors.insert(name.to_owned(), selectors);
+            }
+            None => {
+                self.selectors.remove(name);
+            }
+        }
+    }
+
+    /// Whether changing the role `name` from `before` to `after` (`None`: absent) can change
+    /// the rules of any aggregated role: it aggregates (before or after), or a selector of
+    /// another aggregating role picks it (before or after).
+    pub fn affected_by(
+        &self,
+        name: &str,
+        before: Option<&ClusterRole>,
+        after: Option<&ClusterRole>,
+    ) -> bool {
+        [before, after].into_iter().flatten().any(|role| {
+            role.aggregation_rule.is_some()
+                || self
+                    .selectors
+                    .iter()
+                    .filter(|(aggregator, _)| aggregator.as_str() != name)
+                    .any(|(_, selectors)| selectors.iter().any(|s| s.matches(labels_of(role))))
+        })
+    }
+}
+
 impl Policy {
     /// One controller pass: every aggregated ClusterRole whose stored rules differ from what
     /// its selectors gather, with the rules it should get. The core writes each (as an update
@@ -55,8 +127,9 @@ impl Policy {
     /// until it returns nothing. Roles with bad selectors are skipped.
     pub fn pending_aggregations(&self) -> Vec<(String, Vec<PolicyRule>)> {
         let mut out = Vec::new();
-        for role in self.cluster_roles.values() {
-            match aggregated_rules(role, self.cluster_roles.values()) {
+        let all: Vec<&ClusterRole> = self.cluster_roles.values().collect();
+        for role in &all {
+            match aggregated_rules(role, all.iter().copied()) {
                 Ok(Some(rules)) => {
                     let current = role.rules.as_deref().unwrap_or(&[]);
                     if current != rules.as_slice() {
@@ -91,5 +164,74 @@ impl Policy {
             }
         }
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn role(value: Value) -> ClusterRole {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn plain(name: &str, labels: Value) -> ClusterRole {
+        role(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+        }))
+    }
+
+    fn view() -> ClusterRole {
+        role(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "view", "labels": {"rbac.example/aggregate-to-view": "true"}},
+            "aggregationRule": {"clusterRoleSelectors": [
+                {"matchLabels": {"rbac.example/aggregate-to-view": "true"}}
+            ]},
+        }))
+    }
+
+    #[test]
+    fn a_role_no_selector_picks_does_not_affect_aggregation() {
+        let aggregators = Aggregators::of([&view()]);
+        let before = plain("open-cluster-management:managedcluster:c1", json!({}));
+        let after = plain(
+            "open-cluster-management:managedcluster:c1",
+            json!({"x": "y"}),
+        );
+        let name = "open-cluster-management:managedcluster:c1";
+        assert!(!aggregators.affected_by(name, None, Some(&after)));
+        assert!(!aggregators.affected_by(name, Some(&before), Some(&after)));
+        assert!(!aggregators.affected_by(name, Some(&after), None));
+    }
+
+    #[test]
+    fn a_picked_role_affects_aggregation_when_it_joins_changes_or_leaves() {
+        let aggregators = Aggregators::of([&view()]);
+        let picked = plain(
+            "pods-reader",
+            json!({"rbac.example/aggregate-to-view": "true"}),
+        );
+        let unpicked = plain("pods-reader", json!({}));
+        assert!(aggregators.affected_by("pods-reader", None, Some(&picked)));
+        assert!(aggregators.affected_by("pods-reader", Some(&picked), Some(&picked)));
+        assert!(aggregators.affected_by("pods-reader", Some(&picked), Some(&unpicked)));
+        assert!(aggregators.affected_by("pods-reader", Some(&picked), None));
+    }
+
+    #[test]
+    fn an_aggregating_role_always_affects_aggregation_but_not_through_its_own_labels() {
+        let mut aggregators = Aggregators::of([&view()]);
+        assert!(aggregators.affected_by("view", Some(&view()), Some(&view())));
+        // Without its rule, `view` is picked by no other selector (its own does not count).
+        let bare = plain("view", json!({"rbac.example/aggregate-to-view": "true"}));
+        assert!(aggregators.affected_by("view", Some(&view()), Some(&bare)));
+        aggregators.record("view", Some(&bare));
+        assert_eq!(aggregators, Aggregators::default());
+        assert!(!aggregators.affected_by("view", Some(&bare), Some(&bare)));
     }
 }

@@ -5,22 +5,28 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use serde_json::Value;
 
+use super::aggregation::Aggregators;
 use super::policy::{Policy, PolicyError};
 
 /// The defaults overlaid by stored RBAC objects, updated one object at a time.
 ///
 /// Snapshots ([`LivePolicy::snapshot`]) are shared `Arc`s: a later change copies the policy
-/// first when a snapshot is still in use, so holders of a snapshot never see it move.
+/// first when a snapshot is still in use (cheap: [`Policy`]'s maps share structure), so
+/// holders of a snapshot never see it move.
 #[derive(Clone, Debug)]
 pub struct LivePolicy {
     defaults: Arc<Policy>,
-    /// Every ClusterRole as stored (or defaulted), before aggregation filled any rules.
-    raw_cluster_roles: BTreeMap<String, ClusterRole>,
     policy: Arc<Policy>,
-    /// A ClusterRole changed since aggregation last ran.
+    /// The rules of every aggregating ClusterRole as stored (or defaulted), before
+    /// aggregation filled them.
+    raw_aggregator_rules: BTreeMap<String, Option<Vec<PolicyRule>>>,
+    /// The aggregating roles and their selectors.
+    aggregators: Aggregators,
+    /// A ClusterRole that aggregates, or that an aggregating role picks, changed since
+    /// aggregation last ran.
     stale_aggregation: bool,
 }
 
@@ -28,51 +34,76 @@ impl LivePolicy {
     /// The policy of a cluster with no stored RBAC object: `defaults` (already aggregated,
     /// e.g. [`Policy::bootstrap`]).
     pub fn new(defaults: Arc<Policy>) -> Self {
-        LivePolicy {
-            raw_cluster_roles: defaults.cluster_roles.clone(),
+        let mut live = LivePolicy {
             policy: defaults.clone(),
-            defaults,
+            raw_aggregator_rules: BTreeMap::new(),
+            aggregators: Aggregators::default(),
+            defaults: defaults.clone(),
             stale_aggregation: false,
+        };
+        for (name, role) in &defaults.cluster_roles {
+            live.role_changed(name, None, Some(role));
         }
+        live.stale_aggregation = false;
+        live
     }
 
     /// Applies a stored object (created or updated). On error nothing changed; the caller
     /// decides (a full rebuild ignores such an object, i.e. [`LivePolicy::remove`] matches it).
     pub fn upsert(&mut self, obj: &Value) -> Result<(), PolicyError> {
-        let policy = Arc::make_mut(&mut self.policy);
-        policy.upsert(obj)?;
-        if obj.get("kind").and_then(Value::as_str) == Some("ClusterRole") {
-            let name = obj
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if let Some(role) = policy.cluster_roles.get(name) {
-                self.raw_cluster_roles.insert(name.to_owned(), role.clone());
-            }
-            self.stale_aggregation = true;
+        let cluster_role =
+            (obj.get("kind").and_then(Value::as_str) == Some("ClusterRole")).then(|| {
+                obj.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            });
+        let before = cluster_role.and_then(|name| self.policy.cluster_roles.get(name).cloned());
+        Arc::make_mut(&mut self.policy).upsert(obj)?;
+        if let Some(name) = cluster_role {
+            let after = self.policy.cluster_roles.get(name).cloned();
+            self.role_changed(name, before.as_ref(), after.as_ref());
         }
         Ok(())
+    }
+
+    /// Notes that the ClusterRole `name` went from `before` to `after` (`None`: absent),
+    /// marking aggregation stale when the change can move aggregated rules.
+    fn role_changed(
+        &mut self,
+        name: &str,
+        before: Option<&ClusterRole>,
+        after: Option<&ClusterRole>,
+    ) {
+        if self.aggregators.affected_by(name, before, after) {
+            self.stale_aggregation = true;
+        }
+        self.aggregators.record(name, after);
+        match after.filter(|role| role.aggregation_rule.is_some()) {
+            Some(role) => self
+                .raw_aggregator_rules
+                .insert(name.to_owned(), role.rules.clone()),
+            None => self.raw_aggregator_rules.remove(name),
+        };
     }
 
     /// Applies the deletion of a stored object: the default of that kind, namespace and name
     /// comes back if there is one, else the object is gone.
     pub fn remove(&mut self, kind: &str, namespace: &str, name: &str) {
-        let defaults = &self.defaults;
-        let policy = Arc::make_mut(&mut self.policy);
         let key = (namespace.to_owned(), name.to_owned());
+        let defaults = self.defaults.clone();
+        let before = match kind {
+            "ClusterRole" => self.policy.cluster_roles.get(name).cloned(),
+            _ => None,
+        };
+        let policy = Arc::make_mut(&mut self.policy);
         match kind {
             "ClusterRole" => {
-                match self.defaults.cluster_roles.get(name) {
-                    Some(role) => {
-                        policy.upsert_cluster_role(role.clone());
-                        self.raw_cluster_roles.insert(name.to_owned(), role.clone());
-                    }
-                    None => {
-                        policy.remove(kind, namespace, name);
-                        self.raw_cluster_roles.remove(name);
-                    }
+                let default = defaults.cluster_roles.get(name);
+                match default {
+                    Some(role) => policy.upsert_cluster_role(role.clone()),
+                    None => policy.remove(kind, namespace, name),
                 }
-                self.stale_aggregation = true;
+                self.role_changed(name, before.as_ref(), default);
             }
             "Role" => match defaults.roles.get(&key) {
                 Some(role) => policy.upsert_role(role.clone()),
@@ -96,11 +127,9 @@ impl LivePolicy {
     pub fn snapshot(&mut self) -> Arc<Policy> {
         if self.stale_aggregation {
             let policy = Arc::make_mut(&mut self.policy);
-            for (name, raw) in &self.raw_cluster_roles {
-                if raw.aggregation_rule.is_some()
-                    && let Some(role) = policy.cluster_roles.get_mut(name)
-                {
-                    role.rules.clone_from(&raw.rules);
+            for (name, raw) in &self.raw_aggregator_rules {
+                if let Some(role) = policy.cluster_roles.get_mut(name) {
+                    role.rules.clone_from(raw);
                 }
             }
             policy.aggregate_to_fixed_point();

@@ -28,7 +28,7 @@ mod review;
 pub mod rules;
 mod signer;
 
-pub use aggregation::aggregated_rules;
+pub use aggregation::{Aggregators, aggregated_rules};
 pub use attributes::{Attributes, ResourceAttributes, Target};
 pub use authorizer::{Decision, SYSTEM_MASTERS};
 pub use escalation::{

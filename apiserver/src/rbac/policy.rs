@@ -1,8 +1,9 @@
 //! The RBAC objects the authorizer evaluates, and kube's rule resolution over them: which rules
 //! apply to a user in a namespace, through which binding.
 
-use std::collections::BTreeMap;
 use std::fmt;
+
+use imbl::OrdMap;
 
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -41,12 +42,16 @@ pub enum PolicyError {
 /// The core keeps one up to date from storage (every write and delete of the four kinds) and
 /// evaluates requests against it. Iteration is by name, so decisions and reasons are
 /// deterministic.
+///
+/// The maps are persistent (structure-sharing) ordered maps: a clone is O(1) and a change to
+/// a clone copies only the path to the changed entry, so a change made while requests still
+/// hold the previous policy costs O(log n), not a copy of every role of a fleet hub.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Policy {
-    pub(crate) cluster_roles: BTreeMap<String, ClusterRole>,
-    pub(crate) roles: BTreeMap<(String, String), Role>,
-    pub(crate) cluster_role_bindings: BTreeMap<String, ClusterRoleBinding>,
-    pub(crate) role_bindings: BTreeMap<(String, String), RoleBinding>,
+    pub(crate) cluster_roles: OrdMap<String, ClusterRole>,
+    pub(crate) roles: OrdMap<(String, String), Role>,
+    pub(crate) cluster_role_bindings: OrdMap<String, ClusterRoleBinding>,
+    pub(crate) role_bindings: OrdMap<(String, String), RoleBinding>,
 }
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
