@@ -69,6 +69,33 @@ fn decode<T: serde::de::DeserializeOwned>(obj: &Value, kind: &str) -> Result<T, 
     })
 }
 
+/// What authorization reads of a stored RBAC object, in the v1 shape whatever version it was
+/// stored at: everything but metadata beyond name, namespace and labels (managed fields and
+/// annotations are most of a stored object, and a fleet hub holds thousands of these).
+fn authorization_view(obj: &Value) -> Value {
+    let Some(map) = obj.as_object() else {
+        return obj.clone();
+    };
+    let mut view = serde_json::Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "apiVersion" => {
+                view.insert(key.clone(), Value::from(format!("{RBAC_GROUP}/v1")));
+            }
+            "metadata" if value.is_object() => {
+                let kept = ["name", "namespace", "labels"]
+                    .into_iter()
+                    .filter_map(|field| Some((field.to_owned(), value.get(field)?.clone())));
+                view.insert(key.clone(), Value::Object(kept.collect()));
+            }
+            _ => {
+                view.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(view)
+}
+
 impl Policy {
     /// An empty policy (nothing is allowed except to `system:masters`).
     pub fn new() -> Self {
@@ -97,11 +124,7 @@ impl Policy {
                 kind: kind.to_owned(),
             });
         }
-        // Decode through the v1 shape whatever the stored version says.
-        let mut v1 = obj.clone();
-        if let Some(map) = v1.as_object_mut() {
-            map.insert("apiVersion".into(), Value::from(format!("{RBAC_GROUP}/v1")));
-        }
+        let v1 = authorization_view(obj);
         match kind {
             "ClusterRole" => self.upsert_cluster_role(decode(&v1, kind)?),
             "Role" => self.upsert_role(decode(&v1, kind)?),
