@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{Output, Reply, ResourceRequest, negotiate, object_reply, partial_metadata};
 use crate::error::ApiError;
 use crate::meta;
-use crate::selector::{FieldSelector, FieldSet, LabelSelector};
+use crate::selector::{FieldSelector, FieldSet, LabelSelector, Operator};
 use crate::storage::{Revision, StorageError, StoredObject};
 
 /// Label and field selector of a request, checked against what the resource supports.
@@ -50,6 +50,34 @@ impl Filter {
         self.labels.is_everything() && self.fields.is_everything()
     }
 
+    /// A necessary condition on an object's stored JSON, checked without parsing it: `false`
+    /// means the object cannot match. Equality requirements on labels and on `metadata.name` /
+    /// `metadata.namespace` must appear as `"key":"value"` in the bytes, which holds because
+    /// storage writes compact JSON (serde_json: no spaces, only `"`, `\` and control
+    /// characters escaped) and presenting an object in another version keeps its metadata.
+    /// A list or watch with a selector over a large collection (every agent lists its own
+    /// CSRs by label) thus parses only the objects that may match.
+    pub fn could_match(&self, raw: &[u8]) -> bool {
+        let labels = self.labels.requirements().iter().filter_map(|r| {
+            let single = matches!(
+                r.operator(),
+                Operator::Equals | Operator::DoubleEquals | Operator::In
+            ) && r.values().len() == 1;
+            single.then(|| (r.key(), r.values()[0].as_str()))
+        });
+        let fields = self.fields.terms().iter().filter_map(|t| {
+            let key = match t.field.as_str() {
+                "metadata.name" => "name",
+                "metadata.namespace" => "namespace",
+                _ => return None,
+            };
+            (!t.negated && !t.value.is_empty()).then_some((key, t.value.as_str()))
+        });
+        labels
+            .chain(fields)
+            .all(|(key, value)| contains_pair(raw, key, value))
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
             && meta::meta_str(obj, "namespace") != ns
@@ -58,6 +86,17 @@ impl Filter {
         }
         self.labels.matches_value(obj) && self.fields.matches(obj, &self.field_set)
     }
+}
+
+/// Whether compact JSON `raw` may hold the member `"key":"value"`: `true` when it does, or
+/// when the pair has characters JSON escapes (then the bytes cannot tell).
+fn contains_pair(raw: &[u8], key: &str, value: &str) -> bool {
+    let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+    if !plain(key) || !plain(value) {
+        return true;
+    }
+    let needle = format!("\"{key}\":\"{value}\"");
+    memchr::memmem::find(raw, needle.as_bytes()).is_some()
 }
 
 /// GET of one object (or of its status/approval/scale subresource).
@@ -213,6 +252,9 @@ pub(crate) fn collect_page(req: &ResourceRequest, filter: &Filter) -> Result<Pag
         consumed += 1;
         if everything {
             page.push((object, None));
+        } else if !filter.could_match(&object.value) {
+            last = Some((ins, iname));
+            continue;
         } else {
             let value: Value = match serde_json::from_slice(&object.value) {
                 Ok(v) => v,
@@ -341,5 +383,64 @@ mod tests {
         let t = encode_continue(42, "ns", "a/b");
         assert_eq!(decode_continue(&t), Some((42, "ns".into(), "a/b".into())));
         assert_eq!(decode_continue("zz"), None);
+    }
+
+    fn filter(labels: &str, fields: &str) -> Filter {
+        Filter {
+            labels: LabelSelector::parse(labels).unwrap(),
+            fields: FieldSelector::parse(fields).unwrap(),
+            field_set: FieldSet::for_builtin("certificates.k8s.io", "certificatesigningrequests"),
+            namespace: None,
+        }
+    }
+
+    /// The stored bytes of an object, as storage writes them.
+    fn stored(value: Value) -> Vec<u8> {
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    #[test]
+    fn could_match_is_implied_by_every_match() {
+        let objects = [
+            json!({"metadata": {"name": "csr-1", "labels": {"open-cluster-management.io/cluster-name": "c1"}}}),
+            json!({"metadata": {"name": "csr-2", "labels": {"open-cluster-management.io/cluster-name": "c12"}}}),
+            json!({"metadata": {"name": "c1", "labels": {"team": "a b", "x": "c1"}}}),
+            json!({"metadata": {"name": "csr-3"}}),
+        ];
+        let selectors = [
+            ("open-cluster-management.io/cluster-name=c1", ""),
+            ("open-cluster-management.io/cluster-name==c12", ""),
+            ("open-cluster-management.io/cluster-name in (c1)", ""),
+            ("open-cluster-management.io/cluster-name in (c1,c12)", ""),
+            ("open-cluster-management.io/cluster-name!=c1", ""),
+            ("!open-cluster-management.io/cluster-name", ""),
+            ("x=c1", "metadata.name=c1"),
+            ("", "metadata.name=csr-3"),
+            ("", "metadata.name!=csr-3"),
+        ];
+        for (labels, fields) in selectors {
+            let filter = filter(labels, fields);
+            for object in &objects {
+                if filter.matches(object) {
+                    assert!(
+                        filter.could_match(&stored(object.clone())),
+                        "{labels} {fields} {object}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn could_match_rules_out_objects_without_the_pair() {
+        let c12 = stored(
+            json!({"metadata": {"name": "csr-2", "labels": {"open-cluster-management.io/cluster-name": "c12"}}}),
+        );
+        assert!(!filter("open-cluster-management.io/cluster-name=c1", "").could_match(&c12));
+        assert!(!filter("", "metadata.name=csr-1").could_match(&c12));
+        assert!(filter("open-cluster-management.io/cluster-name=c12", "").could_match(&c12));
+        // Several values, negations and existence tests are left to the full match.
+        assert!(filter("open-cluster-management.io/cluster-name in (c1,c3)", "").could_match(&c12));
+        assert!(filter("open-cluster-management.io/cluster-name!=c12", "").could_match(&c12));
     }
 }

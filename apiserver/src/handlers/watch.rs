@@ -144,6 +144,15 @@ impl Watcher {
             };
             return self.send_object(kind, &event.object, None).await;
         }
+        // Neither side can match: nothing to send, nothing to parse.
+        if !self.filter.could_match(&event.object)
+            && event
+                .prev
+                .as_ref()
+                .is_none_or(|p| !self.filter.could_match(p))
+        {
+            return true;
+        }
         let new = match self.present(&event.object) {
             Ok(Some(v)) => v,
             Ok(None) => return true,
@@ -304,6 +313,8 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
         for (_, _, object) in initial {
             let parsed = if watcher.simple() {
                 None
+            } else if !watcher.filter.could_match(&object.value) {
+                continue;
             } else {
                 match watcher.present(&object.value) {
                     Ok(Some(v)) if watcher.matches(&v) => Some(v),
