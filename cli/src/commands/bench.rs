@@ -55,8 +55,9 @@ pub struct RegistrationArgs {
     /// Keep the hub's objects in SQLite under a temporary dir instead of memory.
     #[arg(long)]
     durable: bool,
-    /// Run the simulated clusters and their agents in a second process, so that this one
-    /// holds only the hub and its API server (their RSS and CPU are then reported apart).
+    /// Run the simulated clusters and their agents in other processes (one per 4,000
+    /// clusters, to stay under open-file limits), so that this one holds only the hub and its
+    /// API server (their RSS and CPU are then reported apart).
     #[arg(long)]
     fleet_process: bool,
 }
@@ -280,21 +281,27 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
     let preparing = Instant::now();
     let shutdown = Shutdown::new();
     let mut agents = Vec::new();
-    let mut fleet = None;
+    let mut fleet = Vec::new();
     let started = if args.fleet_process {
         std::fs::create_dir_all(&dir)?;
         let path = dir.join("bootstrap.kubeconfig");
         std::fs::write(&path, &bootstrap)?;
-        let mut process = super::fleet_bench::FleetProcess::start(&path, args.clusters).await?;
+        fleet = super::fleet_bench::FleetProcess::start_all(&path, args.clusters).await?;
+        let pids: Vec<String> = fleet
+            .iter()
+            .filter_map(super::fleet_bench::FleetProcess::pid)
+            .map(|pid| pid.to_string())
+            .collect();
         println!(
-            "  {} simulated clusters prepared in {:.1} s (in process {})",
+            "  {} simulated clusters prepared in {:.1} s (in processes {})",
             args.clusters,
             preparing.elapsed().as_secs_f64(),
-            process.pid().unwrap_or_default()
+            pids.join(", ")
         );
         let started = Instant::now();
-        process.go().await?;
-        fleet = Some(process);
+        for process in &mut fleet {
+            process.go().await?;
+        }
         started
     } else {
         let prepared = prepare_fleet(&hub, &bootstrap, expected.iter().cloned()).await?;
@@ -315,15 +322,19 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         joined.as_secs_f64()
     );
     let (rss_joined, cpu_joined) = process_usage();
-    let fleet_pid = fleet
-        .as_ref()
-        .and_then(super::fleet_bench::FleetProcess::pid);
-    let fleet_joined = fleet_pid.map(rss_of);
+    let fleet_rss = || -> Option<u64> {
+        let pids: Vec<u32> = fleet
+            .iter()
+            .filter_map(super::fleet_bench::FleetProcess::pid)
+            .collect();
+        (!pids.is_empty()).then(|| pids.into_iter().map(rss_of).sum())
+    };
+    let fleet_joined = fleet_rss();
 
     tokio::time::sleep(Duration::from_secs(args.steady_seconds)).await;
     let (rss_steady, cpu_steady) = process_usage();
     let cpu_share = (cpu_steady - cpu_joined) / args.steady_seconds.max(1) as f64;
-    let holds = if fleet.is_some() {
+    let holds = if !fleet.is_empty() {
         "hub and API server"
     } else {
         "hub, API server, simulated clusters and agents"
@@ -335,19 +346,19 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         rss_steady as f64 / 1024.0,
         args.steady_seconds
     );
-    if let (Some(pid), Some(joined)) = (fleet_pid, fleet_joined) {
+    if let (Some(joined), Some(steady)) = (fleet_joined, fleet_rss()) {
         println!(
-            "  RSS of the fleet process (simulated clusters and agents): {:.0} MiB when joined, {:.0} MiB after the heartbeats",
+            "  RSS of the fleet processes (simulated clusters and agents): {:.0} MiB when joined, {:.0} MiB after the heartbeats",
             joined as f64 / 1024.0,
-            rss_of(pid) as f64 / 1024.0
+            steady as f64 / 1024.0
         );
     }
     println!(
         "  CPU in steady heartbeat ({holds}): {:.1} % of one core",
         cpu_share * 100.0,
     );
-    if let Some(fleet) = fleet {
-        fleet.stop().await;
+    for process in fleet {
+        process.stop().await;
     }
     shutdown.cancel();
     for agent in agents {

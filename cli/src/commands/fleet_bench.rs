@@ -1,7 +1,7 @@
-//! The second process of `ocm bench registration --fleet-process`: N simulated managed
-//! clusters (logical clusters of an API server of its own) and their registration agents,
-//! joining the hub named in the bootstrap kubeconfig. Kept apart so that the hub's process
-//! measures only the hub and its API server.
+//! The other processes of `ocm bench registration --fleet-process`: each runs a share of the
+//! simulated managed clusters (logical clusters of an API server of its own) and their
+//! registration agents, joining the hub named in the bootstrap kubeconfig. Kept apart so that
+//! the hub's process measures only the hub and its API server.
 //!
 //! Protocol with the parent, line by line: the child prints `prepared` once every simulated
 //! cluster exists with its bootstrap secret, starts the agents when it reads `go` on stdin,
@@ -23,9 +23,12 @@ pub struct FleetArgs {
     /// Bootstrap kubeconfig of the hub.
     #[arg(long)]
     bootstrap_kubeconfig: PathBuf,
-    /// How many clusters, named `bench-1` … `bench-N`.
+    /// How many clusters, named `bench-<first>` … `bench-<first + N - 1>`.
     #[arg(long)]
     clusters: usize,
+    /// Number of the first cluster.
+    #[arg(long, default_value_t = 1)]
+    first: usize,
 }
 
 /// Runs the fleet until stdin closes.
@@ -35,7 +38,9 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
     let server = ApiServer::in_memory()
         .await
         .map_err(|e| anyhow::anyhow!("starting the fleet's API server: {e}"))?;
-    let names: Vec<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
+    let names: Vec<String> = (args.first..args.first + args.clusters)
+        .map(|i| format!("bench-{i}"))
+        .collect();
     let spokes: Vec<(String, kube::Client)> = futures::stream::iter(names)
         .map(|name| {
             let (server, bootstrap) = (server.clone(), bootstrap.clone());
@@ -73,15 +78,42 @@ pub struct FleetProcess {
     stdin: tokio::process::ChildStdin,
 }
 
+/// Most clusters one fleet process simulates: each agent keeps a connection to the hub (two
+/// for a moment while it trades its bootstrap credentials for a certificate), so a process
+/// stays well under a 20,000 open-file limit.
+const MAX_CLUSTERS_PER_PROCESS: usize = 4_000;
+
 impl FleetProcess {
-    /// Starts `ocm bench fleet` and waits until its clusters are prepared.
+    /// Starts as many fleet processes as `clusters` needs (clusters `bench-1` …
+    /// `bench-<clusters>` shared out in order), all preparing at once; returns when every one
+    /// is prepared.
+    pub async fn start_all(
+        bootstrap_kubeconfig: &std::path::Path,
+        clusters: usize,
+    ) -> anyhow::Result<Vec<Self>> {
+        let processes = clusters.div_ceil(MAX_CLUSTERS_PER_PROCESS).max(1);
+        let starts = (0..processes).map(|i| {
+            let first = 1 + i * clusters / processes;
+            let end = 1 + (i + 1) * clusters / processes;
+            Self::start(bootstrap_kubeconfig, first, end - first)
+        });
+        futures::future::join_all(starts)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Starts `ocm bench fleet` for clusters `first` … `first + clusters - 1` and waits until
+    /// they are prepared.
     pub async fn start(
         bootstrap_kubeconfig: &std::path::Path,
+        first: usize,
         clusters: usize,
     ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("finding the ocm executable")?;
         let mut child = tokio::process::Command::new(exe)
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
+            .args(["--first", &first.to_string()])
             .arg("--bootstrap-kubeconfig")
             .arg(bootstrap_kubeconfig)
             .stdin(Stdio::piped())
