@@ -3,6 +3,7 @@
 //! election ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]),
 //! tracing setup ([`telemetry`]) and cooperative shutdown ([`shutdown`]).
 
+pub mod cache;
 pub mod client;
 pub mod conditions;
 pub mod kubeconfig;

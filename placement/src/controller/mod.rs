@@ -71,7 +71,8 @@ where
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(
         writer,
-        watcher(api, watcher::Config::default().any_semantic()),
+        watcher(api, watcher::Config::default().any_semantic())
+            .modify(ocm_runtime::cache::strip_managed_fields),
     )
     .default_backoff()
     .touched_objects();

@@ -32,7 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::AUTOMATICALLY_ACCEPTED_ON;
 use ocm_api::cluster::names::conditions::{HUB_ACCEPTED, hub_accepted};
@@ -528,7 +528,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
     let labelled = watcher::Config::default()
         .labels(CLUSTER_NAME)
         .any_semantic();
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     )

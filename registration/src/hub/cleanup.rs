@@ -23,7 +23,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::CLEANUP_PRIORITY;
 use ocm_api::cluster::names::conditions::{DELETING, deleting};
@@ -394,7 +394,7 @@ async fn run_sweeper(ctx: Arc<HubContext>) {
 
 /// Runs the cleanup controller until `ctx.shutdown` is cancelled.
 pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )

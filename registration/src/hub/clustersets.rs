@@ -259,7 +259,7 @@ fn label_error_policy(
 }
 
 async fn run_default_label(ctx: Arc<HubContext>) {
-    Controller::new(
+    ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )

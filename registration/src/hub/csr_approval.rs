@@ -30,7 +30,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use ocm_api::addon::names::KUBE_APISERVER_CLIENT_SIGNER;
 use ocm_api::cluster::names::REGISTER_GROUP;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
@@ -302,7 +302,7 @@ fn error_policy(_csr: Arc<CertificateSigningRequest>, err: &Error, ctx: Arc<HubC
 
 /// Runs the CSR approval controller until `ctx.shutdown` is cancelled.
 pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<CertificateSigningRequest>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )

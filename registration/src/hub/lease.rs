@@ -31,7 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Objec
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::MANAGED_CLUSTER_LEASE;
 use ocm_api::cluster::names::annotations::SKIP_CLOCK_SYNC_CHECK;
@@ -489,7 +489,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
     let client = ctx.client.clone();
     let cache = Arc::new(LeaseCache::default());
     let observer = cache.clone();
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     )

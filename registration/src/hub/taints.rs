@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::conditions::AVAILABLE;
 use ocm_api::cluster::names::taints::{UNAVAILABLE, UNREACHABLE};
@@ -151,7 +151,7 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<HubCo
 
 /// Runs the taint controller until `ctx.shutdown` is cancelled.
 pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )
