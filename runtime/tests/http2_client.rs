@@ -92,7 +92,11 @@ async fn a_kubeconfig_client_multiplexes_watches_and_requests_over_one_connectio
         .await
         .unwrap();
     let port = server.serving.local_addr.port();
-    assert_eq!(connections_for_a_busy_client(client, port).await, 1);
+    // Over HTTP/1.1 this takes at least 4 (one per open watch and one for the lists). hyper's
+    // pool opens a second HTTP/2 connection when the first is momentarily not ready for a new
+    // stream (seen under load), so 2 is allowed.
+    let connections = connections_for_a_busy_client(client, port).await;
+    assert!(connections <= 2, "{connections} connections");
 }
 
 #[tokio::test]
