@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -52,6 +52,41 @@ pub struct Policy {
     pub(crate) roles: OrdMap<(String, String), Role>,
     pub(crate) cluster_role_bindings: OrdMap<String, ClusterRoleBinding>,
     pub(crate) role_bindings: OrdMap<(String, String), RoleBinding>,
+    /// ClusterRoleBinding names by the subjects they name, so a request visits only the
+    /// bindings that can apply to its user (a fleet hub has one or more per cluster).
+    bindings_by_subject: OrdMap<SubjectKey, OrdSet<String>>,
+}
+
+/// A binding subject as a user can match it: `User` or `Group` and its name, or
+/// `ServiceAccount` and the account's user name.
+type SubjectKey = (&'static str, String);
+
+/// The keys under which a ClusterRoleBinding subject is indexed (none for a kind that never
+/// applies, or a service account without a namespace, which a ClusterRoleBinding never
+/// matches).
+fn subject_key(subject: &Subject) -> Option<SubjectKey> {
+    match subject.kind.as_str() {
+        "User" => Some(("User", subject.name.clone())),
+        "Group" => Some(("Group", subject.name.clone())),
+        "ServiceAccount" => {
+            let ns = subject.namespace.as_deref().filter(|n| !n.is_empty())?;
+            Some((
+                "ServiceAccount",
+                service_account_username(ns, &subject.name),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The keys a user matches bindings under.
+fn user_keys(user: &Identity) -> impl Iterator<Item = SubjectKey> + '_ {
+    [
+        ("User", user.user.clone()),
+        ("ServiceAccount", user.user.clone()),
+    ]
+    .into_iter()
+    .chain(user.groups.iter().map(|g| ("Group", g.clone())))
 }
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
@@ -152,7 +187,9 @@ impl Policy {
                 self.roles.remove(&key);
             }
             "ClusterRoleBinding" => {
-                self.cluster_role_bindings.remove(name);
+                if let Some(old) = self.cluster_role_bindings.remove(name) {
+                    self.unindex_binding(&old);
+                }
             }
             "RoleBinding" => {
                 self.role_bindings.remove(&key);
@@ -174,8 +211,35 @@ impl Policy {
 
     /// Adds or replaces a ClusterRoleBinding.
     pub fn upsert_cluster_role_binding(&mut self, binding: ClusterRoleBinding) {
-        self.cluster_role_bindings
-            .insert(name_of(&binding.metadata), binding);
+        let name = name_of(&binding.metadata);
+        if let Some(old) = self.cluster_role_bindings.get(&name).cloned() {
+            self.unindex_binding(&old);
+        }
+        for subject in binding.subjects.as_deref().unwrap_or(&[]) {
+            if let Some(key) = subject_key(subject) {
+                self.bindings_by_subject
+                    .entry(key)
+                    .or_default()
+                    .insert(name.clone());
+            }
+        }
+        self.cluster_role_bindings.insert(name, binding);
+    }
+
+    /// Removes `binding`'s name from the index entries of its subjects.
+    fn unindex_binding(&mut self, binding: &ClusterRoleBinding) {
+        let name = name_of(&binding.metadata);
+        for subject in binding.subjects.as_deref().unwrap_or(&[]) {
+            let Some(key) = subject_key(subject) else {
+                continue;
+            };
+            if let Some(names) = self.bindings_by_subject.get_mut(&key) {
+                names.remove(&name);
+                if names.is_empty() {
+                    self.bindings_by_subject.remove(&key);
+                }
+            }
+        }
     }
 
     /// Adds or replaces a RoleBinding.
@@ -238,7 +302,14 @@ impl Policy {
         namespace: &str,
         visitor: &mut dyn FnMut(&RuleSource<'_>, Visit<'_>) -> bool,
     ) {
-        for binding in self.cluster_role_bindings.values() {
+        let candidates: std::collections::BTreeSet<&String> = user_keys(user)
+            .filter_map(|key| self.bindings_by_subject.get(&key))
+            .flatten()
+            .collect();
+        let bindings = candidates
+            .into_iter()
+            .filter_map(|name| self.cluster_role_bindings.get(name));
+        for binding in bindings {
             let subjects = binding.subjects.as_deref().unwrap_or(&[]);
             let Some(subject) = subjects.iter().find(|s| applies_to(user, s, "")) else {
                 continue;
@@ -384,5 +455,74 @@ pub fn applies_to(user: &Identity, subject: &Subject, binding_namespace: &str) -
             !ns.is_empty() && user.user == service_account_username(ns, &subject.name)
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn binding(name: &str, subjects: Value) -> Value {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "reader"},
+            "subjects": subjects,
+        })
+    }
+
+    fn user(name: &str, groups: &[&str]) -> Identity {
+        Identity {
+            user: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            uid: String::new(),
+            extra: Default::default(),
+        }
+    }
+
+    /// Names of the bindings visited for `user`, in order.
+    fn visited(policy: &Policy, user: &Identity) -> Vec<String> {
+        let mut names = Vec::new();
+        policy.visit_rules_for(user, "", &mut |source, _| {
+            if let RuleSource::ClusterRoleBinding { binding, .. } = source {
+                names.push(name_of(&binding.metadata));
+            }
+            true
+        });
+        names
+    }
+
+    #[test]
+    fn the_subject_index_follows_updates_and_deletions_and_keeps_name_order() {
+        let reader = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "reader"},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+        });
+        let mut policy = Policy::new();
+        policy.upsert(&reader).unwrap();
+        policy
+            .upsert(&binding("b", json!([{"kind": "Group", "name": "team"}])))
+            .unwrap();
+        policy
+            .upsert(&binding("a", json!([{"kind": "User", "name": "jane"}])))
+            .unwrap();
+        let sa = json!([{"kind": "ServiceAccount", "name": "bot", "namespace": "ns"}]);
+        policy.upsert(&binding("c", sa)).unwrap();
+        let no_ns = json!([{"kind": "ServiceAccount", "name": "bot"}]);
+        policy.upsert(&binding("d", no_ns)).unwrap();
+        let jane = user("jane", &["team"]);
+        assert_eq!(visited(&policy, &jane), ["a", "b"]);
+        let bot = user("system:serviceaccount:ns:bot", &[]);
+        assert_eq!(visited(&policy, &bot), ["c"]);
+        // `a` now names someone else, `b` is gone.
+        policy
+            .upsert(&binding("a", json!([{"kind": "User", "name": "joe"}])))
+            .unwrap();
+        policy.remove("ClusterRoleBinding", "", "b");
+        assert!(visited(&policy, &jane).is_empty());
+        assert_eq!(visited(&policy, &user("joe", &[])), ["a"]);
     }
 }
