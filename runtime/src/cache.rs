@@ -9,10 +9,10 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, reflector};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::Resource;
 use serde::de::DeserializeOwned;
 
 /// Drops an object's managed fields.
