@@ -554,14 +554,14 @@ fn registration_benchmark_runs_and_prints_its_figures() {
             "CPU in steady heartbeat",
         ],
     );
-    // The clusters and agents in a second process (a real child `ocm bench fleet`).
+    // The clusters and agents in other processes (real children `ocm bench fleet`).
     expect(
         &bench(&["--fleet-process"]),
         &[
             "3 simulated clusters prepared",
             "Joined and Available",
             "RSS (hub and API server):",
-            "RSS of the fleet process (simulated clusters and agents):",
+            "RSS of the fleet processes (simulated clusters and agents):",
         ],
     );
 }
