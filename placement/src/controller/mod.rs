@@ -198,105 +198,115 @@ pub async fn run(client: kube::Client, shutdown: Shutdown) {
         while let Ok(change) = rx.try_recv() {
             pending.push(change);
         }
-        let now = Timestamp::now();
-        let decisions = caches.decisions.state();
-        let snapshot = Snapshot::new(SnapshotInput {
-            clusters: caches.clusters.state(),
-            cluster_sets: caches.sets.state(),
-            bindings: caches.bindings.state(),
-            scores: caches.scores.state(),
-            decisions: decisions.clone(),
-            now,
-        });
-        let mut by_placement: HashMap<PlacementKey, Vec<Arc<PlacementDecision>>> = HashMap::new();
-        for d in decisions {
-            if let (Some(ns), Some(p)) = (d.namespace(), d.labels().get(PLACEMENT)) {
-                by_placement.entry((ns, p.clone())).or_default().push(d);
-            }
-        }
-        let keys: Vec<PlacementKey> = caches
-            .placements
-            .state()
-            .iter()
-            .filter_map(|p| Some((p.namespace()?, p.name_any())))
-            .collect();
-        let mut dirty: HashSet<PlacementKey> = HashSet::new();
-        if std::mem::take(&mut everything) {
-            dirty.extend(keys.iter().cloned());
+        // With no placement there is nothing to schedule: a hub that has none (a fleet
+        // being registered) skips the snapshot of every cluster that each pass would build.
+        // The first placement to appear is then scheduled against a fresh snapshot.
+        if memory.is_empty() && caches.placements.state().is_empty() {
+            pending.clear();
+            previous = None;
+            everything = true;
         } else {
-            let bindings = caches.bindings.state();
-            let affected = Affected::new(&keys, &bindings);
-            for change in pending.drain(..) {
-                if let Change::Decision(key, name) = &change
-                    && own_write(&memory, &by_placement, key, name)
-                {
-                    continue;
+            let now = Timestamp::now();
+            let decisions = caches.decisions.state();
+            let snapshot = Snapshot::new(SnapshotInput {
+                clusters: caches.clusters.state(),
+                cluster_sets: caches.sets.state(),
+                bindings: caches.bindings.state(),
+                scores: caches.scores.state(),
+                decisions: decisions.clone(),
+                now,
+            });
+            let mut by_placement: HashMap<PlacementKey, Vec<Arc<PlacementDecision>>> =
+                HashMap::new();
+            for d in decisions {
+                if let (Some(ns), Some(p)) = (d.namespace(), d.labels().get(PLACEMENT)) {
+                    by_placement.entry((ns, p.clone())).or_default().push(d);
                 }
-                if let Change::Placement(key) = &change
-                    && status_only(&memory, &caches.placements, key)
-                {
-                    continue;
+            }
+            let keys: Vec<PlacementKey> = caches
+                .placements
+                .state()
+                .iter()
+                .filter_map(|p| Some((p.namespace()?, p.name_any())))
+                .collect();
+            let mut dirty: HashSet<PlacementKey> = HashSet::new();
+            if std::mem::take(&mut everything) {
+                dirty.extend(keys.iter().cloned());
+            } else {
+                let bindings = caches.bindings.state();
+                let affected = Affected::new(&keys, &bindings);
+                for change in pending.drain(..) {
+                    if let Change::Decision(key, name) = &change
+                        && own_write(&memory, &by_placement, key, name)
+                    {
+                        continue;
+                    }
+                    if let Change::Placement(key) = &change
+                        && status_only(&memory, &caches.placements, key)
+                    {
+                        continue;
+                    }
+                    affected.resolve(&change, previous.as_ref(), &snapshot, &mut dirty);
                 }
-                affected.resolve(&change, previous.as_ref(), &snapshot, &mut dirty);
             }
-        }
-        pending.clear();
-        for (key, mem) in &memory {
-            if mem.due().is_some_and(|at| at <= now) {
-                dirty.insert(key.clone());
+            pending.clear();
+            for (key, mem) in &memory {
+                if mem.due().is_some_and(|at| at <= now) {
+                    dirty.insert(key.clone());
+                }
             }
-        }
-        // Scheduling is quick and runs here; the writes of up to WRITERS placements are in
-        // flight at once. Results are made lazily, so only those are held in memory.
-        let outcomes: Vec<Outcome> = futures::stream::iter(dirty)
-            .map(|key| {
-                let job = prepare(&key, &caches, &memory, &by_placement, &snapshot);
-                let client = client.clone();
-                let recorder = recorder.clone();
-                async move {
-                    match job {
-                        Job::Gone => Outcome::Gone(key),
-                        Job::Skipped(fingerprint) => Outcome::Skipped(key, fingerprint),
-                        Job::Write(job) => {
-                            let job = *job;
-                            let written = write::write(
-                                &client,
-                                &job.placement,
-                                &job.cached,
-                                job.written.as_ref(),
-                                job.decisions,
-                                job.status,
-                            )
-                            .await;
-                            let written = match written {
-                                Ok((pages, report)) => {
-                                    recorder.send(
-                                        &job.placement,
-                                        &report,
-                                        &job.warnings,
-                                        &job.ranking,
-                                    );
-                                    Ok(pages)
+            // Scheduling is quick and runs here; the writes of up to WRITERS placements are in
+            // flight at once. Results are made lazily, so only those are held in memory.
+            let outcomes: Vec<Outcome> = futures::stream::iter(dirty)
+                .map(|key| {
+                    let job = prepare(&key, &caches, &memory, &by_placement, &snapshot);
+                    let client = client.clone();
+                    let recorder = recorder.clone();
+                    async move {
+                        match job {
+                            Job::Gone => Outcome::Gone(key),
+                            Job::Skipped(fingerprint) => Outcome::Skipped(key, fingerprint),
+                            Job::Write(job) => {
+                                let job = *job;
+                                let written = write::write(
+                                    &client,
+                                    &job.placement,
+                                    &job.cached,
+                                    job.written.as_ref(),
+                                    job.decisions,
+                                    job.status,
+                                )
+                                .await;
+                                let written = match written {
+                                    Ok((pages, report)) => {
+                                        recorder.send(
+                                            &job.placement,
+                                            &report,
+                                            &job.warnings,
+                                            &job.ranking,
+                                        );
+                                        Ok(pages)
+                                    }
+                                    Err(err) => Err(err),
+                                };
+                                Outcome::Written {
+                                    key,
+                                    fingerprint: job.fingerprint,
+                                    requeue_at: job.requeue_at,
+                                    written,
                                 }
-                                Err(err) => Err(err),
-                            };
-                            Outcome::Written {
-                                key,
-                                fingerprint: job.fingerprint,
-                                requeue_at: job.requeue_at,
-                                written,
                             }
                         }
                     }
-                }
-            })
-            .buffer_unordered(WRITERS)
-            .collect()
-            .await;
-        for outcome in outcomes {
-            remember(&mut memory, outcome, now);
+                })
+                .buffer_unordered(WRITERS)
+                .collect()
+                .await;
+            for outcome in outcomes {
+                remember(&mut memory, outcome, now);
+            }
+            previous = Some(snapshot);
         }
-        previous = Some(snapshot);
         let due = memory.values().filter_map(Memory::due).min();
         let sleep = async {
             match due {
