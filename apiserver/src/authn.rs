@@ -3,13 +3,18 @@
 //! anonymous (`system:anonymous` / `system:unauthenticated`) when allowed. Presented but bad
 //! credentials are 401 `Unauthorized`, never anonymous and never 500.
 
+use std::sync::{Arc, Mutex};
+
 use http::HeaderMap;
 use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::auth::Identity;
 use crate::error::ApiError;
-use crate::pki::{ANONYMOUS, UNAUTHENTICATED, authenticate_client_chain};
+use crate::pki::{
+    ANONYMOUS, CertAuthError, ClientCaBundle, UNAUTHENTICATED, ValidFor,
+    authenticate_client_chain_for,
+};
 use crate::server::Inner;
 use crate::storage::{Bucket, ObjectKey};
 use crate::tokens::{
@@ -19,9 +24,50 @@ use crate::tokens::{
 };
 
 /// Marks a request that arrived over the network (TLS listener): it must be authenticated.
-/// Holds the client-certificate chain the peer presented (leaf first, DER; may be empty).
+/// Holds the client-certificate chain the peer presented (leaf first, DER; may be empty),
+/// shared by every request of the connection, with the identity it was last verified as.
 #[derive(Clone, Debug, Default)]
-pub struct PeerCertificates(pub Vec<Vec<u8>>);
+pub struct PeerCertificates(Arc<PeerChain>);
+
+#[derive(Debug, Default)]
+struct PeerChain {
+    chain: Vec<Vec<u8>>,
+    /// The chain's identity and the span it holds for. A connection keeps its chain, and the
+    /// client CA bundle does not change while the server runs, so re-verifying it (signature
+    /// checks on every request of an HTTP/2 connection) would give the same answer inside
+    /// that span; outside it the chain is verified again.
+    verified: Mutex<Option<(Option<Identity>, ValidFor)>>,
+}
+
+impl PeerCertificates {
+    /// The chain a peer presented (leaf first, DER; empty when it presented none).
+    pub fn new(chain: Vec<Vec<u8>>) -> Self {
+        PeerCertificates(Arc::new(PeerChain {
+            chain,
+            verified: Mutex::default(),
+        }))
+    }
+
+    /// The identity of the chain at `now`: `Ok(None)` when it names no user (no CN).
+    fn identity(
+        &self,
+        roots: &ClientCaBundle,
+        now: Timestamp,
+    ) -> Result<Option<Identity>, CertAuthError> {
+        if let Ok(cached) = self.0.verified.lock()
+            && let Some((identity, valid)) = cached.as_ref()
+            && valid.contains(now)
+        {
+            return Ok(identity.clone());
+        }
+        let refs: Vec<&[u8]> = self.0.chain.iter().map(Vec::as_slice).collect();
+        let (identity, valid) = authenticate_client_chain_for(&refs, roots, now)?;
+        if let Ok(mut cached) = self.0.verified.lock() {
+            *cached = Some((identity.clone(), valid));
+        }
+        Ok(identity)
+    }
+}
 
 /// The 401 every authentication failure answers.
 pub fn unauthorized() -> ApiError {
@@ -118,16 +164,15 @@ fn authenticate_token(inner: &Inner, cluster: &str, token: &str) -> Result<Ident
     }
 }
 
-/// Authenticates a network request: `chain` is the presented client-certificate chain.
+/// Authenticates a network request: `peer` holds the presented client-certificate chain.
 pub(crate) fn authenticate(
     inner: &Inner,
     cluster: &str,
     headers: &HeaderMap,
-    chain: &[Vec<u8>],
+    peer: &PeerCertificates,
 ) -> Result<Identity, ApiError> {
-    if !chain.is_empty() {
-        let refs: Vec<&[u8]> = chain.iter().map(Vec::as_slice).collect();
-        match authenticate_client_chain(&refs, &inner.client_ca, Timestamp::now()) {
+    if !peer.0.chain.is_empty() {
+        match peer.identity(&inner.client_ca, Timestamp::now()) {
             Ok(Some(identity)) => return Ok(identity),
             Ok(None) => {}
             Err(err) => {
@@ -161,6 +206,42 @@ pub(crate) fn authenticate_in_process(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pki::CertificateAuthority;
+    use jiff::SignedDuration;
+
+    #[test]
+    fn a_connections_chain_is_verified_once_while_it_stays_valid() {
+        let t = Timestamp::now();
+        let ca = CertificateAuthority::generate("ca", t, SignedDuration::from_hours(24)).unwrap();
+        let cert = ca
+            .issue_client("agent", &["group"], t, SignedDuration::from_hours(1))
+            .unwrap();
+        let der = crate::pki::cert::pem_blocks(cert.cert_pem.as_bytes(), "CERTIFICATE").remove(0);
+        let bundle = ClientCaBundle::from_pem(ca.cert_pem());
+        let peer = PeerCertificates::new(vec![der]);
+        let same_connection = peer.clone();
+        let id = peer.identity(&bundle, t).unwrap().unwrap();
+        assert_eq!(id.user, "agent");
+        // Inside the span the cached answer is used: even roots that would refuse the chain
+        // are not consulted again.
+        let later = t.checked_add(SignedDuration::from_mins(30)).unwrap();
+        let cached = same_connection
+            .identity(&ClientCaBundle::default(), later)
+            .unwrap();
+        assert_eq!(cached, Some(id));
+        // Past the leaf's expiry the chain is verified again, and refused.
+        let expired = t.checked_add(SignedDuration::from_hours(2)).unwrap();
+        assert!(matches!(
+            peer.identity(&bundle, expired),
+            Err(CertAuthError::Expired { .. })
+        ));
+        // A connection without a verified answer verifies: a foreign root refuses it.
+        let fresh = PeerCertificates::new(peer.0.chain.clone());
+        assert_eq!(
+            fresh.identity(&ClientCaBundle::default(), t),
+            Err(CertAuthError::UnknownAuthority)
+        );
+    }
 
     #[test]
     fn bearer_header_forms() {

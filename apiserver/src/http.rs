@@ -265,7 +265,7 @@ where
         parts.extensions.get::<crate::authn::PeerCertificates>(),
     ) {
         (Some(identity), _) => identity.clone(),
-        (None, Some(peer)) => crate::authn::authenticate(inner, &cluster, &parts.headers, &peer.0)?,
+        (None, Some(peer)) => crate::authn::authenticate(inner, &cluster, &parts.headers, peer)?,
         (None, None) => crate::authn::authenticate_in_process(inner, &cluster, &parts.headers)?,
     };
     let identity = crate::authz::impersonate(inner, &cluster, identity, &parts.headers)?;

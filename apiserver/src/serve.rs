@@ -75,7 +75,7 @@ pub async fn serve_tls(
                     .peer_certificates()
                     .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
                     .unwrap_or_default();
-                let peer_certs = crate::authn::PeerCertificates(chain);
+                let peer_certs = crate::authn::PeerCertificates::new(chain);
                 let svc = tower::ServiceBuilder::new()
                     .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
                         req.extensions_mut().insert(peer_certs.clone());

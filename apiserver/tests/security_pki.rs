@@ -9,7 +9,8 @@ use jiff::{SignedDuration, Timestamp};
 use ocm_apiserver::Identity;
 use ocm_apiserver::pki::{
     CertAuthError, CertificateAuthority, ClientCaBundle, DEFAULT_MAX_DURATION, SignError,
-    authenticate_client_chain, cert::pem_blocks, parse_csr, sign_kube_apiserver_client,
+    authenticate_client_chain, authenticate_client_chain_for, cert::pem_blocks, parse_csr,
+    sign_kube_apiserver_client,
 };
 use rcgen::{CertificateParams, DnType, KeyPair, SanType};
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -396,6 +397,20 @@ fn intermediate_cas_are_followed() {
         .expect("ok")
         .expect("cn");
     assert_eq!(id.user, "deep");
+    // The answer holds while every certificate on the path is valid: here until the leaf
+    // (one hour) expires, before the intermediate (a day) and the root (a year).
+    let (_, valid) =
+        authenticate_client_chain_for(&[&leaf_der, &inter_der], &bundle, t).expect("ok");
+    let leaf_until = X509Certificate::from_der(&leaf_der)
+        .expect("leaf")
+        .1
+        .validity()
+        .not_after
+        .timestamp();
+    assert_eq!(valid.until.as_second(), leaf_until);
+    assert!(valid.contains(t));
+    let after = t.checked_add(SignedDuration::from_hours(2)).expect("ts");
+    assert!(!valid.contains(after));
 }
 
 #[test]

@@ -724,7 +724,7 @@ proptest::proptest! {
             let server = ApiServer::in_memory().await.unwrap();
             let chain = if cert.is_empty() { Vec::new() } else { vec![cert.clone()] };
             let mut builder = http::Request::get("/api/v1/namespaces/default/configmaps");
-            builder = builder.extension(ocm_apiserver::authn::PeerCertificates(chain));
+            builder = builder.extension(ocm_apiserver::authn::PeerCertificates::new(chain));
             if let Ok(v) = http::HeaderValue::from_str(&format!("Bearer {token}")) {
                 builder = builder.header("authorization", v);
             }

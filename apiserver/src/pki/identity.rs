@@ -207,13 +207,46 @@ fn signed_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool 
         && child.verify_signature(Some(parent.public_key())).is_ok()
 }
 
+/// The span in which a verified chain stays valid: from the latest `notBefore` to the earliest
+/// `notAfter` of the certificates on the path that verified it (both ends included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidFor {
+    /// The latest start of validity on the path.
+    pub from: Timestamp,
+    /// The earliest end of validity on the path.
+    pub until: Timestamp,
+}
+
+impl ValidFor {
+    fn of(c: &X509Certificate<'_>) -> ValidFor {
+        ValidFor {
+            from: ts(&c.validity().not_before),
+            until: ts(&c.validity().not_after),
+        }
+    }
+
+    fn and(self, c: &X509Certificate<'_>) -> ValidFor {
+        let other = ValidFor::of(c);
+        ValidFor {
+            from: self.from.max(other.from),
+            until: self.until.min(other.until),
+        }
+    }
+
+    /// Whether `now` is inside the span.
+    pub fn contains(&self, now: Timestamp) -> bool {
+        self.from <= now && now <= self.until
+    }
+}
+
 /// Verifies `chain` (leaf first, then intermediates, DER) against `roots` at `now`, as Go's
-/// `x509.Verify` with `ExtKeyUsageClientAuth` does.
+/// `x509.Verify` with `ExtKeyUsageClientAuth` does. Answers how long the verified path stays
+/// valid.
 pub fn verify_client_chain(
     chain: &[&[u8]],
     roots: &ClientCaBundle,
     now: Timestamp,
-) -> Result<(), CertAuthError> {
+) -> Result<ValidFor, CertAuthError> {
     let Some(leaf_der) = chain.first() else {
         return Err(CertAuthError::Empty);
     };
@@ -226,13 +259,14 @@ pub fn verify_client_chain(
         chain[1..].iter().filter_map(|d| parse(d).ok()).collect();
     let anchors: Vec<X509Certificate<'_>> =
         roots.roots.iter().filter_map(|d| parse(d).ok()).collect();
+    let mut valid = ValidFor::of(&leaf);
     let mut current = leaf;
     for _ in 0..MAX_DEPTH {
-        if anchors
+        if let Some(root) = anchors
             .iter()
-            .any(|root| signed_by(&current, root) && within_validity(root, now).is_ok())
+            .find(|root| signed_by(&current, root) && within_validity(root, now).is_ok())
         {
-            return Ok(());
+            return Ok(valid.and(root));
         }
         let next = intermediates.iter().find(|i| {
             i.is_ca()
@@ -241,7 +275,10 @@ pub fn verify_client_chain(
                 && signed_by(&current, i)
         });
         match next {
-            Some(i) => current = i.clone(),
+            Some(i) => {
+                valid = valid.and(i);
+                current = i.clone();
+            }
             None => break,
         }
     }
@@ -270,18 +307,29 @@ pub fn authenticate_client_chain(
     roots: &ClientCaBundle,
     now: Timestamp,
 ) -> Result<Option<Identity>, CertAuthError> {
-    verify_client_chain(chain, roots, now)?;
+    authenticate_client_chain_for(chain, roots, now).map(|(identity, _)| identity)
+}
+
+/// [`authenticate_client_chain`], and how long its answer holds: the same chain and roots give
+/// the same identity at any time inside the returned span.
+pub fn authenticate_client_chain_for(
+    chain: &[&[u8]],
+    roots: &ClientCaBundle,
+    now: Timestamp,
+) -> Result<(Option<Identity>, ValidFor), CertAuthError> {
+    let valid = verify_client_chain(chain, roots, now)?;
     let Some(leaf_der) = chain.first() else {
         return Err(CertAuthError::Empty);
     };
     let leaf = parse(leaf_der)?;
     let (cn, orgs) = name_parts(leaf.subject()).map_err(CertAuthError::Malformed)?;
     if cn.is_empty() {
-        return Ok(None);
+        return Ok((None, valid));
     }
-    Ok(Some(with_authenticated_group(Identity {
+    let identity = with_authenticated_group(Identity {
         user: cn,
         groups: orgs,
         ..Default::default()
-    })))
+    });
+    Ok((Some(identity), valid))
 }

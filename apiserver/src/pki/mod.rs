@@ -19,8 +19,9 @@ pub use csr::{
     signing_duration, validate_client_usages,
 };
 pub use identity::{
-    ANONYMOUS, AUTHENTICATED, CertAuthError, ClientCaBundle, UNAUTHENTICATED,
-    authenticate_client_chain, verify_client_chain, with_authenticated_group,
+    ANONYMOUS, AUTHENTICATED, CertAuthError, ClientCaBundle, UNAUTHENTICATED, ValidFor,
+    authenticate_client_chain, authenticate_client_chain_for, verify_client_chain,
+    with_authenticated_group,
 };
 
 /// Failures creating, loading or using certificate material.
