@@ -319,6 +319,37 @@ async fn all_namespace_watch_and_streaming_list() {
 }
 
 #[tokio::test]
+async fn all_namespace_watch_by_namespace_and_name_fields_sees_only_that_object() {
+    let (_s, client) = common::server().await;
+    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let pp = PostParams::default();
+    for ns in ["blue", "green"] {
+        let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        nsapi.create(&pp, &namespace).await.unwrap();
+    }
+    let all: Api<ConfigMap> = Api::all(client.clone());
+    let by_namespace = WatchParams::default().fields("metadata.namespace=green");
+    let by_both = WatchParams::default().fields("metadata.namespace=green,metadata.name=a");
+    let mut in_green = all.watch(&by_namespace, "0").await.unwrap().boxed();
+    let mut green_a = all.watch(&by_both, "0").await.unwrap().boxed();
+    for (ns, name) in [("blue", "a"), ("green", "b"), ("blue", "b"), ("green", "a")] {
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&pp, &cm(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
+    assert_eq!(name_of(&next(&mut in_green).await), added("b"));
+    assert_eq!(name_of(&next(&mut in_green).await), added("a"));
+    let first = next(&mut green_a).await;
+    assert_eq!(name_of(&first), added("a"));
+    match first {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.namespace.as_deref(), Some("green")),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn name_field_selector_watch_sees_only_that_name() {
     let (_s, client) = common::server().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");

@@ -16,6 +16,8 @@ pub(crate) struct Filter {
     pub fields: FieldSelector,
     pub field_set: FieldSet,
     pub namespace: Option<String>,
+    /// What [`Filter::could_match`] looks for, built once per request.
+    needles: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl Filter {
@@ -37,12 +39,29 @@ impl Filter {
         let fields = field_set
             .check(&fields)
             .map_err(|err| ApiError::bad_request(err.to_string()))?;
-        Ok(Filter {
+        Ok(Filter::new(
             labels,
             fields,
             field_set,
-            namespace: req.path.namespace.clone(),
-        })
+            req.path.namespace.clone(),
+        ))
+    }
+
+    /// A filter of these selectors, in `namespace` when given.
+    pub fn new(
+        labels: LabelSelector,
+        fields: FieldSelector,
+        field_set: FieldSet,
+        namespace: Option<String>,
+    ) -> Filter {
+        let needles = needles(&labels, &fields);
+        Filter {
+            labels,
+            fields,
+            field_set,
+            namespace,
+            needles,
+        }
     }
 
     /// Whether nothing needs the parsed object.
@@ -58,24 +77,7 @@ impl Filter {
     /// A list or watch with a selector over a large collection (every agent lists its own
     /// CSRs by label) thus parses only the objects that may match.
     pub fn could_match(&self, raw: &[u8]) -> bool {
-        let labels = self.labels.requirements().iter().filter_map(|r| {
-            let single = matches!(
-                r.operator(),
-                Operator::Equals | Operator::DoubleEquals | Operator::In
-            ) && r.values().len() == 1;
-            single.then(|| (r.key(), r.values()[0].as_str()))
-        });
-        let fields = self.fields.terms().iter().filter_map(|t| {
-            let key = match t.field.as_str() {
-                "metadata.name" => "name",
-                "metadata.namespace" => "namespace",
-                _ => return None,
-            };
-            (!t.negated && !t.value.is_empty()).then_some((key, t.value.as_str()))
-        });
-        labels
-            .chain(fields)
-            .all(|(key, value)| contains_pair(raw, key, value))
+        self.needles.iter().all(|n| n.find(raw).is_some())
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
@@ -88,15 +90,34 @@ impl Filter {
     }
 }
 
-/// Whether compact JSON `raw` may hold the member `"key":"value"`: `true` when it does, or
-/// when the pair has characters JSON escapes (then the bytes cannot tell).
-fn contains_pair(raw: &[u8], key: &str, value: &str) -> bool {
+/// The `"key":"value"` members an object must hold in its compact JSON to match: equality
+/// requirements on labels (`=`, `==`, `in` with one value) and on `metadata.name` /
+/// `metadata.namespace`. Pairs with characters JSON escapes are left out (the bytes cannot
+/// tell), as are all other requirements (left to the full match).
+fn needles(labels: &LabelSelector, fields: &FieldSelector) -> Vec<memchr::memmem::Finder<'static>> {
+    let labels = labels.requirements().iter().filter_map(|r| {
+        let single = matches!(
+            r.operator(),
+            Operator::Equals | Operator::DoubleEquals | Operator::In
+        ) && r.values().len() == 1;
+        single.then(|| (r.key(), r.values()[0].as_str()))
+    });
+    let fields = fields.terms().iter().filter_map(|t| {
+        let key = match t.field.as_str() {
+            "metadata.name" => "name",
+            "metadata.namespace" => "namespace",
+            _ => return None,
+        };
+        (!t.negated && !t.value.is_empty()).then_some((key, t.value.as_str()))
+    });
     let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
-    if !plain(key) || !plain(value) {
-        return true;
-    }
-    let needle = format!("\"{key}\":\"{value}\"");
-    memchr::memmem::find(raw, needle.as_bytes()).is_some()
+    labels
+        .chain(fields)
+        .filter(|(key, value)| plain(key) && plain(value))
+        .map(|(key, value)| {
+            memchr::memmem::Finder::new(format!("\"{key}\":\"{value}\"").as_bytes()).into_owned()
+        })
+        .collect()
 }
 
 /// GET of one object (or of its status/approval/scale subresource).
@@ -386,12 +407,12 @@ mod tests {
     }
 
     fn filter(labels: &str, fields: &str) -> Filter {
-        Filter {
-            labels: LabelSelector::parse(labels).unwrap(),
-            fields: FieldSelector::parse(fields).unwrap(),
-            field_set: FieldSet::for_builtin("certificates.k8s.io", "certificatesigningrequests"),
-            namespace: None,
-        }
+        Filter::new(
+            LabelSelector::parse(labels).unwrap(),
+            FieldSelector::parse(fields).unwrap(),
+            FieldSet::for_builtin("certificates.k8s.io", "certificatesigningrequests"),
+            None,
+        )
     }
 
     /// The stored bytes of an object, as storage writes them.

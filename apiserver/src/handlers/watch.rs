@@ -14,7 +14,7 @@ use super::{Output, Reply, ReplyBody, ResourceRequest, negotiate, partial_metada
 use crate::error::ApiError;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
-use crate::storage::{Event, EventKind, Revision, StorageError, WatchSubscription};
+use crate::storage::{Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription};
 
 /// Encodes one watch event line.
 fn event_line(kind: &str, object: &[u8]) -> Bytes {
@@ -257,11 +257,21 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
     let store = &req.inner.store;
     let bucket = req.res.bucket(&req.cluster);
     let ns = req.path.namespace.as_deref();
+    // Only events of objects this watch can match are queued for it: with thousands of
+    // agents each watching its own objects, an event reaches its object's watchers rather
+    // than every watcher of the resource.
+    let exact = |field: &str| filter.fields.exact_match(field).map(str::to_owned);
+    let scope = WatchScope {
+        namespace: ns
+            .map(str::to_owned)
+            .or_else(|| exact("metadata.namespace")),
+        name: req.path.name.clone().or_else(|| exact("metadata.name")),
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let list_first =
         send_initial == Some(true) || (send_initial.is_none() && matches!(rv, None | Some(0)));
     let (initial, subscription): (Vec<_>, WatchSubscription) = if list_first {
-        let (items, sub) = store.list_and_watch(&bucket, ns);
+        let (items, sub) = store.list_and_watch(&bucket, ns, scope);
         (items, sub)
     } else {
         // Without a revision (or "0") and without initial events: start from now.
@@ -269,7 +279,7 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
             None | Some(0) => store.revision(),
             Some(r) => r,
         };
-        match store.watch_from(&bucket, from) {
+        match store.watch_from(&bucket, from, scope) {
             Ok(sub) => (Vec::new(), sub),
             Err(StorageError::Compacted { requested, oldest }) => {
                 let err =

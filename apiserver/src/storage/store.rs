@@ -73,13 +73,112 @@ struct State {
     watchers: Mutex<Watchers>,
 }
 
-/// A registered watcher: its id and queue.
-type WatcherSlot = (u64, mpsc::Sender<Arc<Event>>);
+/// A registered watcher's queue.
+type WatcherSlot = mpsc::Sender<Arc<Event>>;
+
+/// Which objects of a bucket a watcher can care about: every event of an object outside its
+/// scope is one its own filter would drop, so it is not sent. Names and namespaces are part
+/// of an object's key and never change, so the scope is exact for them; the watcher still
+/// applies its whole filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchScope {
+    /// Only objects of this namespace (`""` for cluster-scoped objects).
+    pub namespace: Option<String>,
+    /// Only objects of this name.
+    pub name: Option<String>,
+}
+
+impl WatchScope {
+    /// Whether the object at `key` is within the scope.
+    pub fn holds(&self, key: &ObjectKey) -> bool {
+        self.namespace
+            .as_ref()
+            .is_none_or(|ns| *ns == key.namespace)
+            && self.name.as_ref().is_none_or(|name| *name == key.name)
+    }
+}
+
+/// The watchers of one bucket, by the narrowest part of their scope.
+#[derive(Default)]
+struct BucketWatchers {
+    /// Watchers of the whole bucket.
+    any: Vec<WatcherSlot>,
+    /// Watchers of one namespace.
+    by_namespace: HashMap<String, Vec<WatcherSlot>>,
+    /// Watchers of one name, in one namespace (`Some`) or any (`None`).
+    by_name: HashMap<(Option<String>, String), Vec<WatcherSlot>>,
+}
+
+impl BucketWatchers {
+    fn slots(&mut self, scope: WatchScope) -> &mut Vec<WatcherSlot> {
+        match scope {
+            WatchScope {
+                namespace,
+                name: Some(name),
+            } => self.by_name.entry((namespace, name)).or_default(),
+            WatchScope {
+                namespace: Some(namespace),
+                name: None,
+            } => self.by_namespace.entry(namespace).or_default(),
+            WatchScope {
+                namespace: None,
+                name: None,
+            } => &mut self.any,
+        }
+    }
+
+    /// Queues `event` for every watcher whose scope holds its object; drops the watchers
+    /// that are gone or too far behind.
+    fn send(&mut self, event: &Arc<Event>) {
+        let deliver = |list: &mut Vec<WatcherSlot>| {
+            list.retain(|tx| tx.try_send(event.clone()).is_ok());
+        };
+        deliver(&mut self.any);
+        let namespace = &event.key.namespace;
+        if let Some(list) = self.by_namespace.get_mut(namespace) {
+            deliver(list);
+            if list.is_empty() {
+                self.by_namespace.remove(namespace);
+            }
+        }
+        for key in [
+            (Some(namespace.clone()), event.key.name.clone()),
+            (None, event.key.name.clone()),
+        ] {
+            if let Some(list) = self.by_name.get_mut(&key) {
+                deliver(list);
+                if list.is_empty() {
+                    self.by_name.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Drops the watchers whose receiving side is gone.
+    fn sweep(&mut self) {
+        self.any.retain(|tx| !tx.is_closed());
+        for list in self.by_namespace.values_mut() {
+            list.retain(|tx| !tx.is_closed());
+        }
+        self.by_namespace.retain(|_, list| !list.is_empty());
+        for list in self.by_name.values_mut() {
+            list.retain(|tx| !tx.is_closed());
+        }
+        self.by_name.retain(|_, list| !list.is_empty());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.any.is_empty() && self.by_namespace.is_empty() && self.by_name.is_empty()
+    }
+}
+
+/// Registrations between two sweeps of watchers that ended without an event to notice it.
+const SWEEP_EVERY: u64 = 1024;
 
 #[derive(Default)]
 struct Watchers {
-    next_id: u64,
-    by_bucket: HashMap<Bucket, Vec<WatcherSlot>>,
+    registered: u64,
+    by_bucket: HashMap<Bucket, BucketWatchers>,
     all: Vec<mpsc::UnboundedSender<Arc<Event>>>,
 }
 
@@ -289,18 +388,20 @@ impl Store {
         Ok(collect_range(&objects, namespace, after))
     }
 
-    /// Atomically the current objects of a bucket and a subscription to every later change.
+    /// Atomically the current objects of a bucket (in `namespace`, when given) and a
+    /// subscription to every later change within `scope`.
     pub fn list_and_watch(
         &self,
         bucket: &Bucket,
         namespace: Option<&str>,
+        scope: WatchScope,
     ) -> (Vec<(String, String, StoredObject)>, WatchSubscription) {
         let state = read_state(&self.shared);
         let items = match state.buckets.get(bucket) {
             Some(objects) => collect_range(objects, namespace, None),
             None => Vec::new(),
         };
-        let receiver = self.register(&state, bucket);
+        let receiver = self.register(&state, bucket, scope);
         (
             items,
             WatchSubscription {
@@ -311,12 +412,14 @@ impl Store {
         )
     }
 
-    /// Every change of a bucket after revision `from`: the part still in the history window
-    /// is replayed, later ones arrive live. Fails when `from` is older than the window.
+    /// Every change of a bucket within `scope` after revision `from`: the part still in the
+    /// history window is replayed, later ones arrive live. Fails when `from` is older than the
+    /// window.
     pub fn watch_from(
         &self,
         bucket: &Bucket,
         from: Revision,
+        scope: WatchScope,
     ) -> Result<WatchSubscription, StorageError> {
         let state = read_state(&self.shared);
         if from < state.compacted {
@@ -329,10 +432,10 @@ impl Store {
         let replay = state
             .history
             .range(start..)
-            .filter(|event| event.key.bucket == *bucket)
+            .filter(|event| event.key.bucket == *bucket && scope.holds(&event.key))
             .cloned()
             .collect();
-        let receiver = self.register(&state, bucket);
+        let receiver = self.register(&state, bucket, scope);
         Ok(WatchSubscription {
             replay,
             revision: state.revision,
@@ -384,16 +487,30 @@ impl Store {
             .collect()
     }
 
-    fn register(&self, state: &State, bucket: &Bucket) -> mpsc::Receiver<Arc<Event>> {
+    fn register(
+        &self,
+        state: &State,
+        bucket: &Bucket,
+        scope: WatchScope,
+    ) -> mpsc::Receiver<Arc<Event>> {
         let (tx, rx) = mpsc::channel(self.shared.config.watcher_queue.max(1));
         let mut watchers = lock_watchers(state);
-        watchers.next_id += 1;
-        let id = watchers.next_id;
-        watchers
+        watchers.registered += 1;
+        if watchers.registered.is_multiple_of(SWEEP_EVERY) {
+            // A watcher that ended is otherwise noticed only when an event in its scope
+            // fails to reach it, and a narrow scope may see none for a long time.
+            for bucket in watchers.by_bucket.values_mut() {
+                bucket.sweep();
+            }
+            watchers.by_bucket.retain(|_, b| !b.is_empty());
+        }
+        let slots = watchers
             .by_bucket
             .entry(bucket.clone())
             .or_default()
-            .push((id, tx));
+            .slots(scope);
+        slots.retain(|tx| !tx.is_closed());
+        slots.push(tx);
         rx
     }
 
@@ -667,12 +784,14 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
     state.revision = revision;
     let mut watchers = lock_watchers(&state);
     for event in &events {
-        if let Some(list) = watchers.by_bucket.get_mut(&event.key.bucket) {
-            list.retain(|(_, tx)| tx.try_send(event.clone()).is_ok());
+        if let Some(bucket) = watchers.by_bucket.get_mut(&event.key.bucket) {
+            bucket.send(event);
+            if bucket.is_empty() {
+                watchers.by_bucket.remove(&event.key.bucket);
+            }
         }
         watchers.all.retain(|tx| tx.send(event.clone()).is_ok());
     }
-    watchers.by_bucket.retain(|_, list| !list.is_empty());
 }
 
 #[cfg(test)]
@@ -767,7 +886,9 @@ mod tests {
         let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
         let bucket = Bucket::new("", "/configmaps");
         let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
-        let mut sub = store.watch_from(&bucket, first.rev).unwrap();
+        let mut sub = store
+            .watch_from(&bucket, first.rev, WatchScope::default())
+            .unwrap();
         assert!(sub.replay.is_empty());
         for i in 0..4 {
             store
@@ -780,11 +901,114 @@ mod tests {
             assert_eq!(event.rev, first.rev + 1 + i);
         }
         assert!(matches!(
-            store.watch_from(&bucket, first.rev),
+            store.watch_from(&bucket, first.rev, WatchScope::default()),
             Err(StorageError::Compacted { .. })
         ));
-        let recent = store.watch_from(&bucket, store.revision() - 2).unwrap();
+        let recent = store
+            .watch_from(&bucket, store.revision() - 2, WatchScope::default())
+            .unwrap();
         assert_eq!(recent.replay.len(), 2);
+    }
+
+    fn scope(namespace: Option<&str>, name: Option<&str>) -> WatchScope {
+        WatchScope {
+            namespace: namespace.map(str::to_owned),
+            name: name.map(str::to_owned),
+        }
+    }
+
+    /// The (namespace, name) of every event queued for `sub` so far.
+    fn received(sub: &mut WatchSubscription) -> Vec<(String, String)> {
+        let mut seen = Vec::new();
+        while let Ok(event) = sub.receiver.try_recv() {
+            seen.push((event.key.namespace.clone(), event.key.name.clone()));
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn watchers_get_only_the_events_of_their_scope() {
+        let store = Store::memory().unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        let start = store.revision();
+        let mut whole = store
+            .watch_from(&bucket, start, WatchScope::default())
+            .unwrap();
+        let mut in_ns1 = store
+            .watch_from(&bucket, start, scope(Some("ns1"), None))
+            .unwrap();
+        let mut a_in_ns1 = store
+            .watch_from(&bucket, start, scope(Some("ns1"), Some("a")))
+            .unwrap();
+        let mut any_a = store
+            .watch_from(&bucket, start, scope(None, Some("a")))
+            .unwrap();
+        for (ns, name) in [("ns1", "a"), ("ns1", "b"), ("ns2", "a"), ("ns2", "b")] {
+            store.create(key(ns, name), cm(name, "1")).await.unwrap();
+        }
+        store.delete(key("ns1", "a"), None).await.unwrap();
+        let pair = |ns: &str, name: &str| (ns.to_owned(), name.to_owned());
+        assert_eq!(received(&mut whole).len(), 5);
+        assert_eq!(
+            received(&mut in_ns1),
+            [pair("ns1", "a"), pair("ns1", "b"), pair("ns1", "a")]
+        );
+        assert_eq!(
+            received(&mut a_in_ns1),
+            [pair("ns1", "a"), pair("ns1", "a")]
+        );
+        assert_eq!(
+            received(&mut any_a),
+            [pair("ns1", "a"), pair("ns2", "a"), pair("ns1", "a")]
+        );
+        // Replay keeps to the scope as well.
+        let replayed = store
+            .watch_from(&bucket, start, scope(Some("ns2"), Some("b")))
+            .unwrap();
+        let replayed: Vec<_> = replayed
+            .replay
+            .iter()
+            .map(|e| pair(&e.key.namespace, &e.key.name))
+            .collect();
+        assert_eq!(replayed, [pair("ns2", "b")]);
+    }
+
+    #[tokio::test]
+    async fn watchers_that_ended_are_dropped_without_an_event() {
+        let store = Store::memory().unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        // Watches of objects that never change, each ended by its client.
+        for i in 0..SWEEP_EVERY {
+            let name = format!("o{i}");
+            drop(store.watch_from(&bucket, store.revision(), scope(Some("ns"), Some(&name))));
+        }
+        let watchers = |store: &Store| {
+            let state = read_state(&store.shared);
+            let watchers = lock_watchers(&state);
+            watchers.by_bucket.get(&bucket).map_or(0, |b| {
+                b.any.len()
+                    + b.by_namespace.values().map(Vec::len).sum::<usize>()
+                    + b.by_name.values().map(Vec::len).sum::<usize>()
+            })
+        };
+        // The last registration swept the ones before it.
+        assert!(watchers(&store) <= 1, "{}", watchers(&store));
+        // Re-watching the same object replaces the ended watcher instead of piling up.
+        let live = store
+            .watch_from(&bucket, store.revision(), scope(Some("ns"), Some("x")))
+            .unwrap();
+        drop(store.watch_from(&bucket, store.revision(), scope(Some("ns"), Some("x"))));
+        let again = store
+            .watch_from(&bucket, store.revision(), scope(Some("ns"), Some("x")))
+            .unwrap();
+        let state = read_state(&store.shared);
+        let slots = lock_watchers(&state)
+            .by_bucket
+            .get(&bucket)
+            .and_then(|b| b.by_name.get(&(Some("ns".to_owned()), "x".to_owned())))
+            .map_or(0, Vec::len);
+        assert_eq!(slots, 2);
+        drop((live, again));
     }
 
     #[tokio::test]
