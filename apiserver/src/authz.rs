@@ -201,7 +201,8 @@ fn header_values(headers: &HeaderMap, name: &str) -> Result<Vec<String>, ApiErro
 const AUTHN_GROUP: &str = "authentication.k8s.io";
 
 /// The `Impersonate-Extra-<key>` headers: keys lowercased and percent-decoded, as
-/// kube-apiserver reads them.
+/// kube-apiserver reads them; a key whose escapes do not decode is kept as sent (lowercased),
+/// as kube-apiserver keeps it.
 fn impersonated_extra(
     headers: &HeaderMap,
 ) -> Result<std::collections::BTreeMap<String, Vec<String>>, ApiError> {
@@ -211,8 +212,8 @@ fn impersonated_extra(
         let Some(key) = name.as_str().strip_prefix(PREFIX) else {
             continue;
         };
-        let key = percent_decode(&key.to_ascii_lowercase())
-            .ok_or_else(|| ApiError::bad_request(format!("invalid {name} header")))?;
+        let key = key.to_ascii_lowercase();
+        let key = percent_decode(&key).unwrap_or(key);
         let value = value
             .to_str()
             .map_err(|_| ApiError::bad_request(format!("invalid {name} header")))?;

@@ -827,6 +827,7 @@ async fn impersonating_a_uid_and_extras_needs_their_own_rights() {
             ("impersonate-extra-Scopes", "view"),
             ("impersonate-extra-scopes", "edit"),
             ("impersonate-extra-example.com%2fteam", "blue"),
+            ("impersonate-extra-half%2", "kept"),
         ],
         server.service(),
     );
@@ -836,6 +837,8 @@ async fn impersonating_a_uid_and_extras_needs_their_own_rights() {
     let extra = me.extra.unwrap();
     assert_eq!(extra["scopes"], vec!["view".to_owned(), "edit".to_owned()]);
     assert_eq!(extra["example.com/team"], vec!["blue".to_owned()]);
+    // An escape that does not decode leaves the key as sent.
+    assert_eq!(extra["half%2"], vec!["kept".to_owned()]);
 
     // Without a user: 400. With the right to impersonate users only: the uid is refused.
     let no_user = headers(vec![("impersonate-uid", "1234")], server.service());
