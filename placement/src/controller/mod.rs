@@ -205,126 +205,144 @@ pub async fn run(client: kube::Client, shutdown: Shutdown) {
             pending.clear();
             previous = None;
             everything = true;
+            if !wait_for_work(&mut rx, &mut pending, &memory, &shutdown).await {
+                return;
+            }
+            continue;
+        }
+        let now = Timestamp::now();
+        let decisions = caches.decisions.state();
+        let snapshot = Snapshot::new(SnapshotInput {
+            clusters: caches.clusters.state(),
+            cluster_sets: caches.sets.state(),
+            bindings: caches.bindings.state(),
+            scores: caches.scores.state(),
+            decisions: decisions.clone(),
+            now,
+        });
+        let mut by_placement: HashMap<PlacementKey, Vec<Arc<PlacementDecision>>> = HashMap::new();
+        for d in decisions {
+            if let (Some(ns), Some(p)) = (d.namespace(), d.labels().get(PLACEMENT)) {
+                by_placement.entry((ns, p.clone())).or_default().push(d);
+            }
+        }
+        let keys: Vec<PlacementKey> = caches
+            .placements
+            .state()
+            .iter()
+            .filter_map(|p| Some((p.namespace()?, p.name_any())))
+            .collect();
+        let mut dirty: HashSet<PlacementKey> = HashSet::new();
+        if std::mem::take(&mut everything) {
+            dirty.extend(keys.iter().cloned());
         } else {
-            let now = Timestamp::now();
-            let decisions = caches.decisions.state();
-            let snapshot = Snapshot::new(SnapshotInput {
-                clusters: caches.clusters.state(),
-                cluster_sets: caches.sets.state(),
-                bindings: caches.bindings.state(),
-                scores: caches.scores.state(),
-                decisions: decisions.clone(),
-                now,
-            });
-            let mut by_placement: HashMap<PlacementKey, Vec<Arc<PlacementDecision>>> =
-                HashMap::new();
-            for d in decisions {
-                if let (Some(ns), Some(p)) = (d.namespace(), d.labels().get(PLACEMENT)) {
-                    by_placement.entry((ns, p.clone())).or_default().push(d);
+            let bindings = caches.bindings.state();
+            let affected = Affected::new(&keys, &bindings);
+            for change in pending.drain(..) {
+                if let Change::Decision(key, name) = &change
+                    && own_write(&memory, &by_placement, key, name)
+                {
+                    continue;
                 }
-            }
-            let keys: Vec<PlacementKey> = caches
-                .placements
-                .state()
-                .iter()
-                .filter_map(|p| Some((p.namespace()?, p.name_any())))
-                .collect();
-            let mut dirty: HashSet<PlacementKey> = HashSet::new();
-            if std::mem::take(&mut everything) {
-                dirty.extend(keys.iter().cloned());
-            } else {
-                let bindings = caches.bindings.state();
-                let affected = Affected::new(&keys, &bindings);
-                for change in pending.drain(..) {
-                    if let Change::Decision(key, name) = &change
-                        && own_write(&memory, &by_placement, key, name)
-                    {
-                        continue;
-                    }
-                    if let Change::Placement(key) = &change
-                        && status_only(&memory, &caches.placements, key)
-                    {
-                        continue;
-                    }
-                    affected.resolve(&change, previous.as_ref(), &snapshot, &mut dirty);
+                if let Change::Placement(key) = &change
+                    && status_only(&memory, &caches.placements, key)
+                {
+                    continue;
                 }
+                affected.resolve(&change, previous.as_ref(), &snapshot, &mut dirty);
             }
-            pending.clear();
-            for (key, mem) in &memory {
-                if mem.due().is_some_and(|at| at <= now) {
-                    dirty.insert(key.clone());
-                }
+        }
+        pending.clear();
+        for (key, mem) in &memory {
+            if mem.due().is_some_and(|at| at <= now) {
+                dirty.insert(key.clone());
             }
-            // Scheduling is quick and runs here; the writes of up to WRITERS placements are in
-            // flight at once. Results are made lazily, so only those are held in memory.
-            let outcomes: Vec<Outcome> = futures::stream::iter(dirty)
-                .map(|key| {
-                    let job = prepare(&key, &caches, &memory, &by_placement, &snapshot);
-                    let client = client.clone();
-                    let recorder = recorder.clone();
-                    async move {
-                        match job {
-                            Job::Gone => Outcome::Gone(key),
-                            Job::Skipped(fingerprint) => Outcome::Skipped(key, fingerprint),
-                            Job::Write(job) => {
-                                let job = *job;
-                                let written = write::write(
-                                    &client,
-                                    &job.placement,
-                                    &job.cached,
-                                    job.written.as_ref(),
-                                    job.decisions,
-                                    job.status,
-                                )
-                                .await;
-                                let written = match written {
-                                    Ok((pages, report)) => {
-                                        recorder.send(
-                                            &job.placement,
-                                            &report,
-                                            &job.warnings,
-                                            &job.ranking,
-                                        );
-                                        Ok(pages)
-                                    }
-                                    Err(err) => Err(err),
-                                };
-                                Outcome::Written {
-                                    key,
-                                    fingerprint: job.fingerprint,
-                                    requeue_at: job.requeue_at,
-                                    written,
+        }
+        // Scheduling is quick and runs here; the writes of up to WRITERS placements are in
+        // flight at once. Results are made lazily, so only those are held in memory.
+        let outcomes: Vec<Outcome> = futures::stream::iter(dirty)
+            .map(|key| {
+                let job = prepare(&key, &caches, &memory, &by_placement, &snapshot);
+                let client = client.clone();
+                let recorder = recorder.clone();
+                async move {
+                    match job {
+                        Job::Gone => Outcome::Gone(key),
+                        Job::Skipped(fingerprint) => Outcome::Skipped(key, fingerprint),
+                        Job::Write(job) => {
+                            let job = *job;
+                            let written = write::write(
+                                &client,
+                                &job.placement,
+                                &job.cached,
+                                job.written.as_ref(),
+                                job.decisions,
+                                job.status,
+                            )
+                            .await;
+                            let written = match written {
+                                Ok((pages, report)) => {
+                                    recorder.send(
+                                        &job.placement,
+                                        &report,
+                                        &job.warnings,
+                                        &job.ranking,
+                                    );
+                                    Ok(pages)
                                 }
+                                Err(err) => Err(err),
+                            };
+                            Outcome::Written {
+                                key,
+                                fingerprint: job.fingerprint,
+                                requeue_at: job.requeue_at,
+                                written,
                             }
                         }
                     }
-                })
-                .buffer_unordered(WRITERS)
-                .collect()
-                .await;
-            for outcome in outcomes {
-                remember(&mut memory, outcome, now);
-            }
-            previous = Some(snapshot);
-        }
-        let due = memory.values().filter_map(Memory::due).min();
-        let sleep = async {
-            match due {
-                Some(at) => {
-                    let wait = at.duration_since(Timestamp::now());
-                    tokio::time::sleep(Duration::try_from(wait).unwrap_or_default()).await;
                 }
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            change = rx.recv() => match change {
-                Some(change) => pending.push(change),
-                None => return,
-            },
-            () = sleep => {}
+            })
+            .buffer_unordered(WRITERS)
+            .collect()
+            .await;
+        for outcome in outcomes {
+            remember(&mut memory, outcome, now);
         }
+        previous = Some(snapshot);
+        if !wait_for_work(&mut rx, &mut pending, &memory, &shutdown).await {
+            return;
+        }
+    }
+}
+
+/// Waits for the next change (added to `pending`) or the earliest requeue remembered in
+/// `memory`; `false` when the controller is to stop.
+async fn wait_for_work(
+    rx: &mut mpsc::UnboundedReceiver<Change>,
+    pending: &mut Vec<Change>,
+    memory: &HashMap<PlacementKey, Memory>,
+    shutdown: &Shutdown,
+) -> bool {
+    let due = memory.values().filter_map(Memory::due).min();
+    let sleep = async {
+        match due {
+            Some(at) => {
+                let wait = at.duration_since(Timestamp::now());
+                tokio::time::sleep(Duration::try_from(wait).unwrap_or_default()).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        change = rx.recv() => match change {
+            Some(change) => {
+                pending.push(change);
+                true
+            }
+            None => false,
+        },
+        () = sleep => true,
     }
 }
 
