@@ -13,7 +13,15 @@
 //!   on `register.open-cluster-management.io` `managedclusters/accept` for the cluster, and is
 //!   refused while the cluster namespace is terminating;
 //! - changing the cluster set label needs `create` on `managedclustersets/join` for the old
-//!   and the new set.
+//!   and the new set;
+//! - adding, changing or removing a hub-managed taint (`cluster.open-cluster-management.io/
+//!   unavailable` / `unreachable`) on update needs the same `managedclusters/accept` right as
+//!   accepting (an ocm-rs rule: only the hub sets those taints, so an agent cannot make its
+//!   unhealthy cluster selectable again).
+//!
+//! The policy comes in the two halves a webhook server serves: [`mutate_managed_cluster`]
+//! (taint times, default set) and [`validate_managed_cluster`] (everything else, over the
+//! mutated object); [`admit_managed_cluster`] runs both, as an in-process hook does.
 //!
 //! ManagedClusterSetBinding: the name must equal `spec.clusterSet`; creating one needs
 //! `create` on `managedclustersets/bind` for that set.
@@ -24,6 +32,9 @@
 use jiff::Timestamp;
 use ocm_api::cluster::GROUP as CLUSTER_GROUP;
 use ocm_api::cluster::names::labels::CLUSTER_SET;
+use ocm_api::cluster::names::taints::{
+    UNAVAILABLE as HUB_TAINT_UNAVAILABLE, UNREACHABLE as HUB_TAINT_UNREACHABLE,
+};
 use ocm_api::cluster::names::{
     DEFAULT_CLUSTER_SET, REGISTER_GROUP, SUBRESOURCE_ACCEPT, SUBRESOURCE_CLUSTER_SET_BIND,
     SUBRESOURCE_CLUSTER_SET_JOIN,
@@ -121,9 +132,26 @@ impl AdmissionDenial {
     }
 }
 
-/// Admits a ManagedCluster write. `Ok(Some(object))` is the object to store instead (taint
-/// times stamped, default cluster set label added); `Ok(None)` lets it through unchanged.
+/// Admits a ManagedCluster write as the mutating and then the validating webhook would:
+/// [`mutate_managed_cluster`], then [`validate_managed_cluster`] on the result.
+/// `Ok(Some(object))` is the object to store instead (taint times stamped, default cluster set
+/// label added); `Ok(None)` lets it through unchanged.
 pub fn admit_managed_cluster(input: &AdmissionInput<'_>) -> Result<Option<Value>, AdmissionDenial> {
+    let mutated = mutate_managed_cluster(input)?;
+    let validated = AdmissionInput {
+        object: mutated.as_ref().or(input.object),
+        ..*input
+    };
+    validate_managed_cluster(&validated)?;
+    Ok(mutated)
+}
+
+/// The mutating half of the ManagedCluster policy: stamps taint times (refusing times a client
+/// sets on new or changed taints of an update) and puts a cluster without a cluster set label
+/// into `default`. `Ok(Some(object))` when something changed.
+pub fn mutate_managed_cluster(
+    input: &AdmissionInput<'_>,
+) -> Result<Option<Value>, AdmissionDenial> {
     let Some(object) = input.object else {
         return Ok(None);
     };
@@ -134,22 +162,47 @@ pub fn admit_managed_cluster(input: &AdmissionInput<'_>) -> Result<Option<Value>
         Operation::Update => input.old_object,
         _ => None,
     };
-    // Mutation first, as mutating webhooks run before validating ones.
     let mut mutated = object.clone();
     stamp_taints(&mut mutated, old, input.now)?;
     if input.default_cluster_set {
         add_default_cluster_set_label(&mut mutated);
     }
-    validate_cluster(&mutated)?;
-    let name = meta_name(&mutated);
+    Ok((mutated != *object).then_some(mutated))
+}
+
+/// The validating half of the ManagedCluster policy, over the object as the mutating half left
+/// it: name and client URLs, who may accept, who may move the cluster between sets, and who may
+/// change the hub-managed taints.
+pub fn validate_managed_cluster(input: &AdmissionInput<'_>) -> Result<(), AdmissionDenial> {
+    let Some(object) = input.object else {
+        return Ok(());
+    };
+    if input.operation == Operation::Delete {
+        return Ok(());
+    }
+    let old = match input.operation {
+        Operation::Update => input.old_object,
+        _ => None,
+    };
+    validate_cluster(object)?;
+    let name = meta_name(object);
     let accepts = |v: &Value| {
         v.pointer("/spec/hubAcceptsClient")
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    let newly_accepted = accepts(&mutated) && !old.is_some_and(accepts);
+    let accept_resource = format!("managedclusters/{}", subresource(SUBRESOURCE_ACCEPT));
+    let may_accept = || {
+        (input.authorize)(&AccessCheck {
+            verb: "update",
+            group: REGISTER_GROUP,
+            resource: "managedclusters",
+            subresource: subresource(SUBRESOURCE_ACCEPT),
+            name,
+        })
+    };
+    let newly_accepted = accepts(object) && !old.is_some_and(accepts);
     if newly_accepted {
-        let accept_resource = format!("managedclusters/{}", subresource(SUBRESOURCE_ACCEPT));
         if input.cluster_namespace_terminating {
             return Err(AdmissionDenial::forbidden(
                 &accept_resource,
@@ -157,14 +210,7 @@ pub fn admit_managed_cluster(input: &AdmissionInput<'_>) -> Result<Option<Value>
                 format!("cluster namespace \"{name}\" is terminating"),
             ));
         }
-        let allowed = (input.authorize)(&AccessCheck {
-            verb: "update",
-            group: REGISTER_GROUP,
-            resource: "managedclusters",
-            subresource: subresource(SUBRESOURCE_ACCEPT),
-            name,
-        });
-        if !allowed {
+        if !may_accept() {
             return Err(AdmissionDenial::forbidden(
                 &accept_resource,
                 name,
@@ -175,8 +221,21 @@ pub fn admit_managed_cluster(input: &AdmissionInput<'_>) -> Result<Option<Value>
             ));
         }
     }
+    if let Some(old) = old
+        && let Some(key) = changed_hub_taint(old, object)
+        && !may_accept()
+    {
+        return Err(AdmissionDenial::forbidden(
+            &accept_resource,
+            name,
+            format!(
+                "user \"{}\" cannot add, change or remove the hub-managed taint \"{key}\"",
+                input.user
+            ),
+        ));
+    }
     let old_set = old.map(cluster_set_label).unwrap_or_default();
-    let new_set = cluster_set_label(&mutated);
+    let new_set = cluster_set_label(object);
     if old_set != new_set {
         for set in [old_set.as_str(), new_set.as_str()] {
             if set.is_empty() {
@@ -201,7 +260,27 @@ pub fn admit_managed_cluster(input: &AdmissionInput<'_>) -> Result<Option<Value>
             }
         }
     }
-    Ok((mutated != *object).then_some(mutated))
+    Ok(())
+}
+
+/// The first hub-managed taint (`unavailable`, `unreachable`) that an update adds, removes or
+/// changes (key, value or effect; times are the mutating half's business).
+fn changed_hub_taint(old: &Value, new: &Value) -> Option<&'static str> {
+    let find = |obj: &Value, key: &str| -> Option<(Value, Value)> {
+        obj.pointer("/spec/taints")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|t| t.get("key").and_then(Value::as_str) == Some(key))
+            .map(|t| {
+                (
+                    t.get("value").cloned().unwrap_or(Value::Null),
+                    t.get("effect").cloned().unwrap_or(Value::Null),
+                )
+            })
+    };
+    [HUB_TAINT_UNAVAILABLE, HUB_TAINT_UNREACHABLE]
+        .into_iter()
+        .find(|key| find(old, key) != find(new, key))
 }
 
 /// Admits a ManagedClusterSetBinding write. Never mutates.

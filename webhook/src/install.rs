@@ -1,0 +1,289 @@
+//! What points an API server at the webhook server: a MutatingWebhookConfiguration and a
+//! ValidatingWebhookConfiguration built from [`WEBHOOKS`], the `spec.conversion` stanza of the
+//! addon CRDs, and a check that the API server really calls them.
+//!
+//! The configurations use `clientConfig.url` (the hub process is reached at an address, not a
+//! Service) with the serving CA as `caBundle`, `failurePolicy: Fail` (a policy that is not
+//! asked must not let a request through), `sideEffects: None` and `timeoutSeconds: 10`.
+
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+use crate::policy::{Phase, WEBHOOKS};
+use crate::serve::{CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH};
+
+/// Name of the MutatingWebhookConfiguration the hub installs.
+pub const MUTATING_CONFIGURATION: &str = "ocm-hub-mutating-webhooks";
+/// Name of the ValidatingWebhookConfiguration the hub installs.
+pub const VALIDATING_CONFIGURATION: &str = "ocm-hub-validating-webhooks";
+/// The CRDs whose versions are converted by the webhook.
+pub const CONVERTED_CRDS: [&str; 2] = [
+    "clustermanagementaddons.addon.open-cluster-management.io",
+    "managedclusteraddons.addon.open-cluster-management.io",
+];
+
+/// Why installing or checking the webhooks failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The API server refused a write or a read.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: kube::Error,
+    },
+    /// The webhooks did not answer in time.
+    #[error("the API server did not reach the webhooks within {0:?}: {1}")]
+    NotAnswering(Duration, String),
+}
+
+fn base64(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+}
+
+fn webhooks(phase: Phase, base_url: &str, ca_bundle: &str) -> Vec<Value> {
+    let path = match phase {
+        Phase::Mutating => MUTATE_PATH,
+        Phase::Validating => VALIDATE_PATH,
+    };
+    WEBHOOKS
+        .iter()
+        .filter(|w| w.phase == phase)
+        .map(|w| {
+            let mut hook = json!({
+                "name": w.name,
+                "clientConfig": {
+                    "url": format!("{}{path}", base_url.trim_end_matches('/')),
+                    "caBundle": base64(ca_bundle),
+                },
+                "rules": [{
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": [w.group],
+                    "apiVersions": w.versions,
+                    "resources": [w.resource],
+                    "scope": "*",
+                }],
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "matchPolicy": "Equivalent",
+                "timeoutSeconds": 10,
+            });
+            if phase == Phase::Mutating {
+                hook["reinvocationPolicy"] = json!("Never");
+            }
+            hook
+        })
+        .collect()
+}
+
+/// The MutatingWebhookConfiguration for a webhook server at `base_url` (`https://host:port`).
+pub fn mutating_configuration(base_url: &str, ca_bundle: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": MUTATING_CONFIGURATION, "labels": {"app": "ocm-hub"}},
+        "webhooks": webhooks(Phase::Mutating, base_url, ca_bundle),
+    })
+}
+
+/// The ValidatingWebhookConfiguration for a webhook server at `base_url`.
+pub fn validating_configuration(base_url: &str, ca_bundle: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": VALIDATING_CONFIGURATION, "labels": {"app": "ocm-hub"}},
+        "webhooks": webhooks(Phase::Validating, base_url, ca_bundle),
+    })
+}
+
+/// Sets `spec.conversion` of the addon CRDs among `crds` to the conversion webhook at
+/// `base_url`; other CRDs are left alone.
+pub fn with_conversion_webhook(
+    crds: &mut [CustomResourceDefinition],
+    base_url: &str,
+    ca_bundle: &str,
+) {
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if !CONVERTED_CRDS.contains(&name.as_str()) {
+            continue;
+        }
+        let conversion = json!({
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": {
+                    "url": format!("{}{CONVERT_PATH}", base_url.trim_end_matches('/')),
+                    "caBundle": base64(ca_bundle),
+                },
+                "conversionReviewVersions": ["v1", "v1beta1"],
+            },
+        });
+        if let Ok(conversion) = serde_json::from_value(conversion) {
+            crd.spec.conversion = Some(conversion);
+        }
+    }
+}
+
+fn resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+        plural,
+    )
+}
+
+/// Applies both webhook configurations (server-side apply, field manager `manager`).
+pub async fn apply_configurations(
+    client: &kube::Client,
+    base_url: &str,
+    ca_bundle: &str,
+    manager: &str,
+) -> Result<(), InstallError> {
+    let params = PatchParams::apply(manager).force();
+    for (object, kind, plural) in [
+        (
+            mutating_configuration(base_url, ca_bundle),
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+        (
+            validating_configuration(base_url, ca_bundle),
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+        ),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind, plural));
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        api.patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(|source| InstallError::Api {
+                what: format!("applying {kind} {name}"),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// One probe through the API server: a dry-run ManagedCluster create must come back with its
+/// taint's `timeAdded` stamped (the mutating webhook ran), and a dry-run binding whose name
+/// differs from its set must be refused by the validating webhook.
+pub async fn probe(client: &kube::Client) -> Result<(), String> {
+    let clusters = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.open-cluster-management.io", "v1", "ManagedCluster"),
+        "managedclusters",
+    );
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &clusters);
+    let probe: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": "ocm-webhook-probe"},
+        "spec": {"hubAcceptsClient": false,
+                 "taints": [{"key": "ocm.io/webhook-probe", "effect": "NoSelect"}]},
+    }))
+    .map_err(|e| e.to_string())?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let created = api
+        .create(&dry_run, &probe)
+        .await
+        .map_err(|e| format!("dry-run ManagedCluster: {e}"))?;
+    let stamped = created
+        .data
+        .pointer("/spec/taints/0/timeAdded")
+        .is_some_and(|t| !t.is_null());
+    if !stamped {
+        return Err("the mutating webhook did not stamp the probe's taint".into());
+    }
+    let bindings = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            "cluster.open-cluster-management.io",
+            "v1beta2",
+            "ManagedClusterSetBinding",
+        ),
+        "managedclustersetbindings",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &bindings);
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+        "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "ocm-webhook-probe", "namespace": "default"},
+        "spec": {"clusterSet": "ocm-webhook-probe-other"},
+    }))
+    .map_err(|e| e.to_string())?;
+    match api.create(&dry_run, &binding).await {
+        Err(kube::Error::Api(status)) if status.code == 400 => Ok(()),
+        Err(err) => Err(format!("dry-run ManagedClusterSetBinding: {err}")),
+        Ok(_) => Err("the validating webhook let a mismatched binding through".into()),
+    }
+}
+
+/// Probes until the API server reaches both webhooks, or `timeout` passes.
+pub async fn wait_until_answering(
+    client: &kube::Client,
+    timeout: Duration,
+) -> Result<(), InstallError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let last = match probe(client).await {
+            Ok(()) => return Ok(()),
+            Err(err) => err,
+        };
+        if tokio::time::Instant::now() + delay > deadline {
+            return Err(InstallError::NotAnswering(timeout, last));
+        }
+        tracing::debug!(reason = last, "webhooks not answering yet");
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn configurations_cover_every_webhook_once() {
+        let mutating = mutating_configuration("https://h:9443/", "CA");
+        let validating = validating_configuration("https://h:9443", "CA");
+        let total = mutating["webhooks"].as_array().unwrap().len()
+            + validating["webhooks"].as_array().unwrap().len();
+        assert_eq!(total, WEBHOOKS.len());
+        assert_eq!(
+            mutating["webhooks"][0]["clientConfig"]["url"],
+            "https://h:9443/mutate"
+        );
+        assert_eq!(
+            validating["webhooks"][0]["clientConfig"]["url"],
+            "https://h:9443/validate"
+        );
+        assert_eq!(validating["webhooks"][0]["failurePolicy"], "Fail");
+        assert_eq!(validating["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+    }
+
+    #[test]
+    fn only_the_addon_crds_get_a_conversion_webhook() {
+        let mut crds = ocm_api::crds::hub();
+        with_conversion_webhook(&mut crds, "https://h:9443", "CA");
+        let converted: Vec<String> = crds
+            .iter()
+            .filter(|c| {
+                c.spec
+                    .conversion
+                    .as_ref()
+                    .is_some_and(|c| c.strategy == "Webhook")
+            })
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
+        assert_eq!(converted, CONVERTED_CRDS.map(str::to_owned).to_vec());
+    }
+}
