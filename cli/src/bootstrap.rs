@@ -146,6 +146,17 @@ pub async fn init_with_token(
     token: &BootstrapToken,
     ttl: Option<std::time::Duration>,
 ) -> anyhow::Result<()> {
+    apply_bootstrap_rbac(client).await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "kube-system");
+    secrets
+        .create(&PostParams::default(), &token.secret(ttl)?)
+        .await
+        .context("creating the bootstrap token secret")?;
+    Ok(())
+}
+
+/// Applies the bootstrap ClusterRole and its binding to the bootstrap group.
+pub async fn apply_bootstrap_rbac(client: &kube::Client) -> anyhow::Result<()> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let roles: Api<ClusterRole> = Api::all(client.clone());
     let role: ClusterRole = serde_json::from_value(bootstrap_cluster_role())?;
@@ -159,11 +170,6 @@ pub async fn init_with_token(
         .patch(BOOTSTRAP_BINDING, &params, &Patch::Apply(&binding))
         .await
         .context("applying the bootstrap ClusterRoleBinding")?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "kube-system");
-    secrets
-        .create(&PostParams::default(), &token.secret(ttl)?)
-        .await
-        .context("creating the bootstrap token secret")?;
     Ok(())
 }
 

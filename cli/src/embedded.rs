@@ -112,13 +112,16 @@ impl EmbeddedHub {
                 .await
                 .with_context(|| format!("listening on {}", options.listen))?;
         let url = format!("https://{host}:{}", serving.local_addr.port());
-        let admin_kubeconfig = options.data_dir.join("admin.kubeconfig");
-        write_file(&admin_kubeconfig, &tls.admin_kubeconfig(&url), true)?;
 
+        // Everything a joining cluster needs comes first; the admin kubeconfig is written
+        // last, so a script that waits for it can run `ocm init` and `ocm join` at once.
         let admin = kube::Client::new(server.service(), "default");
         install_crds(&admin, &ocm_api::crds::hub()).await?;
         publish_cluster_info(&admin, &url, &tls.ca_cert).await?;
+        crate::bootstrap::apply_bootstrap_rbac(&admin).await?;
         ensure_namespace(&admin, HUB_NAMESPACE).await?;
+        let admin_kubeconfig = options.data_dir.join("admin.kubeconfig");
+        write_file(&admin_kubeconfig, &tls.admin_kubeconfig(&url), true)?;
 
         let shutdown = Shutdown::new();
         let metrics = ControllerMetrics::new("ocm_hub");
@@ -313,8 +316,30 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Publishes `kube-public/cluster-info` unless the hub already has one (kubeadm hubs do; that
+/// one and its RBAC are left alone). Returns whether it published.
+pub async fn ensure_cluster_info(
+    client: &kube::Client,
+    url: &str,
+    ca_pem: &str,
+) -> anyhow::Result<bool> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
+    if configmaps
+        .get_opt("cluster-info")
+        .await
+        .context("reading kube-public/cluster-info")?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    ensure_namespace(client, "kube-public").await?;
+    publish_cluster_info(client, url, ca_pem).await?;
+    Ok(true)
+}
+
 /// Publishes `kube-public/cluster-info` (a kubeconfig with the hub URL and CA, no user) and lets
-/// anonymous users read it, as kubeadm does; `ocm join` uses it to learn the hub CA.
+/// anonymous users and bootstrap tokens read exactly that object, as kubeadm does; `ocm join`
+/// uses it to learn the hub CA.
 pub async fn publish_cluster_info(
     client: &kube::Client,
     url: &str,
@@ -349,8 +374,11 @@ pub async fn publish_cluster_info(
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": role_name, "namespace": "kube-public"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                      "name": "system:anonymous"}],
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"},
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+             "name": crate::bootstrap::BOOTSTRAP_GROUP},
+        ],
     }))?;
     bindings
         .patch(role_name, &params, &Patch::Apply(&binding))

@@ -1,26 +1,39 @@
 //! `ocm hub`: runs a hub. Without `--kubeconfig` it starts the embedded API server under
-//! `--data-dir` (durable), installs the OCM CRDs and runs the hub controllers beside it; with
-//! `--kubeconfig` it runs the hub controllers against that cluster.
+//! `--data-dir` (durable), installs the OCM CRDs and runs the hub controllers beside it, with
+//! the hub's admission policies as in-process hooks. With `--kubeconfig` it runs the hub
+//! controllers against that cluster and serves the policies as admission and conversion
+//! webhooks, which it registers there. `ocm hub webhook` runs the webhook server alone.
+//!
+//! Either way the hub reports ready (`/readyz`, the banner, and for the embedded server the
+//! admin kubeconfig) only once a cluster can join: CRDs established, `kube-public/cluster-info`
+//! readable, bootstrap roles in place and, on an existing cluster, its API server calling the
+//! webhooks.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use ocm_registration::hub::{HubContext, HubOptions};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
+use ocm_webhook::{RunningWebhook, ServerAccess, ServingCerts, WebhookOptions};
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Flags of `ocm hub`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct HubArgs {
+    #[command(subcommand)]
+    command: Option<HubCommand>,
     /// Run the hub controllers against this cluster instead of the embedded server.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Data directory of the embedded server (default ~/.ocm/hub).
+    /// Data directory of the embedded server (default ~/.ocm/hub); with --kubeconfig, where
+    /// the webhook serving certificate is kept.
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Address the embedded server listens on.
@@ -41,10 +54,149 @@ pub struct HubArgs {
     /// Longest client certificate the embedded CSR signer issues, in seconds.
     #[arg(long, default_value_t = 365 * 24 * 3600)]
     cluster_signing_duration_seconds: u64,
+    #[command(flatten)]
+    webhook: WebhookFlags,
+}
+
+#[derive(Debug, Subcommand)]
+enum HubCommand {
+    /// Run only the admission and conversion webhook server (for a hub whose controllers
+    /// run elsewhere, e.g. as its own Deployment).
+    Webhook(WebhookArgs),
+}
+
+/// Flags of `ocm hub webhook`.
+#[derive(Debug, Args)]
+pub struct WebhookArgs {
+    /// Kubeconfig of the hub cluster (access checks are asked there).
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: PathBuf,
+    /// Where a self-made serving certificate is kept (default ~/.ocm/hub).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Also register the webhook configurations and the addon CRDs' conversion webhook on the
+    /// hub (otherwise an installer such as the operator does).
+    #[arg(long)]
+    install: bool,
+    /// Whether clusters without a cluster set label go into `default`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    default_cluster_set: bool,
+    #[command(flatten)]
+    webhook: WebhookFlags,
+}
+
+/// Where the webhook server listens and how the hub's API server reaches it.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookFlags {
+    /// Address the admission/conversion webhook server listens on (with --kubeconfig).
+    #[arg(long, default_value = "127.0.0.1:9443")]
+    webhook_listen: SocketAddr,
+    /// URL the hub's API server calls the webhooks at (default https://<listen address>); it
+    /// must be reachable from the API server and its host must be in the serving certificate.
+    #[arg(long)]
+    webhook_url: Option<String>,
+    /// Directory with tls.crt, tls.key (and ca.crt) to serve instead of a certificate the hub
+    /// makes and rotates itself.
+    #[arg(long)]
+    webhook_cert_dir: Option<PathBuf>,
+}
+
+/// How long `ocm hub --kubeconfig` waits for the API server to reach its webhooks.
+const WEBHOOK_READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Field manager of what the hub registers on a cluster.
+const FIELD_MANAGER: &str = "ocm-hub";
+
+/// A webhook server up and the URL the API server must use.
+struct Webhooks {
+    running: RunningWebhook,
+    url: String,
+    ca_bundle: String,
+}
+
+impl WebhookFlags {
+    /// The URL the API server calls: `--webhook-url`, else `https://<listen address>`.
+    fn url(&self, local_addr: SocketAddr) -> String {
+        self.webhook_url.clone().unwrap_or_else(|| {
+            let host = crate::embedded::advertised_host(self.webhook_listen);
+            format!("https://{host}:{}", local_addr.port())
+        })
+    }
+
+    /// Starts the webhook server with a provided or self-made certificate.
+    async fn start(
+        &self,
+        client: &kube::Client,
+        data_dir: &Path,
+        default_cluster_set: bool,
+    ) -> anyhow::Result<Webhooks> {
+        let certs = match &self.webhook_cert_dir {
+            Some(dir) => ServingCerts::provided(dir)
+                .with_context(|| format!("loading the webhook certificate from {}", dir.display()))?,
+            None => {
+                let mut hosts = vec![crate::embedded::advertised_host(self.webhook_listen)];
+                if let Some(host) = self
+                    .webhook_url
+                    .as_deref()
+                    .and_then(|u| u.parse::<http::Uri>().ok())
+                    .and_then(|u| u.host().map(str::to_owned))
+                {
+                    hosts.push(host);
+                }
+                ServingCerts::managed(&data_dir.join("webhook-pki"), &hosts)
+                    .context("making the webhook serving certificate")?
+            }
+        };
+        let ca_bundle = certs.ca_bundle();
+        let running = ocm_webhook::serve(
+            WebhookOptions {
+                listen: self.webhook_listen,
+                default_cluster_set,
+            },
+            certs,
+            ServerAccess::new(client.clone()),
+        )
+        .await?;
+        let url = self.url(running.local_addr);
+        Ok(Webhooks {
+            running,
+            url,
+            ca_bundle,
+        })
+    }
+}
+
+/// Registers the webhooks on the hub cluster: the addon CRDs with their conversion webhook
+/// (and the other hub CRDs), then both webhook configurations; waits until the API server
+/// calls them.
+async fn install_webhooks(client: &kube::Client, webhooks: &Webhooks) -> anyhow::Result<()> {
+    let mut crds = ocm_api::crds::hub();
+    ocm_webhook::install::with_conversion_webhook(&mut crds, &webhooks.url, &webhooks.ca_bundle);
+    crate::embedded::install_crds(client, &crds).await?;
+    ocm_webhook::install::apply_configurations(
+        client,
+        &webhooks.url,
+        &webhooks.ca_bundle,
+        FIELD_MANAGER,
+    )
+    .await?;
+    ocm_webhook::install::wait_until_answering(client, WEBHOOK_READY_TIMEOUT)
+        .await
+        .with_context(|| {
+            format!(
+                "the hub's API server must reach the webhooks at {} (check --webhook-url and \
+                 that nothing blocks the API server from dialing it)",
+                webhooks.url
+            )
+        })?;
+    Ok(())
 }
 
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: HubArgs) -> anyhow::Result<()> {
+    if let Some(HubCommand::Webhook(webhook)) = args.command {
+        return run_webhook(webhook).await;
+    }
     let options = HubOptions {
         auto_approved_users: args.auto_approved_users.clone(),
         lease_grace_multiplier: args.lease_grace_multiplier.max(1),
@@ -53,6 +205,10 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| super::ocm_home().join("hub"));
     if let Some(kubeconfig) = &args.kubeconfig {
         let client = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
             .await
@@ -62,27 +218,31 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
             ocm_runtime::serve_health(args.metrics_addr, metrics.clone(), ready, shutdown.clone())
                 .await
                 .context("starting the metrics endpoint")?;
-        eprintln!(
-            "ocm hub: controllers running against {}",
-            kubeconfig.display()
-        );
-        eprintln!("metrics: http://{}/metrics", health.local_addr);
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
+        let webhooks = args
+            .webhook
+            .start(&client, &data_dir, options.default_cluster_sets)
+            .await?;
+        install_webhooks(&client, &webhooks).await?;
+        prepare_for_joins(&client, kubeconfig).await?;
+        crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await?;
         let _ = ready_tx.send(true);
+        println!("ocm hub ready");
+        println!("  hub cluster: {}", kubeconfig.display());
+        println!("  webhooks:    {}", webhooks.url);
+        println!("  metrics:     http://{}/metrics", health.local_addr);
+        println!("next: ocm init --kubeconfig {}", kubeconfig.display());
         let ctx = Arc::new(HubContext {
             client,
             options,
             metrics,
             shutdown: shutdown.clone(),
         });
-        crate::embedded::install_crds(&ctx.client, &ocm_api::crds::hub()).await?;
-        crate::embedded::ensure_namespace(&ctx.client, crate::embedded::HUB_NAMESPACE).await?;
         crate::embedded::run_controllers_as_leader(ctx, crate::embedded::process_identity()).await;
+        webhooks.running.stop().await;
         return Ok(());
     }
-    let data_dir = args
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| super::ocm_home().join("hub"));
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         listen: args.listen,
         tls_sans: args.tls_san.clone(),
@@ -111,5 +271,43 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     tracing::info!(url = hub.url, "ocm hub ready");
     shutdown.cancelled().await;
     hub.stop().await;
+    Ok(())
+}
+
+/// On an existing cluster: `kube-public/cluster-info` (unless it has one) and the bootstrap
+/// roles, so that `ocm init` then `ocm join` work as soon as the hub says it is ready.
+async fn prepare_for_joins(client: &kube::Client, kubeconfig: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let hub = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
+    if let Some(ca) = &hub.ca_pem {
+        crate::embedded::ensure_cluster_info(client, &hub.server, ca).await?;
+    }
+    crate::bootstrap::apply_bootstrap_rbac(client).await
+}
+
+/// `ocm hub webhook`: the webhook server alone, until SIGINT/SIGTERM.
+async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    shutdown.cancel_on_signal();
+    let client = ocm_runtime::kubeconfig::client_from_file(&args.kubeconfig)
+        .await
+        .with_context(|| format!("loading {}", args.kubeconfig.display()))?;
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| super::ocm_home().join("hub"));
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
+    let webhooks = args
+        .webhook
+        .start(&client, &data_dir, args.default_cluster_set)
+        .await?;
+    if args.install {
+        install_webhooks(&client, &webhooks).await?;
+    }
+    println!("ocm hub webhook serving at {}", webhooks.url);
+    shutdown.cancelled().await;
+    webhooks.running.stop().await;
     Ok(())
 }

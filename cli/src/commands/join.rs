@@ -89,48 +89,118 @@ pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the hub CA from `--ca-file`, or from the hub's public `kube-public/cluster-info`.
+/// How long `ocm join` keeps retrying a 401/403 that may be the hub still propagating a new
+/// token or role (kube-apiserver's own lag is milliseconds; a hub behind a load balancer or
+/// with webhook authentication may take longer).
+pub const PROPAGATION_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn refused(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 401 || status.code == 403)
+}
+
+/// Runs `attempt` until it succeeds, fails with something other than 401/403, or
+/// [`PROPAGATION_RETRY`] has passed; says once on stderr why it waits.
+pub async fn retry_while_propagating<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + PROPAGATION_RETRY;
+    let mut delay = std::time::Duration::from_millis(100);
+    let mut said = false;
+    loop {
+        match attempt().await {
+            Err(err) if refused(&err) && tokio::time::Instant::now() + delay < deadline => {
+                if !said {
+                    eprintln!(
+                        "{what}: the hub refused the request ({err}); a new token or role may \
+                         still be propagating, retrying for up to {} s",
+                        PROPAGATION_RETRY.as_secs()
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A client of `url` that does not verify the hub's certificate (we are learning its CA),
+/// anonymous or with `token`.
+async fn discovery_client(url: &str, token: Option<&str>) -> anyhow::Result<kube::Client> {
+    let mut user = json!({});
+    if let Some(token) = token {
+        user = json!({"token": token});
+    }
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "hub", "cluster": {"server": url, "insecure-skip-tls-verify": true}}],
+        "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "discovery"}}],
+        "current-context": "hub",
+        "users": [{"name": "discovery", "user": user}],
+    });
+    Ok(ocm_runtime::kubeconfig::client_from_yaml(&kubeconfig.to_string()).await?)
+}
+
+/// The CA in a `cluster-info` ConfigMap's kubeconfig.
+pub fn cluster_info_ca(cm: &ConfigMap) -> anyhow::Result<String> {
+    use base64::Engine;
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("kubeconfig").cloned())
+        .context("kube-public/cluster-info has no kubeconfig")?;
+    // cluster-info carries clusters only (no context), so read its first cluster directly.
+    let value: serde_json::Value =
+        serde_saphyr::from_str(&text).context("cluster-info's kubeconfig is not YAML")?;
+    let ca = value
+        .pointer("/clusters/0/cluster/certificate-authority-data")
+        .and_then(|v| v.as_str())
+        .context("cluster-info has no certificate-authority-data")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(ca.trim())
+        .context("cluster-info CA is not base64")?;
+    String::from_utf8(bytes).context("cluster-info CA is not PEM")
+}
+
+/// Reads the hub CA from `--ca-file`, or from the hub's `kube-public/cluster-info`: anonymously
+/// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
 async fn hub_ca(args: &JoinArgs) -> anyhow::Result<String> {
     if let Some(path) = &args.ca_file {
         return std::fs::read_to_string(path)
             .with_context(|| format!("reading CA file {}", path.display()));
     }
-    let uri: http::Uri = args.hub_apiserver.parse()?;
-    let mut config = kube::Config::new(uri);
-    config.accept_invalid_certs = true;
-    config.connect_timeout = Some(std::time::Duration::from_secs(10));
-    let client = kube::Client::try_from(config)?;
-    let cm = Api::<ConfigMap>::namespaced(client, "kube-public")
-        .get("cluster-info")
-        .await
-        .map_err(|e| describe_hub_error(&args.hub_apiserver, e))
-        .context("reading the hub CA from kube-public/cluster-info (or pass --ca-file)")?;
-    let text = cm
-        .data
-        .and_then(|d| d.get("kubeconfig").cloned())
-        .context("kube-public/cluster-info has no kubeconfig")?;
-    let parsed = ocm_runtime::kubeconfig::parse(&text).or_else(|_| {
-        // cluster-info has no context; read its first cluster directly.
-        let value: serde_json::Value = serde_saphyr::from_str(&text)?;
-        let ca = value
-            .pointer("/clusters/0/cluster/certificate-authority-data")
-            .and_then(|v| v.as_str())
-            .context("cluster-info has no certificate-authority-data")?
-            .to_owned();
-        Err(anyhow::anyhow!(ca))
-    });
-    match parsed {
-        Ok(kubeconfig) => ocm_runtime::kubeconfig::current_server(&kubeconfig)?
-            .ca_pem
-            .context("cluster-info has no CA"),
-        Err(ca_b64) => {
-            use base64::Engine;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(ca_b64.to_string().trim())
-                .context("cluster-info CA is not base64")?;
-            Ok(String::from_utf8(bytes).context("cluster-info CA is not PEM")?)
+    discover_ca(&args.hub_apiserver, &args.hub_token).await
+}
+
+/// Learns the CA of the hub at `url` from its `kube-public/cluster-info`: anonymously, else
+/// with the bootstrap `token`.
+pub async fn discover_ca(url: &str, token: &str) -> anyhow::Result<String> {
+    let read = |client: kube::Client| async move {
+        Api::<ConfigMap>::namespaced(client, "kube-public")
+            .get("cluster-info")
+            .await
+    };
+    let anonymous = discovery_client(url, None).await?;
+    let cm = match read(anonymous).await {
+        Ok(cm) => cm,
+        Err(err) if refused(&err) => {
+            let with_token = discovery_client(url, Some(token)).await?;
+            retry_while_propagating("reading kube-public/cluster-info", || {
+                read(with_token.clone())
+            })
+            .await
+            .map_err(|e| describe_hub_error(url, e))
+            .context("reading the hub CA from kube-public/cluster-info (or pass --ca-file)")?
         }
-    }
+        Err(err) => {
+            return Err(describe_hub_error(url, err))
+                .context("reading the hub CA from kube-public/cluster-info (or pass --ca-file)");
+        }
+    };
+    cluster_info_ca(&cm)
 }
 
 /// Turns a client error against the hub into a message a user can act on.
@@ -173,8 +243,8 @@ pub async fn check_token(
     cluster: &str,
 ) -> anyhow::Result<()> {
     let client = ocm_runtime::kubeconfig::client_from_yaml(bootstrap_kubeconfig).await?;
-    Api::<ManagedCluster>::all(client)
-        .get_opt(cluster)
+    let clusters = Api::<ManagedCluster>::all(client);
+    retry_while_propagating("checking the bootstrap token", || clusters.get_opt(cluster))
         .await
         .map_err(|e| describe_hub_error(url, e))?;
     Ok(())
