@@ -2,6 +2,8 @@
 //! simulated managed clusters, with real `ocm` processes and real kubectl where a user would
 //! use them. This library holds the shared fixtures; the scenarios are in `tests/`.
 
+pub mod process;
+
 use std::fmt::Debug;
 use std::path::Path;
 use std::time::Duration;

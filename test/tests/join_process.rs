@@ -4,113 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::api::{Api, ListParams};
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::process::Process;
 use ocm_e2e::{joined_and_available, wait_for};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 
-/// A long-running `ocm` process whose output lines are collected.
-struct Process {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    line_added: Arc<std::sync::Condvar>,
-}
-
-impl Process {
-    fn spawn(home: &Path, args: &[&str]) -> Process {
-        let mut child = Command::new(OCM)
-            .args(args)
-            .env("OCM_HOME", home)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("ocm starts");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let line_added = Arc::new(std::sync::Condvar::new());
-        let label = args[0].to_owned();
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let lines = lines.clone();
-            let line_added = line_added.clone();
-            let label = label.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
-                    eprintln!("[ocm {label}] {line}");
-                    lines.lock().unwrap().push(line);
-                    line_added.notify_all();
-                }
-            });
-        }
-        Process {
-            child,
-            lines,
-            line_added,
-        }
-    }
-
-    /// Waits for a line containing `needle` and returns it.
-    fn wait_line(&self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        let mut lines = self.lines.lock().unwrap();
-        loop {
-            if let Some(line) = lines.iter().find(|l| l.contains(needle)) {
-                return line.clone();
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            assert!(
-                !left.is_zero(),
-                "no line containing {needle:?} in {lines:#?}"
-            );
-            lines = self.line_added.wait_timeout(lines, left).unwrap().0;
-        }
-    }
-
-    fn stop(mut self) {
-        #[cfg(unix)]
-        {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(self.child.id().to_string())
-                .status();
-        }
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::time::Instant::now() < deadline {
-            if self.child.try_wait().unwrap().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Runs `ocm` to completion: (exit code, stdout, stderr).
 fn ocm(home: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(OCM)
-        .args(args)
-        .env("OCM_HOME", home)
-        .stdin(Stdio::null())
-        .output()
-        .expect("ocm runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    ocm_e2e::process::run_ocm(OCM, home, args)
 }
 
 fn kubectl_available() -> bool {
@@ -137,6 +44,7 @@ struct Hub {
 fn start_hub(home: &Path) -> Hub {
     let data = home.join("hub");
     let process = Process::spawn(
+        OCM,
         home,
         &[
             "hub",
@@ -272,7 +180,7 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
         "--data-dir",
         spoke_dir,
     ];
-    let join = Process::spawn(home.path(), &join_args);
+    let join = Process::spawn(OCM, home.path(), &join_args);
     join.wait_line("token accepted");
     let (code, stdout, stderr) = ocm(
         home.path(),
@@ -422,7 +330,7 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
 
     // Restarting the agent re-registers nothing.
     join.stop();
-    let join = Process::spawn(home.path(), &join_args);
+    let join = Process::spawn(OCM, home.path(), &join_args);
     join.wait_line("token accepted");
     let restarted = jiff::Timestamp::now();
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =

@@ -20,7 +20,7 @@ use crate::policy::{Access, Facts, Phase, Review, Verdict, admit};
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
     /// The API server did not answer a SubjectAccessReview or a read.
-    #[error("asking the API server: {0}")]
+    #[error("asking the API server")]
     Api(#[from] kube::Error),
     /// A policy kept asking new questions.
     #[error("the policy asked too many access questions")]

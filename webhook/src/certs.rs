@@ -31,7 +31,7 @@ pub const SERVING_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
     /// Reading or writing a file.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -39,13 +39,13 @@ pub enum CertError {
         source: std::io::Error,
     },
     /// Generating or signing.
-    #[error("generating the serving certificate: {0}")]
+    #[error("generating the serving certificate")]
     Generate(#[from] rcgen::Error),
     /// A PEM file or key that does not parse.
     #[error("{0}")]
     Invalid(String),
     /// rustls refused the configuration.
-    #[error("TLS configuration: {0}")]
+    #[error("TLS configuration")]
     Tls(#[from] rustls::Error),
 }
 
@@ -158,8 +158,8 @@ fn validity(pem: &str) -> Result<(i64, i64), CertError> {
         .next()
         .ok_or_else(|| CertError::Invalid("no certificate in PEM".into()))?
         .map_err(|e| CertError::Invalid(e.to_string()))?;
-    let (_, cert) = x509_parser::parse_x509_certificate(&der)
-        .map_err(|e| CertError::Invalid(e.to_string()))?;
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(&der).map_err(|e| CertError::Invalid(e.to_string()))?;
     Ok((
         cert.validity().not_before.timestamp(),
         cert.validity().not_after.timestamp(),

@@ -30,7 +30,7 @@ pub const CONVERTED_CRDS: [&str; 2] = [
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
     /// The API server refused a write or a read.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Api {
         /// What was being done.
         what: String,
@@ -159,7 +159,10 @@ pub async fn apply_configurations(
         ),
     ] {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind, plural));
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         api.patch(&name, &params, &Patch::Apply(&object))
             .await
             .map_err(|source| InstallError::Api {
@@ -267,7 +270,10 @@ mod tests {
             "https://h:9443/validate"
         );
         assert_eq!(validating["webhooks"][0]["failurePolicy"], "Fail");
-        assert_eq!(validating["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+        assert_eq!(
+            validating["webhooks"][0]["clientConfig"]["caBundle"],
+            "Q0E="
+        );
     }
 
     #[test]

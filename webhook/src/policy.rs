@@ -520,14 +520,19 @@ mod tests {
         let r = review(
             "managedclusters",
             "cluster.open-cluster-management.io",
-            cluster(json!({"hubAcceptsClient": true, "taints": [{"key": "a", "effect": "NoSelect"}]})),
+            cluster(
+                json!({"hubAcceptsClient": true, "taints": [{"key": "a", "effect": "NoSelect"}]}),
+            ),
             None,
         );
         let deny = |_: &Access| false;
         let Verdict::Mutate(mutated) = admit(Phase::Mutating, &r, &facts(), &deny) else {
             panic!("mutation expected");
         };
-        assert_eq!(mutated["spec"]["taints"][0]["timeAdded"], "2026-02-02T10:11:12Z");
+        assert_eq!(
+            mutated["spec"]["taints"][0]["timeAdded"],
+            "2026-02-02T10:11:12Z"
+        );
         let mut validated = r.clone();
         validated.object = Some(mutated);
         let Verdict::Deny(denial) = admit(Phase::Validating, &validated, &facts(), &deny) else {
@@ -557,7 +562,11 @@ mod tests {
         let Verdict::Deny(denial) = admit_both(&r, &facts(), &|_: &Access| false) else {
             panic!("denial expected");
         };
-        assert!(denial.message.contains("hub-managed taint"), "{}", denial.message);
+        assert!(
+            denial.message.contains("hub-managed taint"),
+            "{}",
+            denial.message
+        );
         assert!(!matches!(
             admit_both(&r, &facts(), &|_: &Access| true),
             Verdict::Deny(_)
@@ -571,7 +580,12 @@ mod tests {
                                         "metadata": {"name": "a", "namespace": "d"}}]},
             "executor": {"subject": {"type": "ServiceAccount",
                                      "serviceAccount": {"namespace": "d", "name": "sa"}}}}});
-        let r = review("manifestworks", "work.open-cluster-management.io", work, None);
+        let r = review(
+            "manifestworks",
+            "work.open-cluster-management.io",
+            work,
+            None,
+        );
         let asked = std::sync::Mutex::new(Vec::new());
         let verdict = admit(Phase::Validating, &r, &facts(), &|a: &Access| {
             asked.lock().unwrap().push(a.clone());

@@ -61,7 +61,7 @@ impl RunningWebhook {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// Binding the address.
-    #[error("listening on {addr}: {source}")]
+    #[error("listening on {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,
@@ -150,7 +150,10 @@ fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
 }
 
 fn json_reply(value: &Value) -> Response<Full<Bytes>> {
-    reply(StatusCode::OK, serde_json::to_vec(value).unwrap_or_default())
+    reply(
+        StatusCode::OK,
+        serde_json::to_vec(value).unwrap_or_default(),
+    )
 }
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {

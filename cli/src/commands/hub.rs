@@ -131,8 +131,9 @@ impl WebhookFlags {
         default_cluster_set: bool,
     ) -> anyhow::Result<Webhooks> {
         let certs = match &self.webhook_cert_dir {
-            Some(dir) => ServingCerts::provided(dir)
-                .with_context(|| format!("loading the webhook certificate from {}", dir.display()))?,
+            Some(dir) => ServingCerts::provided(dir).with_context(|| {
+                format!("loading the webhook certificate from {}", dir.display())
+            })?,
             None => {
                 let mut hosts = vec![crate::embedded::advertised_host(self.webhook_listen)];
                 if let Some(host) = self

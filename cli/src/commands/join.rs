@@ -100,7 +100,10 @@ fn refused(err: &kube::Error) -> bool {
 
 /// Runs `attempt` until it succeeds, fails with something other than 401/403, or
 /// [`PROPAGATION_RETRY`] has passed; says once on stderr why it waits.
-pub async fn retry_while_propagating<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, kube::Error>
+pub async fn retry_while_propagating<T, F, Fut>(
+    what: &str,
+    mut attempt: F,
+) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, kube::Error>>,

@@ -9,9 +9,9 @@
 //!   `timeAdded` and gets it stamped, an unchanged taint must keep its `timeAdded`;
 //! - with the default cluster sets enabled, a cluster without a (non-empty)
 //!   `cluster.open-cluster-management.io/clusterset` label is put into `default`;
-//! - setting `hubAcceptsClient` to true (on create, or false → true on update) needs `update`
-//!   on `register.open-cluster-management.io` `managedclusters/accept` for the cluster, and is
-//!   refused while the cluster namespace is terminating;
+//! - setting `hubAcceptsClient` to true on create, or changing it on update, needs `update`
+//!   on `register.open-cluster-management.io` `managedclusters/accept` for the cluster;
+//!   accepting is refused while the cluster namespace is terminating;
 //! - changing the cluster set label needs `create` on `managedclustersets/join` for the old
 //!   and the new set;
 //! - adding, changing or removing a hub-managed taint (`cluster.open-cluster-management.io/
@@ -202,14 +202,18 @@ pub fn validate_managed_cluster(input: &AdmissionInput<'_>) -> Result<(), Admiss
         })
     };
     let newly_accepted = accepts(object) && !old.is_some_and(accepts);
-    if newly_accepted {
-        if input.cluster_namespace_terminating {
-            return Err(AdmissionDenial::forbidden(
-                &accept_resource,
-                name,
-                format!("cluster namespace \"{name}\" is terminating"),
-            ));
-        }
+    let acceptance_changed = match old {
+        Some(old) => accepts(old) != accepts(object),
+        None => accepts(object),
+    };
+    if newly_accepted && input.cluster_namespace_terminating {
+        return Err(AdmissionDenial::forbidden(
+            &accept_resource,
+            name,
+            format!("cluster namespace \"{name}\" is terminating"),
+        ));
+    }
+    if acceptance_changed {
         if !may_accept() {
             return Err(AdmissionDenial::forbidden(
                 &accept_resource,
@@ -756,15 +760,17 @@ mod tests {
             )),
             Ok(None)
         );
-        // Denying (true → false) needs no special permission.
+        // Denying (true → false) is a change of the field too: only an accepter may.
         assert_eq!(
             admit_managed_cluster(&input(
                 Operation::Update,
                 &pending,
                 Some(&accepted),
                 &deny_all
-            )),
-            Ok(None)
+            ))
+            .unwrap_err()
+            .code,
+            403
         );
         let mut terminating = input(Operation::Create, &accepted, None, &allow_all);
         terminating.cluster_namespace_terminating = true;

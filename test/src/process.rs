@@ -1,0 +1,122 @@
+//! `ocm` processes for scenario tests: a long-running one whose output lines are collected
+//! and waited on, and one-shot runs. Tests pass the binary (`env!("CARGO_BIN_EXE_ocm-e2e-ocm")`:
+//! Cargo gives only integration tests the paths of their package's binaries).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A long-running `ocm` process whose output lines are collected.
+#[derive(Debug)]
+pub struct Process {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    line_added: Arc<std::sync::Condvar>,
+    /// Output streams that reached their end (2: the process has closed both).
+    closed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Process {
+    /// Starts `bin` with `args` and `OCM_HOME` set to `home`, collecting its output lines.
+    pub fn spawn(bin: &str, home: &Path, args: &[&str]) -> Process {
+        let mut child = Command::new(bin)
+            .args(args)
+            .env("OCM_HOME", home)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ocm starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let line_added = Arc::new(std::sync::Condvar::new());
+        let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let label = args[0].to_owned();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = lines.clone();
+            let line_added = line_added.clone();
+            let label = label.clone();
+            let closed = closed.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    eprintln!("[ocm {label}] {line}");
+                    lines.lock().unwrap().push(line);
+                    line_added.notify_all();
+                }
+                let _held = lines.lock().unwrap();
+                closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                line_added.notify_all();
+            });
+        }
+        Process {
+            child,
+            lines,
+            line_added,
+            closed,
+        }
+    }
+
+    /// Waits for a line containing `needle` and returns it.
+    pub fn wait_line(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let mut lines = self.lines.lock().unwrap();
+        loop {
+            if let Some(line) = lines.iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            assert!(
+                self.closed.load(std::sync::atomic::Ordering::SeqCst) < 2,
+                "the process ended without a line containing {needle:?}: {lines:#?}"
+            );
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no line containing {needle:?} in {lines:#?}"
+            );
+            lines = self.line_added.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// Stops the process (SIGTERM, then SIGKILL after 20 s).
+    pub fn stop(mut self) {
+        #[cfg(unix)]
+        {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `ocm` (binary `bin`) to completion: (exit code, stdout, stderr).
+pub fn run_ocm(bin: &str, home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .env("OCM_HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ocm runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
