@@ -526,3 +526,58 @@ async fn the_same_policies_hold_in_process_and_through_webhooks() {
         }
     }
 }
+
+/// kube-apiserver authorizes against an acknowledged RBAC or token write within milliseconds;
+/// the embedded server must do so for the very next request, or scripts that run `ocm init`
+/// and `ocm join` back to back fail at random.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_rbac_or_token_write_counts_for_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = ocm_e2e::start_fast_hub(dir.path()).await.unwrap();
+    let admin = hub.admin_client();
+    for round in 0..25 {
+        let token = ocm::bootstrap::BootstrapToken::generate().unwrap();
+        ocm::bootstrap::init_with_token(&admin, &token, None)
+            .await
+            .unwrap();
+        let bootstrap = with_token(&hub.admin_kubeconfig, &token.to_string()).await;
+        let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+            Api::all(bootstrap);
+        csrs.list(&Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: new token refused: {e}"));
+
+        let user = format!("reader-{round}");
+        let reader = as_user(&hub.admin_kubeconfig, &user, &["system:authenticated"]).await;
+        let as_reader: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(reader, "default");
+        apply(
+            &admin,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": user, "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+        )
+        .await;
+        apply(
+            &admin,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": user, "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+        )
+        .await;
+        as_reader
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: new binding not honoured: {e}"));
+        let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+            Api::namespaced(admin.clone(), "default");
+        bindings.delete(&user, &Default::default()).await.unwrap();
+        let refused = as_reader.list(&Default::default()).await;
+        assert!(
+            matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
+            "round {round}: deleted binding still honoured: {refused:?}"
+        );
+    }
+    hub.stop().await;
+}

@@ -1,0 +1,132 @@
+//! `ocm init` and `ocm join` run back to back, as people script them, with no pause anywhere:
+//! against an embedded hub the moment its admin kubeconfig appears (fresh data directory each
+//! time), and against a plain `ocm apiserver` — no kubeadm objects, no `kube-public/cluster-info`
+//! until `ocm init` publishes it — managed by `ocm hub --kubeconfig`. Twenty times each; every
+//! join must find the hub CA by itself (no `--ca-file`) and get its ManagedCluster created.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use kube::api::Api;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::process::{Process, run_ocm};
+use ocm_e2e::wait_for;
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+const ROUNDS: usize = 20;
+
+/// Runs `ocm init` against `kubeconfig`, then at once `ocm join` with the printed command for a
+/// simulated cluster `name`; returns once the join reports the token accepted and the cluster
+/// has asked to join on the hub.
+async fn init_then_join(home: &Path, kubeconfig: &Path, name: &str) {
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let (code, stdout, stderr) = run_ocm(OCM, home, &["init", "--kubeconfig", kubeconfig]);
+    assert_eq!(code, 0, "ocm init failed: {stderr}");
+    let word_after = |flag: &str| {
+        stdout
+            .split_whitespace()
+            .skip_while(|w| *w != flag)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {flag} in {stdout}"))
+            .to_owned()
+    };
+    let (url, token) = (word_after("--hub-apiserver"), word_after("--hub-token"));
+    let data = home.join("clusters").join(name);
+    let join = Process::spawn(
+        OCM,
+        home,
+        &[
+            "join",
+            "--hub-apiserver",
+            &url,
+            "--hub-token",
+            &token,
+            "--cluster-name",
+            name,
+            "--simulated",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+    );
+    join.wait_line("token accepted");
+    let admin = ocm_runtime::kubeconfig::client_from_file(Path::new(kubeconfig))
+        .await
+        .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(admin);
+    wait_for(&clusters, name, "the cluster asking to join", |_| true)
+        .await
+        .unwrap();
+    join.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_and_join_the_moment_an_embedded_hub_writes_its_kubeconfig() {
+    for round in 0..ROUNDS {
+        let home = tempfile::tempdir().unwrap();
+        let data = home.path().join("hub");
+        let hub = Process::spawn(
+            OCM,
+            home.path(),
+            &[
+                "hub",
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+        );
+        let kubeconfig = data.join("admin.kubeconfig");
+        // The only wait: the file appearing (written atomically, last of all).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !kubeconfig.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: no admin.kubeconfig"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        init_then_join(home.path(), &kubeconfig, &format!("round-{round}")).await;
+        hub.stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_and_join_against_a_plain_apiserver_managed_by_ocm_hub() {
+    let home = tempfile::tempdir().unwrap();
+    let api_dir = home.path().join("apiserver");
+    let apiserver = Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "apiserver",
+            "--data-dir",
+            api_dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--memory",
+        ],
+    );
+    apiserver.wait_line("ocm apiserver ready");
+    let kubeconfig = api_dir.join("admin.kubeconfig");
+    let hub = Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "hub",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--data-dir",
+            home.path().join("hub").to_str().unwrap(),
+            "--webhook-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    hub.wait_line("ocm hub ready");
+    for round in 0..ROUNDS {
+        init_then_join(home.path(), &kubeconfig, &format!("round-{round}")).await;
+    }
+    hub.stop();
+    apiserver.stop();
+}
