@@ -402,6 +402,117 @@ async fn run_cases(kubeconfig: &Path) -> Vec<(&'static str, Outcome)> {
     results
 }
 
+/// The addon kinds read the same through v1alpha1 and v1beta1 — on get, list and watch, and
+/// whichever version wrote them — whether the hub converts in-process or by webhook.
+async fn addon_versions_agree(kubeconfig: &Path) {
+    use futures::{StreamExt, TryStreamExt};
+    let admin = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
+        .await
+        .unwrap();
+    let group = "addon.open-cluster-management.io";
+    let cma = |version| {
+        api(
+            &admin,
+            group,
+            version,
+            "ClusterManagementAddOn",
+            "clustermanagementaddons",
+            None,
+        )
+    };
+    let mca = |version| {
+        api(
+            &admin,
+            group,
+            version,
+            "ManagedClusterAddOn",
+            "managedclusteraddons",
+            Some("c1"),
+        )
+    };
+    // Watch through v1alpha1 before writing through v1beta1.
+    let watch = cma("v1alpha1")
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap();
+    cma("v1beta1")
+        .create(&PostParams::default(), &object(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
+            "metadata": {"name": "hello"},
+            "spec": {"defaultConfigs": [{"group": group, "resource": "addondeploymentconfigs",
+                                         "namespace": "team", "name": "hello-config"}]}})))
+        .await
+        .unwrap();
+    let alpha = cma("v1alpha1").get("hello").await.unwrap();
+    assert_eq!(
+        alpha
+            .data
+            .pointer("/spec/supportedConfigs/0/defaultConfig/name"),
+        Some(&json!("hello-config")),
+        "{alpha:?}"
+    );
+    let listed = cma("v1alpha1").list(&Default::default()).await.unwrap();
+    assert!(listed.items.iter().any(|i| {
+        i.data
+            .pointer("/spec/supportedConfigs/0/defaultConfig/namespace")
+            == Some(&json!("team"))
+    }));
+    let listed = cma("v1beta1").list(&Default::default()).await.unwrap();
+    assert!(
+        listed
+            .items
+            .iter()
+            .any(|i| i.data.pointer("/spec/defaultConfigs/0/name") == Some(&json!("hello-config")))
+    );
+    let added = tokio::time::timeout(
+        ocm_e2e::WAIT,
+        watch
+            .try_filter_map(|event| async move {
+                Ok(match event {
+                    kube::api::WatchEvent::Added(o)
+                        if o.metadata.name.as_deref() == Some("hello") =>
+                    {
+                        Some(o)
+                    }
+                    _ => None,
+                })
+            })
+            .boxed()
+            .next(),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        added.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("addon.open-cluster-management.io/v1alpha1")
+    );
+    assert_eq!(
+        added
+            .data
+            .pointer("/spec/supportedConfigs/0/defaultConfig/name"),
+        Some(&json!("hello-config"))
+    );
+
+    mca("v1alpha1")
+        .create(&PostParams::default(), &object(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "ManagedClusterAddOn",
+            "metadata": {"name": "hello", "namespace": "c1"},
+            "spec": {"installNamespace": "hello-agent"}})))
+        .await
+        .unwrap();
+    let beta = mca("v1beta1").get("hello").await.unwrap();
+    assert_eq!(
+        beta.metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE),
+        Some(&"hello-agent".to_owned())
+    );
+    assert!(beta.data.pointer("/spec/installNamespace").is_none());
+}
+
 /// Which cases must be refused, and with which code.
 const EXPECTED: &[(&str, Option<u16>)] = &[
     (
@@ -491,10 +602,12 @@ async fn the_same_policies_hold_in_process_and_through_webhooks() {
         .await
         .unwrap();
     let in_process = run_cases(&embedded.admin_kubeconfig).await;
+    addon_versions_agree(&embedded.admin_kubeconfig).await;
     embedded.stop().await;
 
     let real = RealHub::start(&dir.path().join("real"));
     let through_webhooks = run_cases(&real.kubeconfig).await;
+    addon_versions_agree(&real.kubeconfig).await;
     real.stop();
 
     assert_eq!(in_process.len(), EXPECTED.len());
