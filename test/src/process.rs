@@ -87,6 +87,10 @@ impl Process {
 
     /// Stops the process (SIGTERM, then SIGKILL after 20 s).
     pub fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
         #[cfg(unix)]
         {
             let _ = Command::new("kill")
@@ -119,4 +123,14 @@ pub fn run_ocm(bin: &str, home: &Path, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+impl Drop for Process {
+    /// A test that fails half-way leaves no process behind.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
