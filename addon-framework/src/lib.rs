@@ -1,1 +1,17 @@
-//! Addon framework: the AgentAddon trait, the addon manager that installs addon agents through ManifestWork, and example addons.
+//! The addon framework: an addon is a Rust trait ([`agent::AgentAddon`]); the framework
+//! installs its agent on clusters through ManifestWork, registers the agent with the hub and
+//! tracks its health — as upstream OCM's Go addon framework does, over the same API objects.
+//!
+//! The pure parts — the works an addon becomes ([`works`]), registration defaults and status
+//! ([`registration`]), health from work status ([`health`]), which clusters an install
+//! strategy picks ([`install`]) — are separate from the controllers that read and write the
+//! hub ([`manager`]).
+
+pub mod agent;
+pub mod health;
+pub mod install;
+pub mod manager;
+pub mod registration;
+pub mod works;
+
+pub use agent::{AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig};

@@ -1,0 +1,220 @@
+//! What an addon author implements: [`AgentAddon`], the addon's name and options and the
+//! objects its agent needs on each cluster. Options mirror upstream's `AgentAddonOptions`, with
+//! the same defaults (see the field docs).
+
+use std::sync::Arc;
+
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+use ocm_api::cluster::v1::ManagedCluster;
+use serde_json::Value;
+
+/// Why an addon could not produce what the framework asked for. Its message is shown on the
+/// ManagedClusterAddOn's conditions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AddonError(pub String);
+
+impl AddonError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> AddonError {
+        AddonError(message.into())
+    }
+}
+
+/// Decides whether a change of the ManagedCluster (old, new) redeploys an addon's agent.
+pub type ClusterChangeFilter = Arc<dyn Fn(&ManagedCluster, &ManagedCluster) -> bool + Send + Sync>;
+
+/// An addon: the agent it installs on every cluster where it is enabled.
+#[async_trait::async_trait]
+pub trait AgentAddon: Send + Sync {
+    /// The addon's name and options. The name must equal its ClusterManagementAddOn's name.
+    fn options(&self) -> &AddonOptions;
+
+    /// The objects to put on `cluster` for `addon` (each with `apiVersion`, `kind` and
+    /// `metadata.name`): namespaces, deployments, RBAC, config maps…
+    async fn manifests(
+        &self,
+        cluster: &ManagedCluster,
+        addon: &ManagedClusterAddOn,
+    ) -> Result<Vec<Value>, AddonError>;
+}
+
+/// How the framework installs, registers and watches an addon.
+#[derive(Clone, Default)]
+pub struct AddonOptions {
+    /// The addon's name (unique on the hub).
+    pub name: String,
+    /// Hub credentials for the addon's agent; `None`: the agent needs none.
+    pub registration: Option<Registration>,
+    /// How health is judged (default [`HealthProber::Lease`], as upstream).
+    pub health: HealthProber,
+    /// Namespace the agent is installed into on the managed cluster; `None`: the addon's
+    /// AddOnDeploymentConfig `agentInstallNamespace`, else
+    /// `open-cluster-management-agent-addon`.
+    pub install_namespace: Option<String>,
+    /// Config kinds (group, resource) the addon reads, e.g. AddOnDeploymentConfig.
+    pub supported_configs: Vec<(String, String)>,
+    /// Per-object overrides of the work's update strategy and feedback rules (raw
+    /// `manifestConfigs` entries of a ManifestWork).
+    pub manifest_configs: Vec<Value>,
+    /// Whether a change of the ManagedCluster (old, new) redeploys the agent; `None`: only
+    /// changes that the framework itself tracks (none of the cluster's fields).
+    pub redeploy_on_cluster_change: Option<ClusterChangeFilter>,
+}
+
+impl std::fmt::Debug for AddonOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddonOptions")
+            .field("name", &self.name)
+            .field("registration", &self.registration)
+            .field("health", &self.health)
+            .field("install_namespace", &self.install_namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AddonOptions {
+    /// Options for an addon called `name`, with upstream's defaults.
+    pub fn new(name: impl Into<String>) -> AddonOptions {
+        AddonOptions {
+            name: name.into(),
+            ..AddonOptions::default()
+        }
+    }
+}
+
+/// One credential the addon's agent gets on a cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistrationConfig {
+    /// A client certificate for the hub's API server (`kubernetes.io/kube-apiserver-client`),
+    /// approved by the framework through [`Registration::approve`]. Empty user / groups:
+    /// upstream's defaults ([`crate::registration::default_user`],
+    /// [`crate::registration::default_groups`]).
+    KubeClient {
+        /// Certificate user (CN).
+        user: String,
+        /// Certificate groups (O).
+        groups: Vec<String>,
+    },
+    /// A certificate from another signer, signed by the framework through
+    /// [`Registration::sign`].
+    CustomSigner {
+        /// Signer name, e.g. `example.com/signer`.
+        signer_name: String,
+        /// Certificate user (CN).
+        user: String,
+        /// Certificate groups (O).
+        groups: Vec<String>,
+        /// Organizational units (OU).
+        organization_units: Vec<String>,
+    },
+}
+
+/// A CSR as the framework shows it to an addon's checks.
+#[derive(Clone, Debug)]
+pub struct CsrInfo {
+    /// The CSR's name.
+    pub name: String,
+    /// `spec.signerName`.
+    pub signer_name: String,
+    /// The requester (`spec.username`).
+    pub username: String,
+    /// Subject CN of the request.
+    pub common_name: String,
+    /// Subject O of the request.
+    pub organizations: Vec<String>,
+    /// The PEM request (`spec.request`).
+    pub request_pem: String,
+}
+
+/// Decides whether a CSR of an addon's agent on a cluster is approved.
+pub type CsrApproveCheck =
+    Arc<dyn Fn(&ManagedCluster, &ManagedClusterAddOn, &CsrInfo) -> bool + Send + Sync>;
+
+/// Signs a custom-signer CSR: returns the certificate PEM.
+pub type CsrSigner = Arc<
+    dyn Fn(&ManagedCluster, &ManagedClusterAddOn, &CsrInfo) -> Result<String, AddonError>
+        + Send
+        + Sync,
+>;
+
+/// Produces the registrations of an addon on a cluster.
+pub type RegistrationConfigs = Arc<
+    dyn Fn(&ManagedCluster, &ManagedClusterAddOn) -> Result<Vec<RegistrationConfig>, AddonError>
+        + Send
+        + Sync,
+>;
+
+/// The hub-side permissions of the addon's agent: RBAC objects (Role, RoleBinding,
+/// ClusterRole, ClusterRoleBinding as JSON) the framework applies for a cluster. Returning
+/// `Err(PermissionPending)` means "not ready yet, ask again later".
+pub type PermissionConfig = Arc<
+    dyn Fn(&ManagedCluster, &ManagedClusterAddOn) -> Result<Vec<Value>, PermissionError>
+        + Send
+        + Sync,
+>;
+
+/// Why hub permissions are not in place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionError {
+    /// Something the permissions depend on is not there yet (upstream's SubjectNotReadyError):
+    /// asked again later, not reported as a failure.
+    #[error("not ready yet: {0}")]
+    Pending(String),
+    /// The permissions cannot be set up.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// How an addon's agent is registered with the hub.
+#[derive(Clone)]
+pub struct Registration {
+    /// The credentials the agent gets on a cluster.
+    pub configurations: RegistrationConfigs,
+    /// Approves kube-client CSRs; default [`crate::registration::default_approve`].
+    pub approve: CsrApproveCheck,
+    /// Hub permissions for the agent's groups, if any.
+    pub permissions: Option<PermissionConfig>,
+    /// Signs custom-signer CSRs, if the addon has any.
+    pub sign: Option<CsrSigner>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("permissions", &self.permissions.is_some())
+            .field("sign", &self.sign.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the framework judges an addon healthy.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum HealthProber {
+    /// The agent renews a Lease named after the addon in its install namespace; the
+    /// registration agent on the cluster checks it (upstream's default).
+    #[default]
+    Lease,
+    /// Never judged: Available is set from the work being applied.
+    None,
+    /// From the addon's ManifestWork: `probes` are feedback rules per object; the addon is
+    /// available when every probed object reports its fields and `check` (if any) accepts them.
+    Work {
+        /// `manifestConfigs` entries (resourceIdentifier + feedbackRules) to probe.
+        probes: Vec<Value>,
+    },
+    /// Every Deployment among the manifests has `availableReplicas` ≥ 1.
+    DeploymentAvailability,
+    /// Every Deployment and DaemonSet among the manifests is available.
+    WorkloadAvailability,
+}
+
+impl HealthProber {
+    /// The `status.healthCheck.mode` this prober gives a ManagedClusterAddOn.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            HealthProber::Lease => ocm_api::addon::names::HEALTH_CHECK_MODE_LEASE,
+            _ => ocm_api::addon::names::HEALTH_CHECK_MODE_CUSTOMIZED,
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The controllers that run an addon on the hub.
+//!
+//! [`AddonManager`] is what an addon's own process runs (the library form of upstream's addon
+//! manager): for every ManagedClusterAddOn of each of its addons it asks the addon for its
+//! manifests, delivers them as the works [`crate::works::plan`] describes (server-side apply;
+//! stale works deleted; nothing written when the addon fails), and writes the status —
+//! install namespace, registrations, health-check mode and the `ManifestApplied`,
+//! `RegistrationApplied` and (for probers other than Lease) `Available` conditions.
+//!
+//! [`run_install_strategies`] is the generic controller `ocm hub` runs for every addon:
+//! ClusterManagementAddOn install strategies ([`crate::install::plan`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
+use ocm_api::addon::names::conditions::{
+    AVAILABLE, MANIFEST_APPLIED, REGISTRATION_APPLIED, manifest_applied, registration_applied,
+};
+use ocm_api::addon::names::labels::ADDON_NAME;
+use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::conditions::{condition, set_condition};
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+
+use crate::agent::AgentAddon;
+use crate::works::{WorkInput, plan};
+
+/// Why one reconcile failed (it is retried).
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// The hub refused or did not answer.
+    #[error("hub API")]
+    Api(#[from] kube::Error),
+    /// An object did not (de)serialize.
+    #[error("encoding")]
+    Encoding(#[from] serde_json::Error),
+}
+
+/// How often every addon is reconciled even without a change (works' status feeds health).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// Runs addons' hub side: delivery, status and health.
+pub struct AddonManager {
+    client: kube::Client,
+    addons: Vec<Arc<dyn AgentAddon>>,
+}
+
+impl std::fmt::Debug for AddonManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddonManager")
+            .field(
+                "addons",
+                &self
+                    .addons
+                    .iter()
+                    .map(|a| a.options().name.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+struct Ctx {
+    client: kube::Client,
+    addon: Arc<dyn AgentAddon>,
+}
+
+impl AddonManager {
+    /// A manager talking to the hub through `client` (it needs to read clusters, read and
+    /// write ManagedClusterAddOns and their status, and write ManifestWorks).
+    pub fn new(client: kube::Client) -> AddonManager {
+        AddonManager {
+            client,
+            addons: Vec::new(),
+        }
+    }
+
+    /// Adds an addon.
+    pub fn with_addon(mut self, addon: Arc<dyn AgentAddon>) -> AddonManager {
+        self.addons.push(addon);
+        self
+    }
+
+    /// Runs every addon's controllers until `shutdown`.
+    pub async fn run(self, shutdown: Shutdown) {
+        let runs = self
+            .addons
+            .into_iter()
+            .map(|addon| run_addon(self.client.clone(), addon, shutdown.clone()));
+        futures::future::join_all(runs).await;
+    }
+}
+
+async fn run_addon(client: kube::Client, addon: Arc<dyn AgentAddon>, shutdown: Shutdown) {
+    let name = addon.options().name.clone();
+    let addons: Api<ManagedClusterAddOn> = Api::all(client.clone());
+    let works: Api<ocm_api::work::v1::ManifestWork> = Api::all(client.clone());
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let work_name = name.clone();
+    let cluster_name = name.clone();
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        addon,
+    });
+    Controller::new(addons, by_name)
+        .watches(
+            works,
+            watcher::Config::default().labels(&format!("{ADDON_NAME}={name}")),
+            move |work| {
+                work.metadata
+                    .namespace
+                    .map(|ns| ObjectRef::new(&work_name).within(&ns))
+            },
+        )
+        .watches(clusters, watcher::Config::default(), move |cluster| {
+            cluster
+                .metadata
+                .name
+                .map(|c| ObjectRef::new(&cluster_name).within(&c))
+        })
+        .graceful_shutdown_on(async move { shutdown.cancelled().await })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(_addon: Arc<ManagedClusterAddOn>, err: &ManagerError, _ctx: Arc<Ctx>) -> Action {
+    tracing::debug!(%err, "addon reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+/// The status fields the manager owns, computed from one pass.
+#[derive(Debug, Default)]
+struct Outcome {
+    conditions: Vec<Condition>,
+    namespace: Option<String>,
+    registrations: Option<Value>,
+}
+
+async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Action, ManagerError> {
+    let options = ctx.addon.options();
+    let namespace = mca.metadata.namespace.clone().unwrap_or_default();
+    let generation = mca.metadata.generation;
+    let mut outcome = Outcome {
+        conditions: mca
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default(),
+        ..Outcome::default()
+    };
+    if mca.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let clusters: Api<ManagedCluster> = Api::all(ctx.client.clone());
+    let Some(cluster) = clusters.get_opt(&namespace).await? else {
+        set_condition(
+            &mut outcome.conditions,
+            condition(
+                MANIFEST_APPLIED,
+                "False",
+                "ManagedClusterNotFound",
+                &format!(
+                    "namespace {namespace} is not a cluster namespace: there is no ManagedCluster {namespace}"
+                ),
+                generation,
+            ),
+        );
+        write_status(&ctx, &mca, &outcome).await?;
+        return Ok(Action::requeue(RESYNC));
+    };
+    let install_namespace = options
+        .install_namespace
+        .clone()
+        .unwrap_or_else(|| DEFAULT_INSTALL_NAMESPACE.to_owned());
+    outcome.namespace = Some(install_namespace);
+    // Registrations.
+    match &options.registration {
+        None => {
+            set_condition(
+                &mut outcome.conditions,
+                condition(
+                    REGISTRATION_APPLIED,
+                    "True",
+                    registration_applied::NIL_REGISTRATION,
+                    "Registration of the addon agent is configured",
+                    generation,
+                ),
+            );
+            outcome.registrations = Some(json!([]));
+        }
+        Some(registration) => match (registration.configurations)(&cluster, &mca) {
+            Ok(configs) => {
+                let entries =
+                    crate::registration::status_registrations(&namespace, &options.name, &configs);
+                outcome.registrations = Some(serde_json::to_value(entries)?);
+                set_condition(
+                    &mut outcome.conditions,
+                    condition(
+                        REGISTRATION_APPLIED,
+                        "True",
+                        registration_applied::SET_PERMISSION_APPLIED,
+                        "Registration of the addon agent is configured",
+                        generation,
+                    ),
+                );
+            }
+            Err(err) => {
+                set_condition(
+                    &mut outcome.conditions,
+                    condition(
+                        REGISTRATION_APPLIED,
+                        "False",
+                        registration_applied::SET_PERMISSION_FAILED,
+                        &err.0,
+                        generation,
+                    ),
+                );
+            }
+        },
+    }
+    // Manifests → works. Nothing is written when the addon fails.
+    let manifests = match ctx.addon.manifests(&cluster, &mca).await {
+        Ok(manifests) => manifests,
+        Err(err) => {
+            set_condition(
+                &mut outcome.conditions,
+                condition(
+                    MANIFEST_APPLIED,
+                    "False",
+                    manifest_applied::APPLY_FAILED,
+                    &format!(
+                        "failed to build the manifests of addon {}: {err}",
+                        options.name
+                    ),
+                    generation,
+                ),
+            );
+            write_status(&ctx, &mca, &outcome).await?;
+            return Ok(Action::requeue(RESYNC));
+        }
+    };
+    let mut manifest_configs = options.manifest_configs.clone();
+    manifest_configs.extend(crate::health::probe_configs(&options.health, &manifests));
+    let uid = mca.metadata.uid.clone().unwrap_or_default();
+    let planned = match plan(&WorkInput {
+        addon: &options.name,
+        cluster: &namespace,
+        owner_uid: &uid,
+        manifests: &manifests,
+        manifest_configs: &manifest_configs,
+        config_hash: None,
+        limit: WorkInput::DEFAULT_LIMIT,
+    }) {
+        Ok(planned) => planned,
+        Err(err) => {
+            set_condition(
+                &mut outcome.conditions,
+                condition(
+                    MANIFEST_APPLIED,
+                    "False",
+                    manifest_applied::APPLY_FAILED,
+                    &err.0,
+                    generation,
+                ),
+            );
+            write_status(&ctx, &mca, &outcome).await?;
+            return Ok(Action::requeue(RESYNC));
+        }
+    };
+    let works: Api<ocm_api::work::v1::ManifestWork> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    let params = PatchParams::apply(&format!("addon-manager-{}", options.name)).force();
+    let mut applied = Vec::new();
+    let mut failure = None;
+    for work in &planned.deploy {
+        let name = work["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        match works.patch(&name, &params, &Patch::Apply(work)).await {
+            Ok(written) => applied.push(serde_json::to_value(written)?),
+            Err(err) => {
+                failure = Some(format!("failed to apply work {name}: {err}"));
+                break;
+            }
+        }
+    }
+    if failure.is_none() {
+        let keep: BTreeSet<&str> = planned
+            .deploy
+            .iter()
+            .filter_map(|w| w["metadata"]["name"].as_str())
+            .collect();
+        let existing = works
+            .list(&ListParams::default().labels(&format!("{ADDON_NAME}={}", options.name)))
+            .await?;
+        for work in existing {
+            let name = work.metadata.name.clone().unwrap_or_default();
+            let deploy = name.starts_with(&format!("addon-{}-deploy-", options.name));
+            if deploy && !keep.contains(name.as_str()) {
+                let _ = works.delete(&name, &DeleteParams::default()).await;
+            }
+        }
+    }
+    match &failure {
+        Some(message) => set_condition(
+            &mut outcome.conditions,
+            condition(
+                MANIFEST_APPLIED,
+                "False",
+                manifest_applied::WORK_APPLY_FAILED,
+                message,
+                generation,
+            ),
+        ),
+        None => set_condition(
+            &mut outcome.conditions,
+            condition(
+                MANIFEST_APPLIED,
+                "True",
+                manifest_applied::APPLIED,
+                "no errors",
+                generation,
+            ),
+        ),
+    };
+    if let Some(judgement) = crate::health::judge(&options.health, Some(&applied)) {
+        set_condition(
+            &mut outcome.conditions,
+            condition(
+                AVAILABLE,
+                judgement.status,
+                judgement.reason,
+                &judgement.message,
+                generation,
+            ),
+        );
+    }
+    write_status(&ctx, &mca, &outcome).await?;
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Writes the manager's status fields when they changed, conditionally on the object's
+/// resourceVersion (the registration agent writes other conditions of the same object).
+async fn write_status(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    outcome: &Outcome,
+) -> Result<(), ManagerError> {
+    let options = ctx.addon.options();
+    let current = mca.status.clone().unwrap_or_default();
+    let mut status = json!({
+        "conditions": outcome.conditions,
+        "healthCheck": {"mode": options.health.mode()},
+    });
+    if let Some(ns) = &outcome.namespace {
+        status["namespace"] = json!(ns);
+    }
+    if let Some(registrations) = &outcome.registrations {
+        status["registrations"] = registrations.clone();
+    }
+    let before = serde_json::to_value(&current)?;
+    let unchanged = ["conditions", "healthCheck", "namespace", "registrations"]
+        .iter()
+        .all(|k| {
+            status.get(k).is_none_or(|v| {
+                before.get(k).unwrap_or(&Value::Null) == v
+                    || (v.as_array().is_some_and(Vec::is_empty) && before.get(k).is_none())
+            })
+        });
+    if unchanged {
+        return Ok(());
+    }
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(
+        ctx.client.clone(),
+        mca.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let patch = json!({
+        "metadata": {"resourceVersion": mca.metadata.resource_version},
+        "status": status,
+    });
+    api.patch_status(
+        mca.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The clusters each placement of `cma`'s strategy selects (`None`: unreadable).
+async fn decisions_of(
+    client: &kube::Client,
+    cma: &ClusterManagementAddOn,
+) -> BTreeMap<String, Option<BTreeSet<String>>> {
+    let mut out = BTreeMap::new();
+    let placements = cma
+        .spec
+        .install_strategy
+        .as_ref()
+        .map(|s| s.placements.clone())
+        .unwrap_or_default();
+    for placement in placements {
+        let key = format!("{}/{}", placement.namespace, placement.name);
+        let api: Api<ocm_api::cluster::v1beta1::PlacementDecision> =
+            Api::namespaced(client.clone(), &placement.namespace);
+        let selector = format!(
+            "cluster.open-cluster-management.io/placement={}",
+            placement.name
+        );
+        let clusters = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .ok()
+            .map(|list| {
+                list.items
+                    .iter()
+                    .filter_map(|d| d.status.as_ref())
+                    .flat_map(|s| s.decisions.iter().map(|d| d.cluster_name.clone()))
+                    .collect()
+            });
+        out.insert(key, clusters);
+    }
+    out
+}
+
+/// One pass over every ClusterManagementAddOn's install strategy.
+async fn install_pass(client: &kube::Client) -> Result<(), ManagerError> {
+    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
+    let mcas: Api<ManagedClusterAddOn> = Api::all(client.clone());
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let deleting: BTreeSet<String> = clusters
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_some())
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    for cma in cmas.list(&ListParams::default()).await?.items {
+        let name = cma.metadata.name.clone().unwrap_or_default();
+        let uid = cma.metadata.uid.clone().unwrap_or_default();
+        let strategy = cma
+            .spec
+            .install_strategy
+            .as_ref()
+            .and_then(|s| s.type_)
+            .map(|t| match t {
+                ocm_api::addon::v1alpha1::InstallStrategyType::Placements => {
+                    ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS
+                }
+                ocm_api::addon::v1alpha1::InstallStrategyType::Manual => {
+                    ocm_api::addon::names::INSTALL_STRATEGY_MANUAL
+                }
+            })
+            .unwrap_or_default();
+        let existing: Vec<crate::install::Existing> = mcas
+            .list(&ListParams::default().fields(&format!("metadata.name={name}")))
+            .await?
+            .items
+            .into_iter()
+            .map(|m| crate::install::Existing {
+                cluster: m.metadata.namespace.clone().unwrap_or_default(),
+                owned: m
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid),
+            })
+            .collect();
+        let decisions = decisions_of(client, &cma).await;
+        let planned = match crate::install::plan(strategy, &decisions, &deleting, &existing) {
+            Ok(planned) => planned,
+            Err(err) => {
+                tracing::warn!(addon = name, %err, "install strategy not followed");
+                continue;
+            }
+        };
+        for cluster in planned.create {
+            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+            let mca: ManagedClusterAddOn = serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ManagedClusterAddOn",
+                "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
+                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                    "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
+                "spec": {},
+            }))?;
+            match api.create(&PostParams::default(), &mca).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
+            }
+        }
+        for cluster in planned.delete {
+            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+            let _ = api.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+    Ok(())
+}
+
+/// Follows every ClusterManagementAddOn's install strategy until `shutdown`: a pass whenever a
+/// ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn or ManagedCluster changes (and
+/// every 30 s).
+pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
+    let changed = Arc::new(tokio::sync::Notify::new());
+    fn watch<K>(api: Api<K>, changed: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<()>
+    where
+        K: kube::Resource
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        tokio::spawn(async move {
+            watcher(api, watcher::Config::default())
+                .default_backoff()
+                .for_each(|_| {
+                    changed.notify_one();
+                    async {}
+                })
+                .await;
+        })
+    }
+    let watchers = [
+        watch(
+            Api::<ClusterManagementAddOn>::all(client.clone()),
+            changed.clone(),
+        ),
+        watch(
+            Api::<ManagedClusterAddOn>::all(client.clone()),
+            changed.clone(),
+        ),
+        watch(
+            Api::<ocm_api::cluster::v1beta1::PlacementDecision>::all(client.clone()),
+            changed.clone(),
+        ),
+        watch(Api::<ManagedCluster>::all(client.clone()), changed.clone()),
+    ];
+    loop {
+        if let Err(err) = install_pass(&client).await {
+            tracing::debug!(%err, "install strategy pass failed; retrying");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(RESYNC) => {}
+        }
+    }
+    for watcher in watchers {
+        watcher.abort();
+    }
+}

@@ -1,0 +1,185 @@
+//! Registration defaults and the registration part of a ManagedClusterAddOn's status: the
+//! subject upstream gives an addon's agent, the default CSR approval check, and the
+//! `status.registrations` entries the registration agent on the cluster acts on.
+
+use ocm_api::addon::names::KUBE_APISERVER_CLIENT_SIGNER;
+use ocm_api::addon::v1beta1::{
+    CustomSignerConfig, KubeClientConfig, KubeClientSubject, RegistrationConfig as StatusConfig,
+    RegistrationType, Subject,
+};
+
+use crate::agent::{CsrInfo, RegistrationConfig};
+
+/// Upstream's default user of an addon agent:
+/// `system:open-cluster-management:cluster:<cluster>:addon:<addon>:agent:<agent>`.
+pub fn default_user(cluster: &str, addon: &str, agent: &str) -> String {
+    format!("system:open-cluster-management:cluster:{cluster}:addon:{addon}:agent:{agent}")
+}
+
+/// Upstream's default groups of an addon agent: the per-cluster addon group and the addon
+/// group.
+pub fn default_groups(cluster: &str, addon: &str) -> Vec<String> {
+    vec![
+        cluster_addon_group(cluster, addon),
+        format!("system:open-cluster-management:addon:{addon}"),
+    ]
+}
+
+/// `system:open-cluster-management:cluster:<cluster>:addon:<addon>`: the group an addon's
+/// agent on one cluster is in (hub permissions are bound to it).
+pub fn cluster_addon_group(cluster: &str, addon: &str) -> String {
+    format!("system:open-cluster-management:cluster:{cluster}:addon:{addon}")
+}
+
+/// One kube-client registration with upstream's default subject.
+pub fn default_kube_client(cluster: &str, addon: &str) -> RegistrationConfig {
+    RegistrationConfig::KubeClient {
+        user: default_user(cluster, addon, addon),
+        groups: default_groups(cluster, addon),
+    }
+}
+
+/// Upstream's default approval: a kube-apiserver-client CSR whose CN is the addon's default
+/// user prefix for this cluster and addon, and whose O includes the cluster's addon group.
+pub fn default_approve(cluster: &str, addon: &str, csr: &CsrInfo) -> bool {
+    let prefix = format!("system:open-cluster-management:cluster:{cluster}:addon:{addon}:agent:");
+    csr.signer_name == KUBE_APISERVER_CLIENT_SIGNER
+        && csr.common_name.starts_with(&prefix)
+        && csr.common_name.len() > prefix.len()
+        && csr
+            .organizations
+            .iter()
+            .any(|o| *o == cluster_addon_group(cluster, addon))
+}
+
+/// The `status.registrations` entries for `configs` (v1beta1 form), defaults filled in.
+pub fn status_registrations(
+    cluster: &str,
+    addon: &str,
+    configs: &[RegistrationConfig],
+) -> Vec<StatusConfig> {
+    configs
+        .iter()
+        .map(|config| match config {
+            RegistrationConfig::KubeClient { user, groups } => StatusConfig {
+                type_: RegistrationType::KubeClient,
+                kube_client: Some(KubeClientConfig {
+                    subject: Some(KubeClientSubject {
+                        user: Some(if user.is_empty() {
+                            default_user(cluster, addon, addon)
+                        } else {
+                            user.clone()
+                        }),
+                        groups: if groups.is_empty() {
+                            default_groups(cluster, addon)
+                        } else {
+                            groups.clone()
+                        },
+                    }),
+                    driver: None,
+                }),
+                custom_signer: None,
+            },
+            RegistrationConfig::CustomSigner {
+                signer_name,
+                user,
+                groups,
+                organization_units,
+            } => StatusConfig {
+                type_: RegistrationType::CustomSigner,
+                kube_client: None,
+                custom_signer: Some(CustomSignerConfig {
+                    signer_name: signer_name.clone(),
+                    subject: Some(Subject {
+                        user: Some(user.clone()),
+                        groups: groups.clone(),
+                        organization_units: organization_units.clone(),
+                    }),
+                }),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csr(cn: &str, orgs: &[&str], signer: &str) -> CsrInfo {
+        CsrInfo {
+            name: "x".into(),
+            signer_name: signer.into(),
+            username: "u".into(),
+            common_name: cn.into(),
+            organizations: orgs.iter().map(|o| (*o).to_owned()).collect(),
+            request_pem: String::new(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        assert_eq!(
+            default_user("c1", "hello", "hello"),
+            "system:open-cluster-management:cluster:c1:addon:hello:agent:hello"
+        );
+        assert_eq!(
+            default_groups("c1", "hello"),
+            vec![
+                "system:open-cluster-management:cluster:c1:addon:hello".to_owned(),
+                "system:open-cluster-management:addon:hello".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn the_default_check_approves_only_this_clusters_addon() {
+        let group = cluster_addon_group("c1", "hello");
+        let good = csr(
+            &default_user("c1", "hello", "a1"),
+            &[&group],
+            KUBE_APISERVER_CLIENT_SIGNER,
+        );
+        assert!(default_approve("c1", "hello", &good));
+        let other_cluster = csr(
+            &default_user("c2", "hello", "a1"),
+            &[&group],
+            KUBE_APISERVER_CLIENT_SIGNER,
+        );
+        assert!(!default_approve("c1", "hello", &other_cluster));
+        let other_addon = csr(
+            &default_user("c1", "other", "a1"),
+            &[&cluster_addon_group("c1", "other")],
+            KUBE_APISERVER_CLIENT_SIGNER,
+        );
+        assert!(!default_approve("c1", "hello", &other_addon));
+        let other_signer = csr(
+            &default_user("c1", "hello", "a1"),
+            &[&group],
+            "example.com/x",
+        );
+        assert!(!default_approve("c1", "hello", &other_signer));
+    }
+
+    #[test]
+    fn status_entries_fill_in_defaults() {
+        let entries = status_registrations(
+            "c1",
+            "hello",
+            &[RegistrationConfig::KubeClient {
+                user: String::new(),
+                groups: Vec::new(),
+            }],
+        );
+        let subject = entries[0]
+            .kube_client
+            .as_ref()
+            .and_then(|k| k.subject.as_ref())
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            subject.user.as_deref(),
+            Some("system:open-cluster-management:cluster:c1:addon:hello:agent:hello")
+        );
+        assert_eq!(subject.groups.len(), 2);
+    }
+}
