@@ -157,7 +157,7 @@ pub fn judge(prober: &HealthProber, works: Option<&[Value]>) -> Option<Judgement
             let number = |name: &str| {
                 values
                     .iter()
-                    .find(|(n, _)| *n == name)
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
                     .and_then(|(_, v)| v.get("integer"))
                     .and_then(Value::as_i64)
             };
@@ -194,7 +194,7 @@ mod tests {
             work["status"]["resourceStatus"] = json!({"manifests": [{
                 "resourceMeta": {"group": "apps", "resource": "deployments", "namespace": "ns", "name": "agent"},
                 "statusFeedback": {"values": [
-                    {"name": "availableReplicas", "fieldValue": {"type": "Integer", "integer": n}}]}}]});
+                    {"name": "AvailableReplicas", "fieldValue": {"type": "Integer", "integer": n}}]}}]});
         }
         work
     }

@@ -270,3 +270,51 @@ pub async fn hub_client_of_agent(
     )
     .await?)
 }
+
+/// A hub (in memory) whose bootstrap token is auto-approved, with `n` joined simulated
+/// clusters `c01`…, each running a registration agent and a work agent (status every second)
+/// until the returned token is cancelled.
+pub async fn fleet(dir: &Path, n: usize) -> anyhow::Result<(EmbeddedHub, Vec<String>, Shutdown)> {
+    let token = ocm::bootstrap::BootstrapToken::generate()?;
+    let hub = EmbeddedHub::start(EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        memory: true,
+        hub: HubOptions {
+            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
+            ..fast_hub_options()
+        },
+        ..EmbeddedHubOptions::new(dir)
+    })
+    .await?;
+    ocm::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
+    let bootstrap =
+        ocm::commands::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    let names: Vec<String> = (1..=n).map(|i| format!("c{i:02}")).collect();
+    let agents = Shutdown::new();
+    for name in &names {
+        let spoke = simulated_spoke(&hub, name).await?;
+        ocm::commands::join::prepare_spoke(&spoke, &bootstrap).await?;
+        let registration = Agent::new(spoke.clone(), fast_agent_options(name));
+        tokio::spawn(registration.run(agents.child()));
+        let work = ocm_work::agent::WorkAgent::new(
+            spoke,
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: name.clone(),
+                status_sync_interval: Duration::from_secs(1),
+                ..Default::default()
+            },
+        );
+        tokio::spawn(work.run(agents.child()));
+    }
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    for name in &names {
+        wait_for(
+            &clusters,
+            name,
+            "Joined and Available",
+            joined_and_available,
+        )
+        .await?;
+    }
+    Ok((hub, names, agents))
+}

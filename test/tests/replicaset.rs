@@ -390,60 +390,6 @@ async fn foreground_deletion_waits_for_the_works() {
     f.stop().await;
 }
 
-/// A hub whose bootstrap token is auto-approved, with `n` joined simulated clusters, each
-/// running a registration agent and a work agent.
-async fn fleet(dir: &std::path::Path, n: usize) -> (EmbeddedHub, Vec<String>, Shutdown) {
-    let token = ocm::bootstrap::BootstrapToken::generate().unwrap();
-    let hub = EmbeddedHub::start(EmbeddedHubOptions {
-        listen: ([127, 0, 0, 1], 0).into(),
-        memory: true,
-        hub: ocm_registration::hub::HubOptions {
-            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
-            ..ocm_e2e::fast_hub_options()
-        },
-        ..EmbeddedHubOptions::new(dir)
-    })
-    .await
-    .unwrap();
-    ocm::bootstrap::init_with_token(&hub.admin_client(), &token, None)
-        .await
-        .unwrap();
-    let bootstrap =
-        ocm::commands::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
-    let names: Vec<String> = (1..=n).map(|i| format!("c{i:02}")).collect();
-    let agents = Shutdown::new();
-    for name in &names {
-        let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
-        ocm::commands::join::prepare_spoke(&spoke, &bootstrap)
-            .await
-            .unwrap();
-        let registration =
-            ocm_registration::agent::Agent::new(spoke.clone(), ocm_e2e::fast_agent_options(name));
-        tokio::spawn(registration.run(agents.child()));
-        let work = ocm_work::agent::WorkAgent::new(
-            spoke,
-            ocm_work::agent::WorkAgentOptions {
-                cluster_name: name.clone(),
-                status_sync_interval: Duration::from_secs(1),
-                ..Default::default()
-            },
-        );
-        tokio::spawn(work.run(agents.child()));
-    }
-    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
-    for name in &names {
-        wait_for(
-            &clusters,
-            name,
-            "Joined and Available",
-            ocm_e2e::joined_and_available,
-        )
-        .await
-        .unwrap();
-    }
-    (hub, names, agents)
-}
-
 /// Waits until the set reports `n` works, all available.
 async fn wait_available(client: &kube::Client, n: i64) -> ManifestWorkReplicaSet {
     let api: Api<ManifestWorkReplicaSet> = Api::namespaced(client.clone(), NS);
@@ -472,7 +418,7 @@ async fn wait_available(client: &kube::Client, n: i64) -> ManifestWorkReplicaSet
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn placement_and_replica_set_fan_out_to_fifty_joined_clusters() {
     let dir = tempfile::tempdir().unwrap();
-    let (hub, names, agents) = fleet(dir.path(), 50).await;
+    let (hub, names, agents) = ocm_e2e::fleet(dir.path(), 50).await.unwrap();
     let client = hub.admin_client();
     let apply = PatchParams::apply("test").force();
     bind_namespace(&client, NS, "default").await.unwrap();

@@ -213,17 +213,15 @@ pub fn validate_managed_cluster(input: &AdmissionInput<'_>) -> Result<(), Admiss
             format!("cluster namespace \"{name}\" is terminating"),
         ));
     }
-    if acceptance_changed {
-        if !may_accept() {
-            return Err(AdmissionDenial::forbidden(
-                &accept_resource,
-                name,
-                format!(
-                    "user \"{}\" cannot update the HubAcceptsClient field",
-                    input.user
-                ),
-            ));
-        }
+    if acceptance_changed && !may_accept() {
+        return Err(AdmissionDenial::forbidden(
+            &accept_resource,
+            name,
+            format!(
+                "user \"{}\" cannot update the HubAcceptsClient field",
+                input.user
+            ),
+        ));
     }
     if let Some(old) = old
         && let Some(key) = changed_hub_taint(old, object)

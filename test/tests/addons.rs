@@ -1,0 +1,280 @@
+//! The addon framework end to end on a fleet of three simulated clusters with their
+//! registration and work agents: a ClusterManagementAddOn installed through a Placements
+//! strategy gets a ManagedClusterAddOn per selected cluster, its manifests arrive as works and
+//! land on the clusters, Deployment availability makes it Available; a cluster leaving the
+//! placement loses its addon, its works and the agent's objects. Bad input ends in a condition
+//! naming the problem and no works.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use ocm_addon_framework::manager::{AddonManager, run_install_strategies};
+use ocm_addon_framework::{AddonError, AddonOptions, AgentAddon, HealthProber};
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::cluster::v1beta1::Placement;
+use ocm_api::work::v1::ManifestWork;
+use ocm_e2e::{bind_namespace, wait_for, wait_gone};
+use serde_json::{Value, json};
+
+/// A small addon: a namespace, a Deployment and a ConfigMap naming the cluster.
+struct Hello {
+    options: AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for Hello {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+    ) -> Result<Vec<Value>, AddonError> {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        Ok(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hello-agent"}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "hello-agent", "namespace": "hello-agent"},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "hello"}},
+                            "template": {"metadata": {"labels": {"app": "hello"}},
+                                         "spec": {"containers": [{"name": "agent", "image": "hello:1"}]}}}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "hello-config", "namespace": "hello-agent"},
+                   "data": {"cluster": name}}),
+        ])
+    }
+}
+
+/// An addon whose manifests cannot be built.
+struct Broken {
+    options: AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for Broken {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        _cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+    ) -> Result<Vec<Value>, AddonError> {
+        Err(AddonError::new("the image registry is not configured"))
+    }
+}
+
+fn condition(mca: &ManagedClusterAddOn, type_: &str) -> Option<(String, String, String)> {
+    mca.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_addon_installed_by_placement_reaches_available_and_follows_the_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, names, agents) = ocm_e2e::fleet(dir.path(), 3).await.unwrap();
+    let client = hub.admin_client();
+    let apply = PatchParams::apply("addon-test").force();
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    for name in &names {
+        clusters
+            .patch(
+                name,
+                &apply,
+                &Patch::Apply(json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                "metadata": {"name": name, "labels": {"hello": "yes"}}})),
+            )
+            .await
+            .unwrap();
+    }
+    bind_namespace(&client, "addons", "default").await.unwrap();
+    let placements: Api<Placement> = Api::namespaced(client.clone(), "addons");
+    placements
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "hello", "namespace": "addons"},
+            "spec": {"predicates": [{"requiredClusterSelector": {
+                "labelSelector": {"matchLabels": {"hello": "yes"}}}}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
+    cmas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
+        "metadata": {"name": "hello"},
+        "spec": {"installStrategy": {"type": "Placements",
+                 "placements": [{"namespace": "addons", "name": "hello"}]}}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+
+    let stop = ocm_runtime::shutdown::Shutdown::new();
+    tokio::spawn(run_install_strategies(client.clone(), stop.child()));
+    let hello = Hello {
+        options: AddonOptions {
+            health: HealthProber::DeploymentAvailability,
+            install_namespace: Some("hello-agent".into()),
+            ..AddonOptions::new("hello")
+        },
+    };
+    let broken = Broken {
+        options: AddonOptions {
+            health: HealthProber::DeploymentAvailability,
+            ..AddonOptions::new("broken")
+        },
+    };
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(hello))
+            .with_addon(Arc::new(broken))
+            .run(stop.child()),
+    );
+
+    // Installed and available everywhere the placement selects.
+    for name in &names {
+        let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), name);
+        let mca = wait_for(&mcas, "hello", "hello Available", |m| {
+            condition(m, "Available").is_some_and(|(s, _, _)| s == "True")
+        })
+        .await
+        .unwrap();
+        assert_eq!(condition(&mca, "Available").unwrap().1, "ProbeAvailable");
+        assert_eq!(condition(&mca, "ManifestApplied").unwrap().0, "True");
+        let status = mca.status.clone().unwrap();
+        assert_eq!(status.namespace, "hello-agent");
+        assert_eq!(
+            status
+                .health_check
+                .map(|h| serde_json::to_value(h).unwrap()["mode"].clone()),
+            Some(json!("Customized"))
+        );
+        let works: Api<ManifestWork> = Api::namespaced(client.clone(), name);
+        let work = works.get("addon-hello-deploy-0").await.unwrap();
+        assert_eq!(
+            work.metadata.owner_references.unwrap()[0].uid,
+            mca.metadata.uid.clone().unwrap()
+        );
+        let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
+        let cm: Api<ConfigMap> = Api::namespaced(spoke, "hello-agent");
+        let cm = wait_for(
+            &cm,
+            "hello-config",
+            "the addon's ConfigMap on the cluster",
+            |_| true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(cm.data.unwrap()["cluster"], *name);
+    }
+
+    // c03 leaves the placement: its addon, works and the agent's objects go.
+    clusters
+        .patch(
+            "c03",
+            &apply,
+            &Patch::Apply(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+            "metadata": {"name": "c03", "labels": {}}})),
+        )
+        .await
+        .unwrap();
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c03");
+    wait_gone(&mcas, "hello").await.unwrap();
+    let works: Api<ManifestWork> = Api::namespaced(client.clone(), "c03");
+    wait_gone(&works, "addon-hello-deploy-0").await.unwrap();
+    let spoke = ocm_e2e::simulated_spoke(&hub, "c03").await.unwrap();
+    wait_gone(
+        &Api::<ConfigMap>::namespaced(spoke, "hello-agent"),
+        "hello-config",
+    )
+    .await
+    .unwrap();
+    let still: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    assert!(still.get_opt("hello").await.unwrap().is_some());
+
+    // Bad input: an addon outside a cluster namespace, an addon whose manifests fail.
+    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    ns.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "metadata": {"name": "not-a-cluster"}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let stray: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "not-a-cluster");
+    stray
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ManagedClusterAddOn",
+            "metadata": {"name": "hello", "namespace": "not-a-cluster"}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let stray = wait_for(&stray, "hello", "a condition on the stray addon", |m| {
+        condition(m, "ManifestApplied").is_some()
+    })
+    .await
+    .unwrap();
+    let (status, reason, message) = condition(&stray, "ManifestApplied").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ManagedClusterNotFound")
+    );
+    assert!(message.contains("not a cluster namespace"), "{message}");
+
+    let c01: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    c01.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": "broken", "namespace": "c01"}, "spec": {}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let broken = wait_for(&c01, "broken", "a condition on the broken addon", |m| {
+        condition(m, "ManifestApplied").is_some()
+    })
+    .await
+    .unwrap();
+    let (status, reason, message) = condition(&broken, "ManifestApplied").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "AddonManifestAppliedFailed")
+    );
+    assert!(
+        message.contains("the image registry is not configured"),
+        "{message}"
+    );
+    let works: Api<ManifestWork> = Api::namespaced(client.clone(), "c01");
+    let broken_works = works
+        .list(&ListParams::default().labels("open-cluster-management.io/addon-name=broken"))
+        .await
+        .unwrap();
+    assert!(broken_works.items.is_empty());
+
+    stop.cancel();
+    agents.cancel();
+    hub.stop().await;
+}
