@@ -21,6 +21,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
+use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
     AVAILABLE, MANIFEST_APPLIED, REGISTRATION_APPLIED, manifest_applied, registration_applied,
 };
@@ -179,9 +180,19 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::requeue(RESYNC));
     };
+    // The addon's choice, else the namespace a v1alpha1 client set on this addon, else the
+    // default.
     let install_namespace = options
         .install_namespace
         .clone()
+        .or_else(|| {
+            mca.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(V1ALPHA1_INSTALL_NAMESPACE))
+                .filter(|ns| !ns.is_empty())
+                .cloned()
+        })
         .unwrap_or_else(|| DEFAULT_INSTALL_NAMESPACE.to_owned());
     outcome.namespace = Some(install_namespace);
     // Registrations.

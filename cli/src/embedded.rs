@@ -218,8 +218,8 @@ pub async fn run_controllers_as_leader(ctx: Arc<HubContext>, identity: String) {
         .await;
 }
 
-/// Every hub controller — registration, placement and ManifestWorkReplicaSet — until
-/// `ctx.shutdown` is cancelled.
+/// Every hub controller — registration, placement, ManifestWorkReplicaSet and the addons'
+/// install strategies — until `ctx.shutdown` is cancelled.
 async fn run_hub_controllers(ctx: Arc<HubContext>) {
     let placement = ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone());
     let replica_sets = ocm_work::hub::run(
@@ -228,7 +228,16 @@ async fn run_hub_controllers(ctx: Arc<HubContext>) {
         ctx.metrics.clone(),
         ctx.shutdown.clone(),
     );
-    tokio::join!(ocm_registration::hub::run(ctx), placement, replica_sets);
+    let addons = ocm_addon_framework::manager::run_install_strategies(
+        ctx.client.clone(),
+        ctx.shutdown.clone(),
+    );
+    tokio::join!(
+        ocm_registration::hub::run(ctx),
+        placement,
+        replica_sets,
+        addons
+    );
 }
 
 /// A leader-election identity unique to this process: host name plus a random suffix.

@@ -328,6 +328,110 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
     assert_eq!(code, 0);
     assert!(stdout.contains("No placements."), "{stdout}");
 
+    // Addons: enable needs a known addon and a known cluster; get shows kubectl's columns.
+    let (code, _, stderr) = ocm(
+        home.path(),
+        &[
+            "addon",
+            "enable",
+            "--names",
+            "hello",
+            "--clusters",
+            "c1",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("addon \"hello\" is not known on this hub"),
+        "{stderr}"
+    );
+    let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(admin.clone());
+    cmas.create(
+        &Default::default(),
+        &serde_json::from_value(serde_json::json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": "hello"}, "spec": {}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let (code, _, stderr) = ocm(
+        home.path(),
+        &[
+            "addon",
+            "enable",
+            "--names",
+            "hello",
+            "--clusters",
+            "nope",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("not a managed cluster"), "{stderr}");
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "addon",
+            "enable",
+            "--names",
+            "hello",
+            "--clusters",
+            "c1",
+            "-n",
+            "hello-ns",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("addon hello enabled on cluster c1"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = ocm(home.path(), &["get", "addons", "--kubeconfig", &kubeconfig]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("NAMESPACE   NAME    AVAILABLE   DEGRADED   PROGRESSING"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("c1 ") && l.contains("hello")),
+        "{stdout}"
+    );
+    let addons: Api<ocm_api::addon::v1beta1::ManagedClusterAddOn> =
+        Api::namespaced(admin.clone(), "c1");
+    let mca = addons.get("hello").await.unwrap();
+    assert_eq!(
+        mca.metadata.annotations.unwrap_or_default()
+            [ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE],
+        "hello-ns"
+    );
+    let (code, stdout, _) = ocm(
+        home.path(),
+        &[
+            "addon",
+            "disable",
+            "--names",
+            "hello",
+            "--clusters",
+            "c1",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("addon hello disabled on cluster c1"),
+        "{stdout}"
+    );
+    ocm_e2e::wait_gone(&addons, "hello").await.unwrap();
+
     // Restarting the agent re-registers nothing.
     join.stop();
     let join = Process::spawn(OCM, home.path(), &join_args);

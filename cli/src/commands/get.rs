@@ -1,4 +1,5 @@
-//! `ocm get clusters`: the hub's clusters with the columns kubectl shows.
+//! `ocm get clusters|works|placements|decisions|addons`: hub objects with the columns kubectl
+//! shows.
 
 use clap::{Args, Subcommand};
 use kube::api::{Api, ListParams};
@@ -24,6 +25,8 @@ enum What {
     Placements(super::placement::GetPlacementsArgs),
     /// The clusters a placement decided on.
     Decisions(super::placement::GetDecisionsArgs),
+    /// ManagedClusterAddOns of a cluster (or of every cluster).
+    Addons(super::addon::GetAddonsArgs),
 }
 
 /// Prints the table.
@@ -46,5 +49,6 @@ pub async fn run(args: GetArgs) -> anyhow::Result<()> {
         What::Works(args) => super::work::get_works(args).await,
         What::Placements(args) => super::placement::get_placements(args).await,
         What::Decisions(args) => super::placement::get_decisions(args).await,
+        What::Addons(args) => super::addon::get_addons(args).await,
     }
 }

@@ -1,6 +1,7 @@
 //! Flags and behaviour of each `ocm` subcommand.
 
 pub mod accept;
+pub mod addon;
 pub mod agent;
 pub mod apiserver;
 pub mod bench;
@@ -49,6 +50,8 @@ enum Command {
     Agent(agent::AgentArgs),
     /// Accept clusters that asked to join: approve their CSRs and set hubAcceptsClient.
     Accept(accept::AcceptArgs),
+    /// Enable or disable addons on clusters.
+    Addon(addon::AddonArgs),
     /// Show hub objects.
     Get(get::GetArgs),
     /// Create hub objects (ManifestWork).
@@ -86,6 +89,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Join(args) => block_on(QUIET, join::run(args)),
         Command::Agent(args) => block_on("info", agent::run(args)),
         Command::Accept(args) => block_on(QUIET, accept::run(args)),
+        Command::Addon(args) => block_on(QUIET, addon::run(args)),
         Command::Get(args) => block_on(QUIET, get::run(args)),
         Command::Create(args) => block_on(QUIET, create::run(args)),
         Command::Explain(args) => block_on(QUIET, placement::explain(args)),
