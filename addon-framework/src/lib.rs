@@ -8,6 +8,7 @@
 //! hub ([`manager`]).
 
 pub mod agent;
+pub mod csr;
 pub mod health;
 pub mod install;
 pub mod manager;

@@ -93,11 +93,12 @@ impl AddonManager {
 
     /// Runs every addon's controllers until `shutdown`.
     pub async fn run(self, shutdown: Shutdown) {
+        let csrs = run_csr_approval(self.client.clone(), self.addons.clone(), shutdown.clone());
         let runs = self
             .addons
             .into_iter()
             .map(|addon| run_addon(self.client.clone(), addon, shutdown.clone()));
-        futures::future::join_all(runs).await;
+        tokio::join!(futures::future::join_all(runs), csrs);
     }
 }
 
@@ -215,15 +216,30 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                 let entries =
                     crate::registration::status_registrations(&namespace, &options.name, &configs);
                 outcome.registrations = Some(serde_json::to_value(entries)?);
-                set_condition(
-                    &mut outcome.conditions,
-                    condition(
-                        REGISTRATION_APPLIED,
+                let permissions = match &registration.permissions {
+                    None => Ok(()),
+                    Some(permissions) => match permissions(&cluster, &mca) {
+                        Ok(objects) => apply_permissions(&ctx.client, &options.name, &objects)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(err) => Err(err.to_string()),
+                    },
+                };
+                let (status, reason, message) = match &permissions {
+                    Ok(()) => (
                         "True",
                         registration_applied::SET_PERMISSION_APPLIED,
-                        "Registration of the addon agent is configured",
-                        generation,
+                        "Registration of the addon agent is configured".to_owned(),
                     ),
+                    Err(err) => (
+                        "False",
+                        registration_applied::SET_PERMISSION_FAILED,
+                        format!("Failed to set permission for hub agent: {err}"),
+                    ),
+                };
+                set_condition(
+                    &mut outcome.conditions,
+                    condition(REGISTRATION_APPLIED, status, reason, &message, generation),
                 );
             }
             Err(err) => {
@@ -360,6 +376,151 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     }
     write_status(&ctx, &mca, &outcome).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// Applies an addon's hub RBAC objects (server-side apply).
+async fn apply_permissions(
+    client: &kube::Client,
+    addon: &str,
+    objects: &[Value],
+) -> Result<(), kube::Error> {
+    let params = PatchParams::apply(&format!("addon-manager-{addon}")).force();
+    for object in objects {
+        let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let (group, version) = text("/apiVersion")
+            .split_once('/')
+            .unwrap_or(("", text("/apiVersion")));
+        let kind = text("/kind");
+        let resource = kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(group, version, kind),
+            &crate::works::plural(kind),
+        );
+        let api: Api<kube::api::DynamicObject> = match text("/metadata/namespace") {
+            "" => Api::all_with(client.clone(), &resource),
+            ns => Api::namespaced_with(client.clone(), ns, &resource),
+        };
+        api.patch(text("/metadata/name"), &params, &Patch::Apply(object))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Approves (and for custom signers signs) the CSRs of the addons' agents, per
+/// [`crate::csr::decide`].
+async fn run_csr_approval(
+    client: kube::Client,
+    addons: Vec<Arc<dyn AgentAddon>>,
+    shutdown: Shutdown,
+) {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let events = watcher(csrs.clone(), watcher::Config::default().labels(ADDON_NAME))
+        .default_backoff()
+        .applied_objects();
+    let mut events = std::pin::pin!(events.take_until(shutdown.cancelled()));
+    while let Some(event) = events.next().await {
+        let Ok(csr) = event else { continue };
+        if let Err(err) = handle_csr(&client, &addons, &csrs, &csr).await {
+            tracing::debug!(%err, "addon CSR not handled yet");
+        }
+    }
+}
+
+async fn handle_csr(
+    client: &kube::Client,
+    addons: &[Arc<dyn AgentAddon>],
+    csrs: &Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest>,
+    csr: &k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+) -> Result<(), ManagerError> {
+    use crate::csr::{CsrDecision, decide, info, is_decided, labels};
+    if is_decided(csr) {
+        return Ok(());
+    }
+    let Some((cluster, addon_name)) = labels(csr) else {
+        return Ok(());
+    };
+    let Some(addon) = addons.iter().find(|a| a.options().name == addon_name) else {
+        return Ok(());
+    };
+    let Some(registration) = addon.options().registration.as_ref() else {
+        return Ok(());
+    };
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let (Some(mca), Some(managed)) = (
+        mcas.get_opt(&addon_name).await?,
+        clusters.get_opt(&cluster).await?,
+    ) else {
+        return Ok(());
+    };
+    let name = csr.metadata.name.clone().unwrap_or_default();
+    let info = match info(csr) {
+        Ok(info) => info,
+        Err(err) => {
+            tracing::info!(csr = name, %err, "addon CSR refused");
+            return Ok(());
+        }
+    };
+    let configs = (registration.configurations)(&managed, &mca).unwrap_or_default();
+    let approve = |i: &crate::agent::CsrInfo| (registration.approve)(&managed, &mca, i);
+    let decision = decide(&cluster, &info, &configs, &approve);
+    let sign = match decision {
+        CsrDecision::Ignore => return Ok(()),
+        CsrDecision::Refuse(reason) => {
+            tracing::info!(
+                csr = name,
+                addon = addon_name,
+                cluster,
+                reason,
+                "addon CSR refused"
+            );
+            return Ok(());
+        }
+        CsrDecision::Approve => false,
+        CsrDecision::ApproveAndSign => true,
+    };
+    let mut approved = csr.clone();
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
+    approved
+        .status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(
+            k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
+                type_: "Approved".into(),
+                status: "True".into(),
+                reason: Some("AutoApprovedByAddonManager".into()),
+                message: Some(format!("Auto approved by the {addon_name} addon manager")),
+                last_update_time: Some(now.clone()),
+                last_transition_time: Some(now),
+            },
+        );
+    let approved = csrs
+        .replace_subresource("approval", &name, &PostParams::default(), &approved)
+        .await?;
+    if sign {
+        let Some(signer) = registration.sign.as_ref() else {
+            tracing::info!(
+                csr = name,
+                "custom-signer CSR approved but the addon has no signer"
+            );
+            return Ok(());
+        };
+        match signer(&managed, &mca, &info) {
+            Ok(certificate) => {
+                let mut signed = approved;
+                signed
+                    .status
+                    .get_or_insert_with(Default::default)
+                    .certificate = Some(k8s_openapi::ByteString(certificate.into_bytes()));
+                csrs.replace_status(&name, &PostParams::default(), &signed)
+                    .await?;
+            }
+            Err(err) => tracing::warn!(csr = name, %err, "signing the addon CSR failed"),
+        }
+    }
+    Ok(())
 }
 
 /// Writes the manager's status fields when they changed, conditionally on the object's

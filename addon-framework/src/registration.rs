@@ -8,6 +8,8 @@ use ocm_api::addon::v1beta1::{
     RegistrationType, Subject,
 };
 
+use serde_json::{Value, json};
+
 use crate::agent::{CsrInfo, RegistrationConfig};
 
 /// Upstream's default user of an addon agent:
@@ -50,6 +52,29 @@ pub fn default_approve(cluster: &str, addon: &str, csr: &CsrInfo) -> bool {
             .organizations
             .iter()
             .any(|o| *o == cluster_addon_group(cluster, addon))
+}
+
+/// Hub permissions for an addon's agent on one cluster: a Role with `rules` in the cluster
+/// namespace and a RoleBinding of it to the cluster's addon group
+/// ([`cluster_addon_group`]) — what an addon's `permissions` usually returns.
+pub fn agent_role_in_cluster_namespace(cluster: &str, addon: &str, rules: Value) -> Vec<Value> {
+    let name = format!("open-cluster-management:{addon}:agent");
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": cluster,
+                         "labels": {ocm_api::addon::names::labels::ADDON_NAME: addon}},
+            "rules": rules,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": cluster,
+                         "labels": {ocm_api::addon::names::labels::ADDON_NAME: addon}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": cluster_addon_group(cluster, addon)}],
+        }),
+    ]
 }
 
 /// The `status.registrations` entries for `configs` (v1beta1 form), defaults filled in.
@@ -158,6 +183,20 @@ mod tests {
             "example.com/x",
         );
         assert!(!default_approve("c1", "hello", &other_signer));
+    }
+
+    #[test]
+    fn agent_roles_bind_the_clusters_addon_group() {
+        let objects = agent_role_in_cluster_namespace(
+            "c1",
+            "hello",
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]),
+        );
+        assert_eq!(objects[0]["metadata"]["namespace"], "c1");
+        assert_eq!(
+            objects[1]["subjects"][0]["name"],
+            "system:open-cluster-management:cluster:c1:addon:hello"
+        );
     }
 
     #[test]
