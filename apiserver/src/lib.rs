@@ -47,6 +47,7 @@ pub mod table;
 pub mod tls;
 pub mod tokens;
 pub mod validation;
+pub mod webhook;
 
 pub use admission::{
     AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionRequest, AdmissionResult,

@@ -122,6 +122,7 @@ pub(crate) struct Inner {
     pub(crate) client_ca: crate::pki::ClientCaBundle,
     pub(crate) client_signer: Option<crate::pki::CertificateAuthority>,
     pub(crate) policies: crate::authz::PolicyCache,
+    pub(crate) webhooks: crate::webhook::WebhookCache,
 }
 
 /// An embedded Kubernetes-compatible API server. Cheap to clone.
@@ -190,6 +191,7 @@ impl ApiServer {
             client_ca,
             client_signer,
             policies: crate::authz::PolicyCache::default(),
+            webhooks: crate::webhook::WebhookCache::default(),
         });
         let server = ApiServer { inner };
         server.load_crds();

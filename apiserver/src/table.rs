@@ -480,6 +480,16 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             ),
             col("Selector", "string", 1, "Label selector for pods."),
         ],
+        ValidatingWebhookConfiguration | MutatingWebhookConfiguration => vec![
+            NAME,
+            col(
+                "Webhooks",
+                "integer",
+                0,
+                "Webhooks indicates the number of webhooks in the configuration.",
+            ),
+            AGE,
+        ],
         Lease => vec![
             NAME,
             col("Holder", "string", 0, "The holder of the lease."),
@@ -838,6 +848,9 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
                     obj.pointer("/spec/jobTemplate/spec/selector")
                 )),
             ]
+        }
+        ValidatingWebhookConfiguration | MutatingWebhookConfiguration => {
+            vec![name, json!(count(obj.get("webhooks"))), age(obj)]
         }
         Lease => vec![
             name,

@@ -123,6 +123,9 @@ pub(crate) fn normalize(
         })?;
         dropped_fields(&input, &output, "", &mut unknown);
         *obj = output;
+        if let Some(mutating) = webhook_configuration(kind) {
+            crate::webhook::apply_defaults(obj, mutating);
+        }
         // Metadata went through the typed ObjectMeta too; drop what Go omits.
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
@@ -228,6 +231,15 @@ pub(crate) fn default_custom(ctx: &Ctx, obj: &mut Value, version: &str) {
     }
 }
 
+/// For a webhook configuration kind: whether it is the mutating one.
+fn webhook_configuration(kind: BuiltinKind) -> Option<bool> {
+    match kind {
+        BuiltinKind::MutatingWebhookConfiguration => Some(true),
+        BuiltinKind::ValidatingWebhookConfiguration => Some(false),
+        _ => None,
+    }
+}
+
 /// Create-time preparation (`PrepareForCreate`).
 pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiError> {
     let has_status = ctx.res.has_status(&ctx.version);
@@ -308,7 +320,7 @@ fn validate_crd(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let mut causes = Vec::new();
+    let mut causes = crate::webhook::conversion::validate_crd_conversion(obj);
     for (i, v) in versions.iter().enumerate() {
         let Some(schema) = v.pointer("/schema/openAPIV3Schema") else {
             continue;
@@ -520,6 +532,9 @@ pub(crate) fn validate(
     let mut causes = crate::validation::validate_object_meta(obj, rule, ctx.res.namespaced);
     if let Some(old) = old {
         causes.extend(crate::validation::validate_object_meta_update(obj, old));
+    }
+    if let Some(mutating) = ctx.res.builtin().and_then(webhook_configuration) {
+        causes.extend(crate::webhook::validate_configuration(obj, mutating));
     }
     if causes.is_empty()
         && let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural())

@@ -1,6 +1,7 @@
 //! Version conversion of objects: built-ins have one version (events.k8s.io Events are core
 //! Events with renamed fields); custom resources are rewritten to the target `apiVersion`
-//! (strategy `None`) or passed through a registered hook.
+//! (strategy `None`), passed through a registered in-process hook (which keeps priority), or
+//! sent to the CRD's conversion webhook (strategy `Webhook`, see [`crate::webhook::conversion`]).
 
 use serde_json::{Map, Value, json};
 
@@ -72,6 +73,17 @@ impl Ctx {
                 map.insert("apiVersion".into(), json!(target));
             }
             return Ok(converted);
+        }
+        if self.res.is_custom()
+            && !current.is_empty()
+            && let Some(client) = &self.res.conversion_webhook
+        {
+            let mut converted = crate::webhook::conversion::convert(client, vec![obj], target)
+                .map_err(ApiError::internal)?;
+            return match converted.pop() {
+                Some(object) => Ok(object),
+                None => Err(ApiError::internal("conversion webhook returned no object")),
+            };
         }
         if let Some(map) = obj.as_object_mut() {
             map.insert("apiVersion".into(), json!(target));

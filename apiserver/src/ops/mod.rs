@@ -64,6 +64,15 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
 }
 
+/// Which webhooks a call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Mutating webhooks (after the in-process hooks, before validation).
+    Mutating,
+    /// Validating webhooks (after validation).
+    Validating,
+}
+
 /// Which part of an object a write addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -268,6 +277,17 @@ impl Ctx {
             Some(&mut obj),
             None,
         )?;
+        self.call_webhooks(
+            Phase::Mutating,
+            crate::admission::AdmissionOperation::Create,
+            namespace,
+            &name,
+            None,
+            Some(&mut obj),
+            None,
+            None,
+        )
+        .await?;
         // System fields.
         meta::set_meta(
             &mut obj,
@@ -284,6 +304,17 @@ impl Ctx {
         meta::set_meta(&mut obj, "deletionGracePeriodSeconds", None);
         meta::set_meta(&mut obj, "selfLink", None);
         admission::validate(self, &obj, None, &Target::Main)?;
+        self.call_webhooks(
+            Phase::Validating,
+            crate::admission::AdmissionOperation::Create,
+            namespace,
+            &name,
+            None,
+            Some(&mut obj),
+            None,
+            None,
+        )
+        .await?;
         if managed == Managed::RecordUpdate {
             admission::record_managed(self, &mut obj, None, &Target::Main);
         }
@@ -344,8 +375,9 @@ impl Ctx {
                 }
                 meta::set_meta(&mut new, "resourceVersion", Some(json!(current_rv)));
             }
-            let new_stored =
-                self.prepare_update(namespace, name, target, managed, &old, &old_stored, new)?;
+            let new_stored = self
+                .prepare_update(namespace, name, target, managed, &old, &old_stored, new)
+                .await?;
             // No-op: nothing to write.
             if same_object(&new_stored, &old_stored) {
                 return Ok(Updated {
@@ -395,7 +427,7 @@ impl Ctx {
     /// Turns the desired object (request version) into what is stored, applying the rules of
     /// an update relative to the old object.
     #[allow(clippy::too_many_arguments)]
-    fn prepare_update(
+    async fn prepare_update(
         &mut self,
         namespace: &str,
         name: &str,
@@ -499,6 +531,17 @@ impl Ctx {
             Some(&mut new),
             Some(old),
         )?;
+        self.call_webhooks(
+            Phase::Mutating,
+            crate::admission::AdmissionOperation::Update,
+            namespace,
+            name,
+            subresource,
+            Some(&mut new),
+            Some(old),
+            None,
+        )
+        .await?;
         if self.res.has_generation() {
             let mut generation = meta::generation(old).max(1);
             if meta::spec_changed(old, &new, has_status) {
@@ -509,6 +552,17 @@ impl Ctx {
             meta::set_meta(&mut new, "generation", old_meta.get("generation").cloned());
         }
         admission::validate(self, &new, Some(old), target)?;
+        self.call_webhooks(
+            Phase::Validating,
+            crate::admission::AdmissionOperation::Update,
+            namespace,
+            name,
+            subresource,
+            Some(&mut new),
+            Some(old),
+            None,
+        )
+        .await?;
         if managed == Managed::RecordUpdate {
             admission::record_managed(self, &mut new, Some(old), target);
         }
@@ -548,6 +602,25 @@ impl Ctx {
                     None,
                     Some(&presented),
                 )?;
+            }
+            if attempt == 0 {
+                let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
+                if !webhooks.mutating.is_empty() || !webhooks.validating.is_empty() {
+                    let presented = self.present(obj.clone())?;
+                    for phase in [Phase::Mutating, Phase::Validating] {
+                        self.call_webhooks(
+                            phase,
+                            crate::admission::AdmissionOperation::Delete,
+                            namespace,
+                            name,
+                            None,
+                            None,
+                            Some(&presented),
+                            Some(options),
+                        )
+                        .await?;
+                    }
+                }
             }
             if let Some(uid) = &options.uid
                 && meta::meta_str(&obj, "uid") != uid
@@ -643,6 +716,100 @@ impl Ctx {
             }
         }
         Err(ApiError::conflict(self.gr(), name))
+    }
+
+    /// Calls the mutating or validating webhooks of this request's logical cluster (see
+    /// [`crate::webhook`]); webhook warnings go to the response.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_webhooks(
+        &mut self,
+        phase: Phase,
+        operation: crate::admission::AdmissionOperation,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+        delete: Option<&DeleteOptions>,
+    ) -> Result<(), ApiError> {
+        let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
+        let hooks = match phase {
+            Phase::Mutating => webhooks.mutating,
+            Phase::Validating => webhooks.validating,
+        };
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let res = self.res.clone();
+        let is_namespace = res.builtin() == Some(crate::registry::BuiltinKind::Namespace);
+        // kube-apiserver gives a Namespace object its own name as the request namespace.
+        let object_name = object
+            .as_deref()
+            .or(old)
+            .map(|o| meta::meta_str(o, "name").to_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| name.to_owned());
+        let request_namespace = if is_namespace {
+            object_name.clone()
+        } else if res.namespaced {
+            namespace.to_owned()
+        } else {
+            String::new()
+        };
+        let kind = match operation {
+            crate::admission::AdmissionOperation::Create => "CreateOptions",
+            crate::admission::AdmissionOperation::Update => "UpdateOptions",
+            crate::admission::AdmissionOperation::Delete => "DeleteOptions",
+        };
+        let mut options = json!({"apiVersion": "meta.k8s.io/v1", "kind": kind});
+        if self.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        if !self.manager.is_empty() && kind != "DeleteOptions" {
+            options["fieldManager"] = json!(self.manager);
+        }
+        if let Some(propagation) = delete.and_then(|d| d.propagation) {
+            options["propagationPolicy"] = json!(format!("{propagation:?}"));
+        }
+        let version = self.version.clone();
+        let identity = self.identity.clone();
+        let invocation = crate::webhook::Invocation {
+            attrs: crate::webhook::RequestAttributes {
+                operation: operation.as_str(),
+                group: &res.group,
+                version: &version,
+                resource: &res.plural,
+                subresource: subresource.unwrap_or(""),
+                namespace: &request_namespace,
+            },
+            cluster: &self.cluster,
+            kind: &res.kind,
+            name: &object_name,
+            user: &identity,
+            dry_run: self.dry_run,
+            options,
+        };
+        let mut warnings = Vec::new();
+        let store = &self.inner.store;
+        let result = match phase {
+            Phase::Mutating => {
+                crate::webhook::run_mutating(store, &hooks, &invocation, object, old, &mut warnings)
+                    .await
+            }
+            Phase::Validating => {
+                crate::webhook::run_validating(
+                    store,
+                    &hooks,
+                    &invocation,
+                    object.as_deref(),
+                    old,
+                    &mut warnings,
+                )
+                .await
+            }
+        };
+        self.warnings.extend(warnings);
+        result
     }
 
     /// The revision of the store now.

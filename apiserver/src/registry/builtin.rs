@@ -3,9 +3,9 @@
 //! as kube-apiserver's typed decoding does).
 
 use k8s_openapi::api::{
-    apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz, batch::v1 as batch,
-    certificates::v1 as certs, coordination::v1 as coordination, core::v1 as core,
-    events::v1 as events, rbac::v1 as rbac,
+    admissionregistration::v1 as admreg, apps::v1 as apps, authentication::v1 as authn,
+    authorization::v1 as authz, batch::v1 as batch, certificates::v1 as certs,
+    coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use serde_json::Value;
@@ -43,6 +43,8 @@ pub enum BuiltinKind {
     LocalSubjectAccessReview,
     SelfSubjectRulesReview,
     SelfSubjectReview,
+    ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration,
 }
 
 fn roundtrip<K>(value: Value) -> Result<Value, String>
@@ -86,6 +88,12 @@ impl BuiltinKind {
             LocalSubjectAccessReview => roundtrip::<authz::LocalSubjectAccessReview>(value),
             SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
             SelfSubjectReview => roundtrip::<authn::SelfSubjectReview>(value),
+            ValidatingWebhookConfiguration => {
+                roundtrip::<admreg::ValidatingWebhookConfiguration>(value)
+            }
+            MutatingWebhookConfiguration => {
+                roundtrip::<admreg::MutatingWebhookConfiguration>(value)
+            }
         }
     }
 
@@ -413,6 +421,28 @@ fn defs() -> Vec<Def> {
                 false,
             )
         },
+        Def {
+            categories: &["api-extensions"],
+            ..def(
+                K::MutatingWebhookConfiguration,
+                "admissionregistration.k8s.io",
+                "v1",
+                "mutatingwebhookconfigurations",
+                "MutatingWebhookConfiguration",
+                false,
+            )
+        },
+        Def {
+            categories: &["api-extensions"],
+            ..def(
+                K::ValidatingWebhookConfiguration,
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingwebhookconfigurations",
+                "ValidatingWebhookConfiguration",
+                false,
+            )
+        },
         review(
             K::LocalSubjectAccessReview,
             "localsubjectaccessreviews",
@@ -488,6 +518,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 source: Source::Builtin(d.kind),
                 name_kind: d.names,
                 field_labels: d.fields.iter().map(|s| s.to_string()).collect(),
+                conversion_webhook: None,
             }
         })
         .collect()

@@ -203,7 +203,18 @@ pub fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, CrdError> {
         source: Source::Crd(name.to_owned()),
         name_kind: NameKind::Subdomain,
         field_labels: Vec::new(),
+        conversion_webhook: conversion_webhook(crd),
     })
+}
+
+/// The conversion webhook of a CRD whose `spec.conversion.strategy` is `Webhook`.
+fn conversion_webhook(crd: &Value) -> Option<crate::webhook::ClientConfig> {
+    if str_at(crd, "/spec/conversion/strategy") != "Webhook" {
+        return None;
+    }
+    crd.pointer("/spec/conversion/webhook/clientConfig")
+        .filter(|c| c.is_object())
+        .map(crate::webhook::ClientConfig::from_value)
 }
 
 fn printer_column(col: &Value) -> PrinterColumn {

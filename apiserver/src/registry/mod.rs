@@ -133,6 +133,8 @@ pub struct ResourceInfo {
     pub name_kind: NameKind,
     /// Field selector labels besides `metadata.name` and `metadata.namespace`.
     pub field_labels: Vec<String>,
+    /// A CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
+    pub conversion_webhook: Option<crate::webhook::ClientConfig>,
 }
 
 impl ResourceInfo {

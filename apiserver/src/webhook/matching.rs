@@ -1,0 +1,309 @@
+//! Which webhooks a request reaches: rules, namespace and object selectors, and
+//! `matchConditions` (CEL). Pure functions of the request and the webhook.
+//!
+//! Deviation: `matchPolicy: Equivalent` matches like `Exact` (the request's own group,
+//! version and resource); the server has no table of equivalent resources across groups, and a
+//! custom resource reached through another served version is not converted for the rule.
+
+use serde_json::{Map, Value};
+
+use super::config::{Rule, Webhook};
+
+/// The request as rules see it.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestAttributes<'a> {
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: &'a str,
+    /// API group.
+    pub group: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Plural resource.
+    pub resource: &'a str,
+    /// Subresource, empty for the main resource.
+    pub subresource: &'a str,
+    /// Namespace of the request; for a Namespace object, its own name (as kube-apiserver sets
+    /// it); empty for other cluster-scoped objects.
+    pub namespace: &'a str,
+}
+
+impl RequestAttributes<'_> {
+    fn is_namespace_object(&self) -> bool {
+        self.group.is_empty() && self.resource == "namespaces"
+    }
+}
+
+fn listed(values: &[String], want: &str) -> bool {
+    values.iter().any(|v| v == "*" || v == want)
+}
+
+/// Whether one rule covers the request (operation, group, version, resource/subresource,
+/// scope).
+pub fn rule_matches(rule: &Rule, attrs: &RequestAttributes<'_>) -> bool {
+    if !listed(&rule.operations, attrs.operation)
+        || !listed(&rule.api_groups, attrs.group)
+        || !listed(&rule.api_versions, attrs.version)
+    {
+        return false;
+    }
+    let resource = rule.resources.iter().any(|r| {
+        let (res, sub) = r.split_once('/').unwrap_or((r.as_str(), ""));
+        (res == "*" || res == attrs.resource) && (sub == "*" || sub == attrs.subresource)
+    });
+    if !resource {
+        return false;
+    }
+    match rule.scope.as_str() {
+        "Cluster" => attrs.is_namespace_object() || attrs.namespace.is_empty(),
+        "Namespaced" => !attrs.is_namespace_object() && !attrs.namespace.is_empty(),
+        _ => true,
+    }
+}
+
+/// Whether any rule of the webhook covers the request.
+pub fn rules_match(webhook: &Webhook, attrs: &RequestAttributes<'_>) -> bool {
+    webhook.rules.iter().any(|r| rule_matches(r, attrs))
+}
+
+/// Whether the namespace selector needs the labels of the request's Namespace object
+/// (namespaced requests with a selector that is not `{}`).
+pub fn needs_namespace_labels(webhook: &Webhook, attrs: &RequestAttributes<'_>) -> bool {
+    !webhook.namespace_selector.is_everything()
+        && !attrs.namespace.is_empty()
+        && !attrs.is_namespace_object()
+}
+
+/// The namespace selector: cluster-scoped objects other than namespaces always match; a
+/// Namespace object is selected by its own labels (the new object's, or the old one's on
+/// delete); others by `namespace_labels`, the labels of their Namespace.
+pub fn namespace_selector_matches(
+    webhook: &Webhook,
+    attrs: &RequestAttributes<'_>,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    namespace_labels: Option<&Map<String, Value>>,
+) -> bool {
+    let selector = &webhook.namespace_selector;
+    if selector.is_everything() {
+        return true;
+    }
+    if attrs.is_namespace_object() {
+        return object
+            .or(old_object)
+            .is_some_and(|o| selector.matches_value(o));
+    }
+    if attrs.namespace.is_empty() {
+        return true;
+    }
+    selector.matches_map(namespace_labels.unwrap_or(&Map::new()))
+}
+
+/// The object selector: matches when the object's or the old object's labels match.
+pub fn object_selector_matches(
+    webhook: &Webhook,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+) -> bool {
+    let selector = &webhook.object_selector;
+    selector.is_everything()
+        || object.is_some_and(|o| selector.matches_value(o))
+        || old_object.is_some_and(|o| selector.matches_value(o))
+}
+
+/// Evaluates `matchConditions` over `object`, `oldObject` and `request`: `Ok(true)` when all
+/// are true (or there are none), `Ok(false)` when one is false, `Err` when one cannot be
+/// evaluated (then the failure policy decides).
+pub fn match_conditions(
+    webhook: &Webhook,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
+    if webhook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    use kube_cel::KubeCelExt as _;
+    use kube_cel::cel;
+    let mut ctx = cel::Context::default().with_all();
+    let null = Value::Null;
+    for (name, value) in [
+        ("object", object.unwrap_or(&null)),
+        ("oldObject", old_object.unwrap_or(&null)),
+        ("request", request),
+    ] {
+        ctx.add_variable(name, value)
+            .map_err(|err| format!("cannot bind {name}: {err}"))?;
+    }
+    let mut errors = Vec::new();
+    for condition in &webhook.match_conditions {
+        let program = match cel::Program::compile(&condition.expression) {
+            Ok(p) => p,
+            Err(err) => {
+                errors.push(format!(
+                    "matchCondition {}: compilation failed: {err}",
+                    condition.name
+                ));
+                continue;
+            }
+        };
+        match program.execute(&ctx) {
+            Ok(cel::Value::Bool(true)) => {}
+            // A false condition skips the webhook, even when another one errs.
+            Ok(cel::Value::Bool(false)) => return Ok(false),
+            Ok(other) => errors.push(format!(
+                "matchCondition {}: expression must evaluate to bool, got {other:?}",
+                condition.name
+            )),
+            Err(err) => errors.push(format!("matchCondition {}: {err}", condition.name)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(true)
+    } else {
+        Err(errors.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::config::parse_configuration;
+    use super::*;
+
+    fn webhook(extra: Value) -> Webhook {
+        let mut h = json!({
+            "name": "a.example.com",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:1/x"},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["widgets", "widgets/status"]}],
+        });
+        if let (Some(h), Some(extra)) = (h.as_object_mut(), extra.as_object()) {
+            for (k, v) in extra {
+                h.insert(k.clone(), v.clone());
+            }
+        }
+        parse_configuration(&json!({"metadata": {"name": "c"}, "webhooks": [h]}), false).remove(0)
+    }
+
+    fn attrs<'a>(
+        op: &'a str,
+        resource: &'a str,
+        sub: &'a str,
+        ns: &'a str,
+    ) -> RequestAttributes<'a> {
+        RequestAttributes {
+            operation: op,
+            group: "example.com",
+            version: "v1",
+            resource,
+            subresource: sub,
+            namespace: ns,
+        }
+    }
+
+    #[test]
+    fn rules_cover_operations_resources_and_subresources() {
+        let w = webhook(json!({}));
+        assert!(rules_match(&w, &attrs("CREATE", "widgets", "", "ns")));
+        assert!(rules_match(&w, &attrs("UPDATE", "widgets", "status", "ns")));
+        assert!(!rules_match(&w, &attrs("DELETE", "widgets", "", "ns")));
+        assert!(!rules_match(&w, &attrs("UPDATE", "widgets", "scale", "ns")));
+        assert!(!rules_match(&w, &attrs("CREATE", "gadgets", "", "ns")));
+        let all = webhook(
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]}),
+        );
+        assert!(rules_match(&all, &attrs("DELETE", "gadgets", "", "")));
+        assert!(rules_match(&all, &attrs("UPDATE", "gadgets", "status", "")));
+        let main = webhook(
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]}),
+        );
+        assert!(!rules_match(
+            &main,
+            &attrs("UPDATE", "gadgets", "status", "")
+        ));
+        let status = webhook(
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}]}),
+        );
+        assert!(rules_match(
+            &status,
+            &attrs("UPDATE", "gadgets", "status", "")
+        ));
+        assert!(!rules_match(&status, &attrs("UPDATE", "gadgets", "", "")));
+    }
+
+    #[test]
+    fn scope_separates_cluster_and_namespaced() {
+        let cluster = webhook(
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}]}),
+        );
+        assert!(rules_match(&cluster, &attrs("CREATE", "widgets", "", "")));
+        assert!(!rules_match(
+            &cluster,
+            &attrs("CREATE", "widgets", "", "ns")
+        ));
+        let ns_obj = RequestAttributes {
+            group: "",
+            resource: "namespaces",
+            ..attrs("CREATE", "", "", "ns1")
+        };
+        assert!(rules_match(&cluster, &ns_obj));
+        let namespaced = webhook(
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}]}),
+        );
+        assert!(!rules_match(&namespaced, &ns_obj));
+        assert!(rules_match(
+            &namespaced,
+            &attrs("CREATE", "widgets", "", "ns")
+        ));
+    }
+
+    #[test]
+    fn selectors() {
+        let w = webhook(
+            json!({"namespaceSelector": {"matchLabels": {"team": "a"}}, "objectSelector": {"matchLabels": {"x": "1"}}}),
+        );
+        let a = attrs("CREATE", "widgets", "", "ns");
+        assert!(needs_namespace_labels(&w, &a));
+        let labels = json!({"team": "a"});
+        assert!(namespace_selector_matches(
+            &w,
+            &a,
+            None,
+            None,
+            labels.as_object()
+        ));
+        assert!(!namespace_selector_matches(&w, &a, None, None, None));
+        // Cluster-scoped objects are never excluded by the namespace selector.
+        assert!(namespace_selector_matches(
+            &w,
+            &attrs("CREATE", "widgets", "", ""),
+            None,
+            None,
+            None
+        ));
+        let with = json!({"metadata": {"labels": {"x": "1"}}});
+        let without = json!({"metadata": {}});
+        assert!(object_selector_matches(&w, Some(&with), None));
+        assert!(object_selector_matches(&w, Some(&without), Some(&with)));
+        assert!(!object_selector_matches(&w, Some(&without), None));
+    }
+
+    #[test]
+    fn match_conditions_evaluate_cel() {
+        let w = webhook(json!({"matchConditions": [
+            {"name": "not-skipped", "expression": "!has(object.metadata.labels) || !('skip' in object.metadata.labels)"},
+            {"name": "create", "expression": "request.operation == 'CREATE'"},
+        ]}));
+        let req = json!({"operation": "CREATE"});
+        let plain = json!({"metadata": {"name": "a"}});
+        let skip = json!({"metadata": {"name": "a", "labels": {"skip": "yes"}}});
+        assert_eq!(match_conditions(&w, Some(&plain), None, &req), Ok(true));
+        assert_eq!(match_conditions(&w, Some(&skip), None, &req), Ok(false));
+        let bad = webhook(
+            json!({"matchConditions": [{"name": "bad", "expression": "object.nope.deeper"}]}),
+        );
+        assert!(match_conditions(&bad, Some(&plain), None, &req).is_err());
+    }
+}
