@@ -128,7 +128,10 @@ fn work(name: &str, extra_spec: Value, config_data: &str) -> Value {
 }
 
 /// Runs every case against the hub behind `kubeconfig`; returns (case, outcome) in order.
-async fn run_cases(kubeconfig: &Path) -> Vec<(&'static str, Outcome)> {
+async fn run_cases(
+    kubeconfig: &Path,
+    token: &ocm::bootstrap::BootstrapToken,
+) -> Vec<(&'static str, Outcome)> {
     let admin = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
         .await
         .unwrap();
@@ -136,8 +139,7 @@ async fn run_cases(kubeconfig: &Path) -> Vec<(&'static str, Outcome)> {
     let mut results = Vec::new();
 
     // A bootstrap token holder may ask to join, not accept itself.
-    let token = ocm::bootstrap::BootstrapToken::generate().unwrap();
-    ocm::bootstrap::init_with_token(&admin, &token, None)
+    ocm::bootstrap::init_with_token(&admin, token, None)
         .await
         .unwrap();
     let bootstrap = with_token(kubeconfig, &token.to_string()).await;
@@ -601,12 +603,14 @@ async fn the_same_policies_hold_in_process_and_through_webhooks() {
     let embedded = ocm_e2e::start_fast_hub(&dir.path().join("embedded"))
         .await
         .unwrap();
-    let in_process = run_cases(&embedded.admin_kubeconfig).await;
+    // One token for both hubs, so that the messages naming its user compare equal.
+    let token = ocm::bootstrap::BootstrapToken::generate().unwrap();
+    let in_process = run_cases(&embedded.admin_kubeconfig, &token).await;
     addon_versions_agree(&embedded.admin_kubeconfig).await;
     embedded.stop().await;
 
     let real = RealHub::start(&dir.path().join("real"));
-    let through_webhooks = run_cases(&real.kubeconfig).await;
+    let through_webhooks = run_cases(&real.kubeconfig, &token).await;
     addon_versions_agree(&real.kubeconfig).await;
     real.stop();
 
