@@ -130,3 +130,86 @@ async fn init_and_join_against_a_plain_apiserver_managed_by_ocm_hub() {
     hub.stop();
     apiserver.stop();
 }
+
+/// A hub with no `kube-public/cluster-info` that refuses anonymous requests: `ocm init`
+/// publishes cluster-info, and `ocm join` — refused anonymously — reads it with the bootstrap
+/// token instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_publishes_cluster_info_and_join_reads_it_with_the_token() {
+    let home = tempfile::tempdir().unwrap();
+    let api_dir = home.path().join("apiserver");
+    let apiserver = Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "apiserver",
+            "--data-dir",
+            api_dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--memory",
+            "--anonymous-auth=false",
+        ],
+    );
+    apiserver.wait_line("ocm apiserver ready");
+    let kubeconfig = api_dir.join("admin.kubeconfig");
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(admin, "kube-public");
+    assert!(configmaps.get_opt("cluster-info").await.unwrap().is_none());
+    let (code, stdout, stderr) = run_ocm(
+        OCM,
+        home.path(),
+        &["init", "--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("published kube-public/cluster-info"),
+        "{stdout}"
+    );
+    assert!(configmaps.get_opt("cluster-info").await.unwrap().is_some());
+    let word_after = |flag: &str| {
+        stdout
+            .split_whitespace()
+            .skip_while(|w| *w != flag)
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    let data = home.path().join("cluster");
+    let join = Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "join",
+            "--hub-apiserver",
+            &word_after("--hub-apiserver"),
+            "--hub-token",
+            &word_after("--hub-token"),
+            "--cluster-name",
+            "c1",
+            "--simulated",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+    );
+    join.wait_line("token accepted");
+    join.stop();
+    // A second init leaves the published object alone.
+    let before = configmaps.get("cluster-info").await.unwrap();
+    let (code, stdout, _) = run_ocm(
+        OCM,
+        home.path(),
+        &["init", "--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("published"), "{stdout}");
+    let after = configmaps.get("cluster-info").await.unwrap();
+    assert_eq!(
+        before.metadata.resource_version,
+        after.metadata.resource_version
+    );
+    apiserver.stop();
+}
