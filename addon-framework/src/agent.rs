@@ -31,12 +31,45 @@ pub trait AgentAddon: Send + Sync {
     fn options(&self) -> &AddonOptions;
 
     /// The objects to put on `cluster` for `addon` (each with `apiVersion`, `kind` and
-    /// `metadata.name`): namespaces, deployments, RBAC, config maps…
+    /// `metadata.name`): namespaces, deployments, RBAC, config maps… `configs` are the config
+    /// objects in effect for this addon on this cluster (its AddOnDeploymentConfig values
+    /// among them).
     async fn manifests(
         &self,
         cluster: &ManagedCluster,
         addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError>;
+}
+
+/// The config objects in effect for an addon on one cluster.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AddonConfigs {
+    /// The AddOnDeploymentConfig's spec, when the addon has one.
+    pub deployment: Option<ocm_api::addon::v1beta1::AddOnDeploymentConfigSpec>,
+    /// Every config object (as JSON) with its reference.
+    pub objects: Vec<(crate::configs::ConfigRef, Value)>,
+}
+
+impl AddonConfigs {
+    /// The value of the AddOnDeploymentConfig's customized variable `name`.
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.deployment
+            .as_ref()?
+            .customized_variables
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.value.as_deref())
+    }
+
+    /// The AddOnDeploymentConfig's `agentInstallNamespace`, when set and not empty.
+    pub fn install_namespace(&self) -> Option<&str> {
+        self.deployment
+            .as_ref()?
+            .agent_install_namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+    }
 }
 
 /// How the framework installs, registers and watches an addon.

@@ -8,6 +8,7 @@
 //! hub ([`manager`]).
 
 pub mod agent;
+pub mod configs;
 pub mod csr;
 pub mod health;
 pub mod install;
@@ -15,4 +16,6 @@ pub mod manager;
 pub mod registration;
 pub mod works;
 
-pub use agent::{AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig};
+pub use agent::{
+    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig,
+};

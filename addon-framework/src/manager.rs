@@ -23,7 +23,8 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
-    AVAILABLE, MANIFEST_APPLIED, REGISTRATION_APPLIED, manifest_applied, registration_applied,
+    AVAILABLE, MANIFEST_APPLIED, PROGRESSING, REGISTRATION_APPLIED, manifest_applied, progressing,
+    registration_applied,
 };
 use ocm_api::addon::names::labels::ADDON_NAME;
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
@@ -32,7 +33,8 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
-use crate::agent::AgentAddon;
+use crate::agent::{AddonConfigs, AgentAddon};
+use crate::configs::ConfigRef;
 use crate::works::{WorkInput, plan};
 
 /// Why one reconcile failed (it is retried).
@@ -147,6 +149,7 @@ struct Outcome {
     conditions: Vec<Condition>,
     namespace: Option<String>,
     registrations: Option<Value>,
+    config_references: Option<Value>,
 }
 
 async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Action, ManagerError> {
@@ -181,11 +184,13 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::requeue(RESYNC));
     };
-    // The addon's choice, else the namespace a v1alpha1 client set on this addon, else the
-    // default.
+    let (configs, hashes) = load_configs(&ctx.client, &mca).await;
+    // The addon's choice, else its AddOnDeploymentConfig's, else the namespace a v1alpha1
+    // client set on this addon, else the default.
     let install_namespace = options
         .install_namespace
         .clone()
+        .or_else(|| configs.install_namespace().map(str::to_owned))
         .or_else(|| {
             mca.metadata
                 .annotations
@@ -257,7 +262,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         },
     }
     // Manifests → works. Nothing is written when the addon fails.
-    let manifests = match ctx.addon.manifests(&cluster, &mca).await {
+    let manifests = match ctx.addon.manifests(&cluster, &mca, &configs).await {
         Ok(manifests) => manifests,
         Err(err) => {
             set_condition(
@@ -286,7 +291,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         owner_uid: &uid,
         manifests: &manifests,
         manifest_configs: &manifest_configs,
-        config_hash: None,
+        config_hash: (!hashes.is_empty()).then(|| crate::configs::hash_annotation(&hashes)),
         limit: WorkInput::DEFAULT_LIMIT,
     }) {
         Ok(planned) => planned,
@@ -362,6 +367,20 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             ),
         ),
     };
+    let all_applied = failure.is_none()
+        && applied.iter().all(|w| {
+            let generation = w.pointer("/metadata/generation").and_then(Value::as_i64);
+            w.pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c["type"] == "Applied"
+                            && c["status"] == "True"
+                            && c.get("observedGeneration").and_then(Value::as_i64) == generation
+                    })
+                })
+        });
+    record_applied_configs(&mca, all_applied, generation, &mut outcome);
     if let Some(judgement) = crate::health::judge(&options.health, Some(&applied)) {
         set_condition(
             &mut outcome.conditions,
@@ -376,6 +395,118 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     }
     write_status(&ctx, &mca, &outcome).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// The config objects named by `mca`'s `status.configReferences` (desired configs), and their
+/// spec hashes. Objects that cannot be read are left out.
+async fn load_configs(
+    client: &kube::Client,
+    mca: &ManagedClusterAddOn,
+) -> (AddonConfigs, Vec<(ConfigRef, String)>) {
+    let mut configs = AddonConfigs::default();
+    let mut hashes = Vec::new();
+    let references = mca
+        .status
+        .as_ref()
+        .map(|s| s.config_references.clone())
+        .unwrap_or_default();
+    for reference in references {
+        let Some(desired) = reference.desired_config else {
+            continue;
+        };
+        let config = ConfigRef {
+            group: reference.group.unwrap_or_default(),
+            resource: reference.resource,
+            namespace: desired.namespace,
+            name: desired.name,
+        };
+        let Some(object) = fetch_config(client, &config).await else {
+            continue;
+        };
+        let hash = desired
+            .spec_hash
+            .unwrap_or_else(|| crate::configs::spec_hash(&object));
+        if config.resource == "addondeploymentconfigs" {
+            configs.deployment = object
+                .get("spec")
+                .and_then(|spec| serde_json::from_value(spec.clone()).ok());
+        }
+        hashes.push((config.clone(), hash));
+        configs.objects.push((config, object));
+    }
+    (configs, hashes)
+}
+
+/// Reads a config object, finding its API through discovery (AddOnDeploymentConfig
+/// directly).
+pub(crate) async fn fetch_config(client: &kube::Client, config: &ConfigRef) -> Option<Value> {
+    let resource =
+        if config.group == ocm_api::addon::GROUP && config.resource == "addondeploymentconfigs" {
+            kube::core::ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk(
+                    ocm_api::addon::GROUP,
+                    "v1alpha1",
+                    "AddOnDeploymentConfig",
+                ),
+                "addondeploymentconfigs",
+            )
+        } else {
+            let group = kube::discovery::group(client, &config.group).await.ok()?;
+            group
+                .recommended_resources()
+                .into_iter()
+                .find(|(r, _)| r.plural == config.resource)
+                .map(|(r, _)| r)?
+        };
+    let api: Api<kube::api::DynamicObject> = if config.namespace.is_empty() {
+        Api::all_with(client.clone(), &resource)
+    } else {
+        Api::namespaced_with(client.clone(), &config.namespace, &resource)
+    };
+    let object = api.get_opt(&config.name).await.ok()??;
+    serde_json::to_value(object).ok()
+}
+
+/// Once every work is applied at its current generation, the desired configs are the applied
+/// ones: `lastAppliedConfig` follows `desiredConfig`, and `Progressing` turns Completed.
+fn record_applied_configs(
+    mca: &ManagedClusterAddOn,
+    all_applied: bool,
+    generation: Option<i64>,
+    outcome: &mut Outcome,
+) {
+    let mut references = mca
+        .status
+        .as_ref()
+        .map(|s| s.config_references.clone())
+        .unwrap_or_default();
+    if references.is_empty() {
+        return;
+    }
+    let pending = references
+        .iter()
+        .any(|r| r.desired_config.is_some() && r.desired_config != r.last_applied_config);
+    if all_applied && pending {
+        for reference in &mut references {
+            if reference.desired_config.is_some() {
+                reference.last_applied_config = reference.desired_config.clone();
+            }
+        }
+        outcome.config_references = serde_json::to_value(&references).ok();
+    }
+    let (status, reason, message) = if all_applied {
+        ("False", progressing::COMPLETED, "completed with no errors.")
+    } else {
+        (
+            "True",
+            progressing::PROGRESSING,
+            "applying the addon's configs",
+        )
+    };
+    set_condition(
+        &mut outcome.conditions,
+        condition(PROGRESSING, status, reason, message, generation),
+    );
 }
 
 /// Applies an addon's hub RBAC objects (server-side apply).
@@ -542,15 +673,24 @@ async fn write_status(
     if let Some(registrations) = &outcome.registrations {
         status["registrations"] = registrations.clone();
     }
+    if let Some(references) = &outcome.config_references {
+        status["configReferences"] = references.clone();
+    }
     let before = serde_json::to_value(&current)?;
-    let unchanged = ["conditions", "healthCheck", "namespace", "registrations"]
-        .iter()
-        .all(|k| {
-            status.get(k).is_none_or(|v| {
-                before.get(k).unwrap_or(&Value::Null) == v
-                    || (v.as_array().is_some_and(Vec::is_empty) && before.get(k).is_none())
-            })
-        });
+    let unchanged = [
+        "conditions",
+        "healthCheck",
+        "namespace",
+        "registrations",
+        "configReferences",
+    ]
+    .iter()
+    .all(|k| {
+        status.get(k).is_none_or(|v| {
+            before.get(k).unwrap_or(&Value::Null) == v
+                || (v.as_array().is_some_and(Vec::is_empty) && before.get(k).is_none())
+        })
+    });
     if unchanged {
         return Ok(());
     }
@@ -684,9 +824,189 @@ async fn install_pass(client: &kube::Client) -> Result<(), ManagerError> {
     Ok(())
 }
 
-/// Follows every ClusterManagementAddOn's install strategy until `shutdown`: a pass whenever a
-/// ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn or ManagedCluster changes (and
-/// every 30 s).
+/// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
+/// Progressive `maxConcurrency`.
+fn placement_of<'a>(
+    cma: &'a ClusterManagementAddOn,
+    decisions: &BTreeMap<String, Option<BTreeSet<String>>>,
+    cluster: &str,
+) -> Option<&'a ocm_api::addon::v1alpha1::PlacementStrategy> {
+    cma.spec
+        .install_strategy
+        .as_ref()?
+        .placements
+        .iter()
+        .find(|p| {
+            decisions
+                .get(&format!("{}/{}", p.namespace, p.name))
+                .and_then(Option::as_ref)
+                .is_some_and(|clusters| clusters.contains(cluster))
+        })
+}
+
+fn max_concurrency(
+    placement: Option<&ocm_api::addon::v1alpha1::PlacementStrategy>,
+) -> Option<usize> {
+    let strategy = serde_json::to_value(placement?.rollout_strategy.as_ref()?).ok()?;
+    if strategy.get("type").and_then(Value::as_str) != Some("Progressive") {
+        return None;
+    }
+    match strategy.pointer("/progressive/maxConcurrency")? {
+        Value::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
+        Value::String(s) => s.trim_end_matches('%').parse().ok(),
+        _ => None,
+    }
+}
+
+/// One pass of the configs every ManagedClusterAddOn should run: its desired configs (own >
+/// placement > default) with their spec hashes in `status.configReferences`, handed out per
+/// the placement's rollout strategy ([`crate::configs::admit_rollout`]), and the
+/// ClusterManagementAddOn's `defaultConfigReferences`.
+async fn config_pass(client: &kube::Client) -> Result<(), ManagerError> {
+    use ocm_api::addon::v1beta1::ConfigSpecHash;
+    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
+    let mcas: Api<ManagedClusterAddOn> = Api::all(client.clone());
+    for cma in cmas.list(&ListParams::default()).await?.items {
+        let name = cma.metadata.name.clone().unwrap_or_default();
+        let decisions = decisions_of(client, &cma).await;
+        let mut hash_cache: BTreeMap<ConfigRef, Option<String>> = BTreeMap::new();
+        let mut hash_of = async |config: &ConfigRef| -> Option<String> {
+            if let Some(hash) = hash_cache.get(config) {
+                return hash.clone();
+            }
+            let hash = fetch_config(client, config)
+                .await
+                .map(|o| crate::configs::spec_hash(&o));
+            hash_cache.insert(config.clone(), hash.clone());
+            hash
+        };
+        // Default config references of the ClusterManagementAddOn.
+        let defaults = crate::configs::desired(&cma.spec.default_configs, &[], &[]);
+        let mut default_refs = Vec::new();
+        for config in &defaults {
+            default_refs.push(json!({
+                "group": config.group, "resource": config.resource,
+                "desiredConfig": {"namespace": config.namespace, "name": config.name,
+                                  "specHash": hash_of(config).await.unwrap_or_default()},
+            }));
+        }
+        let current_defaults = cma
+            .status
+            .as_ref()
+            .map(|s| serde_json::to_value(&s.default_config_references).unwrap_or(Value::Null))
+            .unwrap_or(json!([]));
+        if current_defaults != json!(default_refs) {
+            let patch = json!({"metadata": {"resourceVersion": cma.metadata.resource_version},
+                               "status": {"defaultConfigReferences": default_refs}});
+            let _ = cmas
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+        }
+        // Per addon: desired configs, gated by rollout.
+        let addons = mcas
+            .list(&ListParams::default().fields(&format!("metadata.name={name}")))
+            .await?
+            .items;
+        let mut plans = Vec::new();
+        for mca in &addons {
+            let cluster = mca.metadata.namespace.clone().unwrap_or_default();
+            let placement = placement_of(&cma, &decisions, &cluster);
+            let placement_configs = placement.map(|p| p.configs.clone()).unwrap_or_default();
+            let desired = crate::configs::desired(
+                &cma.spec.default_configs,
+                &placement_configs,
+                &mca.spec.configs,
+            );
+            let mut references = Vec::new();
+            for config in &desired {
+                let hash = hash_of(config).await;
+                references.push((config.clone(), hash));
+            }
+            let existing = mca
+                .status
+                .as_ref()
+                .map(|s| s.config_references.clone())
+                .unwrap_or_default();
+            let new: Vec<ocm_api::addon::v1beta1::ConfigReference> = references
+                .iter()
+                .map(|(config, hash)| ocm_api::addon::v1beta1::ConfigReference {
+                    group: Some(config.group.clone()),
+                    resource: config.resource.clone(),
+                    last_observed_generation: None,
+                    desired_config: Some(ConfigSpecHash {
+                        namespace: config.namespace.clone(),
+                        name: config.name.clone(),
+                        spec_hash: hash.clone(),
+                    }),
+                    last_applied_config: existing
+                        .iter()
+                        .find(|e| {
+                            e.group.clone().unwrap_or_default() == config.group
+                                && e.resource == config.resource
+                        })
+                        .and_then(|e| e.last_applied_config.clone()),
+                })
+                .collect();
+            let desired_of = |refs: &[ocm_api::addon::v1beta1::ConfigReference]| {
+                refs.iter()
+                    .map(|r| {
+                        (
+                            r.group.clone().unwrap_or_default(),
+                            r.resource.clone(),
+                            r.desired_config.clone(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let has_new = desired_of(&existing) == desired_of(&new);
+            let applied = existing
+                .iter()
+                .all(|r| r.desired_config.is_none() || r.desired_config == r.last_applied_config);
+            plans.push((
+                mca,
+                cluster,
+                max_concurrency(placement),
+                new,
+                has_new,
+                applied,
+            ));
+        }
+        // Rollout per concurrency limit (clusters sharing a limit are admitted together).
+        let states: Vec<crate::configs::ClusterRollout> = plans
+            .iter()
+            .map(
+                |(_, cluster, _, _, has_new, applied)| crate::configs::ClusterRollout {
+                    cluster: cluster.clone(),
+                    has_new: *has_new,
+                    applied: *applied,
+                },
+            )
+            .collect();
+        let limit = plans.iter().find_map(|(_, _, limit, _, _, _)| *limit);
+        let admitted: BTreeSet<String> = crate::configs::admit_rollout(&states, limit)
+            .into_iter()
+            .collect();
+        for (mca, cluster, _, new, has_new, _) in plans {
+            if has_new || !admitted.contains(&cluster) {
+                continue;
+            }
+            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+            let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                               "status": {"configReferences": new}});
+            if let Err(err) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(addon = name, cluster, %err, "config references not written yet");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
+/// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
+/// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
 pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
     let changed = Arc::new(tokio::sync::Notify::new());
     fn watch<K>(api: Api<K>, changed: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<()>
@@ -723,10 +1043,17 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
             changed.clone(),
         ),
         watch(Api::<ManagedCluster>::all(client.clone()), changed.clone()),
+        watch(
+            Api::<ocm_api::addon::v1alpha1::AddOnDeploymentConfig>::all(client.clone()),
+            changed.clone(),
+        ),
     ];
     loop {
         if let Err(err) = install_pass(&client).await {
             tracing::debug!(%err, "install strategy pass failed; retrying");
+        }
+        if let Err(err) = config_pass(&client).await {
+            tracing::debug!(%err, "addon config pass failed; retrying");
         }
         tokio::select! {
             _ = shutdown.cancelled() => break,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use ocm_addon_framework::manager::{AddonManager, run_install_strategies};
-use ocm_addon_framework::{AddonError, AddonOptions, AgentAddon, HealthProber};
+use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::Placement;
@@ -35,8 +35,10 @@ impl AgentAddon for Hello {
         &self,
         cluster: &ManagedCluster,
         _addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError> {
         let name = cluster.metadata.name.clone().unwrap_or_default();
+        let greeting = configs.variable("greeting").unwrap_or("hello");
         Ok(vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hello-agent"}}),
             json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -46,7 +48,7 @@ impl AgentAddon for Hello {
                                          "spec": {"containers": [{"name": "agent", "image": "hello:1"}]}}}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "hello-config", "namespace": "hello-agent"},
-                   "data": {"cluster": name}}),
+                   "data": {"cluster": name, "greeting": greeting}}),
         ])
     }
 }
@@ -66,6 +68,7 @@ impl AgentAddon for Broken {
         &self,
         _cluster: &ManagedCluster,
         _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError> {
         Err(AddonError::new("the image registry is not configured"))
     }
@@ -113,14 +116,34 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         )
         .await
         .unwrap();
+    let configs: Api<ocm_api::addon::v1alpha1::AddOnDeploymentConfig> =
+        Api::namespaced(client.clone(), "addons");
+    let config = |greeting: &str| {
+        serde_json::from_value::<ocm_api::addon::v1alpha1::AddOnDeploymentConfig>(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1alpha1",
+            "kind": "AddOnDeploymentConfig",
+            "metadata": {"name": "hello-config", "namespace": "addons"},
+            "spec": {"customizedVariables": [{"name": "greeting", "value": greeting}]}}))
+        .unwrap()
+    };
+    configs
+        .create(&PostParams::default(), &config("hi"))
+        .await
+        .unwrap();
     let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
     cmas.create(
         &PostParams::default(),
         &serde_json::from_value(json!({
         "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
         "metadata": {"name": "hello"},
-        "spec": {"installStrategy": {"type": "Placements",
-                 "placements": [{"namespace": "addons", "name": "hello"}]}}}))
+        "spec": {
+            "defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                                "resource": "addondeploymentconfigs",
+                                "namespace": "addons", "name": "hello-config"}],
+            "installStrategy": {"type": "Placements",
+                 "placements": [{"namespace": "addons", "name": "hello",
+                                 "rolloutStrategy": {"type": "Progressive",
+                                                     "progressive": {"maxConcurrency": 1}}}]}}}))
         .unwrap(),
     )
     .await
@@ -182,7 +205,102 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         )
         .await
         .unwrap();
-        assert_eq!(cm.data.unwrap()["cluster"], *name);
+        let data = cm.data.unwrap();
+        assert_eq!(data["cluster"], *name);
+        assert_eq!(data["greeting"], "hi");
+    }
+
+    // A config change rolls out one cluster at a time (Progressive, maxConcurrency 1): the
+    // spec hashes change, and no two addons ever run an unapplied new config together.
+    let all_addons: Api<ManagedClusterAddOn> = Api::all(client.clone());
+    let mut events = std::pin::pin!(kube::runtime::watcher(
+        all_addons.clone(),
+        kube::runtime::watcher::Config::default().fields("metadata.name=hello"),
+    ));
+    use futures::StreamExt;
+    // Drain the initial list.
+    let mut seen = std::collections::BTreeMap::new();
+    while let Some(event) = events.next().await {
+        match event.unwrap() {
+            kube::runtime::watcher::Event::InitApply(m) => {
+                seen.insert(m.metadata.namespace.clone().unwrap(), m);
+            }
+            kube::runtime::watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    let old_hash = |m: &ManagedClusterAddOn| {
+        m.status
+            .as_ref()
+            .and_then(|s| s.config_references.first())
+            .and_then(|r| r.desired_config.as_ref())
+            .and_then(|d| d.spec_hash.clone())
+    };
+    let before = old_hash(&seen["c01"]).unwrap();
+    configs
+        .replace("hello-config", &PostParams::default(), &{
+            let mut c = configs.get("hello-config").await.unwrap();
+            c.spec = config("hola").spec;
+            c
+        })
+        .await
+        .unwrap();
+    let in_flight = |m: &ManagedClusterAddOn| {
+        m.status
+            .as_ref()
+            .and_then(|s| s.config_references.first())
+            .is_some_and(|r| {
+                r.desired_config.as_ref().and_then(|d| d.spec_hash.as_ref()) != Some(&before)
+                    && r.desired_config != r.last_applied_config
+            })
+    };
+    let done = |m: &ManagedClusterAddOn| {
+        m.status
+            .as_ref()
+            .and_then(|s| s.config_references.first())
+            .is_some_and(|r| {
+                r.desired_config.as_ref().and_then(|d| d.spec_hash.as_ref()) != Some(&before)
+                    && r.desired_config == r.last_applied_config
+            })
+    };
+    let mut max_in_flight = 0;
+    tokio::time::timeout(ocm_e2e::WAIT, async {
+        while let Some(event) = events.next().await {
+            if let kube::runtime::watcher::Event::Apply(m) = event.unwrap() {
+                seen.insert(m.metadata.namespace.clone().unwrap(), m);
+            }
+            max_in_flight = max_in_flight.max(seen.values().filter(|m| in_flight(m)).count());
+            if seen.len() == names.len() && seen.values().all(done) {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("every addon applied the new config");
+    assert_eq!(
+        max_in_flight, 1,
+        "more than one cluster ran an unapplied new config at once"
+    );
+    for name in &names {
+        let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
+        let cm: Api<ConfigMap> = Api::namespaced(spoke, "hello-agent");
+        wait_for(&cm, "hello-config", "the new greeting", |c| {
+            c.data.as_ref().is_some_and(|d| d["greeting"] == "hola")
+        })
+        .await
+        .unwrap();
+        let works: Api<ManifestWork> = Api::namespaced(client.clone(), name);
+        let work = works.get("addon-hello-deploy-0").await.unwrap();
+        let annotation =
+            work.metadata.annotations.unwrap()["open-cluster-management.io/config-spec-hash"]
+                .clone();
+        assert!(
+            annotation.contains(
+                "addondeploymentconfigs.addon.open-cluster-management.io/addons/hello-config"
+            ),
+            "{annotation}"
+        );
+        assert!(!annotation.contains(&before), "{annotation}");
     }
 
     // c03 leaves the placement: its addon, works and the agent's objects go.
