@@ -71,6 +71,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let listen = listen_address(&data_dir, args.listen);
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         listen,
+        extra_controllers: super::hub::addon_controllers(),
         ..EmbeddedHubOptions::new(&data_dir)
     })
     .await?;

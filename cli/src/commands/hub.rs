@@ -240,7 +240,12 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
             metrics,
             shutdown: shutdown.clone(),
         });
-        crate::embedded::run_controllers_as_leader(ctx, crate::embedded::process_identity()).await;
+        crate::embedded::run_controllers_as_leader(
+            ctx,
+            addon_controllers(),
+            crate::embedded::process_identity(),
+        )
+        .await;
         webhooks.running.stop().await;
         return Ok(());
     }
@@ -249,6 +254,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         tls_sans: args.tls_san.clone(),
         hub: options,
         csr_signing_duration: std::time::Duration::from_secs(args.cluster_signing_duration_seconds),
+        extra_controllers: addon_controllers(),
         ..EmbeddedHubOptions::new(&data_dir)
     })
     .await?;
@@ -273,6 +279,15 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     shutdown.cancelled().await;
     hub.stop().await;
     Ok(())
+}
+
+/// The addons' generic hub controllers (install strategies and configs), run by every hub.
+pub fn addon_controllers() -> crate::embedded::HubControllers {
+    crate::embedded::HubControllers(vec![Arc::new(|client, shutdown| {
+        Box::pin(ocm_addon_framework::manager::run_install_strategies(
+            client, shutdown,
+        ))
+    })])
 }
 
 /// On an existing cluster: `kube-public/cluster-info` (unless it has one) and the bootstrap

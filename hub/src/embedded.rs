@@ -47,6 +47,24 @@ pub struct EmbeddedHubOptions {
     pub csr_signing_duration: Duration,
     /// Whether to run the registration hub controllers.
     pub run_controllers: bool,
+    /// Controllers run beside the hub's own, under the same leader election (`ocm hub` adds
+    /// the addons' install strategies).
+    pub extra_controllers: HubControllers,
+}
+
+/// A controller a hub runs beside its own: started with the hub's admin client and stopped by
+/// the token (when the hub stops or loses its leader lease).
+pub type HubController =
+    Arc<dyn Fn(kube::Client, Shutdown) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// Extra hub controllers.
+#[derive(Clone, Default)]
+pub struct HubControllers(pub Vec<HubController>);
+
+impl std::fmt::Debug for HubControllers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HubControllers({})", self.0.len())
+    }
 }
 
 impl EmbeddedHubOptions {
@@ -60,6 +78,7 @@ impl EmbeddedHubOptions {
             hub: HubOptions::default(),
             csr_signing_duration: Duration::from_secs(365 * 24 * 3600),
             run_controllers: true,
+            extra_controllers: HubControllers::default(),
         }
     }
 }
@@ -134,6 +153,7 @@ impl EmbeddedHub {
             });
             tokio::spawn(run_controllers_as_leader(
                 ctx,
+                options.extra_controllers.clone(),
                 data_dir_identity(&options.data_dir),
             ))
         });
@@ -197,7 +217,11 @@ pub const LEADER_LEASE: &str = "cluster-manager-registration-controller-lock";
 
 /// Runs the hub controllers (registration, placement, ManifestWorkReplicaSet) while this
 /// process holds the hub's leader lease, so that two hub processes never both write.
-pub async fn run_controllers_as_leader(ctx: Arc<HubContext>, identity: String) {
+pub async fn run_controllers_as_leader(
+    ctx: Arc<HubContext>,
+    extra: HubControllers,
+    identity: String,
+) {
     let election = ocm_runtime::leader::LeaderElection::new(
         ctx.client.clone(),
         HUB_NAMESPACE,
@@ -213,14 +237,14 @@ pub async fn run_controllers_as_leader(ctx: Arc<HubContext>, identity: String) {
                 metrics: ctx.metrics.clone(),
                 shutdown: leading,
             });
-            run_hub_controllers(ctx)
+            run_hub_controllers(ctx, extra.clone())
         })
         .await;
 }
 
-/// Every hub controller — registration, placement, ManifestWorkReplicaSet and the addons'
-/// install strategies — until `ctx.shutdown` is cancelled.
-async fn run_hub_controllers(ctx: Arc<HubContext>) {
+/// Every hub controller — registration, placement, ManifestWorkReplicaSet and the extra ones —
+/// until `ctx.shutdown` is cancelled.
+async fn run_hub_controllers(ctx: Arc<HubContext>, extra: HubControllers) {
     let placement = ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone());
     let replica_sets = ocm_work::hub::run(
         ctx.client.clone(),
@@ -228,15 +252,17 @@ async fn run_hub_controllers(ctx: Arc<HubContext>) {
         ctx.metrics.clone(),
         ctx.shutdown.clone(),
     );
-    let addons = ocm_addon_framework::manager::run_install_strategies(
-        ctx.client.clone(),
-        ctx.shutdown.clone(),
+    let extra = futures::future::join_all(
+        extra
+            .0
+            .iter()
+            .map(|controller| controller(ctx.client.clone(), ctx.shutdown.clone())),
     );
     tokio::join!(
-        ocm_registration::hub::run(ctx),
+        ocm_registration::hub::run(ctx.clone()),
         placement,
         replica_sets,
-        addons
+        extra
     );
 }
 
