@@ -252,21 +252,23 @@ fn webhook(name: &str, client_config: Value, extra: Value) -> Value {
 
 async fn validating(client: &kube::Client, name: &str, hooks: Vec<Value>) {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let config = serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks}))
-        .unwrap();
+    let config =
+        serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks})).unwrap();
     api.create(&PostParams::default(), &config).await.unwrap();
 }
 
 async fn mutating(client: &kube::Client, name: &str, hooks: Vec<Value>) {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let config = serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks}))
-        .unwrap();
+    let config =
+        serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks})).unwrap();
     api.create(&PostParams::default(), &config).await.unwrap();
 }
 
 fn cm(name: &str, labels: Value) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}))
-        .unwrap()
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}),
+    )
+    .unwrap()
 }
 
 fn status_of(err: kube::Error) -> (u16, String, String) {
@@ -276,7 +278,11 @@ fn status_of(err: kube::Error) -> (u16, String, String) {
     }
 }
 
-async fn create_cm(client: &kube::Client, ns: &str, obj: &ConfigMap) -> Result<ConfigMap, kube::Error> {
+async fn create_cm(
+    client: &kube::Client,
+    ns: &str,
+    obj: &ConfigMap,
+) -> Result<ConfigMap, kube::Error> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     api.create(&PostParams::default(), obj).await
 }
@@ -288,7 +294,11 @@ async fn configurations_are_served_defaulted_and_in_discovery() {
     mutating(
         &client,
         "m",
-        vec![webhook("m.example.com", hooks.client_config("/allow"), json!({}))],
+        vec![webhook(
+            "m.example.com",
+            hooks.client_config("/allow"),
+            json!({}),
+        )],
     )
     .await;
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
@@ -313,8 +323,14 @@ async fn configurations_are_served_defaulted_and_in_discovery() {
         .into_iter()
         .map(|(r, _)| r.plural)
         .collect();
-    assert!(names.contains(&"validatingwebhookconfigurations".to_owned()), "{names:?}");
-    assert!(names.contains(&"mutatingwebhookconfigurations".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"validatingwebhookconfigurations".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"mutatingwebhookconfigurations".to_owned()),
+        "{names:?}"
+    );
 }
 
 #[tokio::test]
@@ -330,7 +346,8 @@ async fn invalid_configurations_are_refused_with_422() {
          "sideEffects": "Some", "admissionReviewVersions": ["v1"]},
     ]}))
     .unwrap();
-    let (code, reason, message) = status_of(api.create(&PostParams::default(), &bad).await.unwrap_err());
+    let (code, reason, message) =
+        status_of(api.create(&PostParams::default(), &bad).await.unwrap_err());
     assert_eq!((code, reason.as_str()), (422, "Invalid"));
     assert!(
         message.starts_with(
@@ -359,38 +376,62 @@ async fn failure_policy_fail_refuses_and_ignore_continues() {
     let hooks = HookServer::start();
     let down = closed_port_url();
     let cases = [
-        ("down.example.com", json!({"url": format!("{down}/allow"), "caBundle": hooks.ca_bundle}), 10),
+        (
+            "down.example.com",
+            json!({"url": format!("{down}/allow"), "caBundle": hooks.ca_bundle}),
+            10,
+        ),
         ("slow.example.com", hooks.client_config("/slow"), 1),
         ("garbage.example.com", hooks.client_config("/garbage"), 10),
-        ("wronguid.example.com", hooks.client_config("/wrong-uid"), 10),
-        ("service.example.com", json!({"service": {"name": "s", "namespace": "default"}}), 10),
+        (
+            "wronguid.example.com",
+            hooks.client_config("/wrong-uid"),
+            10,
+        ),
+        (
+            "service.example.com",
+            json!({"service": {"name": "s", "namespace": "default"}}),
+            10,
+        ),
     ];
     for (i, (name, config, timeout)) in cases.iter().enumerate() {
         let cfg = format!("fail-{i}");
         validating(
             &client,
             &cfg,
-            vec![webhook(name, config.clone(), json!({"timeoutSeconds": timeout}))],
+            vec![webhook(
+                name,
+                config.clone(),
+                json!({"timeoutSeconds": timeout}),
+            )],
         )
         .await;
-        let (code, reason, message) =
-            status_of(create_cm(&client, "default", &cm(&format!("c{i}"), json!({}))).await.unwrap_err());
-        assert_eq!((code, reason.as_str()), (500, "InternalError"), "{message}");
-        let prefix = format!(
-            "Internal error occurred: failed calling webhook \"{name}\": "
+        let (code, reason, message) = status_of(
+            create_cm(&client, "default", &cm(&format!("c{i}"), json!({})))
+                .await
+                .unwrap_err(),
         );
+        assert_eq!((code, reason.as_str()), (500, "InternalError"), "{message}");
+        let prefix = format!("Internal error occurred: failed calling webhook \"{name}\": ");
         assert!(message.starts_with(&prefix), "{message}");
         let rest = &message[prefix.len()..];
         match *name {
             "down.example.com" => assert!(
-                rest.starts_with(&format!("failed to call webhook: Post \"{down}/allow?timeout=10s\": ")),
+                rest.starts_with(&format!(
+                    "failed to call webhook: Post \"{down}/allow?timeout=10s\": "
+                )),
                 "{rest}"
             ),
             "slow.example.com" => assert_eq!(
                 rest,
-                format!("failed to call webhook: Post \"{}/slow?timeout=1s\": context deadline exceeded", hooks.base)
+                format!(
+                    "failed to call webhook: Post \"{}/slow?timeout=1s\": context deadline exceeded",
+                    hooks.base
+                )
             ),
-            "garbage.example.com" => assert!(rest.starts_with("failed to call webhook: "), "{rest}"),
+            "garbage.example.com" => {
+                assert!(rest.starts_with("failed to call webhook: "), "{rest}")
+            }
             "wronguid.example.com" => assert!(
                 rest.starts_with("received invalid webhook response: expected response.uid=\""),
                 "{rest}"
@@ -473,7 +514,9 @@ async fn denials_pass_the_webhook_status_through() {
     // Nothing was stored; unlabelled objects pass.
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     assert!(api.get_opt("a").await.unwrap().is_none());
-    create_cm(&client, "default", &cm("c", json!({}))).await.unwrap();
+    create_cm(&client, "default", &cm("c", json!({})))
+        .await
+        .unwrap();
     // Deletes are reviewed with the old object.
     let mut labelled = cm("d", json!({}));
     create_cm(&client, "default", &labelled).await.unwrap();
@@ -492,13 +535,16 @@ async fn denials_pass_the_webhook_status_through() {
     assert_eq!(last["request"]["operation"], "UPDATE");
     assert_eq!(last["request"]["oldObject"]["metadata"]["name"], "d");
     assert_eq!(last["request"]["options"]["kind"], "UpdateOptions");
-    assert_eq!(last["request"]["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(
+        last["request"]["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
     assert_eq!(
         last["request"]["resource"],
         json!({"group": "", "version": "v1", "resource": "configmaps"})
     );
     assert_eq!(last["request"]["namespace"], "default");
-    assert_eq!(last["request"]["userInfo"]["username"], "system:admin");
+    assert_eq!(last["request"]["userInfo"]["username"], "admin");
     assert_eq!(last["query"], "timeout=10s");
 }
 
@@ -508,8 +554,12 @@ async fn selectors_include_and_exclude() {
     let hooks = HookServer::start();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for (name, labels) in [("team-a", json!({"team": "a"})), ("plain", json!({}))] {
-        let ns = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
-        namespaces.create(&PostParams::default(), &ns).await.unwrap();
+        let ns =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
     }
     validating(
         &client,
@@ -531,9 +581,13 @@ async fn selectors_include_and_exclude() {
         )],
     )
     .await;
-    let err = create_cm(&client, "team-a", &cm("x", json!({}))).await.unwrap_err();
+    let err = create_cm(&client, "team-a", &cm("x", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!(status_of(err).0, 400);
-    create_cm(&client, "plain", &cm("x", json!({}))).await.unwrap();
+    create_cm(&client, "plain", &cm("x", json!({})))
+        .await
+        .unwrap();
     let err = create_cm(&client, "plain", &cm("y", json!({"guard": "on"})))
         .await
         .unwrap_err();
@@ -564,10 +618,16 @@ async fn mutating_patches_are_stored_and_ifneeded_webhooks_are_reinvoked() {
     mutating(
         &client,
         "b-patch",
-        vec![webhook("patch.example.com", hooks.client_config("/patch"), json!({}))],
+        vec![webhook(
+            "patch.example.com",
+            hooks.client_config("/patch"),
+            json!({}),
+        )],
     )
     .await;
-    let created = create_cm(&client, "default", &cm("m", json!({}))).await.unwrap();
+    let created = create_cm(&client, "default", &cm("m", json!({})))
+        .await
+        .unwrap();
     let labels = created.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("patched").map(String::as_str), Some("yes"));
     let annotations = created.metadata.annotations.clone().unwrap_or_default();
@@ -582,11 +642,18 @@ async fn mutating_patches_are_stored_and_ifneeded_webhooks_are_reinvoked() {
     validating(
         &client,
         "v-patch",
-        vec![webhook("vpatch.example.com", hooks.client_config("/patch"), json!({}))],
+        vec![webhook(
+            "vpatch.example.com",
+            hooks.client_config("/patch"),
+            json!({}),
+        )],
     )
     .await;
-    let (code, _, message) =
-        status_of(create_cm(&client, "default", &cm("n", json!({}))).await.unwrap_err());
+    let (code, _, message) = status_of(
+        create_cm(&client, "default", &cm("n", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 500);
     assert_eq!(
         message,
@@ -612,9 +679,15 @@ async fn dry_run_requests_reach_side_effect_free_webhooks_with_dry_run_set() {
     )
     .await;
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    api.create(&PostParams { dry_run: true, ..Default::default() }, &cm("dry", json!({})))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams {
+            dry_run: true,
+            ..Default::default()
+        },
+        &cm("dry", json!({})),
+    )
+    .await
+    .unwrap();
     assert!(api.get_opt("dry").await.unwrap().is_none());
     let seen = hooks.seen("/allow");
     assert_eq!(seen.len(), 2);
@@ -630,7 +703,12 @@ async fn dry_run_requests_reach_side_effect_free_webhooks_with_dry_run_set() {
     let some = serde_json::from_value(json!({"metadata": {"name": "some"}, "webhooks": [
         webhook("some.example.com", hooks.client_config("/allow"), json!({"sideEffects": "Unknown"}))]}))
     .unwrap();
-    let (code, _, message) = status_of(configs.create(&PostParams::default(), &some).await.unwrap_err());
+    let (code, _, message) = status_of(
+        configs
+            .create(&PostParams::default(), &some)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 422, "{message}");
 }
 
@@ -641,7 +719,11 @@ async fn warnings_reach_the_client() {
     mutating(
         &client,
         "warn",
-        vec![webhook("warn.example.com", hooks.client_config("/warn"), json!({}))],
+        vec![webhook(
+            "warn.example.com",
+            hooks.client_config("/warn"),
+            json!({}),
+        )],
     )
     .await;
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
@@ -677,9 +759,13 @@ async fn match_conditions_skip_the_call() {
         )],
     )
     .await;
-    create_cm(&client, "default", &cm("exempt", json!({}))).await.unwrap();
+    create_cm(&client, "default", &cm("exempt", json!({})))
+        .await
+        .unwrap();
     assert!(hooks.seen("/deny-bare").is_empty());
-    let err = create_cm(&client, "default", &cm("other", json!({}))).await.unwrap_err();
+    let err = create_cm(&client, "default", &cm("other", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!(status_of(err).0, 403);
     assert_eq!(hooks.seen("/deny-bare").len(), 1);
     // An expression that cannot be evaluated fails the request under failurePolicy Fail.
@@ -693,8 +779,11 @@ async fn match_conditions_skip_the_call() {
         )],
     )
     .await;
-    let (code, _, message) =
-        status_of(create_cm(&client, "default", &cm("exempt2", json!({}))).await.unwrap_err());
+    let (code, _, message) = status_of(
+        create_cm(&client, "default", &cm("exempt2", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 500);
     assert!(
         message.starts_with("Internal error occurred: failed calling webhook \"conderror.example.com\": failed to evaluate match condition"),
@@ -718,16 +807,25 @@ async fn subresource_rules_see_status_writes() {
     )
     .await;
     let api: Api<common::crd::Widget> = Api::default_namespaced(client.clone());
-    let mut w = common::crd::Widget::new("w", common::crd::WidgetSpec { color: "red".into(), size: None });
+    let mut w = common::crd::Widget::new(
+        "w",
+        common::crd::WidgetSpec {
+            color: "red".into(),
+            size: None,
+        },
+    );
     let created = api.create(&PostParams::default(), &w).await.unwrap();
     w.metadata.resource_version = created.metadata.resource_version.clone();
     w.spec.color = "blue".into();
     let updated = api.replace("w", &PostParams::default(), &w).await.unwrap();
     assert!(hooks.seen("/deny-bare").is_empty());
     let mut with_status = updated.clone();
-    with_status.status = Some(common::crd::WidgetStatus { observed_generation: 2, ready: true });
+    with_status.status = Some(common::crd::WidgetStatus {
+        observed_generation: 2,
+        ready: true,
+    });
     let err = api
-        .replace_status("w", &PostParams::default(), serde_json::to_vec(&with_status).unwrap())
+        .replace_status("w", &PostParams::default(), &with_status)
         .await
         .unwrap_err();
     assert_eq!(status_of(err).0, 403);
@@ -746,16 +844,26 @@ async fn configurations_are_per_logical_cluster() {
     validating(
         &c1,
         "deny",
-        vec![webhook("deny.example.com", hooks.client_config("/deny-bare"), json!({}))],
+        vec![webhook(
+            "deny.example.com",
+            hooks.client_config("/deny-bare"),
+            json!({}),
+        )],
     )
     .await;
-    let err = create_cm(&c1, "default", &cm("a", json!({}))).await.unwrap_err();
+    let err = create_cm(&c1, "default", &cm("a", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!(status_of(err).0, 403);
-    create_cm(&client, "default", &cm("a", json!({}))).await.unwrap();
+    create_cm(&client, "default", &cm("a", json!({})))
+        .await
+        .unwrap();
     // A delete of the configuration takes effect on the next request.
     let api: Api<ValidatingWebhookConfiguration> = Api::all(c1.clone());
     api.delete("deny", &DeleteParams::default()).await.unwrap();
-    create_cm(&c1, "default", &cm("a", json!({}))).await.unwrap();
+    create_cm(&c1, "default", &cm("a", json!({})))
+        .await
+        .unwrap();
 }
 
 fn gizmo_crd(group: &str, client_config: Value) -> Value {
@@ -782,7 +890,10 @@ fn gizmo_crd(group: &str, client_config: Value) -> Value {
 
 fn gizmos(client: &kube::Client, group: &str, version: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk(group, version, "Gizmo");
-    Api::default_namespaced_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, "gizmos"))
+    Api::default_namespaced_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "gizmos"),
+    )
 }
 
 fn gizmo(group: &str, name: &str, color: &str) -> DynamicObject {
@@ -797,10 +908,17 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
     let (server, client) = common::server().await;
     let hooks = HookServer::start();
     let group = "conv.example.com";
-    common::crd::install(&client, common::crd::crd_from_json(gizmo_crd(group, hooks.client_config("/convert")))).await;
+    common::crd::install(
+        &client,
+        common::crd::crd_from_json(gizmo_crd(group, hooks.client_config("/convert"))),
+    )
+    .await;
     let beta = gizmos(&client, group, "v1beta1");
     let alpha = gizmos(&client, group, "v1alpha1");
-    let created = beta.create(&PostParams::default(), &gizmo(group, "g1", "red")).await.unwrap();
+    let created = beta
+        .create(&PostParams::default(), &gizmo(group, "g1", "red"))
+        .await
+        .unwrap();
     assert_eq!(created.data["spec"], json!({"color": "red"}));
     // Stored in v1alpha1, with the field renamed by the webhook.
     let key = ocm_apiserver::storage::ObjectKey::new(
@@ -842,7 +960,9 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
         .await
         .unwrap()
         .boxed();
-    beta.create(&PostParams::default(), &gizmo(group, "g2", "blue")).await.unwrap();
+    beta.create(&PostParams::default(), &gizmo(group, "g2", "blue"))
+        .await
+        .unwrap();
     let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
         .await
         .unwrap()
@@ -860,7 +980,10 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
     assert!(!reviews.is_empty());
     assert_eq!(reviews[0]["apiVersion"], "apiextensions.k8s.io/v1");
     assert_eq!(reviews[0]["kind"], "ConversionReview");
-    assert_eq!(reviews[0]["request"]["desiredAPIVersion"], format!("{group}/v1alpha1"));
+    assert_eq!(
+        reviews[0]["request"]["desiredAPIVersion"],
+        format!("{group}/v1alpha1")
+    );
 }
 
 #[tokio::test]
@@ -893,7 +1016,10 @@ async fn crd_conversion_webhook_down_is_a_500() {
 #[tokio::test]
 async fn crd_conversion_configuration_is_validated() {
     let (_server, client) = common::server().await;
-    let mut crd = gizmo_crd("bad.example.com", json!({"url": "http://127.0.0.1/convert"}));
+    let mut crd = gizmo_crd(
+        "bad.example.com",
+        json!({"url": "http://127.0.0.1/convert"}),
+    );
     crd["spec"]["conversion"]["webhook"]["conversionReviewVersions"] = json!(["v1beta1"]);
     let api: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(client.clone());
@@ -909,7 +1035,10 @@ async fn crd_conversion_configuration_is_validated() {
     ] {
         assert!(message.contains(part), "missing {part} in {message}");
     }
-    let mut crd = gizmo_crd("none.example.com", json!({"url": "https://127.0.0.1/convert"}));
+    let mut crd = gizmo_crd(
+        "none.example.com",
+        json!({"url": "https://127.0.0.1/convert"}),
+    );
     crd["spec"]["conversion"]["strategy"] = json!("None");
     let (code, _, message) = status_of(
         api.create(&PostParams::default(), &common::crd::crd_from_json(crd))

@@ -765,9 +765,6 @@ impl Ctx {
         if self.dry_run {
             options["dryRun"] = json!(["All"]);
         }
-        if !self.manager.is_empty() && kind != "DeleteOptions" {
-            options["fieldManager"] = json!(self.manager);
-        }
         if let Some(propagation) = delete.and_then(|d| d.propagation) {
             options["propagationPolicy"] = json!(format!("{propagation:?}"));
         }
