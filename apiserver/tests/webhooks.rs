@@ -638,6 +638,13 @@ async fn mutating_patches_are_stored_and_ifneeded_webhooks_are_reinvoked() {
     assert_eq!(got.metadata.annotations, created.metadata.annotations);
     assert_eq!(hooks.seen("/count").len(), 2);
     assert_eq!(hooks.seen("/patch").len(), 1);
+    // When only the IfNeeded webhook itself changed the object, it is not called again.
+    let created = create_cm(&client, "default", &cm("m2", json!({"patched": "yes"})))
+        .await
+        .unwrap();
+    let annotations = created.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(annotations.get("count").map(String::as_str), Some("1"));
+    assert_eq!(hooks.seen("/count").len(), 3);
     // A validating webhook may not patch.
     validating(
         &client,

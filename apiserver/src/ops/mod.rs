@@ -790,8 +790,23 @@ impl Ctx {
         let store = &self.inner.store;
         let result = match phase {
             Phase::Mutating => {
-                crate::webhook::run_mutating(store, &hooks, &invocation, object, old, &mut warnings)
-                    .await
+                let mut object = object;
+                let before = object.as_deref().cloned();
+                let result = crate::webhook::run_mutating(
+                    store,
+                    &hooks,
+                    &invocation,
+                    object.as_deref_mut(),
+                    old,
+                    &mut warnings,
+                )
+                .await;
+                if let Some(obj) = object
+                    && before.as_ref() != Some(&*obj)
+                {
+                    admission::normalize_patched(&res, &version, obj)?;
+                }
+                result
             }
             Phase::Validating => {
                 crate::webhook::run_validating(
