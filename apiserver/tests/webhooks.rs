@@ -983,7 +983,19 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
         }
         other => panic!("unexpected event {other:?}"),
     }
+    // A list is converted in one review.
+    let before = hooks.seen("/convert").len();
+    let listed = beta.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 2);
+    assert_eq!(listed.items[1].data["spec"], json!({"color": "blue"}));
     let reviews = hooks.seen("/convert");
+    assert_eq!(reviews.len(), before + 1);
+    assert_eq!(
+        reviews[before]["request"]["objects"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
     assert!(!reviews.is_empty());
     assert_eq!(reviews[0]["apiVersion"], "apiextensions.k8s.io/v1");
     assert_eq!(reviews[0]["kind"], "ConversionReview");

@@ -167,6 +167,19 @@ impl Ctx {
         self.present_as(stored, &version)
     }
 
+    /// Stored objects as the client sees them, converted together (one ConversionReview for
+    /// a conversion webhook).
+    pub fn present_many(&self, stored: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        let target = self.res.api_version(&self.version);
+        let mut objects = self.convert_many_to(stored, &target)?;
+        if self.res.is_custom() {
+            for obj in &mut objects {
+                admission::default_custom(self, obj, &self.version);
+            }
+        }
+        Ok(objects)
+    }
+
     pub fn present_as(&self, stored: Value, version: &str) -> Result<Value, ApiError> {
         let mut obj = self.convert(stored, version)?;
         if self.res.is_custom() {
