@@ -348,14 +348,20 @@ pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
         buf.put_slice(b"]}");
         return Ok(Reply::bytes(StatusCode::OK, Bytes::from(buf)));
     }
-    let mut objects = Vec::with_capacity(page.items.len());
+    // Items not presented yet are presented together (one conversion webhook call).
+    let mut objects: Vec<Option<Value>> = Vec::with_capacity(page.items.len());
+    let mut pending = Vec::new();
     for (object, parsed) in page.items {
-        let value = match parsed {
-            Some(v) => v,
-            None => ctx.present(ctx.parse(&object)?)?,
-        };
-        objects.push(value);
+        if parsed.is_none() {
+            pending.push(ctx.parse(&object)?);
+        }
+        objects.push(parsed);
     }
+    let mut presented = ctx.present_many(pending)?.into_iter();
+    let objects: Vec<Value> = objects
+        .into_iter()
+        .filter_map(|o| o.or_else(|| presented.next()))
+        .collect();
     match output {
         Output::Json => Ok(Reply::json(
             StatusCode::OK,

@@ -164,6 +164,31 @@ pub(crate) fn normalize(
 /// What kube-apiserver does when it decodes a v1 Secret: every `stringData` entry is written,
 /// base64-encoded, into `data` (overriding a `data` entry of the same key), and `stringData`
 /// itself is never stored. Non-string values are left for the typed decoding to reject.
+/// An object changed by mutating webhooks is decoded again: built-ins through their type
+/// (unknown fields dropped), custom resources pruned and defaulted, as kube-apiserver does
+/// after non-empty webhook patches.
+pub(crate) fn normalize_patched(
+    res: &crate::registry::ResourceInfo,
+    version: &str,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    if let Some(kind) = res.builtin() {
+        *obj = kind.normalize(obj.clone()).map_err(|err| {
+            ApiError::internal(format!(
+                "the object patched by an admission webhook is not a valid {}: {err}",
+                res.kind
+            ))
+        })?;
+        meta::drop_empty_metadata(obj);
+    } else if let Some(schema) = res.version(version).and_then(|v| v.structural()) {
+        schema
+            .prune(obj)
+            .map_err(|err| ApiError::internal(err.message))?;
+        schema.apply_defaults(obj);
+    }
+    Ok(())
+}
+
 fn merge_secret_string_data(obj: &mut Value) {
     use base64::Engine;
     let Some(map) = obj.as_object_mut() else {

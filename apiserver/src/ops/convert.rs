@@ -43,6 +43,61 @@ impl Ctx {
         self.convert_to(obj, &target)
     }
 
+    /// Converts objects to the `apiVersion` `target`; with a conversion webhook (and no
+    /// in-process hook), the objects needing conversion go in one ConversionReview.
+    pub fn convert_many_to(
+        &self,
+        objects: Vec<Value>,
+        target: &str,
+    ) -> Result<Vec<Value>, ApiError> {
+        let Some(client) = self.res.conversion_webhook.as_ref().filter(|_| {
+            self.res.is_custom()
+                && self
+                    .inner
+                    .conversion(&self.res.group, &self.res.kind)
+                    .is_none()
+        }) else {
+            return objects
+                .into_iter()
+                .map(|o| self.convert_to(o, target))
+                .collect();
+        };
+        let needs = |o: &Value| {
+            let current = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            !current.is_empty() && current != target
+        };
+        // One review per source version (a review's objects share their version).
+        let mut out: Vec<Option<Value>> = Vec::with_capacity(objects.len());
+        let mut batches: Vec<(String, Vec<usize>, Vec<Value>)> = Vec::new();
+        for (i, o) in objects.into_iter().enumerate() {
+            if !needs(&o) {
+                out.push(Some(o));
+                continue;
+            }
+            let version = o
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            out.push(None);
+            match batches.iter_mut().find(|(v, _, _)| *v == version) {
+                Some((_, idx, objs)) => {
+                    idx.push(i);
+                    objs.push(o);
+                }
+                None => batches.push((version, vec![i], vec![o])),
+            }
+        }
+        for (_, idx, objs) in batches {
+            let converted = crate::webhook::conversion::convert(client, objs, target)
+                .map_err(ApiError::internal)?;
+            for (i, o) in idx.into_iter().zip(converted) {
+                out[i] = Some(o);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
     /// Converts `obj` to the `apiVersion` `target`.
     pub fn convert_to(&self, mut obj: Value, target: &str) -> Result<Value, ApiError> {
         let current = obj

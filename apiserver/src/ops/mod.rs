@@ -167,6 +167,19 @@ impl Ctx {
         self.present_as(stored, &version)
     }
 
+    /// Stored objects as the client sees them, converted together (one ConversionReview for
+    /// a conversion webhook).
+    pub fn present_many(&self, stored: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        let target = self.res.api_version(&self.version);
+        let mut objects = self.convert_many_to(stored, &target)?;
+        if self.res.is_custom() {
+            for obj in &mut objects {
+                admission::default_custom(self, obj, &self.version);
+            }
+        }
+        Ok(objects)
+    }
+
     pub fn present_as(&self, stored: Value, version: &str) -> Result<Value, ApiError> {
         let mut obj = self.convert(stored, version)?;
         if self.res.is_custom() {
@@ -765,9 +778,6 @@ impl Ctx {
         if self.dry_run {
             options["dryRun"] = json!(["All"]);
         }
-        if !self.manager.is_empty() && kind != "DeleteOptions" {
-            options["fieldManager"] = json!(self.manager);
-        }
         if let Some(propagation) = delete.and_then(|d| d.propagation) {
             options["propagationPolicy"] = json!(format!("{propagation:?}"));
         }
@@ -793,8 +803,23 @@ impl Ctx {
         let store = &self.inner.store;
         let result = match phase {
             Phase::Mutating => {
-                crate::webhook::run_mutating(store, &hooks, &invocation, object, old, &mut warnings)
-                    .await
+                let mut object = object;
+                let before = object.as_deref().cloned();
+                let result = crate::webhook::run_mutating(
+                    store,
+                    &hooks,
+                    &invocation,
+                    object.as_deref_mut(),
+                    old,
+                    &mut warnings,
+                )
+                .await;
+                if let Some(obj) = object
+                    && before.as_ref() != Some(&*obj)
+                {
+                    admission::normalize_patched(&res, &version, obj)?;
+                }
+                result
             }
             Phase::Validating => {
                 crate::webhook::run_validating(

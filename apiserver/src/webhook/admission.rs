@@ -440,9 +440,6 @@ pub async fn run_mutating(
             if !answer.allowed {
                 return Err(denial(hook, answer.status.as_ref()));
             }
-            if pass == 0 {
-                called_at[i] = Some(mutations);
-            }
             if let (Some(patch), Some(slot)) = (&answer.patch, object.as_deref_mut()) {
                 let patched = crate::patch::apply_json_patch(slot, patch).map_err(|err| {
                     ApiError::internal(format!(
@@ -454,6 +451,10 @@ pub async fn run_mutating(
                     *slot = patched;
                     mutations += 1;
                 }
+            }
+            // A webhook's own change does not make it due for reinvocation.
+            if pass == 0 {
+                called_at[i] = Some(mutations);
             }
         }
         if pass == 0 && mutations == 0 {

@@ -234,7 +234,12 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool, causes: &mut Vec<C
     if mutating {
         enum_field("reinvocationPolicy", &["IfNeeded", "Never"], causes);
     }
-    match hook.get("sideEffects").and_then(Value::as_str) {
+    // The typed decoding writes a missing sideEffects as "".
+    match hook
+        .get("sideEffects")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         None => causes.push(Cause::required(
             format!("{path}.sideEffects"),
             "must specify one of None, NoneOnDryRun",
