@@ -20,6 +20,7 @@
 mod bootstrap;
 mod certs;
 mod joined;
+pub mod rotation;
 mod secrets;
 mod status;
 
