@@ -452,3 +452,48 @@ async fn cleaner_removes_decided_csrs_after_their_ttl() {
     // Pending ones live for a day.
     assert!(csrs.get_opt("pending").await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn cleaner_removes_csrs_whose_certificate_expired() {
+    // Certificates live one second; decided CSRs would otherwise stay an hour.
+    let srv = TlsServer::start_with(ocm_apiserver::ApiServerConfig {
+        csr_signing_duration: Duration::from_secs(1),
+        resync_interval: Duration::from_millis(100),
+        ..ocm_apiserver::ApiServerConfig::default()
+    })
+    .await;
+    let admin = srv.client().await;
+    let csrs: Api<CertificateSigningRequest> = Api::all(admin);
+    let (_, pem) = make_csr("short", &[]);
+    csrs.create(
+        &PostParams::default(),
+        &csr_object("short", &pem, &["client auth"]),
+    )
+    .await
+    .unwrap();
+    set_condition(&csrs, "short", "Approved").await.unwrap();
+    // Watched, not polled: the CSR gets its certificate, then disappears once it expired.
+    let issued = tokio::time::timeout(
+        Duration::from_secs(30),
+        kube::runtime::wait::await_condition(
+            csrs.clone(),
+            "short",
+            |c: Option<&CertificateSigningRequest>| c.is_none_or(|c| certificate(c).is_some()),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(issued.is_some(), "the CSR was removed before it was signed");
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        kube::runtime::wait::await_condition(
+            csrs.clone(),
+            "short",
+            |c: Option<&CertificateSigningRequest>| c.is_none(),
+        ),
+    )
+    .await
+    .expect("the CSR of an expired certificate is cleaned")
+    .unwrap();
+}

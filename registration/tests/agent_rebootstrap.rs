@@ -49,6 +49,22 @@ async fn an_expired_certificate_sends_the_agent_back_to_bootstrap() {
         secret["tls.crt"].0.trim_ascii(),
         csr.status.unwrap().certificate.unwrap().0.trim_ascii()
     );
+    // Back with a certificate, the agent says why it had to register again.
+    let mc = bench
+        .wait_cluster("exp1", "ClusterCertificateRotated False", |mc| {
+            mc.status.as_ref().is_some_and(|s| {
+                ocm_runtime::conditions::find_condition(&s.conditions, "ClusterCertificateRotated")
+                    .is_some_and(|c| c.status == "False" && c.reason == "ClientCertificateExpired")
+            })
+        })
+        .await;
+    let rotated = ocm_runtime::conditions::find_condition(
+        &mc.status.unwrap().conditions,
+        "ClusterCertificateRotated",
+    )
+    .unwrap()
+    .clone();
+    assert!(rotated.message.contains("expired"), "{}", rotated.message);
     agent.stop().await;
 }
 

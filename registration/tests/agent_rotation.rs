@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use ocm_registration::agent::{DEFAULT_AGENT_NAMESPACE, HUB_KUBECONFIG_SECRET};
+use ocm_registration::agent::{AgentOptions, DEFAULT_AGENT_NAMESPACE, HUB_KUBECONFIG_SECRET};
 use ocm_runtime::conditions::find_condition;
 use support_agent::*;
 
@@ -24,8 +24,9 @@ const SIGNING: Duration = Duration::from_secs(10);
 async fn short_lived_certificates_are_rotated_without_losing_the_lease() {
     let bench = Bench::start(SIGNING).await;
     bench.create_nodes(&[("n1", "2", "4Gi", false)]).await;
+    // The default five-minute check period: rotation follows each certificate's deadline.
     let mut options = bench.options("rot1");
-    options.cert_check_period = Duration::from_millis(500);
+    options.cert_check_period = AgentOptions::default().cert_check_period;
     let approver = bench.spawn_approver("rot1");
     let agent = join(&bench, options, 1).await;
 

@@ -318,3 +318,121 @@ pub async fn fleet(dir: &Path, n: usize) -> anyhow::Result<(EmbeddedHub, Vec<Str
     }
     Ok((hub, names, agents))
 }
+
+/// Agent options for rotation scenarios: a fast status sync, but upstream's five-minute
+/// certificate check period, so that rotation cannot lean on a short one.
+pub fn rotation_agent_options(cluster: &str) -> AgentOptions {
+    AgentOptions {
+        cluster_name: cluster.to_owned(),
+        status_sync_period: Duration::from_secs(1),
+        ..AgentOptions::default()
+    }
+}
+
+/// The certificate in the agent's `hub-kubeconfig-secret` (PEM) and its end of validity,
+/// verified against the hub CA `ca_pem`.
+pub async fn agent_certificate(
+    spoke: &kube::Client,
+    ca_pem: &str,
+) -> anyhow::Result<(Vec<u8>, jiff::Timestamp)> {
+    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
+        .get("hub-kubeconfig-secret")
+        .await
+        .context("reading hub-kubeconfig-secret")?;
+    let pem = secret
+        .data
+        .unwrap_or_default()
+        .get("tls.crt")
+        .map(|b| b.0.clone())
+        .context("hub-kubeconfig-secret has no tls.crt")?;
+    Ok((pem.clone(), certificate_not_after(&pem, ca_pem)?))
+}
+
+/// The end of validity of the first certificate of `pem`, verified against `ca_pem`.
+pub fn certificate_not_after(pem: &[u8], ca_pem: &str) -> anyhow::Result<jiff::Timestamp> {
+    use ocm_apiserver::pki::{ClientCaBundle, cert::pem_blocks, verify_client_chain};
+    let blocks = pem_blocks(pem, "CERTIFICATE");
+    let leaf = blocks.first().context("no certificate in the PEM")?;
+    let valid = verify_client_chain(
+        &[leaf.as_slice()],
+        &ClientCaBundle::from_pem(ca_pem),
+        jiff::Timestamp::now(),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(valid.until)
+}
+
+/// Waits until the wall clock reads `at` (scenario timing around a certificate's lifetime).
+pub async fn sleep_until(at: jiff::Timestamp) {
+    let wait = at.duration_since(jiff::Timestamp::now());
+    tokio::time::sleep(Duration::try_from(wait).unwrap_or(Duration::ZERO)).await;
+}
+
+/// What a [`CsrLog`] saw of one CSR.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsrSeen {
+    /// `spec.username`: who asked.
+    pub username: String,
+    /// Reason of its `Approved` condition, once approved.
+    pub approved_reason: Option<String>,
+    /// Whether it got a certificate.
+    pub issued: bool,
+}
+
+/// Every CSR of one cluster seen on the hub since the log started, by name (kept after the
+/// hub's cleaner deletes them).
+pub struct CsrLog {
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, CsrSeen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CsrLog {
+    /// Starts watching the CSRs of `cluster` on `hub`.
+    pub fn start(hub: &kube::Client, cluster: &str) -> CsrLog {
+        use futures::StreamExt;
+        use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+        let api: Api<CertificateSigningRequest> = Api::all(hub.clone());
+        let config = watcher::Config::default().labels(&format!(
+            "open-cluster-management.io/cluster-name={cluster}"
+        ));
+        let log = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut events =
+                std::pin::pin!(watcher(api, config).default_backoff().applied_objects());
+            while let Some(event) = events.next().await {
+                let Ok(csr) = event else { continue };
+                let status = csr.status.as_ref();
+                let entry = CsrSeen {
+                    username: csr.spec.username.clone().unwrap_or_default(),
+                    approved_reason: status
+                        .and_then(|s| s.conditions.as_ref())
+                        .into_iter()
+                        .flatten()
+                        .find(|c| c.type_ == "Approved")
+                        .map(|c| c.reason.clone().unwrap_or_default()),
+                    issued: status
+                        .and_then(|s| s.certificate.as_ref())
+                        .is_some_and(|c| !c.0.is_empty()),
+                };
+                let name = csr.metadata.name.clone().unwrap_or_default();
+                log.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name, entry);
+            }
+        });
+        CsrLog { seen, task }
+    }
+
+    /// What was seen so far.
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, CsrSeen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Drop for CsrLog {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

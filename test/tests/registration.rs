@@ -648,3 +648,317 @@ async fn the_hub_restarting_from_its_data_dir_loses_no_cluster_and_agents_recove
     spoke_cluster.stop().await;
     hub.stop().await;
 }
+
+/// The real signing duration of the issue: `ocm hub --cluster-signing-duration-seconds 60`.
+const SIXTY_SECONDS: Duration = Duration::from_secs(60);
+
+/// Joins `spoke` to `hub` as `cluster` with [`rotation_agent_options`] (five-minute check
+/// period) and accepts it; returns once it is Joined and Available.
+async fn join_for_rotation(
+    hub: &ocm::embedded::EmbeddedHub,
+    spoke: &kube::Client,
+    cluster: &str,
+) -> RunningAgent {
+    let bootstrap = bootstrap_kubeconfig(hub).await.unwrap();
+    let agent = join(spoke, &bootstrap, rotation_agent_options(cluster))
+        .await
+        .unwrap();
+    tokio::time::timeout(
+        WAIT,
+        ocm::accept::accept_when_asked(&hub.admin_client(), cluster, false),
+    )
+    .await
+    .expect("cluster asks to join")
+    .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(
+        &clusters,
+        cluster,
+        "Joined and Available",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
+    agent
+}
+
+/// Waits (watching the spoke secret) for a certificate other than `current`; returns it and
+/// its end of validity.
+async fn next_certificate(
+    spoke: &kube::Client,
+    ca_pem: &str,
+    current: &[u8],
+) -> (Vec<u8>, jiff::Timestamp) {
+    let secrets: Api<Secret> = Api::namespaced(spoke.clone(), "open-cluster-management-agent");
+    let current = current.to_vec();
+    let secret = wait_for(
+        &secrets,
+        "hub-kubeconfig-secret",
+        "a new certificate",
+        move |s| {
+            s.data
+                .as_ref()
+                .and_then(|d| d.get("tls.crt"))
+                .is_some_and(|c| c.0 != current)
+        },
+    )
+    .await
+    .unwrap();
+    let pem = secret.data.unwrap()["tls.crt"].0.clone();
+    let not_after = certificate_not_after(&pem, ca_pem).unwrap();
+    (pem, not_after)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_second_certificates_rotate_at_their_deadline_with_the_default_check_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start_hub(dir.path(), fast_hub_options(), SIXTY_SECONDS)
+        .await
+        .unwrap();
+    let csrs = CsrLog::start(&hub.admin_client(), "c1");
+    let spoke = simulated_spoke(&hub, "c1").await.unwrap();
+    let agent = join_for_rotation(&hub, &spoke, "c1").await;
+    set_lease_duration(&hub, "c1", 5).await;
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    let mut progress = agent.progress.clone();
+    let rebootstraps = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while progress.changed().await.is_ok() {
+            let p = progress.borrow_and_update().clone();
+            if matches!(
+                p,
+                ocm_registration::agent::AgentProgress::Rebootstrapping { .. }
+            ) {
+                seen.push(p.to_string());
+            }
+        }
+        seen
+    });
+
+    // Each certificate lives 60 s from issuance (360 s from its backdated notBefore). Every
+    // one is replaced 45–48 s after it arrived: before it expires, not at once, and without
+    // the five-minute check.
+    let (mut pem, mut not_after) = agent_certificate(&spoke, &hub.ca_pem).await.unwrap();
+    for _ in 0..2 {
+        let (next, next_after) = next_certificate(&spoke, &hub.ca_pem, &pem).await;
+        let arrived = jiff::Timestamp::now();
+        let issued_before = next_after - SIXTY_SECONDS;
+        assert!(
+            arrived < not_after,
+            "rotated at {arrived}, after expiry {not_after}"
+        );
+        let used = issued_before.duration_since(not_after - SIXTY_SECONDS);
+        assert!(
+            used.as_secs() >= 40 && used.as_secs() <= 55,
+            "the previous certificate was used {used:?}"
+        );
+        let mc = clusters.get("c1").await.unwrap();
+        assert_eq!(
+            cluster_condition(&mc, "ManagedClusterConditionAvailable"),
+            "True"
+        );
+        (pem, not_after) = (next, next_after);
+    }
+    // The heartbeat goes on with the newest certificate.
+    let now = jiff::Timestamp::now();
+    wait_for(
+        &Api::<Lease>::namespaced(hub.admin_client(), "c1"),
+        "managed-cluster-lease",
+        "renewed after the second rotation",
+        move |l| {
+            l.spec
+                .as_ref()
+                .and_then(|s| s.renew_time.as_ref())
+                .is_some_and(|t| t.0 > now)
+        },
+    )
+    .await
+    .unwrap();
+    let mc = clusters.get("c1").await.unwrap();
+    assert_eq!(
+        cluster_condition(&mc, "ManagedClusterConditionAvailable"),
+        "True"
+    );
+    assert_eq!(cluster_condition(&mc, "ClusterCertificateRotated"), "True");
+
+    // One bootstrap CSR; every other was a renewal the hub approved by itself.
+    let seen = csrs.snapshot();
+    let bootstrap: Vec<_> = seen
+        .values()
+        .filter(|c| c.username.starts_with("system:bootstrap:"))
+        .collect();
+    assert_eq!(bootstrap.len(), 1, "{seen:#?}");
+    let renewals: Vec<_> = seen
+        .values()
+        .filter(|c| c.username.starts_with("system:open-cluster-management:c1:"))
+        .collect();
+    assert!(renewals.len() >= 2, "{seen:#?}");
+    assert_eq!(renewals.len() + 1, seen.len(), "{seen:#?}");
+    for csr in renewals {
+        assert_eq!(
+            csr.approved_reason.as_deref(),
+            Some("AutoApprovedByHubCSRApprovingController"),
+            "{seen:#?}"
+        );
+    }
+    agent.stop().await.unwrap();
+    assert_eq!(rebootstraps.await.unwrap(), Vec::<String>::new());
+    hub.stop().await;
+}
+
+/// A hub in `dir` and a managed cluster in its own server (so it outlives hub restarts).
+async fn hub_and_separate_spoke(
+    dir: &std::path::Path,
+    spoke_dir: &std::path::Path,
+) -> (ocm::embedded::EmbeddedHub, ocm::simulated::SimulatedCluster) {
+    let hub = start_hub(dir, fast_hub_options(), SIXTY_SECONDS)
+        .await
+        .unwrap();
+    let spoke = ocm::simulated::SimulatedCluster::start(spoke_dir, ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    (hub, spoke)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_down_across_the_rotation_deadline_gets_the_renewal_as_soon_as_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let spoke_dir = tempfile::tempdir().unwrap();
+    let (hub, spoke_cluster) = hub_and_separate_spoke(dir.path(), spoke_dir.path()).await;
+    let spoke = spoke_cluster.client();
+    let agent = join_for_rotation(&hub, &spoke, "c1").await;
+    let ca_pem = hub.ca_pem.clone();
+    let (pem, not_after) = agent_certificate(&spoke, &ca_pem).await.unwrap();
+    // The deadline is 45–48 s after issuance, i.e. 12–15 s before expiry. The hub goes away
+    // 20 s before expiry and comes back 8 s before it: past the deadline, still valid.
+    let stop_at = not_after - Duration::from_secs(20);
+    assert!(jiff::Timestamp::now() < stop_at, "joining took too long");
+    sleep_until(stop_at).await;
+    let port: u16 = hub.url.rsplit(':').next().unwrap().parse().unwrap();
+    hub.stop().await;
+    let stopped = jiff::Timestamp::now();
+    sleep_until(not_after - Duration::from_secs(8)).await;
+    let hub = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], port).into(),
+        hub: fast_hub_options(),
+        csr_signing_duration: SIXTY_SECONDS,
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    let returned = jiff::Timestamp::now();
+    let csrs = CsrLog::start(&hub.admin_client(), "c1");
+
+    let (_, next_after) = next_certificate(&spoke, &ca_pem, &pem).await;
+    let arrived = jiff::Timestamp::now();
+    assert!(
+        arrived < not_after,
+        "the renewal came at {arrived}, after the old certificate expired at {not_after} (hub down {stopped}..{returned})"
+    );
+    assert!(next_after - SIXTY_SECONDS >= returned - Duration::from_secs(1));
+    // Renewed with its own certificate, approved by the hub: no second bootstrap.
+    let seen = csrs.snapshot();
+    assert_eq!(
+        seen.values()
+            .filter(|c| c.username.starts_with("system:bootstrap:"))
+            .count(),
+        1,
+        "{seen:#?}"
+    );
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(&clusters, "c1", "rotated and Available", |mc| {
+        joined_and_available(mc) && cluster_condition(mc, "ClusterCertificateRotated") == "True"
+    })
+    .await
+    .unwrap();
+    agent.stop().await.unwrap();
+    spoke_cluster.stop().await;
+    hub.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_down_past_expiry_sends_the_agent_back_to_bootstrap_and_it_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let spoke_dir = tempfile::tempdir().unwrap();
+    let (hub, spoke_cluster) = hub_and_separate_spoke(dir.path(), spoke_dir.path()).await;
+    let spoke = spoke_cluster.client();
+    let agent = join_for_rotation(&hub, &spoke, "c1").await;
+    let ca_pem = hub.ca_pem.clone();
+    let (pem, not_after) = agent_certificate(&spoke, &ca_pem).await.unwrap();
+    let stop_at = not_after - Duration::from_secs(20);
+    assert!(jiff::Timestamp::now() < stop_at, "joining took too long");
+    sleep_until(stop_at).await;
+    let stopped_hub = {
+        let port: u16 = hub.url.rsplit(':').next().unwrap().parse().unwrap();
+        hub.stop().await;
+        port
+    };
+    // Back only after the certificate expired.
+    sleep_until(not_after + Duration::from_secs(2)).await;
+    let hub = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], stopped_hub).into(),
+        hub: fast_hub_options(),
+        csr_signing_duration: SIXTY_SECONDS,
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    // The agent asks again with the bootstrap token; the hub admin approves it again.
+    let csrs: Api<CertificateSigningRequest> = Api::all(hub.admin_client());
+    let asked = async {
+        use futures::StreamExt;
+        let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(
+            kube::runtime::watcher(
+                csrs.clone(),
+                kube::runtime::watcher::Config::default()
+                    .labels("open-cluster-management.io/cluster-name=c1"),
+            )
+        ));
+        while let Some(event) = events.next().await {
+            if let Ok(csr) = event
+                && ocm::accept::is_pending(&csr)
+                && ocm::accept::from_bootstrap_identity(&csr)
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, asked)
+        .await
+        .expect("the agent asks again with the bootstrap token");
+    let approved = ocm::accept::accept_cluster(&hub.admin_client(), "c1", false)
+        .await
+        .unwrap();
+    assert_eq!(approved.approved_csrs.len(), 1, "{approved:?}");
+    next_certificate(&spoke, &ca_pem, &pem).await;
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    let mc = wait_for(&clusters, "c1", "the expiry reported", |mc| {
+        mc.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "ClusterCertificateRotated"
+                    && c.status == "False"
+                    && c.reason == "ClientCertificateExpired"
+            })
+        })
+    })
+    .await
+    .unwrap();
+    let condition = mc
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "ClusterCertificateRotated")
+        .unwrap();
+    assert!(
+        condition.message.contains("expired"),
+        "{}",
+        condition.message
+    );
+    wait_for(&clusters, "c1", "Available again", joined_and_available)
+        .await
+        .unwrap();
+    agent.stop().await.unwrap();
+    spoke_cluster.stop().await;
+    hub.stop().await;
+}

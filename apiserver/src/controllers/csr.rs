@@ -2,7 +2,9 @@
 //! csrsigning controller for that signer name): approved CSRs get a certificate from the client
 //! CA, refused ones a `Failed` condition. Plus the CSR cleaner: decided (approved, denied,
 //! failed) requests go after [`crate::ApiServerConfig::csr_decided_ttl`], pending ones after
-//! [`crate::ApiServerConfig::csr_pending_ttl`].
+//! [`crate::ApiServerConfig::csr_pending_ttl`], and, as kube's csrcleaner, issued ones as soon
+//! as their certificate has expired (so agents renewing short certificates often never reach
+//! their limit of CSRs per cluster).
 
 use std::sync::Arc;
 
@@ -131,8 +133,30 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) {
     }
 }
 
+/// Whether `csr` carries a certificate that has expired at `now` (kube's `isIssuedExpired`).
+fn issued_certificate_expired(csr: &Value, now: Timestamp) -> bool {
+    let Some(pem) = csr
+        .pointer("/status/certificate")
+        .and_then(Value::as_str)
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+    else {
+        return false;
+    };
+    crate::pki::cert::pem_blocks(&pem, "CERTIFICATE")
+        .first()
+        .and_then(|der| {
+            <x509_parser::certificate::X509Certificate as x509_parser::prelude::FromDer<_>>::from_der(der)
+                .ok()
+                .map(|(_, c)| c.validity().not_after.timestamp())
+        })
+        .is_some_and(|not_after| now.as_second() > not_after)
+}
+
 /// Whether the cleaner removes `csr` at `now`.
 fn expired(inner: &Inner, csr: &Value, now: Timestamp) -> bool {
+    if issued_certificate_expired(csr, now) {
+        return true;
+    }
     let Some(created) = csr
         .pointer("/metadata/creationTimestamp")
         .and_then(Value::as_str)

@@ -35,6 +35,9 @@ enum What {
     Placement(super::placement_bench::BenchPlacementArgs),
     /// ManifestWorks over simulated clusters, and one agent under load.
     Work(super::work_bench::BenchWorkArgs),
+    /// Certificate rotation with short-lived certificates: rotations, renewal CSRs,
+    /// rebootstraps and 401s over a while.
+    Rotation(super::rotation_bench::BenchRotationArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
@@ -68,6 +71,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Registration(args) => registration(args).await,
         What::Placement(args) => super::placement_bench::bench(args).await,
         What::Work(args) => super::work_bench::bench(args).await,
+        What::Rotation(args) => super::rotation_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
     }
 }

@@ -15,6 +15,7 @@ pub mod init;
 pub mod join;
 pub mod placement;
 pub mod placement_bench;
+pub mod rotation_bench;
 pub mod unjoin;
 pub mod work;
 pub mod work_agent;

@@ -278,6 +278,9 @@ pub mod conditions {
         pub const UPDATED: &str = "ClientCertificateUpdated";
         /// False: rotation failed.
         pub const UPDATE_FAILED: &str = "ClientCertificateUpdateFailed";
+        /// False: the certificate expired before it could be rotated and the agent registered
+        /// again with its bootstrap kubeconfig (ocm-rs; upstream has no such reason).
+        pub const EXPIRED: &str = "ClientCertificateExpired";
     }
 
     /// Reasons of [`NAMESPACE_AVAILABLE`].

@@ -31,6 +31,7 @@ pub(crate) async fn bootstrap(
         cert_pem,
         key_pem,
         cert,
+        received: Some(jiff::Timestamp::now()),
     };
     secrets::write_hub_secret(
         &ctx.spoke,

@@ -1,5 +1,6 @@
 //! Client certificate of the agent: its subject, key and request generation, and the pure
-//! checks deciding whether a certificate is still usable or due for rotation.
+//! checks deciding whether a certificate is still usable (when it is due for rotation is
+//! [`super::rotation`]'s business).
 
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256};
 
@@ -115,14 +116,6 @@ pub fn unusable_reason(cert: &CertInfo, cluster: &str, agent: &str, now: i64) ->
     None
 }
 
-/// Whether a certificate valid from `not_before` to `not_after` is due for renewal at `now`:
-/// its remaining lifetime is at most `threshold` (a fraction, e.g. 0.2) of the total.
-pub fn needs_rotation(cert: &CertInfo, now: i64, threshold: f64) -> bool {
-    let total = (cert.not_after - cert.not_before).max(1) as f64;
-    let remaining = (cert.not_after - now) as f64;
-    remaining <= threshold * total
-}
-
 /// A random number in `[low, high]` (a rotation threshold).
 pub fn random_in(range: (f64, f64)) -> f64 {
     let (low, high) = if range.0 <= range.1 {
@@ -235,22 +228,12 @@ mod tests {
     }
 
     #[test]
-    fn rotation_starts_when_remaining_lifetime_is_below_the_threshold() {
-        let cert = CertInfo {
-            common_name: String::new(),
-            organizations: vec![],
-            not_before: 0,
-            not_after: 100,
-            public_key: vec![],
-        };
-        assert!(!needs_rotation(&cert, 70, 0.2));
-        assert!(needs_rotation(&cert, 80, 0.2));
-        assert!(needs_rotation(&cert, 76, 0.25));
-        assert!(needs_rotation(&cert, 200, 0.2));
+    fn random_thresholds_stay_in_their_range() {
         for _ in 0..100 {
             let t = random_in((0.2, 0.25));
             assert!((0.2..=0.25).contains(&t));
         }
+        assert_eq!(random_in((0.3, 0.3)), 0.3);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -20,6 +21,7 @@ use tokio::sync::{Notify, watch};
 
 use super::bootstrap::request_certificate;
 use super::certs;
+use super::rotation::{CertValidity, RotationSchedule};
 use super::secrets::{self, HubCreds};
 use super::status::{self, Availability, Claim};
 use super::{AgentError, AgentProgress, Backoff, Ctx, keys, status_code};
@@ -38,6 +40,9 @@ pub(crate) struct Outcome {
     pub(crate) reason: String,
     /// The stored certificate must not be reused.
     pub(crate) force_bootstrap: bool,
+    /// The certificate expired (this says how); reported on the ManagedCluster once the agent
+    /// can write again.
+    pub(crate) expired: Option<String>,
 }
 
 struct Joined<'a> {
@@ -59,6 +64,7 @@ pub(crate) async fn run(
     creds: HubCreds,
     cluster: &str,
     agent: &str,
+    expiry_note: Option<String>,
 ) -> Result<Outcome, AgentError> {
     let client = creds.client().await?;
     let (hub, _) = watch::channel(client);
@@ -81,6 +87,7 @@ pub(crate) async fn run(
         outcome = joined.lease_loop() => Ok(outcome),
         outcome = joined.rotation_loop() => Ok(outcome),
         never = joined.spoke_triggers() => match never {},
+        never = joined.report_expiry(expiry_note) => match never {},
     }
 }
 
@@ -115,11 +122,22 @@ impl Joined<'_> {
     /// Decides whether a failed hub call sends the agent back to bootstrap.
     fn classify(&self, code: Option<u16>, own_cluster: bool) -> Option<Outcome> {
         match code {
-            Some(401) => Some(Outcome {
-                reason: "the hub no longer accepts the client certificate (401 Unauthorized)"
-                    .into(),
-                force_bootstrap: true,
-            }),
+            Some(401) => {
+                let validity = self
+                    .creds
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .validity();
+                if validity.expired(Timestamp::now()) {
+                    return Some(self.expired_outcome(&validity));
+                }
+                Some(Outcome {
+                    reason: "the hub no longer accepts the client certificate (401 Unauthorized)"
+                        .into(),
+                    force_bootstrap: true,
+                    expired: None,
+                })
+            }
             Some(403) if own_cluster && self.readable.load(Ordering::Relaxed) => {
                 let n = self.forbidden.fetch_add(1, Ordering::Relaxed) + 1;
                 (n >= FORBIDDEN_LIMIT).then(|| Outcome {
@@ -128,6 +146,7 @@ impl Joined<'_> {
                         self.cluster
                     ),
                     force_bootstrap: true,
+                    expired: None,
                 })
             }
             _ => None,
@@ -438,60 +457,134 @@ impl Joined<'_> {
         Ok(())
     }
 
-    /// Rotates the certificate when due, checking every `cert_check_period` and whenever the
-    /// hub kubeconfig secret changes.
+    /// Rotates the certificate at its deadline (see [`super::rotation`]), sooner when the hub
+    /// kubeconfig secret no longer holds it, and looks again at least every
+    /// `cert_check_period` (a safety net). Past the deadline, failed renewals are retried with
+    /// backoff while the certificate is valid; an expired one ends the joined phase.
     async fn rotation_loop(&self) -> Outcome {
-        let mut backoff = Backoff::default();
         let ns = self.ctx.options.agent_namespace.clone();
+        let mut schedule = RotationSchedule::new(self.ctx.options.rotation_threshold);
         loop {
-            let (cert, cert_pem) = {
+            let (validity, cert_pem) = {
                 let creds = self.creds.lock().unwrap_or_else(|p| p.into_inner());
-                (creds.cert.clone(), creds.cert_pem.clone())
+                (creds.validity(), creds.cert_pem.clone())
             };
-            let threshold = certs::random_in(self.ctx.options.rotation_threshold);
-            let now = jiff::Timestamp::now().as_second();
+            let now = Timestamp::now();
+            if validity.expired(now) {
+                return self.expired_outcome(&validity);
+            }
             let stored = secrets::read_secret(&self.ctx.spoke, &ns, super::HUB_KUBECONFIG_SECRET)
                 .await
                 .ok()
                 .map(|s| s.and_then(|s| secrets::text(&s, keys::TLS_CRT)));
-            let reason = if certs::needs_rotation(&cert, now, threshold) {
-                Some("the client certificate is close to expiry")
+            let deadline = schedule.deadline(&validity);
+            let reason = if now >= deadline {
+                Some("the client certificate reached its rotation deadline")
             } else if matches!(&stored, Some(s) if s.as_deref() != Some(cert_pem.trim())) {
                 Some("the hub kubeconfig secret no longer holds the client certificate")
             } else {
                 None
             };
-            let mut delay = self.ctx.options.cert_check_period;
-            if let Some(reason) = reason {
-                tracing::info!(reason, "rotating the client certificate");
-                match self.rotate().await {
-                    Ok(()) => backoff.reset(),
-                    Err(SyncError::Restart(outcome)) => return outcome,
-                    Err(SyncError::Failed(err)) => {
-                        tracing::warn!(error = %err, "rotating the client certificate");
-                        let message = err.to_string();
-                        let _ = self
-                            .set_rotated_condition(
-                                "False",
-                                conditions::certificate_rotated::UPDATE_FAILED,
-                                &message,
-                            )
-                            .await;
-                        delay = delay.min(backoff.next_delay());
+            let wake = match reason {
+                None => deadline,
+                Some(reason) => {
+                    tracing::info!(
+                        reason,
+                        expires = %validity.not_after,
+                        "rotating the client certificate"
+                    );
+                    let attempt = tokio::select! {
+                        attempt = self.rotate() => attempt,
+                        () = sleep_until(validity.not_after) => {
+                            return self.expired_outcome(&validity);
+                        }
+                    };
+                    match attempt {
+                        Ok(()) => {
+                            schedule.succeeded();
+                            // Schedule the new certificate right away.
+                            continue;
+                        }
+                        Err(SyncError::Restart(outcome)) => return outcome,
+                        Err(SyncError::Failed(err)) => {
+                            let retry = schedule.failed(&validity, Timestamp::now());
+                            tracing::warn!(
+                                error = %err,
+                                retry_at = %retry,
+                                expires = %validity.not_after,
+                                "rotating the client certificate"
+                            );
+                            let message = err.to_string();
+                            let _ = self
+                                .set_rotated_condition(
+                                    "False",
+                                    conditions::certificate_rotated::UPDATE_FAILED,
+                                    &message,
+                                )
+                                .await;
+                            retry
+                        }
+                    }
+                }
+            };
+            let safety_net = Timestamp::now()
+                .checked_add(self.ctx.options.cert_check_period)
+                .unwrap_or(wake);
+            tokio::select! {
+                () = sleep_until(wake.min(safety_net)) => {}
+                _ = secrets::wait_for_hub_secret_change(&self.ctx.spoke, &ns, &cert_pem) => {}
+            }
+        }
+    }
+
+    /// The current certificate expired before it could be renewed: back to bootstrap, with a
+    /// note to report once the agent can write to the hub again.
+    fn expired_outcome(&self, validity: &CertValidity) -> Outcome {
+        let message = format!(
+            "the client certificate expired at {} before it could be rotated; registering again with the bootstrap kubeconfig",
+            validity.not_after
+        );
+        tracing::error!(cluster = self.cluster, "{message}");
+        Outcome {
+            reason: message.clone(),
+            force_bootstrap: true,
+            expired: Some(message),
+        }
+    }
+
+    /// Reports an earlier expiry (`ClusterCertificateRotated` False, reason
+    /// `ClientCertificateExpired`) once the cluster is accepted, retrying until the hub takes
+    /// it. Never returns.
+    async fn report_expiry(&self, note: Option<String>) -> std::convert::Infallible {
+        if let Some(message) = note {
+            let mut rx = self.cluster_rx.clone();
+            let mut backoff = Backoff::default();
+            loop {
+                if rx
+                    .wait_for(|c| c.as_ref().is_some_and(accepted))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                match self
+                    .set_rotated_condition(
+                        "False",
+                        conditions::certificate_rotated::EXPIRED,
+                        &message,
+                    )
+                    .await
+                {
+                    Ok(()) => break,
+                    Err(err) => {
+                        let delay = backoff.next_delay();
+                        tracing::warn!(error = %err, retry_in = ?delay, "reporting the certificate expiry");
+                        tokio::time::sleep(delay).await;
                     }
                 }
             }
-            let current = self
-                .creds
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .cert_pem
-                .clone();
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = secrets::wait_for_hub_secret_change(&self.ctx.spoke, &ns, &current) => {}
-            }
         }
+        std::future::pending().await
     }
 
     /// Gets a new certificate with the current hub credentials, stores it and switches the
@@ -519,6 +612,7 @@ impl Joined<'_> {
             cert_pem,
             key_pem,
             cert: cert.clone(),
+            received: Some(Timestamp::now()),
         };
         secrets::write_hub_secret(
             &self.ctx.spoke,
@@ -617,6 +711,12 @@ impl Joined<'_> {
         }
         std::future::pending().await
     }
+}
+
+/// Sleeps until `at` (wall clock); returns at once when it has passed.
+async fn sleep_until(at: Timestamp) {
+    let wait = Duration::try_from(at.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
+    tokio::time::sleep(wait).await;
 }
 
 fn timestamp(secs: i64) -> String {

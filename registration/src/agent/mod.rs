@@ -10,8 +10,12 @@
 //!    certificate already in that secret skips this step.
 //! 2. **Joined.** With its own certificate it waits until the hub accepts the cluster, then
 //!    sets `ManagedClusterJoined`, renews the `managed-cluster-lease`, reports availability,
-//!    version, resources and cluster claims, and rotates its certificate before it expires.
-//! 3. **Rebootstrap** when the hub refuses the certificate (401), when it keeps refusing access
+//!    version, resources and cluster claims, and rotates its certificate at the deadline
+//!    computed from the certificate itself ([`rotation`]), retrying while the hub is
+//!    unreachable until the certificate expires.
+//! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
+//!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
+//!    write again), when the hub refuses the certificate (401), when it keeps refusing access
 //!    to the ManagedCluster (403), or when the bootstrap kubeconfig changes.
 //!
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
@@ -20,6 +24,7 @@
 mod bootstrap;
 mod certs;
 mod joined;
+pub mod rotation;
 mod secrets;
 mod status;
 
@@ -82,7 +87,9 @@ pub struct AgentOptions {
     pub external_server_urls: Vec<(String, Option<Vec<u8>>)>,
     /// Period of the status sync (upstream `--cluster-healthcheck-period`, 60 s).
     pub status_sync_period: Duration,
-    /// Period of the certificate rotation check (upstream: 5 min).
+    /// Longest time between two looks at the certificate (upstream's check period, 5 min).
+    /// Rotation itself is scheduled at the certificate's own deadline (see [`rotation`]); this
+    /// is only a safety net.
     pub cert_check_period: Duration,
     /// Most custom cluster claims reported (upstream: 20).
     pub max_custom_cluster_claims: usize,
@@ -369,6 +376,9 @@ struct RunState {
     force_bootstrap: bool,
     /// The agent held usable hub credentials at some point.
     ever_joined: bool,
+    /// The last certificate expired before it could be rotated: reported on the
+    /// ManagedCluster by the next joined phase.
+    expiry_note: Option<String>,
 }
 
 /// One pass: bootstrap if needed, then the joined phase. Returns why the agent must start
@@ -421,7 +431,15 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
         match secrets::usable_credentials(s, &cluster, &agent, bootstrap.as_ref().ok()) {
             Ok(creds) => Some(creds),
             Err(reason) => {
-                tracing::info!(%reason, "stored hub credentials are not usable");
+                if reason.contains("expired") {
+                    let message = format!(
+                        "the stored client certificate cannot be used ({reason}); registering again with the bootstrap kubeconfig"
+                    );
+                    tracing::warn!("{message}");
+                    state.expiry_note.get_or_insert(message);
+                } else {
+                    tracing::info!(%reason, "stored hub credentials are not usable");
+                }
                 None
             }
         }
@@ -447,13 +465,16 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
     };
     state.ever_joined = true;
     let outcome = tokio::select! {
-        outcome = joined::run(ctx, creds, &cluster, &agent) => outcome?,
+        outcome = joined::run(ctx, creds, &cluster, &agent, state.expiry_note.take()) => outcome?,
         () = secrets::wait_for_change(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
             return Ok("the bootstrap kubeconfig changed".into());
         }
     };
     if outcome.force_bootstrap {
         state.force_bootstrap = true;
+    }
+    if outcome.expired.is_some() {
+        state.expiry_note = outcome.expired;
     }
     Ok(outcome.reason)
 }

@@ -12,6 +12,7 @@ use ocm_runtime::kubeconfig::{self, KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde_json::json;
 
 use super::certs::{self, CertInfo};
+use super::rotation::CertValidity;
 use super::{HUB_KUBECONFIG_SECRET, keys};
 
 /// Context, user and namespace of the hub kubeconfig the agent writes (upstream's names).
@@ -35,9 +36,16 @@ pub(crate) struct HubCreds {
     pub(crate) cert_pem: String,
     pub(crate) key_pem: String,
     pub(crate) cert: CertInfo,
+    /// When the agent received the certificate from its CSR (`None`: read from the secret).
+    pub(crate) received: Option<jiff::Timestamp>,
 }
 
 impl HubCreds {
+    /// The certificate's validity, as the rotation schedule sees it.
+    pub(crate) fn validity(&self) -> CertValidity {
+        CertValidity::from_seconds(self.cert.not_before, self.cert.not_after, self.received)
+    }
+
     /// A hub client authenticating with this certificate.
     pub(crate) async fn client(&self) -> Result<kube::Client, kubeconfig::KubeconfigError> {
         kubeconfig::client_for(
@@ -140,6 +148,7 @@ pub(crate) fn usable_credentials(
         cert_pem,
         key_pem,
         cert,
+        received: None,
     })
 }
 
