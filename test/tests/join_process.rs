@@ -577,3 +577,33 @@ fn registration_benchmark_runs_and_prints_its_figures() {
         ],
     );
 }
+
+#[test]
+fn addons_benchmark_runs_and_prints_its_figures() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "bench",
+            "addons",
+            "--clusters",
+            "3",
+            "--addons",
+            "2",
+            "--status-sync-seconds",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "3 clusters joined",
+        "6 ManagedClusterAddOns: all created after",
+        "all Available after",
+        "MiB before",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+}

@@ -35,6 +35,8 @@ enum What {
     Placement(super::placement_bench::BenchPlacementArgs),
     /// ManifestWorks over simulated clusters, and one agent under load.
     Work(super::work_bench::BenchWorkArgs),
+    /// Addons enabled on simulated clusters: time until every one is Available, hub RSS.
+    Addons(super::addon_bench::BenchAddonsArgs),
     /// Certificate rotation with short-lived certificates: rotations, renewal CSRs,
     /// rebootstraps and 401s over a while.
     Rotation(super::rotation_bench::BenchRotationArgs),
@@ -71,6 +73,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Registration(args) => registration(args).await,
         What::Placement(args) => super::placement_bench::bench(args).await,
         What::Work(args) => super::work_bench::bench(args).await,
+        What::Addons(args) => super::addon_bench::bench(args).await,
         What::Rotation(args) => super::rotation_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
     }

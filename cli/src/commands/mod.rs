@@ -2,6 +2,7 @@
 
 pub mod accept;
 pub mod addon;
+pub mod addon_bench;
 pub mod agent;
 pub mod apiserver;
 pub mod bench;

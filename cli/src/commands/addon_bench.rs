@@ -1,0 +1,267 @@
+//! `ocm bench addons`: `--addons` addons enabled on `--clusters` simulated clusters.
+//!
+//! The clusters join first (auto-approved, not measured) and run their work agents. Then, with
+//! the hub's RSS noted, `--addons` ClusterManagementAddOns are created at once with a Placements
+//! install strategy whose placement selects every cluster (set `global`), and an
+//! [`AddonManager`] runs them (each addon: a namespace, a ConfigMap and a Deployment on every
+//! cluster, judged by Deployment availability). Printed: the time until every
+//! ManagedClusterAddOn exists and until every one is `Available`, and the process RSS before
+//! and after (hub, API server, simulated clusters and agents share this process).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use futures::StreamExt;
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_addon_framework::manager::AddonManager;
+use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
+use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_registration::hub::HubOptions;
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+
+use super::bench::process_usage;
+use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+
+/// Flags of `ocm bench addons`.
+#[derive(Debug, Args)]
+pub struct BenchAddonsArgs {
+    /// Simulated clusters.
+    #[arg(long, default_value_t = 100)]
+    clusters: usize,
+    /// Addons enabled on every cluster.
+    #[arg(long, default_value_t = 3)]
+    addons: usize,
+    /// Work agents' status sync interval, in seconds (upstream's default: 10).
+    #[arg(long, default_value_t = 10)]
+    status_sync_seconds: u64,
+}
+
+/// A benchmark addon: a namespace, a ConfigMap and a Deployment.
+struct BenchAddon {
+    options: AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for BenchAddon {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
+    ) -> Result<Vec<Value>, AddonError> {
+        let ns = format!("{}-agent", self.options.name);
+        let cluster = cluster.metadata.name.clone().unwrap_or_default();
+        Ok(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "settings", "namespace": ns}, "data": {"cluster": cluster}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "agent", "namespace": ns},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "agent"}},
+                            "template": {"metadata": {"labels": {"app": "agent"}},
+                                         "spec": {"containers": [{"name": "agent", "image": "agent:1"}]}}}}),
+        ])
+    }
+}
+
+/// Runs the benchmark.
+pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("ocm-bench-addons-{}", std::process::id()));
+    let token = crate::bootstrap::BootstrapToken::generate()?;
+    let hub = EmbeddedHub::start(EmbeddedHubOptions {
+        memory: true,
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub: HubOptions {
+            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
+            ..HubOptions::default()
+        },
+        extra_controllers: super::hub::addon_controllers(),
+        ..EmbeddedHubOptions::new(&dir)
+    })
+    .await?;
+    let admin = hub.admin_client();
+    crate::bootstrap::init_with_token(&admin, &token, None).await?;
+    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    let names: Vec<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
+    println!(
+        "ocm bench addons: {} addons x {} clusters, status sync {} s, hub {}",
+        args.addons, args.clusters, args.status_sync_seconds, hub.url
+    );
+    let joining = Instant::now();
+    let shutdown = Shutdown::new();
+    let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+    for (name, spoke) in &spokes {
+        let agent = ocm_work::agent::WorkAgent::new(
+            spoke.clone(),
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: name.clone(),
+                status_sync_interval: Duration::from_secs(args.status_sync_seconds),
+                ..Default::default()
+            },
+        );
+        let token = shutdown.child();
+        tokio::spawn(async move { agent.run(token).await });
+    }
+    println!(
+        "  {} clusters joined in {:.1} s (not part of the measurement)",
+        names.len(),
+        joining.elapsed().as_secs_f64()
+    );
+    bind_everything(&admin).await?;
+    let (rss_before, _) = process_usage();
+
+    let addon_names: Vec<String> = (1..=args.addons)
+        .map(|i| format!("bench-addon-{i}"))
+        .collect();
+    let expected: BTreeSet<(String, String)> = names
+        .iter()
+        .flat_map(|c| addon_names.iter().map(move |a| (c.clone(), a.clone())))
+        .collect();
+    let waiter = tokio::spawn(watch_addons(admin.clone(), expected.clone()));
+    let started = Instant::now();
+    let mut manager = AddonManager::new(admin.clone());
+    let cmas: Api<ClusterManagementAddOn> = Api::all(admin.clone());
+    for name in &addon_names {
+        manager = manager.with_addon(Arc::new(BenchAddon {
+            options: AddonOptions {
+                health: HealthProber::DeploymentAvailability,
+                install_namespace: Some(format!("{name}-agent")),
+                ..AddonOptions::new(name.clone())
+            },
+        }));
+        let cma: ClusterManagementAddOn = serde_json::from_value(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn",
+            "metadata": {"name": name},
+            "spec": {"installStrategy": {"type": "Placements",
+                     "placements": [{"namespace": "addons", "name": "all"}]}},
+        }))?;
+        cmas.create(&PostParams::default(), &cma)
+            .await
+            .with_context(|| format!("creating ClusterManagementAddOn {name}"))?;
+    }
+    tokio::spawn(manager.run(shutdown.child()));
+    let (created, available) = waiter.await.context("watching the addons")??;
+    let (rss_after, _) = process_usage();
+    println!(
+        "  {} ManagedClusterAddOns: all created after {:.1} s, all Available after {:.1} s",
+        expected.len(),
+        created.as_secs_f64(),
+        available.as_secs_f64()
+    );
+    println!(
+        "  RSS of this process (hub, API server, {} clusters and their agents): {:.0} MiB before, {:.0} MiB after ({:+.0} MiB)",
+        names.len(),
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        (rss_after as f64 - rss_before as f64) / 1024.0
+    );
+    let _ = started;
+    shutdown.cancel();
+    hub.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Namespace `addons` bound to the `global` set, with Placement `all` selecting every cluster.
+async fn bind_everything(admin: &kube::Client) -> anyhow::Result<()> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "addons"}}))?,
+        )
+        .await
+        .context("creating namespace addons")?;
+    Api::<ocm_api::cluster::v1beta2::ManagedClusterSetBinding>::namespaced(admin.clone(), "addons")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+                "kind": "ManagedClusterSetBinding",
+                "metadata": {"name": "global", "namespace": "addons"},
+                "spec": {"clusterSet": "global"},
+            }))?,
+        )
+        .await
+        .context("binding addons to the global set")?;
+    Api::<ocm_api::cluster::v1beta1::Placement>::namespaced(admin.clone(), "addons")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+                "kind": "Placement",
+                "metadata": {"name": "all", "namespace": "addons"},
+                "spec": {"clusterSets": ["global"]},
+            }))?,
+        )
+        .await
+        .context("creating placement addons/all")?;
+    Ok(())
+}
+
+/// Watches every ManagedClusterAddOn until all of `expected` exist, then are Available; returns
+/// both durations from the call.
+async fn watch_addons(
+    admin: kube::Client,
+    expected: BTreeSet<(String, String)>,
+) -> anyhow::Result<(Duration, Duration)> {
+    let began = Instant::now();
+    let mut seen = BTreeSet::new();
+    let mut available = BTreeSet::new();
+    let mut created_at = None;
+    let mut stream = watcher(
+        Api::<ManagedClusterAddOn>::all(admin),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .applied_objects()
+    .boxed();
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event,
+            _ = tick.tick() => {
+                println!("  {:>5.1} s: {} created, {} available of {}",
+                    began.elapsed().as_secs_f64(), seen.len(), available.len(), expected.len());
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            anyhow::bail!("lost the watch on the hub")
+        };
+        let Ok(addon) = event else { continue };
+        let key = (
+            addon.metadata.namespace.clone().unwrap_or_default(),
+            addon.metadata.name.clone().unwrap_or_default(),
+        );
+        if !expected.contains(&key) {
+            continue;
+        }
+        seen.insert(key.clone());
+        if seen.len() == expected.len() && created_at.is_none() {
+            created_at = Some(began.elapsed());
+        }
+        let is_available = addon.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Available" && c.status == "True")
+        });
+        if is_available {
+            available.insert(key);
+        }
+        if available.len() == expected.len() {
+            return Ok((created_at.unwrap_or_default(), began.elapsed()));
+        }
+    }
+}
