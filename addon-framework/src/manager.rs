@@ -23,8 +23,8 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
-    AVAILABLE, MANIFEST_APPLIED, PROGRESSING, REGISTRATION_APPLIED, manifest_applied, progressing,
-    registration_applied,
+    AVAILABLE, HOOK_MANIFEST_COMPLETED, MANIFEST_APPLIED, PROGRESSING, REGISTRATION_APPLIED,
+    manifest_applied, progressing, registration_applied,
 };
 use ocm_api::addon::names::labels::ADDON_NAME;
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
@@ -47,6 +47,9 @@ pub enum ManagerError {
     #[error("encoding")]
     Encoding(#[from] serde_json::Error),
 }
+
+/// The finalizer that holds a deleting addon until its pre-delete hook finished.
+const PRE_DELETE_FINALIZER: &str = ocm_api::addon::names::finalizers::ADDON_PRE_DELETE_HOOK;
 
 /// How often every addon is reconciled even without a change (works' status feeds health).
 const RESYNC: Duration = Duration::from_secs(30);
@@ -164,11 +167,16 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             .unwrap_or_default(),
         ..Outcome::default()
     };
-    if mca.metadata.deletion_timestamp.is_some() {
+    let deleting = mca.metadata.deletion_timestamp.is_some();
+    if deleting && !has_finalizer(&mca) {
         return Ok(Action::await_change());
     }
     let clusters: Api<ManagedCluster> = Api::all(ctx.client.clone());
     let Some(cluster) = clusters.get_opt(&namespace).await? else {
+        if deleting {
+            set_pre_delete_finalizer(&ctx, &mca, false).await?;
+            return Ok(Action::await_change());
+        }
         set_condition(
             &mut outcome.conditions,
             condition(
@@ -264,6 +272,12 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     // Manifests → works. Nothing is written when the addon fails.
     let manifests = match ctx.addon.manifests(&cluster, &mca, &configs).await {
         Ok(manifests) => manifests,
+        Err(err) if deleting => {
+            tracing::warn!(addon = options.name, cluster = namespace, %err,
+                "no manifests to run the pre-delete hook from; letting the addon go");
+            set_pre_delete_finalizer(&ctx, &mca, false).await?;
+            return Ok(Action::await_change());
+        }
         Err(err) => {
             set_condition(
                 &mut outcome.conditions,
@@ -313,6 +327,20 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     let works: Api<ocm_api::work::v1::ManifestWork> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let params = PatchParams::apply(&format!("addon-manager-{}", options.name)).force();
+    if deleting {
+        return run_pre_delete(
+            &ctx,
+            &mca,
+            planned.pre_delete.as_ref(),
+            &works,
+            &params,
+            outcome,
+        )
+        .await;
+    }
+    if planned.pre_delete.is_some() {
+        set_pre_delete_finalizer(&ctx, &mca, true).await?;
+    }
     let mut applied = Vec::new();
     let mut failure = None;
     for work in &planned.deploy {
@@ -395,6 +423,85 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     }
     write_status(&ctx, &mca, &outcome).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+fn has_finalizer(mca: &ManagedClusterAddOn) -> bool {
+    mca.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == PRE_DELETE_FINALIZER)
+}
+
+/// Adds or removes the pre-delete finalizer (conditionally on the object's resourceVersion).
+async fn set_pre_delete_finalizer(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    present: bool,
+) -> Result<(), ManagerError> {
+    if has_finalizer(mca) == present {
+        return Ok(());
+    }
+    let mut finalizers: Vec<String> = mca
+        .metadata
+        .finalizers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f != PRE_DELETE_FINALIZER)
+        .collect();
+    if present {
+        finalizers.push(PRE_DELETE_FINALIZER.to_owned());
+    }
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(
+        ctx.client.clone(),
+        mca.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let patch = json!({"metadata": {"finalizers": finalizers,
+                                    "resourceVersion": mca.metadata.resource_version}});
+    api.patch(
+        mca.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A deleting addon with pre-delete hook objects: apply the hook work and let the addon go
+/// once every hook Job or Pod has finished (its deploy works stay until then).
+async fn run_pre_delete(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    hook: Option<&Value>,
+    works: &Api<ocm_api::work::v1::ManifestWork>,
+    params: &PatchParams,
+    mut outcome: Outcome,
+) -> Result<Action, ManagerError> {
+    let Some(hook) = hook else {
+        set_pre_delete_finalizer(ctx, mca, false).await?;
+        return Ok(Action::await_change());
+    };
+    let name = crate::works::pre_delete_work_name(&ctx.addon.options().name);
+    let written = serde_json::to_value(works.patch(&name, params, &Patch::Apply(hook)).await?)?;
+    let generation = mca.metadata.generation;
+    if crate::works::hook_completed(&written) {
+        // The addon goes now; its works (owned by it) go with it.
+        set_pre_delete_finalizer(ctx, mca, false).await?;
+        return Ok(Action::await_change());
+    }
+    set_condition(
+        &mut outcome.conditions,
+        condition(
+            HOOK_MANIFEST_COMPLETED,
+            "False",
+            "HookManifestIsNotCompleted",
+            "waiting for the pre-delete hook manifests to complete",
+            generation,
+        ),
+    );
+    write_status(ctx, mca, &outcome).await?;
+    Ok(Action::requeue(Duration::from_secs(2)))
 }
 
 /// The config objects named by `mca`'s `status.configReferences` (desired configs), and their

@@ -238,6 +238,62 @@ pub fn plan(input: &WorkInput<'_>) -> Result<WorkPlan, AddonError> {
     Ok(WorkPlan { deploy, pre_delete })
 }
 
+/// Whether every Job and Pod of a pre-delete hook work (with its status) has finished:
+/// a Job reports `JobComplete` True or `JobSucceeded` ≥ 1, a Pod `PodPhase` Succeeded.
+pub fn hook_completed(work: &Value) -> bool {
+    let manifests = work
+        .pointer("/spec/workload/manifests")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let statuses = work
+        .pointer("/status/resourceStatus/manifests")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let field = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
+    !manifests.is_empty()
+        && manifests.iter().all(|manifest| {
+            let id = identifier(manifest);
+            let Some(values) = statuses
+                .iter()
+                .find(|s| {
+                    let meta = s.get("resourceMeta").unwrap_or(&Value::Null);
+                    ["group", "resource", "namespace", "name"]
+                        .iter()
+                        .all(|f| field(meta, f) == field(&id, f))
+                })
+                .and_then(|s| s.pointer("/statusFeedback/values"))
+                .and_then(Value::as_array)
+            else {
+                return false;
+            };
+            let value = |name: &str| {
+                values
+                    .iter()
+                    .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
+                    .and_then(|v| v.get("fieldValue"))
+            };
+            let text = |name: &str| {
+                value(name)
+                    .and_then(|v| v.get("string"))
+                    .and_then(Value::as_str)
+            };
+            let number = |name: &str| {
+                value(name)
+                    .and_then(|v| v.get("integer"))
+                    .and_then(Value::as_i64)
+            };
+            match manifest.get("kind").and_then(Value::as_str) {
+                Some("Job") => {
+                    text("JobComplete") == Some("True") || number("JobSucceeded").unwrap_or(0) >= 1
+                }
+                Some("Pod") => text("PodPhase") == Some("Succeeded"),
+                _ => true,
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -338,6 +394,22 @@ mod tests {
         let big = vec![cm("big", 2000)];
         let err = plan(&input(&big, &[], 1000)).unwrap_err();
         assert!(err.0.contains("more than a work holds"), "{err}");
+    }
+
+    #[test]
+    fn hooks_complete_when_their_jobs_succeed() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+                         "metadata": {"name": "cleanup", "namespace": "ns"}});
+        let mut work = json!({"spec": {"workload": {"manifests": [job]}}});
+        assert!(!hook_completed(&work));
+        work["status"] = json!({"resourceStatus": {"manifests": [{
+            "resourceMeta": {"group": "batch", "resource": "jobs", "namespace": "ns", "name": "cleanup"},
+            "statusFeedback": {"values": [{"name": "JobSucceeded",
+                                           "fieldValue": {"type": "Integer", "integer": 0}}]}}]}});
+        assert!(!hook_completed(&work));
+        work["status"]["resourceStatus"]["manifests"][0]["statusFeedback"]["values"][0]["fieldValue"]
+            ["integer"] = json!(1);
+        assert!(hook_completed(&work));
     }
 
     #[test]

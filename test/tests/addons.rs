@@ -49,6 +49,12 @@ impl AgentAddon for Hello {
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "hello-config", "namespace": "hello-agent"},
                    "data": {"cluster": name, "greeting": greeting}}),
+            // Runs when the addon is removed, before its agent goes.
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "hello-cleanup", "namespace": "hello-agent",
+                                "annotations": {"addon.open-cluster-management.io/addon-pre-delete": ""}},
+                   "spec": {"template": {"spec": {"restartPolicy": "Never",
+                            "containers": [{"name": "cleanup", "image": "hello:1"}]}}}}),
         ])
     }
 }
@@ -303,7 +309,27 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         assert!(!annotation.contains(&before), "{annotation}");
     }
 
-    // c03 leaves the placement: its addon, works and the agent's objects go.
+    // c03 leaves the placement: its pre-delete hook Job runs first, then its addon, works and
+    // the agent's objects go.
+    let mca = Api::<ManagedClusterAddOn>::namespaced(client.clone(), "c03")
+        .get("hello")
+        .await
+        .unwrap();
+    assert!(
+        mca.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"addon.open-cluster-management.io/addon-pre-delete".to_owned())
+    );
+    let c03 = ocm_e2e::simulated_spoke(&hub, "c03").await.unwrap();
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(c03, "hello-agent");
+    let hook_ran = tokio::spawn(async move {
+        wait_for(&jobs, "hello-cleanup", "the pre-delete Job on c03", |job| {
+            job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) >= 1
+        })
+        .await
+        .is_ok()
+    });
     clusters
         .patch(
             "c03",
@@ -316,6 +342,10 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         .unwrap();
     let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c03");
     wait_gone(&mcas, "hello").await.unwrap();
+    assert!(
+        hook_ran.await.unwrap(),
+        "the pre-delete hook Job never completed on c03"
+    );
     let works: Api<ManifestWork> = Api::namespaced(client.clone(), "c03");
     wait_gone(&works, "addon-hello-deploy-0").await.unwrap();
     let spoke = ocm_e2e::simulated_spoke(&hub, "c03").await.unwrap();
