@@ -8,4 +8,6 @@
 pub mod admission;
 pub mod bootstrap;
 pub mod embedded;
+pub mod fleet;
+pub mod join;
 pub mod simulated;

@@ -8,18 +8,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-/// Namespace of the registration agent on the managed cluster.
-pub const AGENT_NAMESPACE: &str = "open-cluster-management-agent";
-
-/// Secret holding the bootstrap kubeconfig on the managed cluster.
-pub const BOOTSTRAP_SECRET: &str = "bootstrap-hub-kubeconfig";
+pub use ocm_hub::join::{AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig, prepare_spoke};
 
 /// Flags of `ocm join`.
 #[derive(Debug, Args)]
@@ -223,21 +218,6 @@ pub fn describe_hub_error(url: &str, err: kube::Error) -> anyhow::Error {
     }
 }
 
-/// The bootstrap kubeconfig: hub URL and CA, authenticating with the token.
-pub fn bootstrap_kubeconfig(url: &str, ca_pem: &str, token: &str) -> String {
-    ocm_runtime::kubeconfig::render(&KubeconfigSpec {
-        server: ServerInfo {
-            server: url.to_owned(),
-            ca_pem: Some(ca_pem.to_owned()),
-            proxy_url: None,
-        },
-        auth: KubeconfigAuth::Token(token.to_owned()),
-        context: "bootstrap".into(),
-        user: "bootstrap".into(),
-        namespace: None,
-    })
-}
-
 /// Verifies with the hub that the token authenticates and may read ManagedClusters; nothing is
 /// written.
 pub async fn check_token(
@@ -250,28 +230,6 @@ pub async fn check_token(
     retry_while_propagating("checking the bootstrap token", || clusters.get_opt(cluster))
         .await
         .map_err(|e| describe_hub_error(url, e))?;
-    Ok(())
-}
-
-/// Installs what the agent needs on the managed cluster: klusterlet CRDs, the agent namespace
-/// and the bootstrap kubeconfig Secret.
-pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
-    crate::embedded::install_crds(spoke, &ocm_api::crds::klusterlet()).await?;
-    crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
-    let secret: Secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": BOOTSTRAP_SECRET, "namespace": AGENT_NAMESPACE},
-        "type": "Opaque",
-        "stringData": {"kubeconfig": bootstrap_kubeconfig},
-    }))?;
-    Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
-        .patch(
-            BOOTSTRAP_SECRET,
-            &PatchParams::apply("ocm-join").force(),
-            &Patch::Apply(&secret),
-        )
-        .await
-        .context("writing the bootstrap kubeconfig secret on the managed cluster")?;
     Ok(())
 }
 
