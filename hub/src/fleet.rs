@@ -135,7 +135,9 @@ impl Fleet {
             });
             tokio::time::timeout(options.join_timeout, joined)
                 .await
-                .map_err(|_| anyhow::anyhow!("cluster {name} not Joined and Available in time"))??;
+                .map_err(|_| {
+                    anyhow::anyhow!("cluster {name} not Joined and Available in time")
+                })??;
         }
         Ok(Fleet {
             hub,

@@ -50,4 +50,3 @@ pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> 
         .context("writing the bootstrap kubeconfig secret on the managed cluster")?;
     Ok(())
 }
-

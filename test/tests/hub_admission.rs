@@ -204,6 +204,15 @@ async fn run_cases(
     )
     .await
     .unwrap();
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
+    wait_for(
+        &bindings,
+        "open-cluster-management:managedcluster:c1",
+        "agent binding of c1",
+        |_| true,
+    )
+    .await
+    .unwrap();
     wait_for(&clusters, "c1", "unreachable taint on c1", |c| {
         c.spec
             .taints
@@ -230,18 +239,22 @@ async fn run_cases(
         "managedclusters",
         None,
     );
-    // The agent writes with update (its role has no patch), as upstream's agent does.
+    // The agent writes with update (its role has no patch), as upstream's agent does, and
+    // reads again when the hub wrote in between (409), as an agent does.
     let agent_replace = |change: fn(&mut Value)| {
         let agent_mcs = agent_mcs.clone();
         async move {
-            let got = agent_mcs.get("c1").await.unwrap();
-            let mut value = serde_json::to_value(&got).unwrap();
-            change(&mut value);
-            outcome(
-                agent_mcs
+            loop {
+                let got = agent_mcs.get("c1").await.unwrap();
+                let mut value = serde_json::to_value(&got).unwrap();
+                change(&mut value);
+                let result = agent_mcs
                     .replace("c1", &PostParams::default(), &object(value))
-                    .await,
-            )
+                    .await;
+                if !matches!(&result, Err(kube::Error::Api(s)) if s.code == 409) {
+                    return outcome(result);
+                }
+            }
         }
     };
     results.push((
