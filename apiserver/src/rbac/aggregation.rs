@@ -263,4 +263,40 @@ mod tests {
         assert_eq!(aggregators, Aggregators::default());
         assert!(!aggregators.affected_by("view", Some(&bare), Some(&bare)));
     }
+    #[test]
+    fn a_chain_settles_but_a_cycle_carrying_a_stray_rule_never_does() {
+        let aggregating = |name: &str, label: &str, selects: &str| {
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": {label: "true"}},
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]},
+            })
+        };
+        let leaf = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "leaf", "labels": {"to-a": "true"}},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+        });
+        // leaf → a → b → c: one pass per link, then nothing is pending.
+        let chain = [
+            leaf.clone(),
+            aggregating("a", "to-b", "to-a"),
+            aggregating("b", "to-c", "to-b"),
+            aggregating("c", "none", "to-c"),
+        ];
+        let mut policy = Policy::from_values(&chain).unwrap();
+        assert_eq!(policy.aggregate_counting_passes().passes, Some(3));
+        assert_eq!(policy.aggregate_counting_passes().passes, Some(0));
+        // a → b → c → a, and `a` starts with a rule that no role gathers: it goes round.
+        let mut a = aggregating("a", "to-b", "to-c");
+        a["rules"] = json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]);
+        let cycle = [
+            a,
+            aggregating("b", "to-c", "to-a"),
+            aggregating("c", "to-a", "to-b"),
+        ];
+        let mut policy = Policy::from_values(&cycle).unwrap();
+        assert_eq!(policy.aggregate_counting_passes().passes, None);
+        assert!(!policy.pending_aggregations().is_empty());
+    }
 }
