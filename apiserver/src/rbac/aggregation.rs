@@ -148,11 +148,26 @@ impl Policy {
     /// Applies [`Policy::pending_aggregations`] in memory until nothing changes (bounded by
     /// the number of ClusterRoles + 1 passes); returns the names of the roles changed.
     pub fn aggregate_to_fixed_point(&mut self) -> Vec<String> {
+        self.aggregate_counting_passes().changed
+    }
+
+    /// [`Policy::aggregate_to_fixed_point`], also telling how many passes changed rules
+    /// before none was pending, or that the bound stopped it first.
+    ///
+    /// A cycle of aggregating roles that carries a rule none of them gathers (e.g. the
+    /// stored rules of a role that both aggregates and is picked) moves that rule one role
+    /// along per pass forever: there is no fixed point, and where the rule ends up depends
+    /// on the bound, i.e. on how many ClusterRoles there are.
+    pub fn aggregate_counting_passes(&mut self) -> Aggregation {
         let mut changed: Vec<String> = Vec::new();
-        for _ in 0..=self.cluster_roles.len() {
+        let bound = self.cluster_roles.len() + 1;
+        for pass in 0..bound {
             let pending = self.pending_aggregations();
             if pending.is_empty() {
-                break;
+                return Aggregation {
+                    changed,
+                    passes: Some(pass),
+                };
             }
             for (name, rules) in pending {
                 if let Some(role) = self.cluster_roles.get_mut(&name) {
@@ -163,8 +178,22 @@ impl Policy {
                 }
             }
         }
-        changed
+        Aggregation {
+            changed,
+            passes: None,
+        }
     }
+}
+
+/// How an in-memory aggregation ([`Policy::aggregate_counting_passes`]) ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Aggregation {
+    /// The roles whose rules changed, in the order they first changed.
+    pub changed: Vec<String>,
+    /// How many passes changed rules before nothing was pending; `None` when the bound (the
+    /// number of ClusterRoles + 1 passes) was used up without checking that nothing was
+    /// pending, so the result may not be a fixed point and then depends on that bound.
+    pub passes: Option<usize>,
 }
 
 #[cfg(test)]
@@ -233,5 +262,41 @@ mod tests {
         aggregators.record("view", Some(&bare));
         assert_eq!(aggregators, Aggregators::default());
         assert!(!aggregators.affected_by("view", Some(&bare), Some(&bare)));
+    }
+    #[test]
+    fn a_chain_settles_but_a_cycle_carrying_a_stray_rule_never_does() {
+        let aggregating = |name: &str, label: &str, selects: &str| {
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": {label: "true"}},
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]},
+            })
+        };
+        let leaf = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "leaf", "labels": {"to-a": "true"}},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+        });
+        // leaf → a → b → c: one pass per link, then nothing is pending.
+        let chain = [
+            leaf.clone(),
+            aggregating("a", "to-b", "to-a"),
+            aggregating("b", "to-c", "to-b"),
+            aggregating("c", "none", "to-c"),
+        ];
+        let mut policy = Policy::from_values(&chain).unwrap();
+        assert_eq!(policy.aggregate_counting_passes().passes, Some(3));
+        assert_eq!(policy.aggregate_counting_passes().passes, Some(0));
+        // a → b → c → a, and `a` starts with a rule that no role gathers: it goes round.
+        let mut a = aggregating("a", "to-b", "to-c");
+        a["rules"] = json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]);
+        let cycle = [
+            a,
+            aggregating("b", "to-c", "to-a"),
+            aggregating("c", "to-a", "to-b"),
+        ];
+        let mut policy = Policy::from_values(&cycle).unwrap();
+        assert_eq!(policy.aggregate_counting_passes().passes, None);
+        assert!(!policy.pending_aggregations().is_empty());
     }
 }

@@ -26,8 +26,13 @@ pub struct LivePolicy {
     /// The aggregating roles and their selectors.
     aggregators: Aggregators,
     /// A ClusterRole that aggregates, or that an aggregating role picks, changed since
-    /// aggregation last ran.
+    /// aggregation last ran — or ClusterRoles came or went while `passes` says the last result depends on how many there are.
     stale_aggregation: bool,
+    /// How many passes the last aggregation needed to reach its fixed point (`None`: it
+    /// reached none within its bound). A full rebuild makes at most one pass more than there
+    /// are ClusterRoles, so while this is `None` or above that bound, adding or deleting any
+    /// ClusterRole — even one no selector picks — changes what a full rebuild gives.
+    passes: Option<usize>,
 }
 
 impl LivePolicy {
@@ -40,6 +45,9 @@ impl LivePolicy {
             aggregators: Aggregators::default(),
             defaults: defaults.clone(),
             stale_aggregation: false,
+            // The defaults come aggregated: a fixed point needs no more pass, anything else
+            // is the result of some bound this one need not match.
+            passes: defaults.pending_aggregations().is_empty().then_some(0),
         };
         for (name, role) in &defaults.cluster_roles {
             live.role_changed(name, None, Some(role));
@@ -76,6 +84,15 @@ impl LivePolicy {
     ) {
         if self.aggregators.affected_by(name, before, after) {
             self.stale_aggregation = true;
+        }
+        // A full rebuild's pass bound follows the number of ClusterRoles: when the last
+        // aggregation needed more passes than the new bound allows, or never settled (a
+        // cycle of aggregating roles passing a rule round), that count decides the result.
+        if before.is_some() != after.is_some() {
+            let bound = self.policy.cluster_roles.len() + 1;
+            if self.passes.is_none_or(|needed| needed > bound) {
+                self.stale_aggregation = true;
+            }
         }
         self.aggregators.record(name, after);
         match after.filter(|role| role.aggregation_rule.is_some()) {
@@ -132,7 +149,7 @@ impl LivePolicy {
                     role.rules.clone_from(raw);
                 }
             }
-            policy.aggregate_to_fixed_point();
+            self.passes = policy.aggregate_counting_passes().passes;
             self.stale_aggregation = false;
         }
         self.policy.clone()
@@ -346,5 +363,45 @@ mod tests {
         );
         live.remove("ClusterRole", "", "system:aggregate-to-view");
         assert_eq!(*live.snapshot(), *defaults);
+    }
+    /// The case proptest found (`proptest-regressions/rbac/live.txt`, second line): a stored
+    /// `admin` that selects `aggregate-to-admin` and is labelled `aggregate-to-view`, a
+    /// snapshot, then a plain ClusterRole `x` no selector picks.
+    ///
+    /// What was wrong: that `admin` closes the cycle admin → edit → view → admin, and its
+    /// own stored rule (`get pods`), gathered by no role, moves one role along the cycle per
+    /// aggregation pass forever. A full rebuild stops after one pass more than there are
+    /// ClusterRoles, so where the rule ends up depends on that count. Storing `x` changed the
+    /// count, but `LivePolicy` only re-aggregated for roles that aggregate or are picked, so
+    /// it kept the result of the old bound.
+    #[test]
+    fn a_role_no_selector_picks_reaggregates_when_a_cycle_never_settles() {
+        let put = |name, label, selects| Op::Put {
+            kind: 0,
+            ns: 0,
+            name,
+            label,
+            selects,
+            verb: 0,
+            malformed: false,
+        };
+        let admin = put(0, 1, Some(2));
+        let x = put(4, 0, None);
+        let mut live = LivePolicy::new(Arc::new(Policy::bootstrap()));
+        let mut stored = BTreeMap::new();
+        live.upsert(&object(&admin)).unwrap();
+        stored.insert((0, String::new(), "admin".to_owned()), object(&admin));
+        let first = live.snapshot();
+        assert_eq!(*first, full_rebuild(&stored));
+        // No fixed point: the cycle is still moving rules.
+        assert!(!first.pending_aggregations().is_empty());
+        live.upsert(&object(&x)).unwrap();
+        stored.insert((0, String::new(), "x".to_owned()), object(&x));
+        assert_eq!(*live.snapshot(), full_rebuild(&stored));
+        // And back: deleting `x` restores the old bound.
+        live.remove("ClusterRole", "", "x");
+        stored.remove(&(0, String::new(), "x".to_owned()));
+        assert_eq!(*live.snapshot(), full_rebuild(&stored));
+        assert_eq!(*first, full_rebuild(&stored));
     }
 }
