@@ -93,8 +93,12 @@ fn kube_client_addon() -> TestAddon {
     }
 }
 
-/// The custom-signer addon `signed`, whose CSRs the addon signs with its own CA.
-fn custom_signer_addon(issuer: Arc<Issuer<'static, KeyPair>>) -> TestAddon {
+/// The custom-signer addon `signed`, whose CSRs the addon signs with its own CA (for
+/// `validity` from now, when given).
+fn custom_signer_addon(
+    issuer: Arc<Issuer<'static, KeyPair>>,
+    validity: Option<Duration>,
+) -> TestAddon {
     let registration = Registration {
         configurations: Arc::new(|_, _| {
             Ok(vec![RegistrationConfig::CustomSigner {
@@ -107,8 +111,13 @@ fn custom_signer_addon(issuer: Arc<Issuer<'static, KeyPair>>) -> TestAddon {
         approve: Arc::new(|_, _, _| false),
         permissions: None,
         sign: Some(Arc::new(move |_, _, csr| {
-            let params = CertificateSigningRequestParams::from_pem(&csr.request_pem)
+            let mut params = CertificateSigningRequestParams::from_pem(&csr.request_pem)
                 .map_err(|e| AddonError::new(e.to_string()))?;
+            if let Some(validity) = validity {
+                let now = std::time::SystemTime::now();
+                params.params.not_before = now.into();
+                params.params.not_after = (now + validity).into();
+            }
             let cert = params
                 .signed_by(&issuer)
                 .map_err(|e| AddonError::new(e.to_string()))?;
@@ -173,6 +182,17 @@ fn addon_csr(cluster: &str, addon: &str, request_pem: &str) -> CertificateSignin
     .unwrap()
 }
 
+/// The addon's own CA.
+fn test_ca() -> Arc<Issuer<'static, KeyPair>> {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::default();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, CA_NAME);
+    Arc::new(Issuer::new(ca_params, ca_key))
+}
+
 fn approved(csr: &CertificateSigningRequest) -> bool {
     csr.status
         .as_ref()
@@ -193,20 +213,13 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
     .unwrap();
     let client = hub.admin_client();
 
-    // The custom signer's CA.
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::default();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, CA_NAME);
-    let issuer = Arc::new(Issuer::new(ca_params, ca_key));
+    let issuer = test_ca();
 
     let stop = Shutdown::new();
     tokio::spawn(
         AddonManager::new(client.clone())
             .with_addon(Arc::new(kube_client_addon()))
-            .with_addon(Arc::new(custom_signer_addon(issuer)))
+            .with_addon(Arc::new(custom_signer_addon(issuer, None)))
             .run(stop.child()),
     );
     for name in &names {
@@ -429,6 +442,69 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
             .is_some()
     );
 
+    stop.cancel();
+    agents.cancel();
+    hub.stop().await;
+}
+
+/// A 40 s certificate from the custom signer is renewed at 75–80 % of its life (the rule of
+/// the cluster's own certificate): a second CSR, a new certificate in the same secret, and
+/// `ClusterCertificateRotated` True again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addon_certificates_rotate_at_their_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, _names, agents) = ocm_e2e::fleet(dir.path(), 1).await.unwrap();
+    let client = hub.admin_client();
+    let stop = Shutdown::new();
+    let lifetime = Duration::from_secs(40);
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(custom_signer_addon(test_ca(), Some(lifetime))))
+            .run(stop.child()),
+    );
+    let log = ocm_e2e::CsrLog::start(&client, "c01");
+    enable(&client, "c01", "signed").await;
+    let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(spoke, DEFAULT_INSTALL_NAMESPACE);
+    let secret_name = "signed-example.com-reg-signer-client-cert";
+    let cert = |s: &Secret| s.data.as_ref().and_then(|d| d.get("tls.crt")).cloned();
+    let first = wait_for(&secrets, secret_name, "the first certificate", |s| {
+        cert(s).is_some()
+    })
+    .await
+    .unwrap();
+    let first_cert = cert(&first).unwrap();
+    let issued_at = std::time::Instant::now();
+    let second = wait_for(&secrets, secret_name, "a renewed certificate", |s| {
+        cert(s).is_some_and(|c| c != first_cert)
+    })
+    .await
+    .unwrap();
+    let renewed_after = issued_at.elapsed();
+    // Due 30–32 s after receipt; allow for the wait's own latency.
+    assert!(
+        renewed_after >= Duration::from_secs(25) && renewed_after < lifetime,
+        "renewed after {renewed_after:?}"
+    );
+    assert_ne!(
+        second.data.as_ref().unwrap()["tls.key"],
+        first.data.as_ref().unwrap()["tls.key"],
+        "a renewal uses a fresh key"
+    );
+    let addon_csrs = log
+        .snapshot()
+        .into_keys()
+        .filter(|n| n.starts_with("addon-c01-signed-"))
+        .count();
+    assert_eq!(addon_csrs, 2, "{:?}", log.snapshot());
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    let mca = mcas.get("signed").await.unwrap();
+    assert!(has_condition(
+        &mca,
+        "ClusterCertificateRotated",
+        "True",
+        "ClientCertificateUpdated"
+    ));
     stop.cancel();
     agents.cancel();
     hub.stop().await;
