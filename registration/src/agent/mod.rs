@@ -12,7 +12,9 @@
 //!    sets `ManagedClusterJoined`, renews the `managed-cluster-lease`, reports availability,
 //!    version, resources and cluster claims, and rotates its certificate at the deadline
 //!    computed from the certificate itself ([`rotation`]), retrying while the hub is
-//!    unreachable until the certificate expires.
+//!    unreachable until the certificate expires. It also serves the addons enabled on the
+//!    cluster: their client certificates ([`addons`]) and their Lease health
+//!    ([`addon_health`]).
 //! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
 //!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
 //!    write again), when the hub refuses the certificate (401), when it keeps refusing access
