@@ -14,7 +14,9 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use ocm_addon_framework::agent::{Registration, RegistrationConfig};
-use ocm_addon_framework::agent_helpers::{LeaseUpdater, hub_client_from_dir, write_secret_to_dir};
+use ocm_addon_framework::agent_helpers::{
+    LeaseUpdater, RotatingHubClient, hub_client_from_dir, write_secret_to_dir,
+};
 use ocm_addon_framework::manager::AddonManager;
 use ocm_addon_framework::registration::{
     agent_role_in_cluster_namespace, cluster_addon_group, default_approve, default_kube_client,
@@ -267,6 +269,11 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
         let mount = mounts.path().join(name);
         write_secret_to_dir(&secret, &mount).unwrap();
         let addon_client = hub_client_from_dir(&mount).await.unwrap();
+        let rotating = RotatingHubClient::new(&mount);
+        Api::<ConfigMap>::namespaced(rotating.client().await.unwrap(), name)
+            .list(&ListParams::default())
+            .await
+            .expect("the rotating client reads configmaps in its cluster namespace");
         Api::<ConfigMap>::namespaced(addon_client.clone(), name)
             .list(&ListParams::default())
             .await

@@ -1151,6 +1151,37 @@ mod tests {
     }
 
     #[test]
+    fn only_undecided_unissued_csrs_count_as_pending() {
+        use k8s_openapi::api::certificates::v1::{
+            CertificateSigningRequestCondition, CertificateSigningRequestStatus,
+        };
+        let mut csr = CertificateSigningRequest::default();
+        assert!(pending(&csr));
+        let approved = CertificateSigningRequestCondition {
+            type_: "Approved".into(),
+            status: "True".into(),
+            ..Default::default()
+        };
+        csr.status = Some(CertificateSigningRequestStatus {
+            conditions: Some(vec![approved.clone()]),
+            certificate: None,
+        });
+        assert!(pending(&csr), "approved but not issued yet");
+        csr.status.as_mut().unwrap().certificate = Some(ByteString(b"PEM".to_vec()));
+        assert!(!pending(&csr));
+        for refusal in ["Denied", "Failed"] {
+            csr.status = Some(CertificateSigningRequestStatus {
+                conditions: Some(vec![CertificateSigningRequestCondition {
+                    type_: refusal.into(),
+                    ..approved.clone()
+                }]),
+                certificate: None,
+            });
+            assert!(!pending(&csr), "{refusal}");
+        }
+    }
+
+    #[test]
     fn kube_client_secrets_carry_a_kubeconfig_with_relative_files() {
         let server = ServerInfo {
             server: "https://hub:6443".into(),
