@@ -5,9 +5,11 @@
 //! The pure parts — the works an addon becomes ([`works`]), registration defaults and status
 //! ([`registration`]), health from work status ([`health`]), which clusters an install
 //! strategy picks ([`install`]) — are separate from the controllers that read and write the
-//! hub ([`manager`]).
+//! hub ([`manager`]). [`agent_helpers`] serves the addon agents on the clusters: hub clients
+//! from the mounted registration secret, and the Lease they renew.
 
 pub mod agent;
+pub mod agent_helpers;
 pub mod configs;
 pub mod csr;
 pub mod health;

@@ -275,6 +275,15 @@ pub async fn hub_client_of_agent(
 /// clusters `c01`…, each running a registration agent and a work agent (status every second)
 /// until the returned token is cancelled.
 pub async fn fleet(dir: &Path, n: usize) -> anyhow::Result<(EmbeddedHub, Vec<String>, Shutdown)> {
+    fleet_with(dir, n, fast_agent_options).await
+}
+
+/// [`fleet`] with the registration agent of each cluster run with `agent_options(name)`.
+pub async fn fleet_with(
+    dir: &Path,
+    n: usize,
+    agent_options: impl Fn(&str) -> AgentOptions,
+) -> anyhow::Result<(EmbeddedHub, Vec<String>, Shutdown)> {
     let token = ocm::bootstrap::BootstrapToken::generate()?;
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         listen: ([127, 0, 0, 1], 0).into(),
@@ -294,7 +303,7 @@ pub async fn fleet(dir: &Path, n: usize) -> anyhow::Result<(EmbeddedHub, Vec<Str
     for name in &names {
         let spoke = simulated_spoke(&hub, name).await?;
         ocm::commands::join::prepare_spoke(&spoke, &bootstrap).await?;
-        let registration = Agent::new(spoke.clone(), fast_agent_options(name));
+        let registration = Agent::new(spoke.clone(), agent_options(name));
         tokio::spawn(registration.run(agents.child()));
         let work = ocm_work::agent::WorkAgent::new(
             spoke,

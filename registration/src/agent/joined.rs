@@ -1,5 +1,6 @@
 //! The joined phase: with its own certificate the agent follows its ManagedCluster, renews its
-//! lease, syncs status and rotates the certificate, until the hub refuses it.
+//! lease, syncs status, rotates the certificate and serves its addons' registrations and lease
+//! health ([`super::addons`], [`super::addon_health`]), until the hub refuses it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -67,7 +68,14 @@ pub(crate) async fn run(
     expiry_note: Option<String>,
 ) -> Result<Outcome, AgentError> {
     let client = creds.client().await?;
-    let (hub, _) = watch::channel(client);
+    let (hub, hub_rx) = watch::channel(client);
+    let addon_env = super::addons::AddonEnv {
+        spoke: ctx.spoke.clone(),
+        hub: hub_rx,
+        cluster: cluster.to_owned(),
+        server: creds.server.clone(),
+        options: ctx.options.clone(),
+    };
     let (cluster_tx, cluster_rx) = watch::channel(None);
     let joined = Joined {
         ctx,
@@ -88,6 +96,7 @@ pub(crate) async fn run(
         outcome = joined.rotation_loop() => Ok(outcome),
         never = joined.spoke_triggers() => match never {},
         never = joined.report_expiry(expiry_note) => match never {},
+        never = super::addons::run(addon_env) => match never {},
     }
 }
 

@@ -12,7 +12,9 @@
 //!    sets `ManagedClusterJoined`, renews the `managed-cluster-lease`, reports availability,
 //!    version, resources and cluster claims, and rotates its certificate at the deadline
 //!    computed from the certificate itself ([`rotation`]), retrying while the hub is
-//!    unreachable until the certificate expires.
+//!    unreachable until the certificate expires. It also serves the addons enabled on the
+//!    cluster: their client certificates ([`addons`]) and their Lease health
+//!    ([`addon_health`]).
 //! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
 //!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
 //!    write again), when the hub refuses the certificate (401), when it keeps refusing access
@@ -21,6 +23,8 @@
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
 //! caller (the `ocm` CLI) where it stands.
 
+pub mod addon_health;
+pub mod addons;
 mod bootstrap;
 mod certs;
 mod joined;
@@ -98,6 +102,12 @@ pub struct AgentOptions {
     /// The certificate is renewed when its remaining lifetime falls below a fraction of the
     /// total drawn at random from this range (upstream: 0.20–0.25).
     pub rotation_threshold: (f64, f64),
+    /// How often the health of Lease-mode addons is judged from their Leases on the managed
+    /// cluster (upstream: 30 s).
+    pub addon_lease_check_period: Duration,
+    /// How long after its last renewal an addon's Lease still counts as renewed (upstream:
+    /// 5 × 60 s).
+    pub addon_lease_grace: Duration,
 }
 
 impl Default for AgentOptions {
@@ -115,6 +125,8 @@ impl Default for AgentOptions {
             max_custom_cluster_claims: ocm_api::cluster::names::claims::DEFAULT_MAX_CUSTOM_CLAIMS,
             reserved_claim_suffixes: Vec::new(),
             rotation_threshold: (0.20, 0.25),
+            addon_lease_check_period: Duration::from_secs(30),
+            addon_lease_grace: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -235,6 +247,18 @@ pub enum AgentError {
         /// The cluster.
         cluster: String,
         /// How many exist.
+        count: usize,
+    },
+    /// Too many CSRs of one addon on this cluster are pending on the hub; no more are created.
+    #[error(
+        "{count} certificate signing requests of addon {addon} on cluster {cluster} are pending on the hub; not creating more"
+    )]
+    TooManyAddonCsrs {
+        /// The cluster.
+        cluster: String,
+        /// The addon.
+        addon: String,
+        /// How many are pending.
         count: usize,
     },
     /// A call to the hub failed.

@@ -1,0 +1,518 @@
+//! Addon registration and Lease health end to end, through real TLS, real CSRs and the
+//! embedded hub: the addon manager writes an addon's registrations, the registration agent of
+//! each cluster gets the addon its certificates (approved by the manager, or signed by the
+//! addon's own CA for a custom signer) and writes them into the install namespace, an addon
+//! agent using exactly its mounted secret reaches its cluster namespace on the hub and nothing
+//! else, and the agent judges the addon's Lease into `Available`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use ocm_addon_framework::agent::{Registration, RegistrationConfig};
+use ocm_addon_framework::agent_helpers::{
+    LeaseUpdater, RotatingHubClient, hub_client_from_dir, write_secret_to_dir,
+};
+use ocm_addon_framework::manager::AddonManager;
+use ocm_addon_framework::registration::{
+    agent_role_in_cluster_namespace, cluster_addon_group, default_approve, default_kube_client,
+    default_user,
+};
+use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
+use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::{wait_for, wait_gone};
+use ocm_registration::agent::AgentOptions;
+use ocm_runtime::shutdown::Shutdown;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
+    DnType, IsCa, Issuer, KeyPair,
+};
+use serde_json::{Value, json};
+
+const SIGNER: &str = "example.com/reg-signer";
+const CA_NAME: &str = "reg test addon CA";
+
+/// A test addon: a ConfigMap in the install namespace; its registrations come from options.
+struct TestAddon {
+    options: AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for TestAddon {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        _cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
+    ) -> Result<Vec<Value>, AddonError> {
+        Ok(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": DEFAULT_INSTALL_NAMESPACE}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": format!("{}-agent", self.options.name),
+                                "namespace": DEFAULT_INSTALL_NAMESPACE},
+                   "data": {"addon": self.options.name}}),
+        ])
+    }
+}
+
+fn cluster_of(mca: &ManagedClusterAddOn) -> String {
+    mca.metadata.namespace.clone().unwrap_or_default()
+}
+
+/// The kube-client addon `reg`: default subject and approval, configmaps readable in the
+/// cluster namespace, Lease health.
+fn kube_client_addon() -> TestAddon {
+    let registration = Registration {
+        configurations: Arc::new(|_, mca| Ok(vec![default_kube_client(&cluster_of(mca), "reg")])),
+        approve: Arc::new(|_, mca, csr| default_approve(&cluster_of(mca), "reg", csr)),
+        permissions: Some(Arc::new(|_, mca| {
+            Ok(agent_role_in_cluster_namespace(
+                &cluster_of(mca),
+                "reg",
+                json!([{"apiGroups": [""], "resources": ["configmaps"],
+                        "verbs": ["get", "list", "watch"]}]),
+            ))
+        })),
+        sign: None,
+    };
+    TestAddon {
+        options: AddonOptions {
+            registration: Some(registration),
+            health: HealthProber::Lease,
+            ..AddonOptions::new("reg")
+        },
+    }
+}
+
+/// The custom-signer addon `signed`, whose CSRs the addon signs with its own CA (for
+/// `validity` from now, when given).
+fn custom_signer_addon(
+    issuer: Arc<Issuer<'static, KeyPair>>,
+    validity: Option<Duration>,
+) -> TestAddon {
+    let registration = Registration {
+        configurations: Arc::new(|_, _| {
+            Ok(vec![RegistrationConfig::CustomSigner {
+                signer_name: SIGNER.into(),
+                user: "signed-agent".into(),
+                groups: vec!["signed-group".into()],
+                organization_units: vec!["signed-unit".into()],
+            }])
+        }),
+        approve: Arc::new(|_, _, _| false),
+        permissions: None,
+        sign: Some(Arc::new(move |_, _, csr| {
+            let mut params = CertificateSigningRequestParams::from_pem(&csr.request_pem)
+                .map_err(|e| AddonError::new(e.to_string()))?;
+            if let Some(validity) = validity {
+                let now = std::time::SystemTime::now();
+                params.params.not_before = now.into();
+                params.params.not_after = (now + validity).into();
+            }
+            let cert = params
+                .signed_by(&issuer)
+                .map_err(|e| AddonError::new(e.to_string()))?;
+            Ok(cert.pem())
+        })),
+    };
+    TestAddon {
+        options: AddonOptions {
+            registration: Some(registration),
+            health: HealthProber::None,
+            ..AddonOptions::new("signed")
+        },
+    }
+}
+
+fn condition(mca: &ManagedClusterAddOn, type_: &str) -> Option<(String, String, String)> {
+    mca.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn has_condition(mca: &ManagedClusterAddOn, type_: &str, status: &str, reason: &str) -> bool {
+    condition(mca, type_).is_some_and(|(s, r, _)| s == status && r == reason)
+}
+
+async fn enable(client: &kube::Client, cluster: &str, addon: &str) {
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), cluster);
+    mcas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": addon, "namespace": cluster}, "spec": {}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A PEM request with `cn` and `org`.
+fn request(cn: &str, org: &str) -> String {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    dn.push(DnType::OrganizationName, org);
+    params.distinguished_name = dn;
+    params.serialize_request(&key).unwrap().pem().unwrap()
+}
+
+fn addon_csr(cluster: &str, addon: &str, request_pem: &str) -> CertificateSigningRequest {
+    serde_json::from_value(json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"generateName": format!("addon-{cluster}-{addon}-"),
+                     "labels": {"open-cluster-management.io/cluster-name": cluster,
+                                "open-cluster-management.io/addon-name": addon}},
+        "spec": {"request": k8s_openapi::ByteString(request_pem.as_bytes().to_vec()),
+                 "signerName": "kubernetes.io/kube-apiserver-client",
+                 "usages": ["digital signature", "key encipherment", "client auth"]}}))
+    .unwrap()
+}
+
+/// The addon's own CA.
+fn test_ca() -> Arc<Issuer<'static, KeyPair>> {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::default();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, CA_NAME);
+    Arc::new(Issuer::new(ca_params, ca_key))
+}
+
+fn approved(csr: &CertificateSigningRequest) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Approved"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addon_agents_get_hub_credentials_and_lease_health() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = Duration::from_secs(3);
+    let (hub, names, agents) = ocm_e2e::fleet_with(dir.path(), 2, |name| AgentOptions {
+        addon_lease_check_period: Duration::from_millis(500),
+        addon_lease_grace: grace,
+        ..ocm_e2e::fast_agent_options(name)
+    })
+    .await
+    .unwrap();
+    let client = hub.admin_client();
+
+    let issuer = test_ca();
+
+    let stop = Shutdown::new();
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(kube_client_addon()))
+            .with_addon(Arc::new(custom_signer_addon(issuer, None)))
+            .run(stop.child()),
+    );
+    for name in &names {
+        enable(&client, name, "reg").await;
+    }
+    enable(&client, "c01", "signed").await;
+
+    // Each cluster's agent gets `reg` a certificate; a client built from exactly the secret
+    // (mounted into a directory) reaches its own cluster namespace and nothing else.
+    let mounts = tempfile::tempdir().unwrap();
+    for name in &names {
+        let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), name);
+        let mca = wait_for(
+            &mcas,
+            "reg",
+            "certificate rotated and permissions set",
+            |m| {
+                has_condition(
+                    m,
+                    "ClusterCertificateRotated",
+                    "True",
+                    "ClientCertificateUpdated",
+                ) && has_condition(m, "RegistrationApplied", "True", "SetPermissionApplied")
+            },
+        )
+        .await
+        .unwrap();
+        let (_, _, message) = condition(&mca, "ClusterCertificateRotated").unwrap();
+        assert!(message.contains("reg-hub-kubeconfig"), "{message}");
+
+        let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
+        let secrets: Api<Secret> = Api::namespaced(spoke.clone(), DEFAULT_INSTALL_NAMESPACE);
+        let secret = wait_for(&secrets, "reg-hub-kubeconfig", "the addon's secret", |_| {
+            true
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            secret.metadata.labels.as_ref().unwrap()["open-cluster-management.io/addon-name"],
+            "reg"
+        );
+        let mut keys: Vec<_> = secret.data.as_ref().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, ["kubeconfig", "tls.crt", "tls.key"]);
+        let mount = mounts.path().join(name);
+        write_secret_to_dir(&secret, &mount).unwrap();
+        let addon_client = hub_client_from_dir(&mount).await.unwrap();
+        let rotating = RotatingHubClient::new(&mount);
+        Api::<ConfigMap>::namespaced(rotating.client().await.unwrap(), name)
+            .list(&ListParams::default())
+            .await
+            .expect("the rotating client reads configmaps in its cluster namespace");
+        Api::<ConfigMap>::namespaced(addon_client.clone(), name)
+            .list(&ListParams::default())
+            .await
+            .expect("the addon agent reads configmaps in its cluster namespace");
+        let other = names.iter().find(|n| *n != name).unwrap();
+        match Api::<ConfigMap>::namespaced(addon_client, other)
+            .list(&ListParams::default())
+            .await
+        {
+            Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
+            other => panic!("another cluster's namespace must be forbidden: {other:?}"),
+        }
+    }
+
+    // Lease health: c01's addon agent renews its lease, c02's never does.
+    let c01 = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    let c01_addons: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    let c02_addons: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c02");
+    let updater = LeaseUpdater::new(c01.clone(), DEFAULT_INSTALL_NAMESPACE, "reg")
+        .with_period(Duration::from_millis(500));
+    let renewing = Shutdown::new();
+    tokio::spawn(updater.clone().run(renewing.clone()));
+    let available = |m: &ManagedClusterAddOn| {
+        has_condition(m, "Available", "True", "ManagedClusterAddOnLeaseUpdated")
+    };
+    let mca = wait_for(&c01_addons, "reg", "Available from the lease", available)
+        .await
+        .unwrap();
+    assert_eq!(
+        condition(&mca, "Available").unwrap().2,
+        "reg add-on is available."
+    );
+    let mca = wait_for(&c02_addons, "reg", "no lease: Unknown", |m| {
+        has_condition(
+            m,
+            "Available",
+            "Unknown",
+            "ManagedClusterAddOnLeaseNotFound",
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        condition(&mca, "Available").unwrap().2,
+        "The status of reg add-on is unknown."
+    );
+    renewing.cancel();
+    let stopped_at = std::time::Instant::now();
+    wait_for(&c01_addons, "reg", "lease stopped: not available", |m| {
+        has_condition(
+            m,
+            "Available",
+            "False",
+            "ManagedClusterAddOnLeaseUpdateStopped",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        stopped_at.elapsed() + Duration::from_secs(1) >= grace,
+        "judged stale before the grace passed"
+    );
+    let renewing = Shutdown::new();
+    tokio::spawn(updater.run(renewing.clone()));
+    wait_for(&c01_addons, "reg", "lease renewed again", available)
+        .await
+        .unwrap();
+    renewing.cancel();
+
+    // The custom signer: the addon's own CA signed the certificate in the secret.
+    let mca = wait_for(&c01_addons, "signed", "custom certificate rotated", |m| {
+        has_condition(
+            m,
+            "ClusterCertificateRotated",
+            "True",
+            "ClientCertificateUpdated",
+        )
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(&mca, "ClusterCertificateRotated").unwrap();
+    let secret_name = "signed-example.com-reg-signer-client-cert";
+    assert!(message.contains(secret_name), "{message}");
+    let secrets: Api<Secret> = Api::namespaced(c01.clone(), DEFAULT_INSTALL_NAMESPACE);
+    let secret = secrets.get(secret_name).await.unwrap();
+    let data = secret.data.unwrap();
+    let mut keys: Vec<_> = data.keys().cloned().collect();
+    keys.sort();
+    assert_eq!(keys, ["tls.crt", "tls.key"]);
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&data["tls.crt"].0).unwrap();
+    let cert = pem.parse_x509().unwrap();
+    let cn = |name: &x509_parser::x509::X509Name| {
+        name.iter_common_name()
+            .next()
+            .and_then(|a| a.as_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(cn(cert.issuer()), CA_NAME);
+    assert_eq!(cn(cert.subject()), "signed-agent");
+    let units: Vec<_> = cert
+        .subject()
+        .iter_organizational_unit()
+        .filter_map(|a| a.as_str().ok())
+        .collect();
+    assert_eq!(units, ["signed-unit"]);
+
+    // A CSR naming another cluster stays pending. c01's agent asks for c02's addon
+    // credentials; then for its own. The manager handles CSRs in order, so once the second is
+    // approved the first has been decided: refused, left pending.
+    let c01_agent = ocm_e2e::hub_client_of_agent(&c01, &hub).await.unwrap();
+    let csrs: Api<CertificateSigningRequest> = Api::all(c01_agent);
+    let foreign = csrs
+        .create(
+            &PostParams::default(),
+            &addon_csr(
+                "c02",
+                "reg",
+                &request(
+                    &default_user("c02", "reg", "reg"),
+                    &cluster_addon_group("c02", "reg"),
+                ),
+            ),
+        )
+        .await
+        .unwrap();
+    let own = csrs
+        .create(
+            &PostParams::default(),
+            &addon_csr(
+                "c01",
+                "reg",
+                &request(
+                    &default_user("c01", "reg", "reg"),
+                    &cluster_addon_group("c01", "reg"),
+                ),
+            ),
+        )
+        .await
+        .unwrap();
+    let admin_csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    wait_for(
+        &admin_csrs,
+        own.metadata.name.as_deref().unwrap(),
+        "c01's own addon CSR approved",
+        approved,
+    )
+    .await
+    .unwrap();
+    let foreign = admin_csrs
+        .get(foreign.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        foreign.status.as_ref().is_none_or(
+            |s| s.conditions.as_ref().is_none_or(|c| c.is_empty()) && s.certificate.is_none()
+        ),
+        "{:?}",
+        foreign.status
+    );
+
+    // Disabling an addon deletes the secrets the agent wrote for it.
+    c01_addons
+        .delete("signed", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&secrets, secret_name).await.unwrap();
+    assert!(
+        secrets
+            .get_opt("reg-hub-kubeconfig")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    stop.cancel();
+    agents.cancel();
+    hub.stop().await;
+}
+
+/// A 40 s certificate from the custom signer is renewed at 75–80 % of its life (the rule of
+/// the cluster's own certificate): a second CSR, a new certificate in the same secret, and
+/// `ClusterCertificateRotated` True again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addon_certificates_rotate_at_their_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, _names, agents) = ocm_e2e::fleet(dir.path(), 1).await.unwrap();
+    let client = hub.admin_client();
+    let stop = Shutdown::new();
+    let lifetime = Duration::from_secs(40);
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(custom_signer_addon(test_ca(), Some(lifetime))))
+            .run(stop.child()),
+    );
+    let log = ocm_e2e::CsrLog::start(&client, "c01");
+    enable(&client, "c01", "signed").await;
+    let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(spoke, DEFAULT_INSTALL_NAMESPACE);
+    let secret_name = "signed-example.com-reg-signer-client-cert";
+    let cert = |s: &Secret| s.data.as_ref().and_then(|d| d.get("tls.crt")).cloned();
+    let first = wait_for(&secrets, secret_name, "the first certificate", |s| {
+        cert(s).is_some()
+    })
+    .await
+    .unwrap();
+    let first_cert = cert(&first).unwrap();
+    let issued_at = std::time::Instant::now();
+    let second = wait_for(&secrets, secret_name, "a renewed certificate", |s| {
+        cert(s).is_some_and(|c| c != first_cert)
+    })
+    .await
+    .unwrap();
+    let renewed_after = issued_at.elapsed();
+    // Due 30–32 s after receipt; allow for the wait's own latency.
+    assert!(
+        renewed_after >= Duration::from_secs(25) && renewed_after < lifetime,
+        "renewed after {renewed_after:?}"
+    );
+    assert_ne!(
+        second.data.as_ref().unwrap()["tls.key"],
+        first.data.as_ref().unwrap()["tls.key"],
+        "a renewal uses a fresh key"
+    );
+    let addon_csrs = log
+        .snapshot()
+        .into_keys()
+        .filter(|n| n.starts_with("addon-c01-signed-"))
+        .count();
+    assert_eq!(addon_csrs, 2, "{:?}", log.snapshot());
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    let mca = mcas.get("signed").await.unwrap();
+    assert!(has_condition(
+        &mca,
+        "ClusterCertificateRotated",
+        "True",
+        "ClientCertificateUpdated"
+    ));
+    stop.cancel();
+    agents.cancel();
+    hub.stop().await;
+}
