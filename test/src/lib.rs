@@ -282,50 +282,20 @@ pub async fn fleet(dir: &Path, n: usize) -> anyhow::Result<(EmbeddedHub, Vec<Str
 pub async fn fleet_with(
     dir: &Path,
     n: usize,
-    agent_options: impl Fn(&str) -> AgentOptions,
+    agent_options: impl Fn(&str) -> AgentOptions + Send + Sync + 'static,
 ) -> anyhow::Result<(EmbeddedHub, Vec<String>, Shutdown)> {
-    let token = ocm::bootstrap::BootstrapToken::generate()?;
-    let hub = EmbeddedHub::start(EmbeddedHubOptions {
-        listen: ([127, 0, 0, 1], 0).into(),
-        memory: true,
-        hub: HubOptions {
-            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
-            ..fast_hub_options()
+    let fleet = ocm::fleet::Fleet::start(
+        dir,
+        ocm::fleet::FleetOptions {
+            hub: fast_hub_options(),
+            agent_options: std::sync::Arc::new(agent_options),
+            join_timeout: WAIT,
+            ..ocm::fleet::FleetOptions::new(n)
         },
-        ..EmbeddedHubOptions::new(dir)
-    })
+    )
     .await?;
-    ocm::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
-    let bootstrap =
-        ocm::commands::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
-    let names: Vec<String> = (1..=n).map(|i| format!("c{i:02}")).collect();
-    let agents = Shutdown::new();
-    for name in &names {
-        let spoke = simulated_spoke(&hub, name).await?;
-        ocm::commands::join::prepare_spoke(&spoke, &bootstrap).await?;
-        let registration = Agent::new(spoke.clone(), agent_options(name));
-        tokio::spawn(registration.run(agents.child()));
-        let work = ocm_work::agent::WorkAgent::new(
-            spoke,
-            ocm_work::agent::WorkAgentOptions {
-                cluster_name: name.clone(),
-                status_sync_interval: Duration::from_secs(1),
-                ..Default::default()
-            },
-        );
-        tokio::spawn(work.run(agents.child()));
-    }
-    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
-    for name in &names {
-        wait_for(
-            &clusters,
-            name,
-            "Joined and Available",
-            joined_and_available,
-        )
-        .await?;
-    }
-    Ok((hub, names, agents))
+    let agents = fleet.agents();
+    Ok((fleet.hub, fleet.clusters, agents))
 }
 
 /// Agent options for rotation scenarios: a fast status sync, but upstream's five-minute

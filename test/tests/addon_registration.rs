@@ -206,7 +206,7 @@ fn approved(csr: &CertificateSigningRequest) -> bool {
 async fn addon_agents_get_hub_credentials_and_lease_health() {
     let dir = tempfile::tempdir().unwrap();
     let grace = Duration::from_secs(3);
-    let (hub, names, agents) = ocm_e2e::fleet_with(dir.path(), 2, |name| AgentOptions {
+    let (hub, names, agents) = ocm_e2e::fleet_with(dir.path(), 2, move |name| AgentOptions {
         addon_lease_check_period: Duration::from_millis(500),
         addon_lease_grace: grace,
         ..ocm_e2e::fast_agent_options(name)
