@@ -16,6 +16,8 @@ pub mod health;
 pub mod install;
 pub mod manager;
 pub mod registration;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod works;
 
 pub use agent::{
