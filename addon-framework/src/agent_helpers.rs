@@ -50,6 +50,9 @@ pub enum AgentHelperError {
     /// A call to an API server failed.
     #[error("API: {0}")]
     Api(#[from] kube::Error),
+    /// Something did not appear in time.
+    #[error("{0}")]
+    Timeout(String),
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AgentHelperError + '_ {
@@ -57,6 +60,51 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AgentHelperError + '_
         path: path.display().to_string(),
         source,
     }
+}
+
+/// What `addon`'s agent pod on `cluster` would mount, for running the agent in this process:
+/// waits (up to `timeout`) for the addon's install namespace (`status.namespace` of its
+/// ManagedClusterAddOn, read through `hub`) and the `<addon>-hub-kubeconfig` Secret there
+/// (through `spoke`, the managed cluster), writes the Secret's keys into `dir` and returns the
+/// install namespace.
+pub async fn mount_agent_credentials(
+    hub: &kube::Client,
+    spoke: &kube::Client,
+    cluster: &str,
+    addon: &str,
+    dir: &Path,
+    timeout: Duration,
+) -> Result<String, AgentHelperError> {
+    use kube::runtime::wait::await_condition;
+    use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+    let late = |what: String| AgentHelperError::Timeout(format!("{what} did not appear in time"));
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(hub.clone(), cluster);
+    let mca = tokio::time::timeout(
+        timeout,
+        await_condition(mcas, addon, |m: Option<&ManagedClusterAddOn>| {
+            m.and_then(|m| m.status.as_ref())
+                .is_some_and(|s| !s.namespace.is_empty())
+        }),
+    )
+    .await
+    .map_err(|_| late(format!("the install namespace of {addon} on {cluster}")))?
+    .map_err(|e| AgentHelperError::Timeout(e.to_string()))?;
+    let namespace = mca
+        .and_then(|m| m.status)
+        .map(|s| s.namespace)
+        .unwrap_or_default();
+    let name = format!("{addon}-hub-kubeconfig");
+    let secrets: Api<Secret> = Api::namespaced(spoke.clone(), &namespace);
+    let secret = tokio::time::timeout(
+        timeout,
+        await_condition(secrets, &name, |s: Option<&Secret>| s.is_some()),
+    )
+    .await
+    .map_err(|_| late(format!("{name} on {cluster}")))?
+    .map_err(|e| AgentHelperError::Timeout(e.to_string()))?
+    .ok_or_else(|| late(format!("{name} on {cluster}")))?;
+    write_secret_to_dir(&secret, dir)?;
+    Ok(namespace)
 }
 
 /// A hub client from `<dir>/kubeconfig`, with `tls.crt` / `tls.key` read from `dir`.

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
@@ -170,33 +169,26 @@ impl TestFleet {
         found.ok_or_else(|| TestFleetError(format!("{addon} on {cluster} is gone")))
     }
 
-    /// What `addon`'s agent pod on `cluster` would mount: waits for the addon's install
-    /// namespace and its `<addon>-hub-kubeconfig` Secret, writes the Secret's keys as files into
-    /// a directory of its own and returns it (with the install namespace).
+    /// What `addon`'s agent pod on `cluster` would mount: the `<addon>-hub-kubeconfig` Secret
+    /// as files in a directory of its own (see
+    /// [`crate::agent_helpers::mount_agent_credentials`]); returns the directory and the
+    /// install namespace.
     pub async fn agent_credentials(
         &self,
         cluster: &str,
         addon: &str,
     ) -> Result<(PathBuf, String), TestFleetError> {
-        let mca = self
-            .wait_addon(cluster, addon, |m| {
-                m.status.as_ref().is_some_and(|s| !s.namespace.is_empty())
-            })
-            .await?;
-        let namespace = mca.status.map(|s| s.namespace).unwrap_or_default();
-        let secrets: Api<Secret> = Api::namespaced(self.spoke(cluster).await?, &namespace);
-        let name = format!("{addon}-hub-kubeconfig");
-        let secret = tokio::time::timeout(
+        let dir = self.credentials.join(cluster).join(addon);
+        let namespace = crate::agent_helpers::mount_agent_credentials(
+            &self.hub_client(),
+            &self.spoke(cluster).await?,
+            cluster,
+            addon,
+            &dir,
             WAIT,
-            await_condition(secrets, &name, |s: Option<&Secret>| s.is_some()),
         )
         .await
-        .map_err(|_| TestFleetError(format!("no {name} on {cluster} in time")))?
-        .map_err(|e| fail(&format!("watching {name} on {cluster}"), e))?
-        .ok_or_else(|| TestFleetError(format!("{name} on {cluster} is gone")))?;
-        let dir = self.credentials.join(cluster).join(addon);
-        crate::agent_helpers::write_secret_to_dir(&secret, &dir)
-            .map_err(|e| fail(&format!("writing {name}"), e))?;
+        .map_err(|e| fail(&format!("credentials of {addon} on {cluster}"), e))?;
         Ok((dir, namespace))
     }
 

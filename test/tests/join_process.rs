@@ -505,6 +505,9 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
         "cluster2",
         "approved CSR",
         "kubectl --kubeconfig",
+        "helloworld enabled",
+        "agent registered, hub credentials in",
+        "NAMESPACE   NAME         AVAILABLE",
     ] {
         assert!(
             stdout.contains(needle),
@@ -528,6 +531,13 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
     assert!(stdout.contains("resuming"), "{stdout}");
     assert!(stdout.contains("was already accepted"), "{stdout}");
     assert!(!stdout.contains("approved CSR"), "{stdout}");
+    assert!(stdout.contains("helloworld was already enabled"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("cluster1") && l.contains("helloworld") && l.contains("True")),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -127,6 +127,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             spoke,
             AgentOptions {
                 cluster_name: name.clone(),
+                addon_lease_check_period: Duration::from_secs(5),
                 ..Default::default()
             },
         );
@@ -207,6 +208,19 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!();
     print!("{}", crate::sample_app::render(&rows));
     println!();
+    step(
+        "Hub admin enables the helloworld addon on every cluster: the addon manager installs its \
+         agent through ManifestWork and registers it; each agent copies its cluster's ConfigMaps",
+    );
+    let addon_rows = tokio::time::timeout(
+        Duration::from_secs(120),
+        enable_helloworld(&hub, &names, &data_dir, &shutdown),
+    )
+    .await
+    .context("helloworld did not become Available everywhere within 120 s")??;
+    println!();
+    print!("{}", super::addon::render_addons(&addon_rows));
+    println!();
     println!("Try it alongside:");
     println!(
         "    kubectl --kubeconfig {} get managedclusters",
@@ -225,6 +239,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "    kubectl --kubeconfig {} get manifestworks -A",
         hub.admin_kubeconfig.display()
     );
+    println!(
+        "    kubectl --kubeconfig {} get managedclusteraddons -A",
+        hub.admin_kubeconfig.display()
+    );
 
     if !args.until_ready {
         println!();
@@ -240,6 +258,98 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     hub.stop().await;
     Ok(())
+}
+
+/// Enables helloworld on every cluster (Manual install), runs its addon manager and, for each
+/// cluster, its agent in this process with the credentials its pod would mount; returns the
+/// ManagedClusterAddOns once all are Available.
+async fn enable_helloworld(
+    hub: &EmbeddedHub,
+    names: &[String],
+    data_dir: &Path,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Vec<ocm_api::addon::v1beta1::ManagedClusterAddOn>> {
+    use helloworld_addon::{ADDON_NAME, HelloWorld};
+    use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+    let admin = hub.admin_client();
+    let cmas: Api<ClusterManagementAddOn> = Api::all(admin.clone());
+    let cma: ClusterManagementAddOn = serde_json::from_value(serde_json::json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1",
+        "kind": "ClusterManagementAddOn",
+        "metadata": {"name": ADDON_NAME},
+        "spec": {"addOnMeta": {"displayName": "Hello World",
+                               "description": "copies each cluster's ConfigMaps from the hub"},
+                 "installStrategy": {"type": "Manual"}},
+    }))?;
+    match cmas.create(&Default::default(), &cma).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(err) => return Err(err).context("creating ClusterManagementAddOn helloworld"),
+    }
+    tokio::spawn(
+        ocm_addon_framework::manager::AddonManager::new(admin.clone())
+            .with_addon(std::sync::Arc::new(HelloWorld::new(
+                "helloworld-addon:latest",
+            )))
+            .run(shutdown.child()),
+    );
+    for name in names {
+        let mcas: Api<ManagedClusterAddOn> = Api::namespaced(admin.clone(), name);
+        let mca: ManagedClusterAddOn = serde_json::from_value(serde_json::json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn",
+            "metadata": {"name": ADDON_NAME, "namespace": name},
+            "spec": {},
+        }))?;
+        match mcas.create(&Default::default(), &mca).await {
+            Ok(_) => println!("    {name}: helloworld enabled"),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                println!("    {name}: helloworld was already enabled")
+            }
+            Err(err) => return Err(err).with_context(|| format!("enabling helloworld on {name}")),
+        }
+    }
+    for name in names {
+        let spoke = crate::simulated::logical_spoke(&hub.server, name).await?;
+        let dir = data_dir.join("addon-agents").join(name).join(ADDON_NAME);
+        let namespace = ocm_addon_framework::agent_helpers::mount_agent_credentials(
+            &admin,
+            &spoke,
+            name,
+            ADDON_NAME,
+            &dir,
+            Duration::from_secs(120),
+        )
+        .await?;
+        println!(
+            "    {name}: agent registered, hub credentials in {namespace}/helloworld-hub-kubeconfig"
+        );
+        tokio::spawn(helloworld_addon::agent::run(
+            ocm_addon_framework::agent_helpers::RotatingHubClient::new(dir),
+            spoke,
+            name.clone(),
+            namespace,
+            shutdown.child(),
+        ));
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let mcas: Api<ManagedClusterAddOn> = Api::namespaced(admin.clone(), name);
+        let mca = kube::runtime::wait::await_condition(
+            mcas,
+            ADDON_NAME,
+            |m: Option<&ManagedClusterAddOn>| {
+                m.and_then(|m| m.status.as_ref()).is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Available" && c.status == "True")
+                })
+            },
+        )
+        .await?;
+        rows.extend(mca);
+    }
+    Ok(rows)
 }
 
 /// Waits until every cluster in `names` is Joined and Available.
