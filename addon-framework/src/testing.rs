@@ -149,6 +149,111 @@ impl TestFleet {
         }
     }
 
+    /// Installs `addon` with a Placements strategy: a Placement `<addon>` in namespace
+    /// `addons` (bound to the `global` set) selecting the clusters labelled `key=value`, and
+    /// the ClusterManagementAddOn pointing at it.
+    pub async fn install_by_placement(
+        &self,
+        addon: &str,
+        key: &str,
+        value: &str,
+    ) -> Result<(), TestFleetError> {
+        let client = self.hub_client();
+        let create = |what: &'static str, object: serde_json::Value| {
+            let client = client.clone();
+            async move {
+                let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_owned();
+                let (group, version) = api_version.split_once('/').unwrap_or(("", "v1"));
+                let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+                let resource = kube::core::ApiResource::from_gvk_with_plural(
+                    &kube::core::GroupVersionKind::gvk(group, version, &kind),
+                    &crate::works::plural(&kind),
+                );
+                let api: Api<kube::api::DynamicObject> = match object
+                    .pointer("/metadata/namespace")
+                    .and_then(|n| n.as_str())
+                {
+                    Some(ns) => Api::namespaced_with(client, ns, &resource),
+                    None => Api::all_with(client, &resource),
+                };
+                let object: kube::api::DynamicObject =
+                    serde_json::from_value(object).map_err(|e| fail(what, e))?;
+                match api.create(&PostParams::default(), &object).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                    Err(err) => Err(fail(what, err)),
+                }
+            }
+        };
+        create(
+            "namespace addons",
+            json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "addons"}}),
+        )
+        .await?;
+        create(
+            "binding addons to global",
+            json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "global", "namespace": "addons"},
+            "spec": {"clusterSet": "global"}}),
+        )
+        .await?;
+        create(
+            "the placement",
+            json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": addon, "namespace": "addons"},
+            "spec": {"clusterSets": ["global"], "predicates": [{"requiredClusterSelector": {
+                "labelSelector": {"matchLabels": {key: value}}}}]}}),
+        )
+        .await?;
+        create(
+            "the ClusterManagementAddOn",
+            json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn",
+            "metadata": {"name": addon},
+            "spec": {"installStrategy": {"type": "Placements",
+                     "placements": [{"namespace": "addons", "name": addon}]}}}),
+        )
+        .await
+    }
+
+    /// Sets (`Some`) or removes (`None`) label `key` on ManagedCluster `cluster`.
+    pub async fn label_cluster(
+        &self,
+        cluster: &str,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<(), TestFleetError> {
+        let clusters: Api<ocm_api::cluster::v1::ManagedCluster> = Api::all(self.hub_client());
+        let patch = json!({"metadata": {"labels": {key: value}}});
+        clusters
+            .patch(
+                cluster,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| fail(&format!("labelling {cluster}"), e))?;
+        Ok(())
+    }
+
+    /// Waits until `addon`'s ManagedClusterAddOn on `cluster` is gone.
+    pub async fn wait_addon_gone(&self, cluster: &str, addon: &str) -> Result<(), TestFleetError> {
+        let mcas: Api<ManagedClusterAddOn> = Api::namespaced(self.hub_client(), cluster);
+        tokio::time::timeout(
+            WAIT,
+            await_condition(mcas, addon, |m: Option<&ManagedClusterAddOn>| m.is_none()),
+        )
+        .await
+        .map_err(|_| TestFleetError(format!("{addon} on {cluster} still there")))?
+        .map_err(|e| fail(&format!("watching {addon} on {cluster}"), e))?;
+        Ok(())
+    }
+
     /// Waits until `addon`'s ManagedClusterAddOn on `cluster` satisfies `condition`.
     pub async fn wait_addon(
         &self,

@@ -531,7 +531,10 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
     assert!(stdout.contains("resuming"), "{stdout}");
     assert!(stdout.contains("was already accepted"), "{stdout}");
     assert!(!stdout.contains("approved CSR"), "{stdout}");
-    assert!(stdout.contains("helloworld was already enabled"), "{stdout}");
+    assert!(
+        stdout.contains("helloworld was already enabled"),
+        "{stdout}"
+    );
     assert!(
         stdout
             .lines()
