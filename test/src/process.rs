@@ -134,3 +134,66 @@ impl Drop for Process {
         }
     }
 }
+
+/// A plain `ocm apiserver` process (in memory, free port, `extra` flags); returns it and its
+/// admin kubeconfig once it serves.
+pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std::path::PathBuf) {
+    let dir = home.join("apiserver");
+    let dir_arg = dir.to_str().unwrap().to_owned();
+    let mut args = vec![
+        "apiserver",
+        "--data-dir",
+        &dir_arg,
+        "--listen",
+        "127.0.0.1:0",
+        "--memory",
+    ];
+    args.extend_from_slice(extra);
+    let apiserver = Process::spawn(bin, home, &args);
+    apiserver.wait_line("ocm apiserver ready");
+    (apiserver, dir.join("admin.kubeconfig"))
+}
+
+/// A hub on an existing cluster: a plain `ocm apiserver` process managed by an
+/// `ocm hub --kubeconfig` process (webhooks on a free port), both ready.
+#[derive(Debug)]
+pub struct ManagedApiserver {
+    /// The `ocm apiserver` process.
+    pub apiserver: Process,
+    /// The `ocm hub --kubeconfig` process.
+    pub hub: Process,
+    /// The apiserver's admin kubeconfig.
+    pub kubeconfig: std::path::PathBuf,
+}
+
+impl ManagedApiserver {
+    /// Starts both under `home`.
+    pub fn start(bin: &str, home: &Path) -> ManagedApiserver {
+        let (apiserver, kubeconfig) = start_apiserver(bin, home, &[]);
+        let hub = Process::spawn(
+            bin,
+            home,
+            &[
+                "hub",
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--data-dir",
+                home.join("hub").to_str().unwrap(),
+                "--webhook-listen",
+                "127.0.0.1:0",
+            ],
+        );
+        hub.wait_line("ocm hub ready");
+        ManagedApiserver {
+            apiserver,
+            hub,
+            kubeconfig,
+        }
+    }
+
+    /// Stops the hub, then the apiserver.
+    pub fn stop(self) {
+        self.hub.stop();
+        self.apiserver.stop();
+    }
+}

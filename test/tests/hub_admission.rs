@@ -7,13 +7,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_e2e::process::Process;
 use ocm_e2e::wait_for;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec};
 use serde_json::{Value, json};
@@ -559,57 +558,6 @@ const EXPECTED: &[(&str, Option<u16>)] = &[
     ("ManifestWork within the size limit", None),
 ];
 
-/// An `ocm apiserver` process and an `ocm hub --kubeconfig` process managing it.
-struct RealHub {
-    apiserver: Process,
-    hub: Process,
-    kubeconfig: PathBuf,
-}
-
-impl RealHub {
-    fn start(home: &Path) -> RealHub {
-        let api_dir = home.join("apiserver");
-        let apiserver = Process::spawn(
-            OCM,
-            home,
-            &[
-                "apiserver",
-                "--data-dir",
-                api_dir.to_str().unwrap(),
-                "--listen",
-                "127.0.0.1:0",
-                "--memory",
-            ],
-        );
-        apiserver.wait_line("ocm apiserver ready");
-        let kubeconfig = api_dir.join("admin.kubeconfig");
-        let hub = Process::spawn(
-            OCM,
-            home,
-            &[
-                "hub",
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--data-dir",
-                home.join("hub").to_str().unwrap(),
-                "--webhook-listen",
-                "127.0.0.1:0",
-            ],
-        );
-        hub.wait_line("ocm hub ready");
-        RealHub {
-            apiserver,
-            hub,
-            kubeconfig,
-        }
-    }
-
-    fn stop(self) {
-        self.hub.stop();
-        self.apiserver.stop();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_policies_hold_in_process_and_through_webhooks() {
     let dir = tempfile::tempdir().unwrap();
@@ -622,7 +570,7 @@ async fn the_same_policies_hold_in_process_and_through_webhooks() {
     addon_versions_agree(&embedded.admin_kubeconfig).await;
     embedded.stop().await;
 
-    let real = RealHub::start(&dir.path().join("real"));
+    let real = ocm_e2e::process::ManagedApiserver::start(OCM, &dir.path().join("real"));
     let through_webhooks = run_cases(&real.kubeconfig, &token).await;
     addon_versions_agree(&real.kubeconfig).await;
     real.stop();

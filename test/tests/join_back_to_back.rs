@@ -95,40 +95,12 @@ async fn init_and_join_the_moment_an_embedded_hub_writes_its_kubeconfig() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_and_join_against_a_plain_apiserver_managed_by_ocm_hub() {
     let home = tempfile::tempdir().unwrap();
-    let api_dir = home.path().join("apiserver");
-    let apiserver = Process::spawn(
-        OCM,
-        home.path(),
-        &[
-            "apiserver",
-            "--data-dir",
-            api_dir.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--memory",
-        ],
-    );
-    apiserver.wait_line("ocm apiserver ready");
-    let kubeconfig = api_dir.join("admin.kubeconfig");
-    let hub = Process::spawn(
-        OCM,
-        home.path(),
-        &[
-            "hub",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--data-dir",
-            home.path().join("hub").to_str().unwrap(),
-            "--webhook-listen",
-            "127.0.0.1:0",
-        ],
-    );
-    hub.wait_line("ocm hub ready");
+    let real = ocm_e2e::process::ManagedApiserver::start(OCM, home.path());
+    let kubeconfig = real.kubeconfig.clone();
     for round in 0..ROUNDS {
         init_then_join(home.path(), &kubeconfig, &format!("round-{round}")).await;
     }
-    hub.stop();
-    apiserver.stop();
+    real.stop();
 }
 
 /// A hub with no `kube-public/cluster-info` that refuses anonymous requests: `ocm init`
@@ -137,22 +109,8 @@ async fn init_and_join_against_a_plain_apiserver_managed_by_ocm_hub() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_publishes_cluster_info_and_join_reads_it_with_the_token() {
     let home = tempfile::tempdir().unwrap();
-    let api_dir = home.path().join("apiserver");
-    let apiserver = Process::spawn(
-        OCM,
-        home.path(),
-        &[
-            "apiserver",
-            "--data-dir",
-            api_dir.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--memory",
-            "--anonymous-auth=false",
-        ],
-    );
-    apiserver.wait_line("ocm apiserver ready");
-    let kubeconfig = api_dir.join("admin.kubeconfig");
+    let (apiserver, kubeconfig) =
+        ocm_e2e::process::start_apiserver(OCM, home.path(), &["--anonymous-auth=false"]);
     let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
         .await
         .unwrap();

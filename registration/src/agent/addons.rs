@@ -36,9 +36,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::certificates::v1::{
-    CertificateSigningRequest, CertificateSigningRequestSpec,
-};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -259,19 +257,11 @@ pub fn csr_object(
             ),
             ..Default::default()
         },
-        spec: CertificateSigningRequestSpec {
-            request: ByteString(request_pem.as_bytes().to_vec()),
-            signer_name: credential.signer.clone(),
-            usages: Some(vec![
-                "digital signature".to_owned(),
-                "key encipherment".to_owned(),
-                "client auth".to_owned(),
-            ]),
-            expiration_seconds: expiration_seconds
-                .filter(|s| *s > 0)
-                .and_then(|s| i32::try_from(s).ok()),
-            ..Default::default()
-        },
+        spec: super::bootstrap::client_csr_spec(
+            request_pem,
+            &credential.signer,
+            expiration_seconds,
+        ),
         status: None,
     }
 }
@@ -789,31 +779,14 @@ async fn write_secret(
         .into_iter()
         .collect();
     let api = Api::<Secret>::namespaced(env.spoke.clone(), &credential.namespace);
-    if api.get_opt(&credential.secret).await?.is_none() {
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(credential.secret.clone()),
-                namespace: Some(credential.namespace.clone()),
-                labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            type_: Some("Opaque".to_owned()),
-            data: Some(data.clone()),
-            ..Default::default()
-        };
-        match api.create(&PostParams::default(), &secret).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(err) => return Err(err),
-        }
-    }
-    api.patch(
+    super::secrets::upsert_opaque_secret(
+        &api,
         &credential.secret,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": labels}, "data": data})),
+        &credential.namespace,
+        &labels,
+        data,
     )
-    .await?;
-    Ok(())
+    .await
 }
 
 /// Sets `ClusterCertificateRotated` on the MCA of `credential`, logging a failure.

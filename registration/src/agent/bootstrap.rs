@@ -160,6 +160,28 @@ async fn ensure_managed_cluster(
     }
 }
 
+/// The spec of a client-certificate CSR: the request, the signer, the client usages and the
+/// requested lifetime (when positive).
+pub(crate) fn client_csr_spec(
+    request_pem: &str,
+    signer: &str,
+    expiration_seconds: Option<i64>,
+) -> CertificateSigningRequestSpec {
+    CertificateSigningRequestSpec {
+        request: ByteString(request_pem.as_bytes().to_vec()),
+        signer_name: signer.to_owned(),
+        usages: Some(vec![
+            "digital signature".to_owned(),
+            "key encipherment".to_owned(),
+            "client auth".to_owned(),
+        ]),
+        expiration_seconds: expiration_seconds
+            .filter(|s| *s > 0)
+            .and_then(|s| i32::try_from(s).ok()),
+        ..Default::default()
+    }
+}
+
 /// The CSR object for `request_pem`.
 pub(crate) fn csr_object(
     cluster: &str,
@@ -176,19 +198,7 @@ pub(crate) fn csr_object(
             ),
             ..Default::default()
         },
-        spec: CertificateSigningRequestSpec {
-            request: ByteString(request_pem.as_bytes().to_vec()),
-            signer_name: CLIENT_SIGNER.to_owned(),
-            usages: Some(vec![
-                "digital signature".to_owned(),
-                "key encipherment".to_owned(),
-                "client auth".to_owned(),
-            ]),
-            expiration_seconds: expiration_seconds
-                .filter(|s| *s > 0)
-                .and_then(|s| i32::try_from(s).ok()),
-            ..Default::default()
-        },
+        spec: client_csr_spec(request_pem, CLIENT_SIGNER, expiration_seconds),
         status: None,
     }
 }

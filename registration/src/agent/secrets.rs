@@ -188,11 +188,24 @@ pub(crate) async fn write_hub_secret(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), ByteString(v.clone().into_bytes())))
         .collect();
-    if api.get_opt(HUB_KUBECONFIG_SECRET).await?.is_none() {
+    upsert_opaque_secret(&api, HUB_KUBECONFIG_SECRET, ns, &BTreeMap::new(), data).await
+}
+
+/// Creates Opaque secret `name` in `ns` with `labels` and `data`, or merges them into the one
+/// there (other keys are kept).
+pub(crate) async fn upsert_opaque_secret(
+    api: &Api<Secret>,
+    name: &str,
+    ns: &str,
+    labels: &BTreeMap<String, String>,
+    data: BTreeMap<String, ByteString>,
+) -> Result<(), kube::Error> {
+    if api.get_opt(name).await?.is_none() {
         let secret = Secret {
             metadata: kube::api::ObjectMeta {
-                name: Some(HUB_KUBECONFIG_SECRET.to_owned()),
+                name: Some(name.to_owned()),
                 namespace: Some(ns.to_owned()),
+                labels: (!labels.is_empty()).then(|| labels.clone()),
                 ..Default::default()
             },
             type_: Some("Opaque".to_owned()),
@@ -205,12 +218,13 @@ pub(crate) async fn write_hub_secret(
             Err(err) => return Err(err),
         }
     }
-    api.patch(
-        HUB_KUBECONFIG_SECRET,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "data": data })),
-    )
-    .await?;
+    let patch = if labels.is_empty() {
+        json!({"data": data})
+    } else {
+        json!({"metadata": {"labels": labels}, "data": data})
+    };
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
     Ok(())
 }
 
