@@ -142,7 +142,7 @@ async fn run_addon(client: kube::Client, addon: Arc<dyn AgentAddon>, shutdown: S
 }
 
 fn error_policy(_addon: Arc<ManagedClusterAddOn>, err: &ManagerError, _ctx: Arc<Ctx>) -> Action {
-    tracing::debug!(%err, "addon reconcile failed; retrying");
+    tracing::debug!(err = ?err, "addon reconcile failed; retrying");
     Action::requeue(Duration::from_secs(2))
 }
 
