@@ -96,14 +96,26 @@ impl AddonManager {
         self
     }
 
-    /// Runs every addon's controllers until `shutdown`.
+    /// Runs every addon's controllers until `shutdown`, each addon's on a task of its own (so
+    /// that a busy addon cannot starve another of polls).
     pub async fn run(self, shutdown: Shutdown) {
-        let csrs = run_csr_approval(self.client.clone(), self.addons.clone(), shutdown.clone());
-        let runs = self
-            .addons
-            .into_iter()
-            .map(|addon| run_addon(self.client.clone(), addon, shutdown.clone()));
-        tokio::join!(futures::future::join_all(runs), csrs);
+        let mut tasks = vec![tokio::spawn(run_csr_approval(
+            self.client.clone(),
+            self.addons.clone(),
+            shutdown.clone(),
+        ))];
+        for addon in self.addons {
+            tasks.push(tokio::spawn(run_addon(
+                self.client.clone(),
+                addon,
+                shutdown.clone(),
+            )));
+        }
+        for task in tasks {
+            if let Err(err) = task.await {
+                tracing::warn!(%err, "an addon controller task ended abnormally");
+            }
+        }
     }
 }
 
@@ -907,22 +919,35 @@ async fn install_pass(client: &kube::Client) -> Result<(), ManagerError> {
                 continue;
             }
         };
-        for cluster in planned.create {
-            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-            let mca: ManagedClusterAddOn = serde_json::from_value(json!({
-                "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                "kind": "ManagedClusterAddOn",
-                "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
+        // Up to 16 creates in flight: a new addon on a large fleet is thousands of them.
+        let creates = planned.create.into_iter().map(|cluster| {
+            let name = name.clone();
+            let uid = uid.clone();
+            async move {
+                let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+                let mca: ManagedClusterAddOn = serde_json::from_value(json!({
                     "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                    "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
-                "spec": {},
-            }))?;
-            match api.create(&PostParams::default(), &mca).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
+                    "kind": "ManagedClusterAddOn",
+                    "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
+                        "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                        "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
+                    "spec": {},
+                }))?;
+                match api.create(&PostParams::default(), &mca).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
+                }
+                Ok::<(), ManagerError>(())
             }
-        }
+        });
+        let created: Vec<Result<(), ManagerError>> = futures::stream::iter(creates)
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        created
+            .into_iter()
+            .collect::<Result<Vec<()>, ManagerError>>()?;
         for cluster in planned.delete {
             let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
             let _ = api.delete(&name, &DeleteParams::default()).await;
