@@ -248,9 +248,6 @@ pub fn namespace_to_check(review: &Review) -> Option<&str> {
     .then_some(review.name.as_str())
 }
 
-/// Answers access checks for the requester.
-pub type Authorize<'a> = dyn Fn(&Access) -> bool + Sync + 'a;
-
 /// Runs the policy of `review`'s resource for `phase`. `authorize` answers access checks for
 /// the requester. Resources without a policy, deletes and subresource writes are allowed.
 pub fn admit(
