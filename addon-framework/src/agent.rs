@@ -235,11 +235,42 @@ pub enum HealthProber {
     Work {
         /// `manifestConfigs` entries (resourceIdentifier + feedbackRules) to probe.
         probes: Vec<Value>,
+        /// Judges each probed object's feedback; `None` accepts any reported feedback.
+        check: Option<WorkHealthCheck>,
     },
     /// Every Deployment among the manifests has `availableReplicas` ≥ 1.
     DeploymentAvailability,
     /// Every Deployment and DaemonSet among the manifests is available.
     WorkloadAvailability,
+}
+
+/// A check of one probed object's status feedback: given its `resourceIdentifier` and its
+/// feedback values (`name`, `fieldValue`), `Err` says why the addon is not available.
+#[derive(Clone)]
+pub struct WorkHealthCheck(pub Arc<WorkHealthCheckFn>);
+
+/// The function inside a [`WorkHealthCheck`].
+pub type WorkHealthCheckFn = dyn Fn(&Value, &[(String, Value)]) -> Result<(), String> + Send + Sync;
+
+impl WorkHealthCheck {
+    /// A check from a closure.
+    pub fn new(
+        check: impl Fn(&Value, &[(String, Value)]) -> Result<(), String> + Send + Sync + 'static,
+    ) -> WorkHealthCheck {
+        WorkHealthCheck(Arc::new(check))
+    }
+}
+
+impl std::fmt::Debug for WorkHealthCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkHealthCheck")
+    }
+}
+
+impl PartialEq for WorkHealthCheck {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl HealthProber {

@@ -8,15 +8,20 @@
 //! `open-cluster-management.io/config-spec-hash` annotation as a JSON map from
 //! `<resource>.<group>/<namespace>/<name>` to hash.
 //!
-//! Rollout ([`admit_rollout`]): when a config changes, `All` gives every cluster the new
-//! config at once; `Progressive` lets at most `maxConcurrency` clusters at a time run a new
-//! config they have not applied yet. `ProgressivePerGroup` is treated as `All` (per-group
-//! ordering, `minSuccessTime`, `progressDeadline` and `maxFailures` are not acted on yet).
+//! Rollout: when a config changes, each install-strategy placement hands it out per its
+//! rollout strategy, through the planner ManifestWorkReplicaSet uses
+//! ([`ocm_work::hub::rollout`]: `All`, `Progressive` with `maxConcurrency` and mandatory
+//! decision groups, `ProgressivePerGroup`, `minSuccessTime`, `progressDeadline`,
+//! `maxFailures`). A cluster's state in it comes from its ManagedClusterAddOn
+//! ([`rollout_status`]); the placement's progress is a `Progressing` condition
+//! ([`progression_condition`]).
 
 use std::collections::BTreeMap;
 
 use ocm_api::addon::names::RESERVED_NO_DEFAULT_CONFIG_NAME;
-use ocm_api::addon::v1beta1::AddOnConfig;
+use ocm_api::addon::names::conditions::{PROGRESSING, progressing};
+use ocm_api::addon::v1beta1::{AddOnConfig, ManagedClusterAddOn};
+use ocm_work::hub::rollout::{ClusterRolloutStatus, RolloutStatus};
 use serde_json::Value;
 
 /// A config object an addon uses on a cluster.
@@ -113,34 +118,62 @@ pub fn hash_annotation(hashes: &[(ConfigRef, String)]) -> String {
     serde_json::to_string(&map).unwrap_or_default()
 }
 
-/// A cluster's rollout state for one addon.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterRollout {
-    /// The cluster.
-    pub cluster: String,
-    /// Whether its desired configs already equal the new ones.
-    pub has_new: bool,
-    /// Whether it has applied the configs it was given.
-    pub applied: bool,
+/// A cluster's state in the rollout of new configs, from its ManagedClusterAddOn; `None` when
+/// it has not been handed the new configs yet (`has_new` false: it is still to be given them).
+/// Handed them: `Failed` when its `Progressing` condition says so, `Succeeded` once it applied
+/// every desired config, else `Progressing` — each since the condition's last transition.
+pub fn rollout_status(
+    cluster: &str,
+    mca: &ManagedClusterAddOn,
+    has_new: bool,
+) -> Option<ClusterRolloutStatus> {
+    if !has_new {
+        return None;
+    }
+    let status = mca.status.as_ref();
+    let progressing = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == PROGRESSING));
+    let since = progressing.map(|c| c.last_transition_time.0);
+    let applied = status.is_none_or(|s| {
+        s.config_references
+            .iter()
+            .all(|r| r.desired_config.is_none() || r.desired_config == r.last_applied_config)
+    });
+    let state = if progressing.is_some_and(|c| c.reason == progressing::FAILED) {
+        RolloutStatus::Failed
+    } else if applied {
+        RolloutStatus::Succeeded
+    } else {
+        RolloutStatus::Progressing
+    };
+    Some(ClusterRolloutStatus::new(cluster, state, since))
 }
 
-/// Which clusters get the new configs now: every cluster for `All`; for `Progressive`, as many
-/// clusters still on old configs as `max_concurrency` minus the clusters that have the new
-/// configs but not applied them yet (in name order). `max_concurrency` of 0 or `None` means
-/// no limit.
-pub fn admit_rollout(clusters: &[ClusterRollout], max_concurrency: Option<usize>) -> Vec<String> {
-    let waiting: Vec<&ClusterRollout> = clusters.iter().filter(|c| !c.has_new).collect();
-    let Some(limit) = max_concurrency.filter(|n| *n > 0) else {
-        return waiting.iter().map(|c| c.cluster.clone()).collect();
+/// The `Progressing` condition of a placement's install progression: (status, reason,
+/// message) from how many of its `total` clusters succeeded, failed or timed out.
+pub fn progression_condition(
+    total: usize,
+    succeeded: usize,
+    failed: usize,
+    timed_out: usize,
+    breached: bool,
+) -> (&'static str, &'static str, String) {
+    if total > 0 && succeeded >= total {
+        return (
+            "False",
+            progressing::COMPLETED,
+            format!("{succeeded}/{total} completed with no errors, 0 failed 0 timeout."),
+        );
+    }
+    let reason = if breached {
+        progressing::FAILED
+    } else {
+        progressing::PROGRESSING
     };
-    let in_flight = clusters.iter().filter(|c| c.has_new && !c.applied).count();
-    let mut waiting = waiting;
-    waiting.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-    waiting
-        .into_iter()
-        .take(limit.saturating_sub(in_flight))
-        .map(|c| c.cluster.clone())
-        .collect()
+    (
+        "True",
+        reason,
+        format!("{succeeded}/{total} completed, {failed} failed {timed_out} timeout."),
+    )
 }
 
 #[cfg(test)]
@@ -196,31 +229,50 @@ mod tests {
         }
     }
 
+    fn addon(configs: Value, progressing: Option<&str>) -> ManagedClusterAddOn {
+        let mut status = json!({"configReferences": configs});
+        if let Some(reason) = progressing {
+            status["conditions"] = json!([{"type": "Progressing", "status": "True",
+                "reason": reason, "message": "", "lastTransitionTime": "2026-11-25T10:00:00Z"}]);
+        }
+        serde_json::from_value(json!({"metadata": {"name": "a", "namespace": "c1"},
+                                      "spec": {}, "status": status}))
+        .unwrap()
+    }
+
     #[test]
-    fn progressive_rollout_moves_max_concurrency_clusters_at_a_time() {
-        let state = |c: &str, has_new, applied| ClusterRollout {
-            cluster: c.into(),
-            has_new,
-            applied,
-        };
-        let start = [
-            state("c1", false, true),
-            state("c2", false, true),
-            state("c3", false, true),
-        ];
-        assert_eq!(admit_rollout(&start, Some(1)), vec!["c1".to_owned()]);
-        assert_eq!(admit_rollout(&start, None).len(), 3);
-        let one_in_flight = [
-            state("c1", true, false),
-            state("c2", false, true),
-            state("c3", false, true),
-        ];
-        assert!(admit_rollout(&one_in_flight, Some(1)).is_empty());
-        let one_done = [
-            state("c1", true, true),
-            state("c2", false, true),
-            state("c3", false, true),
-        ];
-        assert_eq!(admit_rollout(&one_done, Some(1)), vec!["c2".to_owned()]);
+    fn a_clusters_rollout_state_follows_its_addon_status() {
+        let pending = json!([{"resource": "addondeploymentconfigs",
+            "desiredConfig": {"namespace": "n", "name": "c", "specHash": "new"},
+            "lastAppliedConfig": {"namespace": "n", "name": "c", "specHash": "old"}}]);
+        let done = json!([{"resource": "addondeploymentconfigs",
+            "desiredConfig": {"namespace": "n", "name": "c", "specHash": "new"},
+            "lastAppliedConfig": {"namespace": "n", "name": "c", "specHash": "new"}}]);
+        assert_eq!(
+            rollout_status("c1", &addon(pending.clone(), None), false),
+            None
+        );
+        let state = |mca: &ManagedClusterAddOn| rollout_status("c1", mca, true).unwrap().status;
+        assert_eq!(
+            state(&addon(pending.clone(), Some("Progressing"))),
+            RolloutStatus::Progressing
+        );
+        assert_eq!(
+            state(&addon(pending, Some("Failed"))),
+            RolloutStatus::Failed
+        );
+        assert_eq!(
+            state(&addon(done, Some("Completed"))),
+            RolloutStatus::Succeeded
+        );
+    }
+
+    #[test]
+    fn a_progression_completes_when_every_cluster_succeeded() {
+        assert_eq!(progression_condition(3, 3, 0, 0, false).1, "Completed");
+        let (status, reason, message) = progression_condition(3, 1, 1, 0, false);
+        assert_eq!((status, reason), ("True", "Progressing"));
+        assert_eq!(message, "1/3 completed, 1 failed 0 timeout.");
+        assert_eq!(progression_condition(3, 1, 2, 0, true).1, "Failed");
     }
 }

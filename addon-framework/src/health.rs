@@ -34,7 +34,7 @@ fn judgement(status: &'static str, reason: &'static str, message: impl Into<Stri
 /// objects among `manifests` (none for Lease and None).
 pub fn probe_configs(prober: &HealthProber, manifests: &[Value]) -> Vec<Value> {
     let kinds: &[&str] = match prober {
-        HealthProber::Work { probes } => return probes.clone(),
+        HealthProber::Work { probes, .. } => return probes.clone(),
         HealthProber::DeploymentAvailability => &["Deployment"],
         HealthProber::WorkloadAvailability => &["Deployment", "DaemonSet"],
         HealthProber::Lease | HealthProber::None => return Vec::new(),
@@ -150,6 +150,22 @@ pub fn judge(prober: &HealthProber, works: Option<&[Value]>) -> Option<Judgement
                 format!("Probe results are not returned for {}", describe()),
             ));
         };
+        if let HealthProber::Work {
+            check: Some(check), ..
+        } = prober
+        {
+            let owned: Vec<(String, Value)> = values
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).clone()))
+                .collect();
+            if let Err(err) = (check.0)(id, &owned) {
+                return Some(judgement(
+                    "False",
+                    PROBE_UNAVAILABLE,
+                    format!("Probe addon unavailable with err: {err}"),
+                ));
+            }
+        }
         if matches!(
             prober,
             HealthProber::DeploymentAvailability | HealthProber::WorkloadAvailability
@@ -219,5 +235,44 @@ mod tests {
         assert_eq!(judge(&HealthProber::Lease, Some(&w)), None);
         let j = judge(&HealthProber::None, Some(&w)).map(|j| j.reason);
         assert_eq!(j, Some(WORK_APPLIED));
+    }
+
+    #[test]
+    fn a_work_probe_check_judges_the_feedback() {
+        let probes = vec![json!({
+            "resourceIdentifier": {"group": "apps", "resource": "deployments",
+                                   "namespace": "ns", "name": "agent"},
+            "feedbackRules": [{"type": "WellKnownStatus"}]})];
+        let at_least = |wanted: i64| HealthProber::Work {
+            probes: probes.clone(),
+            check: Some(crate::agent::WorkHealthCheck::new(move |_, values| {
+                let available = values
+                    .iter()
+                    .find(|(n, _)| n == "AvailableReplicas")
+                    .and_then(|(_, v)| v["integer"].as_i64())
+                    .unwrap_or(0);
+                if available >= wanted {
+                    Ok(())
+                } else {
+                    Err(format!("{available} of {wanted} replicas available"))
+                }
+            })),
+        };
+        let w = [deployment_work(true, Some(1))];
+        let j = judge(&at_least(1), Some(&w)).map(|j| (j.status, j.reason));
+        assert_eq!(j, Some(("True", PROBE_AVAILABLE)));
+        let j = judge(&at_least(2), Some(&w)).unwrap();
+        assert_eq!((j.status, j.reason), ("False", PROBE_UNAVAILABLE));
+        assert!(
+            j.message.contains("1 of 2 replicas available"),
+            "{}",
+            j.message
+        );
+        // Without a check, reported feedback is enough.
+        let unchecked = HealthProber::Work {
+            probes,
+            check: None,
+        };
+        assert_eq!(judge(&unchecked, Some(&w)).map(|j| j.status), Some("True"));
     }
 }

@@ -12,14 +12,18 @@ pub mod agent;
 pub mod agent_helpers;
 pub mod configs;
 pub mod csr;
+mod csr_approval;
 pub mod health;
 pub mod install;
+mod install_controller;
 pub mod manager;
 pub mod registration;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod work_applier;
 pub mod works;
 
 pub use agent::{
     AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig,
+    WorkHealthCheck,
 };

@@ -10,15 +10,18 @@
 //! [`run_install_strategies`] is the generic controller `ocm hub` runs for every addon:
 //! ClusterManagementAddOn install strategies ([`crate::install::plan`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+pub use crate::install_controller::run_install_strategies;
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store, store::Writer};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
@@ -27,14 +30,16 @@ use ocm_api::addon::names::conditions::{
     manifest_applied, progressing, registration_applied,
 };
 use ocm_api::addon::names::labels::ADDON_NAME;
-use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::work::v1::ManifestWork;
 use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
 use crate::agent::{AddonConfigs, AgentAddon};
 use crate::configs::ConfigRef;
+use crate::work_applier::{LiveWork, WorkApplier};
 use crate::works::{WorkInput, plan};
 
 /// Why one reconcile failed (it is retried).
@@ -78,7 +83,18 @@ impl std::fmt::Debug for AddonManager {
 struct Ctx {
     client: kube::Client,
     addon: Arc<dyn AgentAddon>,
+    /// Every ManagedCluster (shared by the addons of this manager).
+    clusters: Store<ManagedCluster>,
+    /// Every addon's ManifestWorks (shared by the addons of this manager).
+    works: Store<ManifestWork>,
+    /// What this addon's controller last wrote per work.
+    applier: WorkApplier,
+    /// Per cluster namespace, a fingerprint of the hub permissions last applied.
+    permissions: Mutex<HashMap<String, u64>>,
 }
+
+/// Room in the shared caches' broadcast to the addons' controllers.
+const SHARED_BUFFER: usize = 1024;
 
 impl AddonManager {
     /// A manager talking to the hub through `client` (it needs to read clusters, read and
@@ -97,19 +113,62 @@ impl AddonManager {
     }
 
     /// Runs every addon's controllers until `shutdown`, each addon's on a task of its own (so
-    /// that a busy addon cannot starve another of polls).
+    /// that a busy addon cannot starve another of polls). One watch on ManagedClusters and one
+    /// on addon ManifestWorks feed caches that every addon reads.
     pub async fn run(self, shutdown: Shutdown) {
-        let mut tasks = vec![tokio::spawn(run_csr_approval(
+        let (clusters, cluster_writer) = reflector::store_shared(SHARED_BUFFER);
+        let (works, work_writer) = reflector::store_shared(SHARED_BUFFER);
+        let mut tasks = vec![tokio::spawn(crate::csr_approval::run_csr_approval(
             self.client.clone(),
             self.addons.clone(),
             shutdown.clone(),
         ))];
+        let mut controllers = Vec::new();
         for addon in self.addons {
-            tasks.push(tokio::spawn(run_addon(
-                self.client.clone(),
+            let (Some(cluster_events), Some(work_events)) =
+                (cluster_writer.subscribe(), work_writer.subscribe())
+            else {
+                tracing::error!("the addon manager's shared caches refused a subscriber");
+                return;
+            };
+            let ctx = Arc::new(Ctx {
+                client: self.client.clone(),
                 addon,
-                shutdown.clone(),
-            )));
+                clusters: clusters.clone(),
+                works: works.clone(),
+                applier: WorkApplier::default(),
+                permissions: Mutex::new(HashMap::new()),
+            });
+            controllers.push((ctx, cluster_events, work_events));
+        }
+        tasks.push(tokio::spawn(feed(
+            Api::<ManagedCluster>::all(self.client.clone()),
+            watcher::Config::default(),
+            cluster_writer,
+            shutdown.clone(),
+        )));
+        tasks.push(tokio::spawn(feed(
+            Api::<ManifestWork>::all(self.client.clone()),
+            watcher::Config::default().labels(ADDON_NAME),
+            work_writer,
+            shutdown.clone(),
+        )));
+        // Reconciles read clusters and works from the caches: start once both are filled.
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = async {
+                let _ = clusters.wait_until_ready().await;
+                let _ = works.wait_until_ready().await;
+            } => {
+                for (ctx, cluster_events, work_events) in controllers {
+                    tasks.push(tokio::spawn(run_addon(
+                        ctx,
+                        cluster_events,
+                        work_events,
+                        shutdown.clone(),
+                    )));
+                }
+            }
         }
         for task in tasks {
             if let Err(err) = task.await {
@@ -119,33 +178,51 @@ impl AddonManager {
     }
 }
 
-async fn run_addon(client: kube::Client, addon: Arc<dyn AgentAddon>, shutdown: Shutdown) {
-    let name = addon.options().name.clone();
-    let addons: Api<ManagedClusterAddOn> = Api::all(client.clone());
-    let works: Api<ocm_api::work::v1::ManifestWork> = Api::all(client.clone());
-    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+/// Keeps a shared cache of `api`'s objects until `shutdown`.
+async fn feed<K>(api: Api<K>, config: watcher::Config, writer: Writer<K>, shutdown: Shutdown)
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    watcher(api, config)
+        .default_backoff()
+        .reflect_shared(writer)
+        .take_until(shutdown.cancelled())
+        .for_each(|_| async {})
+        .await;
+}
+
+async fn run_addon(
+    ctx: Arc<Ctx>,
+    cluster_events: ReflectHandle<ManagedCluster>,
+    work_events: ReflectHandle<ManifestWork>,
+    shutdown: Shutdown,
+) {
+    let name = ctx.addon.options().name.clone();
+    let addons: Api<ManagedClusterAddOn> = Api::all(ctx.client.clone());
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let work_name = name.clone();
     let cluster_name = name.clone();
-    let ctx = Arc::new(Ctx {
-        client: client.clone(),
-        addon,
-    });
     Controller::new(addons, by_name)
-        .watches(
-            works,
-            watcher::Config::default().labels(&format!("{ADDON_NAME}={name}")),
-            move |work| {
-                work.metadata
-                    .namespace
-                    .map(|ns| ObjectRef::new(&work_name).within(&ns))
-            },
-        )
-        .watches(clusters, watcher::Config::default(), move |cluster| {
+        .watches_shared_stream(work_events, move |work| {
+            let labels = work.metadata.labels.as_ref()?;
+            (labels.get(ADDON_NAME) == Some(&work_name))
+                .then(|| work.metadata.namespace.clone())
+                .flatten()
+                .map(|ns| ObjectRef::new(&work_name).within(&ns))
+        })
+        .watches_shared_stream(cluster_events, move |cluster| {
             cluster
                 .metadata
                 .name
-                .map(|c| ObjectRef::new(&cluster_name).within(&c))
+                .as_ref()
+                .map(|c| ObjectRef::new(&cluster_name).within(c))
         })
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
         .run(reconcile, error_policy, ctx)
@@ -183,8 +260,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     if deleting && !has_finalizer(&mca) {
         return Ok(Action::await_change());
     }
-    let clusters: Api<ManagedCluster> = Api::all(ctx.client.clone());
-    let Some(cluster) = clusters.get_opt(&namespace).await? else {
+    let Some(cluster) = ctx.clusters.get(&ObjectRef::new(&namespace)) else {
         if deleting {
             set_pre_delete_finalizer(&ctx, &mca, false).await?;
             return Ok(Action::await_change());
@@ -244,7 +320,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                 let permissions = match &registration.permissions {
                     None => Ok(()),
                     Some(permissions) => match permissions(&cluster, &mca) {
-                        Ok(objects) => apply_permissions(&ctx.client, &options.name, &objects)
+                        Ok(objects) => apply_permissions(&ctx, &namespace, &objects)
                             .await
                             .map_err(|e| e.to_string()),
                         Err(err) => Err(err.to_string()),
@@ -360,8 +436,29 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        let live = ctx.works.get(&ObjectRef::new(&name).within(&namespace));
+        let identity = live.as_deref().map(|w| LiveWork {
+            uid: w.metadata.uid.as_deref().unwrap_or_default(),
+            generation: w.metadata.generation.unwrap_or_default(),
+        });
+        if let Some(live) = &live
+            && ctx.applier.is_current(&namespace, work, identity)
+        {
+            applied.push(serde_json::to_value(live.as_ref())?);
+            continue;
+        }
         match works.patch(&name, &params, &Patch::Apply(work)).await {
-            Ok(written) => applied.push(serde_json::to_value(written)?),
+            Ok(written) => {
+                ctx.applier.record(
+                    &namespace,
+                    work,
+                    LiveWork {
+                        uid: written.metadata.uid.as_deref().unwrap_or_default(),
+                        generation: written.metadata.generation.unwrap_or_default(),
+                    },
+                );
+                applied.push(serde_json::to_value(written)?);
+            }
             Err(err) => {
                 failure = Some(format!("failed to apply work {name}: {err}"));
                 break;
@@ -374,15 +471,19 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             .iter()
             .filter_map(|w| w["metadata"]["name"].as_str())
             .collect();
-        let existing = works
-            .list(&ListParams::default().labels(&format!("{ADDON_NAME}={}", options.name)))
-            .await?;
-        for work in existing {
+        let prefix = format!("addon-{}-deploy-", options.name);
+        let stale = ctx.works.state_filter(|w| {
+            w.metadata.namespace.as_deref() == Some(namespace.as_str())
+                && w.metadata.labels.as_ref().and_then(|l| l.get(ADDON_NAME)) == Some(&options.name)
+                && w.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&prefix) && !keep.contains(n))
+        });
+        for work in stale {
             let name = work.metadata.name.clone().unwrap_or_default();
-            let deploy = name.starts_with(&format!("addon-{}-deploy-", options.name));
-            if deploy && !keep.contains(name.as_str()) {
-                let _ = works.delete(&name, &DeleteParams::default()).await;
-            }
+            ctx.applier.forget(&namespace, &name);
+            let _ = works.delete(&name, &DeleteParams::default()).await;
         }
     }
     match &failure {
@@ -628,8 +729,29 @@ fn record_applied_configs(
     );
 }
 
-/// Applies an addon's hub RBAC objects (server-side apply).
-async fn apply_permissions(
+/// Applies an addon's hub RBAC objects for one cluster (server-side apply), unless this
+/// controller already applied exactly these.
+async fn apply_permissions(ctx: &Ctx, cluster: &str, objects: &[Value]) -> Result<(), kube::Error> {
+    let fingerprint = {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(objects)
+            .unwrap_or_default()
+            .hash(&mut hasher);
+        hasher.finish()
+    };
+    let applied = |map: &HashMap<String, u64>| map.get(cluster) == Some(&fingerprint);
+    if ctx.permissions.lock().is_ok_and(|map| applied(&map)) {
+        return Ok(());
+    }
+    write_permissions(&ctx.client, &ctx.addon.options().name, objects).await?;
+    if let Ok(mut map) = ctx.permissions.lock() {
+        map.insert(cluster.to_owned(), fingerprint);
+    }
+    Ok(())
+}
+
+/// Server-side applies hub RBAC objects.
+async fn write_permissions(
     client: &kube::Client,
     addon: &str,
     objects: &[Value],
@@ -651,124 +773,6 @@ async fn apply_permissions(
         };
         api.patch(text("/metadata/name"), &params, &Patch::Apply(object))
             .await?;
-    }
-    Ok(())
-}
-
-/// Approves (and for custom signers signs) the CSRs of the addons' agents, per
-/// [`crate::csr::decide`].
-async fn run_csr_approval(
-    client: kube::Client,
-    addons: Vec<Arc<dyn AgentAddon>>,
-    shutdown: Shutdown,
-) {
-    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    let events = watcher(csrs.clone(), watcher::Config::default().labels(ADDON_NAME))
-        .default_backoff()
-        .applied_objects();
-    let mut events = std::pin::pin!(events.take_until(shutdown.cancelled()));
-    while let Some(event) = events.next().await {
-        let Ok(csr) = event else { continue };
-        if let Err(err) = handle_csr(&client, &addons, &csrs, &csr).await {
-            tracing::debug!(%err, "addon CSR not handled yet");
-        }
-    }
-}
-
-async fn handle_csr(
-    client: &kube::Client,
-    addons: &[Arc<dyn AgentAddon>],
-    csrs: &Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest>,
-    csr: &k8s_openapi::api::certificates::v1::CertificateSigningRequest,
-) -> Result<(), ManagerError> {
-    use crate::csr::{CsrDecision, decide, info, is_decided, labels};
-    if is_decided(csr) {
-        return Ok(());
-    }
-    let Some((cluster, addon_name)) = labels(csr) else {
-        return Ok(());
-    };
-    let Some(addon) = addons.iter().find(|a| a.options().name == addon_name) else {
-        return Ok(());
-    };
-    let Some(registration) = addon.options().registration.as_ref() else {
-        return Ok(());
-    };
-    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-    let clusters: Api<ManagedCluster> = Api::all(client.clone());
-    let (Some(mca), Some(managed)) = (
-        mcas.get_opt(&addon_name).await?,
-        clusters.get_opt(&cluster).await?,
-    ) else {
-        return Ok(());
-    };
-    let name = csr.metadata.name.clone().unwrap_or_default();
-    let info = match info(csr) {
-        Ok(info) => info,
-        Err(err) => {
-            tracing::info!(csr = name, %err, "addon CSR refused");
-            return Ok(());
-        }
-    };
-    let configs = (registration.configurations)(&managed, &mca).unwrap_or_default();
-    let approve = |i: &crate::agent::CsrInfo| (registration.approve)(&managed, &mca, i);
-    let decision = decide(&cluster, &info, &configs, &approve);
-    let sign = match decision {
-        CsrDecision::Ignore => return Ok(()),
-        CsrDecision::Refuse(reason) => {
-            tracing::info!(
-                csr = name,
-                addon = addon_name,
-                cluster,
-                reason,
-                "addon CSR refused"
-            );
-            return Ok(());
-        }
-        CsrDecision::Approve => false,
-        CsrDecision::ApproveAndSign => true,
-    };
-    let mut approved = csr.clone();
-    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
-    approved
-        .status
-        .get_or_insert_with(Default::default)
-        .conditions
-        .get_or_insert_with(Vec::new)
-        .push(
-            k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition {
-                type_: "Approved".into(),
-                status: "True".into(),
-                reason: Some("AutoApprovedByAddonManager".into()),
-                message: Some(format!("Auto approved by the {addon_name} addon manager")),
-                last_update_time: Some(now.clone()),
-                last_transition_time: Some(now),
-            },
-        );
-    let approved = csrs
-        .replace_subresource("approval", &name, &PostParams::default(), &approved)
-        .await?;
-    if sign {
-        let Some(signer) = registration.sign.as_ref() else {
-            tracing::info!(
-                csr = name,
-                "custom-signer CSR approved but the addon has no signer"
-            );
-            return Ok(());
-        };
-        match signer(&managed, &mca, &info) {
-            Ok(certificate) => {
-                let mut signed = approved;
-                signed
-                    .status
-                    .get_or_insert_with(Default::default)
-                    .certificate = Some(k8s_openapi::ByteString(certificate.into_bytes()));
-                csrs.replace_status(&name, &PostParams::default(), &signed)
-                    .await?;
-            }
-            Err(err) => tracing::warn!(csr = name, %err, "signing the addon CSR failed"),
-        }
     }
     Ok(())
 }
@@ -828,372 +832,4 @@ async fn write_status(
     )
     .await?;
     Ok(())
-}
-
-/// The clusters each placement of `cma`'s strategy selects (`None`: unreadable).
-async fn decisions_of(
-    client: &kube::Client,
-    cma: &ClusterManagementAddOn,
-) -> BTreeMap<String, Option<BTreeSet<String>>> {
-    let mut out = BTreeMap::new();
-    let placements = cma
-        .spec
-        .install_strategy
-        .as_ref()
-        .map(|s| s.placements.clone())
-        .unwrap_or_default();
-    for placement in placements {
-        let key = format!("{}/{}", placement.namespace, placement.name);
-        let api: Api<ocm_api::cluster::v1beta1::PlacementDecision> =
-            Api::namespaced(client.clone(), &placement.namespace);
-        let selector = format!(
-            "cluster.open-cluster-management.io/placement={}",
-            placement.name
-        );
-        let clusters = api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .ok()
-            .map(|list| {
-                list.items
-                    .iter()
-                    .filter_map(|d| d.status.as_ref())
-                    .flat_map(|s| s.decisions.iter().map(|d| d.cluster_name.clone()))
-                    .collect()
-            });
-        out.insert(key, clusters);
-    }
-    out
-}
-
-/// One pass over every ClusterManagementAddOn's install strategy.
-async fn install_pass(client: &kube::Client) -> Result<(), ManagerError> {
-    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
-    let mcas: Api<ManagedClusterAddOn> = Api::all(client.clone());
-    let clusters: Api<ManagedCluster> = Api::all(client.clone());
-    let deleting: BTreeSet<String> = clusters
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|c| c.metadata.deletion_timestamp.is_some())
-        .filter_map(|c| c.metadata.name)
-        .collect();
-    for cma in cmas.list(&ListParams::default()).await?.items {
-        let name = cma.metadata.name.clone().unwrap_or_default();
-        let uid = cma.metadata.uid.clone().unwrap_or_default();
-        let strategy = cma
-            .spec
-            .install_strategy
-            .as_ref()
-            .and_then(|s| s.type_)
-            .map(|t| match t {
-                ocm_api::addon::v1alpha1::InstallStrategyType::Placements => {
-                    ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS
-                }
-                ocm_api::addon::v1alpha1::InstallStrategyType::Manual => {
-                    ocm_api::addon::names::INSTALL_STRATEGY_MANUAL
-                }
-            })
-            .unwrap_or_default();
-        let existing: Vec<crate::install::Existing> = mcas
-            .list(&ListParams::default().fields(&format!("metadata.name={name}")))
-            .await?
-            .items
-            .into_iter()
-            .map(|m| crate::install::Existing {
-                cluster: m.metadata.namespace.clone().unwrap_or_default(),
-                owned: m
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| o.uid == uid),
-            })
-            .collect();
-        let decisions = decisions_of(client, &cma).await;
-        let planned = match crate::install::plan(strategy, &decisions, &deleting, &existing) {
-            Ok(planned) => planned,
-            Err(err) => {
-                tracing::warn!(addon = name, %err, "install strategy not followed");
-                continue;
-            }
-        };
-        // Up to 16 creates in flight: a new addon on a large fleet is thousands of them.
-        let creates = planned.create.into_iter().map(|cluster| {
-            let name = name.clone();
-            let uid = uid.clone();
-            async move {
-                let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-                let mca: ManagedClusterAddOn = serde_json::from_value(json!({
-                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                    "kind": "ManagedClusterAddOn",
-                    "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
-                        "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                        "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
-                    "spec": {},
-                }))?;
-                match api.create(&PostParams::default(), &mca).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 409 => {}
-                    Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
-                }
-                Ok::<(), ManagerError>(())
-            }
-        });
-        let created: Vec<Result<(), ManagerError>> = futures::stream::iter(creates)
-            .buffer_unordered(16)
-            .collect()
-            .await;
-        created
-            .into_iter()
-            .collect::<Result<Vec<()>, ManagerError>>()?;
-        for cluster in planned.delete {
-            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-            let _ = api.delete(&name, &DeleteParams::default()).await;
-        }
-    }
-    Ok(())
-}
-
-/// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
-/// Progressive `maxConcurrency`.
-fn placement_of<'a>(
-    cma: &'a ClusterManagementAddOn,
-    decisions: &BTreeMap<String, Option<BTreeSet<String>>>,
-    cluster: &str,
-) -> Option<&'a ocm_api::addon::v1alpha1::PlacementStrategy> {
-    cma.spec
-        .install_strategy
-        .as_ref()?
-        .placements
-        .iter()
-        .find(|p| {
-            decisions
-                .get(&format!("{}/{}", p.namespace, p.name))
-                .and_then(Option::as_ref)
-                .is_some_and(|clusters| clusters.contains(cluster))
-        })
-}
-
-fn max_concurrency(
-    placement: Option<&ocm_api::addon::v1alpha1::PlacementStrategy>,
-) -> Option<usize> {
-    let strategy = serde_json::to_value(placement?.rollout_strategy.as_ref()?).ok()?;
-    if strategy.get("type").and_then(Value::as_str) != Some("Progressive") {
-        return None;
-    }
-    match strategy.pointer("/progressive/maxConcurrency")? {
-        Value::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
-        Value::String(s) => s.trim_end_matches('%').parse().ok(),
-        _ => None,
-    }
-}
-
-/// One pass of the configs every ManagedClusterAddOn should run: its desired configs (own >
-/// placement > default) with their spec hashes in `status.configReferences`, handed out per
-/// the placement's rollout strategy ([`crate::configs::admit_rollout`]), and the
-/// ClusterManagementAddOn's `defaultConfigReferences`.
-async fn config_pass(client: &kube::Client) -> Result<(), ManagerError> {
-    use ocm_api::addon::v1beta1::ConfigSpecHash;
-    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
-    let mcas: Api<ManagedClusterAddOn> = Api::all(client.clone());
-    for cma in cmas.list(&ListParams::default()).await?.items {
-        let name = cma.metadata.name.clone().unwrap_or_default();
-        let decisions = decisions_of(client, &cma).await;
-        let mut hash_cache: BTreeMap<ConfigRef, Option<String>> = BTreeMap::new();
-        let mut hash_of = async |config: &ConfigRef| -> Option<String> {
-            if let Some(hash) = hash_cache.get(config) {
-                return hash.clone();
-            }
-            let hash = fetch_config(client, config)
-                .await
-                .map(|o| crate::configs::spec_hash(&o));
-            hash_cache.insert(config.clone(), hash.clone());
-            hash
-        };
-        // Default config references of the ClusterManagementAddOn.
-        let defaults = crate::configs::desired(&cma.spec.default_configs, &[], &[]);
-        let mut default_refs = Vec::new();
-        for config in &defaults {
-            default_refs.push(json!({
-                "group": config.group, "resource": config.resource,
-                "desiredConfig": {"namespace": config.namespace, "name": config.name,
-                                  "specHash": hash_of(config).await.unwrap_or_default()},
-            }));
-        }
-        let current_defaults = cma
-            .status
-            .as_ref()
-            .map(|s| serde_json::to_value(&s.default_config_references).unwrap_or(Value::Null))
-            .unwrap_or(json!([]));
-        if current_defaults != json!(default_refs) {
-            let patch = json!({"metadata": {"resourceVersion": cma.metadata.resource_version},
-                               "status": {"defaultConfigReferences": default_refs}});
-            let _ = cmas
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await;
-        }
-        // Per addon: desired configs, gated by rollout.
-        let addons = mcas
-            .list(&ListParams::default().fields(&format!("metadata.name={name}")))
-            .await?
-            .items;
-        let mut plans = Vec::new();
-        for mca in &addons {
-            let cluster = mca.metadata.namespace.clone().unwrap_or_default();
-            let placement = placement_of(&cma, &decisions, &cluster);
-            let placement_configs = placement.map(|p| p.configs.clone()).unwrap_or_default();
-            let desired = crate::configs::desired(
-                &cma.spec.default_configs,
-                &placement_configs,
-                &mca.spec.configs,
-            );
-            let mut references = Vec::new();
-            for config in &desired {
-                let hash = hash_of(config).await;
-                references.push((config.clone(), hash));
-            }
-            let existing = mca
-                .status
-                .as_ref()
-                .map(|s| s.config_references.clone())
-                .unwrap_or_default();
-            let new: Vec<ocm_api::addon::v1beta1::ConfigReference> = references
-                .iter()
-                .map(|(config, hash)| ocm_api::addon::v1beta1::ConfigReference {
-                    group: Some(config.group.clone()),
-                    resource: config.resource.clone(),
-                    last_observed_generation: None,
-                    desired_config: Some(ConfigSpecHash {
-                        namespace: config.namespace.clone(),
-                        name: config.name.clone(),
-                        spec_hash: hash.clone(),
-                    }),
-                    last_applied_config: existing
-                        .iter()
-                        .find(|e| {
-                            e.group.clone().unwrap_or_default() == config.group
-                                && e.resource == config.resource
-                        })
-                        .and_then(|e| e.last_applied_config.clone()),
-                })
-                .collect();
-            let desired_of = |refs: &[ocm_api::addon::v1beta1::ConfigReference]| {
-                refs.iter()
-                    .map(|r| {
-                        (
-                            r.group.clone().unwrap_or_default(),
-                            r.resource.clone(),
-                            r.desired_config.clone(),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            };
-            let has_new = desired_of(&existing) == desired_of(&new);
-            let applied = existing
-                .iter()
-                .all(|r| r.desired_config.is_none() || r.desired_config == r.last_applied_config);
-            plans.push((
-                mca,
-                cluster,
-                max_concurrency(placement),
-                new,
-                has_new,
-                applied,
-            ));
-        }
-        // Rollout per concurrency limit (clusters sharing a limit are admitted together).
-        let states: Vec<crate::configs::ClusterRollout> = plans
-            .iter()
-            .map(
-                |(_, cluster, _, _, has_new, applied)| crate::configs::ClusterRollout {
-                    cluster: cluster.clone(),
-                    has_new: *has_new,
-                    applied: *applied,
-                },
-            )
-            .collect();
-        let limit = plans.iter().find_map(|(_, _, limit, _, _, _)| *limit);
-        let admitted: BTreeSet<String> = crate::configs::admit_rollout(&states, limit)
-            .into_iter()
-            .collect();
-        for (mca, cluster, _, new, has_new, _) in plans {
-            if has_new || !admitted.contains(&cluster) {
-                continue;
-            }
-            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-            let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
-                               "status": {"configReferences": new}});
-            if let Err(err) = api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                tracing::debug!(addon = name, cluster, %err, "config references not written yet");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
-/// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
-/// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
-pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
-    let changed = Arc::new(tokio::sync::Notify::new());
-    fn watch<K>(api: Api<K>, changed: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<()>
-    where
-        K: kube::Resource
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
-        tokio::spawn(async move {
-            watcher(api, watcher::Config::default())
-                .default_backoff()
-                .for_each(|_| {
-                    changed.notify_one();
-                    async {}
-                })
-                .await;
-        })
-    }
-    let watchers = [
-        watch(
-            Api::<ClusterManagementAddOn>::all(client.clone()),
-            changed.clone(),
-        ),
-        watch(
-            Api::<ManagedClusterAddOn>::all(client.clone()),
-            changed.clone(),
-        ),
-        watch(
-            Api::<ocm_api::cluster::v1beta1::PlacementDecision>::all(client.clone()),
-            changed.clone(),
-        ),
-        watch(Api::<ManagedCluster>::all(client.clone()), changed.clone()),
-        watch(
-            Api::<ocm_api::addon::v1alpha1::AddOnDeploymentConfig>::all(client.clone()),
-            changed.clone(),
-        ),
-    ];
-    loop {
-        if let Err(err) = install_pass(&client).await {
-            tracing::debug!(%err, "install strategy pass failed; retrying");
-        }
-        if let Err(err) = config_pass(&client).await {
-            tracing::debug!(%err, "addon config pass failed; retrying");
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = changed.notified() => {}
-            _ = tokio::time::sleep(RESYNC) => {}
-        }
-    }
-    for watcher in watchers {
-        watcher.abort();
-    }
 }

@@ -73,14 +73,22 @@ fn cluster_of(mca: &ManagedClusterAddOn) -> String {
 /// The kube-client addon `reg`: default subject and approval, configmaps readable in the
 /// cluster namespace, Lease health.
 fn kube_client_addon() -> TestAddon {
+    kube_client_addon_reading("reg", "configmaps")
+}
+
+/// A kube-client addon `name` whose agent may read `resource` (core group) in its cluster
+/// namespace.
+fn kube_client_addon_reading(name: &'static str, resource: &'static str) -> TestAddon {
     let registration = Registration {
-        configurations: Arc::new(|_, mca| Ok(vec![default_kube_client(&cluster_of(mca), "reg")])),
-        approve: Arc::new(|_, mca, csr| default_approve(&cluster_of(mca), "reg", csr)),
-        permissions: Some(Arc::new(|_, mca| {
+        configurations: Arc::new(move |_, mca| {
+            Ok(vec![default_kube_client(&cluster_of(mca), name)])
+        }),
+        approve: Arc::new(move |_, mca, csr| default_approve(&cluster_of(mca), name, csr)),
+        permissions: Some(Arc::new(move |_, mca| {
             Ok(agent_role_in_cluster_namespace(
                 &cluster_of(mca),
-                "reg",
-                json!([{"apiGroups": [""], "resources": ["configmaps"],
+                name,
+                json!([{"apiGroups": [""], "resources": [resource],
                         "verbs": ["get", "list", "watch"]}]),
             ))
         })),
@@ -90,7 +98,7 @@ fn kube_client_addon() -> TestAddon {
         options: AddonOptions {
             registration: Some(registration),
             health: HealthProber::Lease,
-            ..AddonOptions::new("reg")
+            ..AddonOptions::new(name)
         },
     }
 }
@@ -221,6 +229,7 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
     tokio::spawn(
         AddonManager::new(client.clone())
             .with_addon(Arc::new(kube_client_addon()))
+            .with_addon(Arc::new(kube_client_addon_reading("peer", "secrets")))
             .with_addon(Arc::new(custom_signer_addon(issuer, None)))
             .run(stop.child()),
     );
@@ -228,6 +237,7 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
         enable(&client, name, "reg").await;
     }
     enable(&client, "c01", "signed").await;
+    enable(&client, "c01", "peer").await;
 
     // Each cluster's agent gets `reg` a certificate; a client built from exactly the secret
     // (mounted into a directory) reaches its own cluster namespace and nothing else.
@@ -288,9 +298,60 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
         }
     }
 
+    // One addon's credentials reach only what that addon was granted: on c01, `reg` reads
+    // configmaps and `peer` secrets, and neither reads what only the other may.
+    let c01_spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    let c01_secrets: Api<Secret> = Api::namespaced(c01_spoke, DEFAULT_INSTALL_NAMESPACE);
+    let peer_secret = wait_for(&c01_secrets, "peer-hub-kubeconfig", "peer's secret", |_| {
+        true
+    })
+    .await
+    .unwrap();
+    write_secret_to_dir(&peer_secret, &mounts.path().join("peer")).unwrap();
+    let peer = hub_client_from_dir(&mounts.path().join("peer"))
+        .await
+        .unwrap();
+    let reg = hub_client_from_dir(&mounts.path().join("c01"))
+        .await
+        .unwrap();
+    let c01_addons: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    wait_for(&c01_addons, "peer", "peer's permissions", |m| {
+        has_condition(m, "RegistrationApplied", "True", "SetPermissionApplied")
+    })
+    .await
+    .unwrap();
+    Api::<Secret>::namespaced(peer.clone(), "c01")
+        .list(&ListParams::default())
+        .await
+        .expect("peer reads secrets in its cluster namespace");
+    let forbidden = |result: Result<usize, kube::Error>, what: &str| match result {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{what}: {s:?}"),
+        other => panic!("{what} must be forbidden: {other:?}"),
+    };
+    forbidden(
+        Api::<ConfigMap>::namespaced(peer.clone(), "c01")
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items.len()),
+        "peer reading configmaps (reg's grant)",
+    );
+    forbidden(
+        Api::<Secret>::namespaced(peer, "c02")
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items.len()),
+        "peer reading another cluster's secrets",
+    );
+    forbidden(
+        Api::<Secret>::namespaced(reg, "c01")
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items.len()),
+        "reg reading secrets (peer's grant)",
+    );
+
     // Lease health: c01's addon agent renews its lease, c02's never does.
     let c01 = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
-    let c01_addons: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
     let c02_addons: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c02");
     let updater = LeaseUpdater::new(c01.clone(), DEFAULT_INSTALL_NAMESPACE, "reg")
         .with_period(Duration::from_millis(500));
@@ -386,34 +447,28 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
     // approved the first has been decided: refused, left pending.
     let c01_agent = ocm_e2e::hub_client_of_agent(&c01, &hub).await.unwrap();
     let csrs: Api<CertificateSigningRequest> = Api::all(c01_agent);
-    let foreign = csrs
-        .create(
-            &PostParams::default(),
-            &addon_csr(
-                "c02",
-                "reg",
-                &request(
-                    &default_user("c02", "reg", "reg"),
-                    &cluster_addon_group("c02", "reg"),
+    // Then one labelled for c01's `reg` but asking to be `peer`'s agent: refused too.
+    let ask = |label_cluster: &'static str, cluster: &'static str, addon: &'static str| {
+        let csrs = csrs.clone();
+        async move {
+            csrs.create(
+                &PostParams::default(),
+                &addon_csr(
+                    label_cluster,
+                    "reg",
+                    &request(
+                        &default_user(cluster, addon, addon),
+                        &cluster_addon_group(cluster, addon),
+                    ),
                 ),
-            ),
-        )
-        .await
-        .unwrap();
-    let own = csrs
-        .create(
-            &PostParams::default(),
-            &addon_csr(
-                "c01",
-                "reg",
-                &request(
-                    &default_user("c01", "reg", "reg"),
-                    &cluster_addon_group("c01", "reg"),
-                ),
-            ),
-        )
-        .await
-        .unwrap();
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let foreign = ask("c02", "c02", "reg").await;
+    let impostor = ask("c01", "c01", "peer").await;
+    let own = ask("c01", "c01", "reg").await;
     let admin_csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
     wait_for(
         &admin_csrs,
@@ -423,17 +478,21 @@ async fn addon_agents_get_hub_credentials_and_lease_health() {
     )
     .await
     .unwrap();
-    let foreign = admin_csrs
-        .get(foreign.metadata.name.as_deref().unwrap())
-        .await
-        .unwrap();
-    assert!(
-        foreign.status.as_ref().is_none_or(
-            |s| s.conditions.as_ref().is_none_or(|c| c.is_empty()) && s.certificate.is_none()
-        ),
-        "{:?}",
-        foreign.status
-    );
+    for refused in [&foreign, &impostor] {
+        let refused = admin_csrs
+            .get(refused.metadata.name.as_deref().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            refused.status.as_ref().is_none_or(|s| s
+                .conditions
+                .as_ref()
+                .is_none_or(|c| c.is_empty())
+                && s.certificate.is_none()),
+            "{:?}",
+            refused.status
+        );
+    }
 
     // Disabling an addon deletes the secrets the agent wrote for it.
     c01_addons

@@ -308,6 +308,29 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         );
         assert!(!annotation.contains(&before), "{annotation}");
     }
+    // The placement's install progression: completed, the new config applied everywhere.
+    let cma = wait_for(&cmas, "hello", "a completed install progression", |c| {
+        c.status
+            .as_ref()
+            .and_then(|s| s.install_progressions.first())
+            .is_some_and(|p| {
+                p.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Progressing" && c.reason == "Completed")
+                    && p.config_references.first().is_some_and(|r| {
+                        r.last_applied_config == r.desired_config
+                            && r.desired_config.as_ref().and_then(|d| d.spec_hash.as_ref())
+                                != Some(&before)
+                    })
+            })
+    })
+    .await
+    .unwrap();
+    let progression = &cma.status.unwrap().install_progressions[0];
+    assert_eq!(
+        (progression.namespace.as_str(), progression.name.as_str()),
+        ("addons", "hello")
+    );
 
     // c03 leaves the placement: its pre-delete hook Job runs first, then its addon, works and
     // the agent's objects go.
@@ -425,4 +448,147 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
     stop.cancel();
     agents.cancel();
     hub.stop().await;
+}
+
+/// An addon of one Deployment whose pods need a node labelled `node_selector`.
+struct Pinned {
+    options: AddonOptions,
+    node_selector: Value,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for Pinned {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        _cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
+    ) -> Result<Vec<Value>, AddonError> {
+        let ns = format!("{}-agent", self.options.name);
+        Ok(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "agent", "namespace": ns},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "agent"}},
+                            "template": {"metadata": {"labels": {"app": "agent"}},
+                                         "spec": {"nodeSelector": self.node_selector,
+                                                  "containers": [{"name": "agent", "image": "agent:1"}]}}}}),
+        ])
+    }
+}
+
+/// A Work prober whose check wants at least `wanted` ready replicas of `<addon>-agent/agent`.
+fn ready_at_least(addon: &str, wanted: i64) -> HealthProber {
+    HealthProber::Work {
+        probes: vec![json!({
+            "resourceIdentifier": {"group": "apps", "resource": "deployments",
+                                   "namespace": format!("{addon}-agent"), "name": "agent"},
+            "feedbackRules": [{"type": "WellKnownStatus"}]})],
+        check: Some(ocm_addon_framework::WorkHealthCheck::new(
+            move |_, values| {
+                let ready = values
+                    .iter()
+                    .find(|(name, _)| name == "ReadyReplicas")
+                    .and_then(|(_, v)| v["integer"].as_i64())
+                    .unwrap_or(0);
+                if ready >= wanted {
+                    Ok(())
+                } else {
+                    Err(format!("{ready} of {wanted} replicas ready"))
+                }
+            },
+        )),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_probes_and_deployment_availability_judge_addons_on_simulated_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, names, _agents) = ocm_e2e::fleet(dir.path(), 1).await.unwrap();
+    let client = hub.admin_client();
+    let cluster = names[0].clone();
+    let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+    let addons = [
+        // Runs, and its check accepts one ready replica.
+        ("runs", ready_at_least("runs", 1), json!({})),
+        // Its pods need a node no node is: never available.
+        (
+            "stuck",
+            HealthProber::DeploymentAvailability,
+            json!({"disktype": "nvme"}),
+        ),
+        // Runs, but its check wants two ready replicas.
+        ("strict", ready_at_least("strict", 2), json!({})),
+    ];
+    let mut manager = AddonManager::new(client.clone());
+    for (name, health, node_selector) in addons {
+        cmas.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ClusterManagementAddOn", "metadata": {"name": name}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        mcas.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ManagedClusterAddOn",
+                "metadata": {"name": name, "namespace": cluster}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        manager = manager.with_addon(Arc::new(Pinned {
+            options: AddonOptions {
+                health,
+                install_namespace: Some(format!("{name}-agent")),
+                ..AddonOptions::new(name)
+            },
+            node_selector,
+        }));
+    }
+    let stop = ocm_runtime::shutdown::Shutdown::new();
+    tokio::spawn(manager.run(stop.child()));
+
+    let judged = |name: &'static str, status: &'static str| {
+        let mcas = mcas.clone();
+        async move {
+            let mca = wait_for(&mcas, name, "a health judgement", move |m| {
+                condition(m, "Available").is_some_and(|(s, _, _)| s == status)
+            })
+            .await
+            .unwrap();
+            condition(&mca, "Available").unwrap()
+        }
+    };
+    let (_, reason, _) = judged("runs", "True").await;
+    assert_eq!(reason, "ProbeAvailable");
+    let (_, reason, message) = judged("stuck", "False").await;
+    assert_eq!(reason, "ProbeUnavailable");
+    assert!(
+        message.contains("no available replicas of deployments stuck-agent/agent"),
+        "{message}"
+    );
+    let (_, reason, message) = judged("strict", "False").await;
+    assert_eq!(reason, "ProbeUnavailable");
+    assert!(message.contains("1 of 2 replicas ready"), "{message}");
+    // The stuck Deployment is what its cluster reports.
+    let spoke = ocm_e2e::simulated_spoke(&hub, &cluster).await.unwrap();
+    let deployment =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(spoke, "stuck-agent")
+            .get("agent")
+            .await
+            .unwrap();
+    let status = deployment.status.unwrap();
+    assert_eq!(status.unavailable_replicas, Some(1));
+    assert_eq!(status.available_replicas, None);
+    stop.cancel();
 }

@@ -9,7 +9,9 @@
 //!
 //! - Deployment / ReplicaSet / StatefulSet: every replica ready, available and updated,
 //!   `observedGeneration` current; Deployments get `Available` (MinimumReplicasAvailable) and
-//!   `Progressing` (NewReplicaSetAvailable) conditions.
+//!   `Progressing` (NewReplicaSetAvailable) conditions. A Deployment whose pod template's
+//!   `nodeSelector` matches no Node of the cluster stays unavailable, as its pods would stay
+//!   Pending: every replica unavailable, `Available` False (MinimumReplicasUnavailable).
 //! - DaemonSet: one pod per Node of the cluster, all ready.
 //! - Job: succeeded = completions (default 1), `Complete` and `SuccessCriteriaMet`
 //!   conditions, start and completion times.
@@ -90,11 +92,34 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn nodes(inner: &Inner, cluster: &str) -> i64 {
+/// The labels of each Node of `cluster`.
+fn nodes(inner: &Inner, cluster: &str) -> Vec<Value> {
     let (_, items) = inner
         .store
         .list(&Bucket::new(cluster, "/nodes"), None, None);
-    items.len() as i64
+    items
+        .iter()
+        .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
+        .map(|node| {
+            node.pointer("/metadata/labels")
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+        })
+        .collect()
+}
+
+/// Whether some node carries every label of the pod template's `nodeSelector`.
+fn schedulable(object: &Value, nodes: &[Value]) -> bool {
+    let Some(selector) = object
+        .pointer("/spec/template/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .filter(|s| !s.is_empty())
+    else {
+        return true;
+    };
+    nodes
+        .iter()
+        .any(|labels| selector.iter().all(|(k, v)| labels.get(k) == Some(v)))
 }
 
 fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
@@ -104,7 +129,7 @@ fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
     let desired = desired_status(
         &key.bucket.resource,
         object,
-        nodes(inner, &key.bucket.cluster),
+        &nodes(inner, &key.bucket.cluster),
         "",
     );
     match desired {
@@ -154,15 +179,31 @@ fn condition(type_: &str, reason: &str, message: &str, now: &str) -> Value {
 pub(crate) fn desired_status(
     resource: &str,
     object: &Value,
-    nodes: i64,
+    nodes: &[Value],
     now: &str,
 ) -> Option<Value> {
+    let node_count = nodes.len() as i64;
     let generation = object
         .pointer("/metadata/generation")
         .cloned()
         .unwrap_or(json!(1));
     let name = meta::meta_str(object, "name");
     match resource {
+        "apps/deployments" if !schedulable(object, nodes) => {
+            let n = replicas(object);
+            Some(json!({
+                "observedGeneration": generation,
+                "replicas": n, "updatedReplicas": n, "unavailableReplicas": n,
+                "conditions": [
+                    {"type": "Available", "status": "False",
+                     "reason": "MinimumReplicasUnavailable",
+                     "message": "Deployment does not have minimum availability.",
+                     "lastTransitionTime": now, "lastUpdateTime": now},
+                    condition("Progressing", "ReplicaSetUpdated",
+                              &format!("ReplicaSet \"{name}\" is progressing."), now),
+                ],
+            }))
+        }
         "apps/deployments" => {
             let n = replicas(object);
             Some(json!({
@@ -192,8 +233,9 @@ pub(crate) fn desired_status(
         }
         "apps/daemonsets" => Some(json!({
             "observedGeneration": generation,
-            "desiredNumberScheduled": nodes, "currentNumberScheduled": nodes,
-            "numberReady": nodes, "numberAvailable": nodes, "updatedNumberScheduled": nodes,
+            "desiredNumberScheduled": node_count, "currentNumberScheduled": node_count,
+            "numberReady": node_count, "numberAvailable": node_count,
+            "updatedNumberScheduled": node_count,
             "numberMisscheduled": 0,
         })),
         "batch/jobs" => {
@@ -238,7 +280,7 @@ async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
         if meta::is_deleting(old) {
             return Ok(new);
         }
-        if let Some(status) = desired_status(&resource, old, nodes, &meta::now())
+        if let Some(status) = desired_status(&resource, old, &nodes, &meta::now())
             && !status_matches(old.get("status"), &status)
         {
             new["status"] = status;
@@ -267,22 +309,65 @@ mod tests {
     #[test]
     fn deployments_report_every_replica_ready() {
         let d = json!({"metadata": {"name": "web", "generation": 3}, "spec": {"replicas": 2}});
-        let s = desired_status("apps/deployments", &d, 2, "t").unwrap();
+        let s = desired_status("apps/deployments", &d, &two_nodes(), "t").unwrap();
         assert_eq!(s["readyReplicas"], 2);
         assert_eq!(s["observedGeneration"], 3);
         assert!(status_matches(Some(&s), &s));
         let scaled = json!({"metadata": {"name": "web", "generation": 4}, "spec": {"replicas": 0}});
-        let s0 = desired_status("apps/deployments", &scaled, 2, "t").unwrap();
+        let s0 = desired_status("apps/deployments", &scaled, &two_nodes(), "t").unwrap();
         assert!(!status_matches(Some(&s), &s0));
         assert_eq!(s0["availableReplicas"], 0);
     }
 
+    fn two_nodes() -> Vec<Value> {
+        vec![json!({"zone": "a"}), json!({"zone": "b", "disk": "ssd"})]
+    }
+
+    #[test]
+    fn a_deployment_no_node_can_run_stays_unavailable() {
+        let pinned = |selector: Value| {
+            json!({"metadata": {"name": "web", "generation": 1},
+                   "spec": {"replicas": 2, "template": {"spec": {"nodeSelector": selector}}}})
+        };
+        let fits = desired_status(
+            "apps/deployments",
+            &pinned(json!({"disk": "ssd"})),
+            &two_nodes(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(fits["availableReplicas"], 2);
+        let stuck = desired_status(
+            "apps/deployments",
+            &pinned(json!({"disk": "nvme"})),
+            &two_nodes(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(stuck["unavailableReplicas"], 2);
+        assert!(stuck.get("availableReplicas").is_none());
+        assert_eq!(stuck["conditions"][0]["status"], "False");
+        assert_eq!(
+            stuck["conditions"][0]["reason"],
+            "MinimumReplicasUnavailable"
+        );
+        // A status written for the schedulable spec does not satisfy the stuck one.
+        assert!(!status_matches(Some(&fits), &stuck));
+    }
+
     #[test]
     fn daemonsets_follow_nodes_and_jobs_complete() {
-        let s = desired_status("apps/daemonsets", &json!({}), 3, "t").unwrap();
+        let s = desired_status(
+            "apps/daemonsets",
+            &json!({}),
+            &[json!({}), json!({}), json!({})],
+            "t",
+        )
+        .unwrap();
         assert_eq!(s["numberReady"], 3);
-        let j = desired_status("batch/jobs", &json!({"spec": {"completions": 4}}), 0, "t").unwrap();
+        let j =
+            desired_status("batch/jobs", &json!({"spec": {"completions": 4}}), &[], "t").unwrap();
         assert_eq!(j["succeeded"], 4);
-        assert!(desired_status("/configmaps", &json!({}), 0, "t").is_none());
+        assert!(desired_status("/configmaps", &json!({}), &[], "t").is_none());
     }
 }

@@ -21,6 +21,12 @@ use super::{
 pub struct StoreConfig {
     /// How many events the history window keeps for watch resumption and paged lists.
     pub history_window: usize,
+    /// Most bytes of objects the history window keeps: past it the oldest events go, down
+    /// to `history_min_events` (a fleet's busy minute of large objects would otherwise hold
+    /// hundreds of megabytes of superseded versions).
+    pub history_bytes: usize,
+    /// Events the history window keeps whatever their size.
+    pub history_min_events: usize,
     /// Most writes grouped into one durable commit.
     pub max_batch: usize,
     /// Capacity of one watcher's queue; a watcher that falls this far behind is closed.
@@ -31,6 +37,8 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             history_window: 20_000,
+            history_bytes: 48 << 20,
+            history_min_events: 1_000,
             max_batch: 512,
             watcher_queue: 16_384,
         }
@@ -70,6 +78,8 @@ struct State {
     /// Revision of the last write (create, update or delete) to each bucket.
     bucket_writes: HashMap<Bucket, Revision>,
     history: VecDeque<Arc<Event>>,
+    /// Sum of the object sizes of the events in `history`.
+    history_bytes: usize,
     watchers: Mutex<Watchers>,
 }
 
@@ -263,6 +273,7 @@ impl Store {
             buckets,
             bucket_writes,
             history: VecDeque::new(),
+            history_bytes: 0,
             watchers: Mutex::new(Watchers::default()),
         };
         let shared = Arc::new(Shared {
@@ -774,12 +785,19 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
                 );
             }
         }
+        state.history_bytes += event.object.len();
         state.history.push_back(event.clone());
     }
-    while state.history.len() > window {
-        if let Some(old) = state.history.pop_front() {
-            state.compacted = old.rev;
-        }
+    let budget = shared.config.history_bytes;
+    let keep = shared.config.history_min_events;
+    while state.history.len() > window
+        || (state.history_bytes > budget && state.history.len() > keep)
+    {
+        let Some(old) = state.history.pop_front() else {
+            break;
+        };
+        state.history_bytes = state.history_bytes.saturating_sub(old.object.len());
+        state.compacted = old.rev;
     }
     state.revision = revision;
     let mut watchers = lock_watchers(&state);
@@ -1009,6 +1027,35 @@ mod tests {
             .map_or(0, Vec::len);
         assert_eq!(slots, 2);
         drop((live, again));
+    }
+
+    #[tokio::test]
+    async fn the_history_window_keeps_to_its_byte_budget() {
+        let config = StoreConfig {
+            history_bytes: 2_000,
+            history_min_events: 2,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+        let big = "x".repeat(800);
+        let mut last = first.rev;
+        for _ in 0..5 {
+            last = store
+                .update(key("ns", "a"), cm("a", &big), None)
+                .await
+                .unwrap()
+                .rev;
+        }
+        // Five 800-byte versions do not fit in 2,000 bytes: the oldest went.
+        assert!(matches!(
+            store.watch_from(&bucket, first.rev, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        // The newest ones are still there to resume from.
+        let before_last = store.changes_since(&bucket, last - 1).unwrap();
+        assert_eq!(before_last.len(), 1);
     }
 
     #[tokio::test]

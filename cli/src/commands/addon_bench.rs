@@ -6,7 +6,8 @@
 //! [`AddonManager`] runs them (each addon: a namespace, a ConfigMap and a Deployment on every
 //! cluster, judged by Deployment availability). Printed: the time until every
 //! ManagedClusterAddOn exists and until every one is `Available`, and the process RSS before
-//! and after (hub, API server, simulated clusters and agents share this process).
+//! and after (hub, API server, simulated clusters and agents share this process, unless
+//! `--fleet-process` puts the clusters and agents in processes of their own).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,6 +41,10 @@ pub struct BenchAddonsArgs {
     /// Work agents' status sync interval, in seconds (upstream's default: 10).
     #[arg(long, default_value_t = 10)]
     status_sync_seconds: u64,
+    /// Run the simulated clusters and their agents in other processes, so that this one's RSS
+    /// is the hub's alone.
+    #[arg(long)]
+    fleet_process: bool,
 }
 
 /// A benchmark addon: a namespace, a ConfigMap and a Deployment.
@@ -99,23 +104,35 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     );
     let joining = Instant::now();
     let shutdown = Shutdown::new();
-    let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
-    for (name, spoke) in &spokes {
-        let agent = ocm_work::agent::WorkAgent::new(
-            spoke.clone(),
-            ocm_work::agent::WorkAgentOptions {
-                cluster_name: name.clone(),
-                status_sync_interval: Duration::from_secs(args.status_sync_seconds),
-                ..Default::default()
-            },
-        );
-        let token = shutdown.child();
-        tokio::spawn(async move { agent.run(token).await });
+    let status_sync = Duration::from_secs(args.status_sync_seconds);
+    let mut fleet = Vec::new();
+    if args.fleet_process {
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("bootstrap.kubeconfig");
+        std::fs::write(&path, &bootstrap)?;
+        fleet = super::fleet_bench::FleetProcess::start_all(&path, names.len(), Some(status_sync))
+            .await?;
+        let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+        let waiting = names.clone();
+        let waiter =
+            tokio::spawn(async move { super::demo::wait_all_available(&clusters, &waiting).await });
+        for process in &mut fleet {
+            process.go().await?;
+        }
+        waiter.await.context("waiting for the fleet")??;
+    } else {
+        let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+        super::fleet_bench::start_work_agents(&spokes, status_sync, &shutdown);
     }
     println!(
-        "  {} clusters joined in {:.1} s (not part of the measurement)",
+        "  {} clusters joined in {:.1} s (not part of the measurement{})",
         names.len(),
-        joining.elapsed().as_secs_f64()
+        joining.elapsed().as_secs_f64(),
+        if args.fleet_process {
+            "; clusters and agents in other processes"
+        } else {
+            ""
+        }
     );
     bind_everything(&admin).await?;
     let (rss_before, _) = process_usage();
@@ -159,14 +176,32 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         created.as_secs_f64(),
         available.as_secs_f64()
     );
+    let contents = if args.fleet_process {
+        "hub, its API server and the addon manager".to_owned()
+    } else {
+        format!("hub, API server, {} clusters and their agents", names.len())
+    };
     println!(
-        "  RSS of this process (hub, API server, {} clusters and their agents): {:.0} MiB before, {:.0} MiB after ({:+.0} MiB)",
-        names.len(),
+        "  RSS of this process ({contents}): {:.0} MiB before, {:.0} MiB after ({:+.0} MiB)",
         rss_before as f64 / 1024.0,
         rss_after as f64 / 1024.0,
         (rss_after as f64 - rss_before as f64) / 1024.0
     );
+    if !fleet.is_empty() {
+        let fleet_rss: u64 = fleet
+            .iter()
+            .filter_map(super::fleet_bench::FleetProcess::pid)
+            .map(super::bench::rss_of)
+            .sum();
+        println!(
+            "  RSS of the fleet processes (clusters and agents): {:.0} MiB",
+            fleet_rss as f64 / 1024.0
+        );
+    }
     let _ = started;
+    for process in fleet {
+        process.stop().await;
+    }
     shutdown.cancel();
     hub.stop().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -293,7 +293,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         std::fs::create_dir_all(&dir)?;
         let path = dir.join("bootstrap.kubeconfig");
         std::fs::write(&path, &bootstrap)?;
-        fleet = super::fleet_bench::FleetProcess::start_all(&path, args.clusters).await?;
+        fleet = super::fleet_bench::FleetProcess::start_all(&path, args.clusters, None).await?;
         let pids: Vec<String> = fleet
             .iter()
             .filter_map(super::fleet_bench::FleetProcess::pid)

@@ -5,7 +5,7 @@
 //!
 //! Protocol with the parent, line by line: the child prints `prepared` once every simulated
 //! cluster exists with its bootstrap secret, starts the agents when it reads `go` on stdin,
-//! and exits when stdin closes.
+//! and exits when stdin closes. `ocm bench addons --fleet-process` uses it with work agents.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -29,6 +29,9 @@ pub struct FleetArgs {
     /// Number of the first cluster.
     #[arg(long, default_value_t = 1)]
     first: usize,
+    /// Also run a work agent per cluster, with this status sync interval in seconds.
+    #[arg(long)]
+    work_status_sync_seconds: Option<u64>,
 }
 
 /// Runs the fleet until stdin closes.
@@ -65,11 +68,35 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
         }
     }
     let shutdown = Shutdown::new();
+    if let Some(seconds) = args.work_status_sync_seconds {
+        start_work_agents(&spokes, std::time::Duration::from_secs(seconds), &shutdown);
+    }
     let _agents = super::bench::start_agents(spokes, &shutdown);
     // Until the parent closes stdin (or goes away).
     while lines.next_line().await?.is_some() {}
     shutdown.cancel();
     Ok(())
+}
+
+/// Starts a work agent for each spoke (each follows its cluster's hub kubeconfig secret, so it
+/// waits for its registration agent); they run until `shutdown`.
+pub(crate) fn start_work_agents(
+    spokes: &[(String, kube::Client)],
+    status_sync_interval: std::time::Duration,
+    shutdown: &Shutdown,
+) {
+    for (name, spoke) in spokes {
+        let agent = ocm_work::agent::WorkAgent::new(
+            spoke.clone(),
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: name.clone(),
+                status_sync_interval,
+                ..Default::default()
+            },
+        );
+        let token = shutdown.child();
+        tokio::spawn(async move { agent.run(token).await });
+    }
 }
 
 /// The fleet process, seen from the hub's side.
@@ -87,15 +114,17 @@ impl FleetProcess {
     /// Starts as many fleet processes as `clusters` needs (clusters `bench-1` …
     /// `bench-<clusters>` shared out in order), all preparing at once; returns when every one
     /// is prepared.
+    /// With `work_status_sync`, each cluster also runs a work agent.
     pub async fn start_all(
         bootstrap_kubeconfig: &std::path::Path,
         clusters: usize,
+        work_status_sync: Option<std::time::Duration>,
     ) -> anyhow::Result<Vec<Self>> {
         let processes = clusters.div_ceil(MAX_CLUSTERS_PER_PROCESS).max(1);
         let starts = (0..processes).map(|i| {
             let first = 1 + i * clusters / processes;
             let end = 1 + (i + 1) * clusters / processes;
-            Self::start(bootstrap_kubeconfig, first, end - first)
+            Self::start(bootstrap_kubeconfig, first, end - first, work_status_sync)
         });
         futures::future::join_all(starts)
             .await
@@ -109,13 +138,22 @@ impl FleetProcess {
         bootstrap_kubeconfig: &std::path::Path,
         first: usize,
         clusters: usize,
+        work_status_sync: Option<std::time::Duration>,
     ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("finding the ocm executable")?;
-        let mut child = tokio::process::Command::new(exe)
+        let mut command = tokio::process::Command::new(exe);
+        command
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
             .args(["--first", &first.to_string()])
             .arg("--bootstrap-kubeconfig")
-            .arg(bootstrap_kubeconfig)
+            .arg(bootstrap_kubeconfig);
+        if let Some(interval) = work_status_sync {
+            command.args([
+                "--work-status-sync-seconds",
+                &interval.as_secs().to_string(),
+            ]);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

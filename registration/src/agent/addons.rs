@@ -456,6 +456,10 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut running: BTreeMap<(String, String), (AddonCredential, AbortHandle)> = BTreeMap::new();
     let mut sweep_failed = false;
+    // The wanted secrets at the last sweep: an addon's status changes often, its wanted
+    // credentials rarely, and each sweep lists secrets on the managed cluster.
+    let mut swept: Option<BTreeSet<(String, String)>> = None;
+    let mut periodic = false;
     loop {
         while tasks.try_join_next().is_some() {}
         let snapshot = seen.borrow_and_update().clone();
@@ -478,27 +482,32 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
                     running.insert(key.clone(), (credential.clone(), handle));
                 }
             }
-            sweep_failed = match sweep_secrets(&env.spoke, &wanted).await {
-                Ok(()) => false,
-                Err(err) => {
-                    tracing::warn!(error = %err, "deleting secrets of removed addon registrations");
-                    true
-                }
-            };
+            let keys: BTreeSet<(String, String)> = wanted.keys().cloned().collect();
+            if sweep_failed || periodic || swept.as_ref() != Some(&keys) {
+                sweep_failed = match sweep_secrets(&env.spoke, &wanted).await {
+                    Ok(()) => false,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "deleting secrets of removed addon registrations");
+                        true
+                    }
+                };
+                swept = Some(keys);
+            }
         }
         let retry = if sweep_failed {
             env.options.cert_check_period.min(Duration::from_secs(5))
         } else {
             env.options.cert_check_period
         };
-        tokio::select! {
+        periodic = tokio::select! {
             changed = seen.changed() => {
                 if changed.is_err() {
                     return std::future::pending().await;
                 }
+                false
             }
-            _ = tokio::time::sleep(retry) => {}
-        }
+            _ = tokio::time::sleep(retry) => true,
+        };
     }
 }
 

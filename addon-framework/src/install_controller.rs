@@ -1,0 +1,625 @@
+//! The generic controller `ocm hub` runs for every addon: ClusterManagementAddOn install
+//! strategies ([`crate::install::plan`]) and the configs each ManagedClusterAddOn should run,
+//! handed out per rollout strategy.
+//!
+//! Both passes read caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
+//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs) and write only differences:
+//! on a large fleet every addon status write wakes them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::addon::v1alpha1::{AddOnDeploymentConfig, InstallConfigReference, InstallProgression};
+use ocm_api::addon::v1beta1::{
+    ClusterManagementAddOn, ConfigReference, ConfigSpecHash, ManagedClusterAddOn,
+};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::cluster::v1beta1::PlacementDecision;
+use ocm_runtime::conditions::{condition, set_condition};
+use ocm_runtime::shutdown::Shutdown;
+use ocm_work::hub::replicaset::placement_groups;
+use ocm_work::hub::rollout::{ClusterGroups, ClusterRolloutStatus, RolloutStatus, plan_rollout};
+use serde_json::{Value, json};
+
+use crate::configs::ConfigRef;
+use crate::manager::ManagerError;
+
+/// How often the passes run without a change.
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// The hub objects the passes read.
+struct Caches {
+    cmas: Store<ClusterManagementAddOn>,
+    mcas: Store<ManagedClusterAddOn>,
+    decisions: Store<PlacementDecision>,
+    clusters: Store<ManagedCluster>,
+    deployment_configs: Store<AddOnDeploymentConfig>,
+}
+
+/// The clusters each placement of `cma`'s strategy selects.
+fn decisions_of(
+    caches: &Caches,
+    cma: &ClusterManagementAddOn,
+) -> BTreeMap<String, Option<BTreeSet<String>>> {
+    let mut out = BTreeMap::new();
+    let placements = cma
+        .spec
+        .install_strategy
+        .as_ref()
+        .map(|s| s.placements.clone())
+        .unwrap_or_default();
+    for placement in placements {
+        let key = format!("{}/{}", placement.namespace, placement.name);
+        let decisions = caches.decisions.state_filter(|d| {
+            d.metadata.namespace.as_deref() == Some(placement.namespace.as_str())
+                && d.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("cluster.open-cluster-management.io/placement"))
+                    == Some(&placement.name)
+        });
+        let clusters = decisions
+            .iter()
+            .filter_map(|d| d.status.as_ref())
+            .flat_map(|s| s.decisions.iter().map(|d| d.cluster_name.clone()))
+            .collect();
+        out.insert(key, Some(clusters));
+    }
+    out
+}
+
+/// One pass over every ClusterManagementAddOn's install strategy.
+async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), ManagerError> {
+    let deleting: BTreeSet<String> = caches
+        .clusters
+        .state_filter(|c| c.metadata.deletion_timestamp.is_some())
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    for cma in caches.cmas.state() {
+        let name = cma.metadata.name.clone().unwrap_or_default();
+        let uid = cma.metadata.uid.clone().unwrap_or_default();
+        let strategy = cma
+            .spec
+            .install_strategy
+            .as_ref()
+            .and_then(|s| s.type_)
+            .map(|t| match t {
+                ocm_api::addon::v1alpha1::InstallStrategyType::Placements => {
+                    ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS
+                }
+                ocm_api::addon::v1alpha1::InstallStrategyType::Manual => {
+                    ocm_api::addon::names::INSTALL_STRATEGY_MANUAL
+                }
+            })
+            .unwrap_or_default();
+        let existing: Vec<crate::install::Existing> = caches
+            .mcas
+            .state_filter(|m| m.metadata.name.as_deref() == Some(name.as_str()))
+            .iter()
+            .map(|m| crate::install::Existing {
+                cluster: m.metadata.namespace.clone().unwrap_or_default(),
+                owned: m
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid),
+            })
+            .collect();
+        let decisions = decisions_of(caches, &cma);
+        let planned = match crate::install::plan(strategy, &decisions, &deleting, &existing) {
+            Ok(planned) => planned,
+            Err(err) => {
+                tracing::warn!(addon = name, %err, "install strategy not followed");
+                continue;
+            }
+        };
+        // Up to 16 creates in flight: a new addon on a large fleet is thousands of them.
+        let creates = planned.create.into_iter().map(|cluster| {
+            let name = name.clone();
+            let uid = uid.clone();
+            async move {
+                let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+                let mca: ManagedClusterAddOn = serde_json::from_value(json!({
+                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                    "kind": "ManagedClusterAddOn",
+                    "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
+                        "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                        "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
+                    "spec": {},
+                }))?;
+                match api.create(&PostParams::default(), &mca).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
+                }
+                Ok::<(), ManagerError>(())
+            }
+        });
+        let created: Vec<Result<(), ManagerError>> = futures::stream::iter(creates)
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        created
+            .into_iter()
+            .collect::<Result<Vec<()>, ManagerError>>()?;
+        for cluster in planned.delete {
+            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+            let _ = api.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+    Ok(())
+}
+
+/// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
+/// Progressive `maxConcurrency`.
+fn placement_of<'a>(
+    cma: &'a ClusterManagementAddOn,
+    decisions: &BTreeMap<String, Option<BTreeSet<String>>>,
+    cluster: &str,
+) -> Option<&'a ocm_api::addon::v1alpha1::PlacementStrategy> {
+    cma.spec
+        .install_strategy
+        .as_ref()?
+        .placements
+        .iter()
+        .find(|p| {
+            decisions
+                .get(&format!("{}/{}", p.namespace, p.name))
+                .and_then(Option::as_ref)
+                .is_some_and(|clusters| clusters.contains(cluster))
+        })
+}
+
+/// Config references as the status records them, for the desired configs with their hashes
+/// (keeping each kind's `lastAppliedConfig` from `existing`).
+fn config_references(
+    desired: &[(ConfigRef, Option<String>)],
+    existing: &[ConfigReference],
+) -> Vec<ConfigReference> {
+    desired
+        .iter()
+        .map(|(config, hash)| ConfigReference {
+            group: Some(config.group.clone()),
+            resource: config.resource.clone(),
+            last_observed_generation: None,
+            desired_config: Some(ConfigSpecHash {
+                namespace: config.namespace.clone(),
+                name: config.name.clone(),
+                spec_hash: hash.clone(),
+            }),
+            last_applied_config: existing
+                .iter()
+                .find(|e| {
+                    e.group.clone().unwrap_or_default() == config.group
+                        && e.resource == config.resource
+                })
+                .and_then(|e| e.last_applied_config.clone()),
+        })
+        .collect()
+}
+
+/// (group, resource, desired) of each reference: what a rollout compares.
+fn desired_of(refs: &[ConfigReference]) -> Vec<(String, String, Option<ConfigSpecHash>)> {
+    refs.iter()
+        .map(|r| {
+            (
+                r.group.clone().unwrap_or_default(),
+                r.resource.clone(),
+                r.desired_config.clone(),
+            )
+        })
+        .collect()
+}
+
+/// One addon on one cluster in a config pass.
+struct AddonPlan {
+    mca: Arc<ManagedClusterAddOn>,
+    cluster: String,
+    /// The install-strategy placement that governs it (`namespace/name`), if any.
+    placement: Option<String>,
+    references: Vec<ConfigReference>,
+    /// Its status already names the new desired configs.
+    has_new: bool,
+}
+
+/// One pass of the configs every ManagedClusterAddOn should run: its desired configs (own >
+/// placement > default) with their spec hashes in `status.configReferences`, handed out per
+/// each placement's rollout strategy (addons outside any placement get them at once); the
+/// ClusterManagementAddOn's `defaultConfigReferences` and `installProgressions`. Returns when
+/// the answer changes by the clock alone (a soak time or a deadline ends).
+async fn config_pass(
+    client: &kube::Client,
+    caches: &Caches,
+) -> Result<Option<Duration>, ManagerError> {
+    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
+    let now = jiff::Timestamp::now();
+    let mut recheck: Option<Duration> = None;
+    for cma in caches.cmas.state() {
+        let name = cma.metadata.name.clone().unwrap_or_default();
+        let decisions = decisions_of(caches, &cma);
+        let mut hash_cache: BTreeMap<ConfigRef, Option<String>> = BTreeMap::new();
+        let mut hash_of = async |config: &ConfigRef| -> Option<String> {
+            if let Some(hash) = hash_cache.get(config) {
+                return hash.clone();
+            }
+            let object = if config.group == ocm_api::addon::GROUP
+                && config.resource == "addondeploymentconfigs"
+            {
+                caches
+                    .deployment_configs
+                    .get(&ObjectRef::new(&config.name).within(&config.namespace))
+                    .and_then(|c| serde_json::to_value(c.as_ref()).ok())
+            } else {
+                crate::manager::fetch_config(client, config).await
+            };
+            let hash = object.map(|o| crate::configs::spec_hash(&o));
+            hash_cache.insert(config.clone(), hash.clone());
+            hash
+        };
+        let mut default_refs = Vec::new();
+        for config in &crate::configs::desired(&cma.spec.default_configs, &[], &[]) {
+            default_refs.push(json!({
+                "group": config.group, "resource": config.resource,
+                "desiredConfig": {"namespace": config.namespace, "name": config.name,
+                                  "specHash": hash_of(config).await.unwrap_or_default()},
+            }));
+        }
+        // Per addon: its desired configs.
+        let mut plans = Vec::new();
+        for mca in caches
+            .mcas
+            .state_filter(|m| m.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            let cluster = mca.metadata.namespace.clone().unwrap_or_default();
+            let placement = placement_of(&cma, &decisions, &cluster);
+            let placement_configs = placement.map(|p| p.configs.clone()).unwrap_or_default();
+            let desired = crate::configs::desired(
+                &cma.spec.default_configs,
+                &placement_configs,
+                &mca.spec.configs,
+            );
+            let mut hashed = Vec::new();
+            for config in desired {
+                let hash = hash_of(&config).await;
+                hashed.push((config, hash));
+            }
+            let existing = mca
+                .status
+                .as_ref()
+                .map(|s| s.config_references.clone())
+                .unwrap_or_default();
+            let references = config_references(&hashed, &existing);
+            let has_new = desired_of(&existing) == desired_of(&references);
+            plans.push(AddonPlan {
+                placement: placement.map(|p| format!("{}/{}", p.namespace, p.name)),
+                cluster,
+                mca,
+                references,
+                has_new,
+            });
+        }
+        // Addons outside any placement get their configs at once; each placement's addons
+        // per its rollout strategy.
+        let mut admitted: BTreeSet<String> = plans
+            .iter()
+            .filter(|p| p.placement.is_none())
+            .map(|p| p.cluster.clone())
+            .collect();
+        let mut progressions = Vec::new();
+        let strategies = cma
+            .spec
+            .install_strategy
+            .as_ref()
+            .map(|s| s.placements.clone())
+            .unwrap_or_default();
+        for strategy in &strategies {
+            let key = format!("{}/{}", strategy.namespace, strategy.name);
+            let governed: Vec<&AddonPlan> = plans
+                .iter()
+                .filter(|p| p.placement.as_deref() == Some(key.as_str()))
+                .collect();
+            let progress = roll_out_placement(caches, strategy, &governed, now, &mut admitted);
+            if let Some(after) = progress.recheck_after {
+                recheck = Some(recheck.map_or(after, |r| r.min(after)));
+            }
+            let mut hashed = Vec::new();
+            for config in crate::configs::desired(&cma.spec.default_configs, &strategy.configs, &[])
+            {
+                let hash = hash_of(&config).await;
+                hashed.push((config, hash));
+            }
+            progressions.push(install_progression(&cma, strategy, &hashed, &progress));
+        }
+        write_cma_status(&cmas, &cma, default_refs, progressions).await;
+        for plan in plans {
+            if plan.has_new || !admitted.contains(&plan.cluster) {
+                continue;
+            }
+            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
+            let patch = json!({"metadata": {"resourceVersion": plan.mca.metadata.resource_version},
+                               "status": {"configReferences": plan.references}});
+            if let Err(err) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(addon = name, cluster = plan.cluster, %err,
+                    "config references not written yet");
+            }
+        }
+    }
+    Ok(recheck)
+}
+
+/// How one placement's rollout stands.
+#[derive(Debug, Default)]
+struct PlacementProgress {
+    total: usize,
+    succeeded: usize,
+    failed: usize,
+    timed_out: usize,
+    breached: bool,
+    /// The strategy cannot be followed.
+    error: Option<String>,
+    recheck_after: Option<Duration>,
+}
+
+/// Plans one placement's rollout of new configs over the addons it governs, adding the
+/// clusters that get them now to `admitted`.
+fn roll_out_placement(
+    caches: &Caches,
+    strategy: &ocm_api::addon::v1alpha1::PlacementStrategy,
+    governed: &[&AddonPlan],
+    now: jiff::Timestamp,
+    admitted: &mut BTreeSet<String>,
+) -> PlacementProgress {
+    let decisions: Vec<PlacementDecision> = caches
+        .decisions
+        .state_filter(|d| d.metadata.namespace.as_deref() == Some(strategy.namespace.as_str()))
+        .iter()
+        .map(|d| d.as_ref().clone())
+        .collect();
+    let decided = placement_groups(&strategy.name, &decisions);
+    let group_of = decided.group_of();
+    let mut groups = ClusterGroups::default();
+    for plan in governed {
+        if let Some(key) = group_of.get(plan.cluster.as_str()) {
+            groups.insert((*key).clone(), [plan.cluster.clone()]);
+        }
+    }
+    let existing: Vec<ClusterRolloutStatus> = governed
+        .iter()
+        .filter_map(|p| crate::configs::rollout_status(&p.cluster, &p.mca, p.has_new))
+        .collect();
+    let mut progress = PlacementProgress {
+        total: governed.len(),
+        succeeded: existing
+            .iter()
+            .filter(|s| s.status == RolloutStatus::Succeeded)
+            .count(),
+        failed: existing
+            .iter()
+            .filter(|s| s.status == RolloutStatus::Failed)
+            .count(),
+        ..PlacementProgress::default()
+    };
+    let rollout_strategy = strategy.rollout_strategy.clone().unwrap_or_default();
+    match plan_rollout(&rollout_strategy, &groups, &existing, now) {
+        Ok(result) => {
+            admitted.extend(
+                result
+                    .to_rollout
+                    .iter()
+                    .filter(|s| s.status == RolloutStatus::ToApply)
+                    .map(|s| s.cluster.clone()),
+            );
+            progress.timed_out = result.timed_out.len();
+            progress.breached = result.max_failure_breach;
+            progress.recheck_after = result.recheck_after;
+        }
+        Err(err) => progress.error = Some(err.to_string()),
+    }
+    progress
+}
+
+/// A placement's `installProgressions` entry.
+fn install_progression(
+    cma: &ClusterManagementAddOn,
+    strategy: &ocm_api::addon::v1alpha1::PlacementStrategy,
+    desired: &[(ConfigRef, Option<String>)],
+    progress: &PlacementProgress,
+) -> InstallProgression {
+    let previous = cma.status.as_ref().and_then(|s| {
+        s.install_progressions
+            .iter()
+            .find(|p| p.namespace == strategy.namespace && p.name == strategy.name)
+    });
+    let complete =
+        progress.error.is_none() && progress.total > 0 && progress.succeeded >= progress.total;
+    let config_references = desired
+        .iter()
+        .map(|(config, hash)| {
+            let wanted = ConfigSpecHash {
+                namespace: config.namespace.clone(),
+                name: config.name.clone(),
+                spec_hash: hash.clone(),
+            };
+            let before = previous.and_then(|p| {
+                p.config_references.iter().find(|r| {
+                    r.group.clone().unwrap_or_default() == config.group
+                        && r.resource == config.resource
+                })
+            });
+            let kept =
+                |f: fn(&InstallConfigReference) -> Option<ConfigSpecHash>| before.and_then(f);
+            InstallConfigReference {
+                group: Some(config.group.clone()),
+                resource: config.resource.clone(),
+                desired_config: Some(wanted.clone()),
+                last_known_good_config: if complete {
+                    Some(wanted.clone())
+                } else {
+                    kept(|r| r.last_known_good_config.clone())
+                },
+                last_applied_config: if complete {
+                    Some(wanted)
+                } else {
+                    kept(|r| r.last_applied_config.clone())
+                },
+            }
+        })
+        .collect();
+    let (status, reason, message) = match &progress.error {
+        Some(err) => (
+            "False",
+            ocm_api::addon::names::conditions::progressing::FAILED,
+            format!("the rollout strategy cannot be followed: {err}"),
+        ),
+        None => crate::configs::progression_condition(
+            progress.total,
+            progress.succeeded,
+            progress.failed,
+            progress.timed_out,
+            progress.breached,
+        ),
+    };
+    let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
+    set_condition(
+        &mut conditions,
+        condition(
+            ocm_api::addon::names::conditions::PROGRESSING,
+            status,
+            reason,
+            &message,
+            None,
+        ),
+    );
+    InstallProgression {
+        namespace: strategy.namespace.clone(),
+        name: strategy.name.clone(),
+        config_references,
+        conditions,
+    }
+}
+
+/// Writes a ClusterManagementAddOn's `defaultConfigReferences` and `installProgressions` when
+/// they changed (conditionally on its resourceVersion; a conflict is retried next pass).
+async fn write_cma_status(
+    cmas: &Api<ClusterManagementAddOn>,
+    cma: &ClusterManagementAddOn,
+    default_refs: Vec<Value>,
+    progressions: Vec<InstallProgression>,
+) {
+    let current = cma.status.as_ref();
+    let current_defaults = current
+        .map(|s| serde_json::to_value(&s.default_config_references).unwrap_or(Value::Null))
+        .unwrap_or(json!([]));
+    let current_progressions = current
+        .map(|s| s.install_progressions.clone())
+        .unwrap_or_default();
+    if current_defaults == json!(default_refs) && current_progressions == progressions {
+        return;
+    }
+    let patch = json!({"metadata": {"resourceVersion": cma.metadata.resource_version},
+                       "status": {"defaultConfigReferences": default_refs,
+                                  "installProgressions": progressions}});
+    let name = cma.metadata.name.as_deref().unwrap_or_default();
+    if let Err(err) = cmas
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::debug!(addon = name, %err, "addon status not written yet");
+    }
+}
+
+/// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
+/// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
+/// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
+pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let (cmas, cma_feed) = cache::<ClusterManagementAddOn>(&client, &changed, &shutdown);
+    let (mcas, mca_feed) = cache::<ManagedClusterAddOn>(&client, &changed, &shutdown);
+    let (decisions, decision_feed) = cache::<PlacementDecision>(&client, &changed, &shutdown);
+    let (clusters, cluster_feed) = cache::<ManagedCluster>(&client, &changed, &shutdown);
+    let (deployment_configs, config_feed) =
+        cache::<AddOnDeploymentConfig>(&client, &changed, &shutdown);
+    let feeds = [cma_feed, mca_feed, decision_feed, cluster_feed, config_feed];
+    let caches = Caches {
+        cmas,
+        mcas,
+        decisions,
+        clusters,
+        deployment_configs,
+    };
+    let ready = async {
+        let _ = caches.cmas.wait_until_ready().await;
+        let _ = caches.mcas.wait_until_ready().await;
+        let _ = caches.decisions.wait_until_ready().await;
+        let _ = caches.clusters.wait_until_ready().await;
+        let _ = caches.deployment_configs.wait_until_ready().await;
+    };
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = ready => loop {
+            if let Err(err) = install_pass(&client, &caches).await {
+                tracing::debug!(%err, "install strategy pass failed; retrying");
+            }
+            let recheck = match config_pass(&client, &caches).await {
+                Ok(recheck) => recheck,
+                Err(err) => {
+                    tracing::debug!(%err, "addon config pass failed; retrying");
+                    None
+                }
+            };
+            // A soak time or deadline ending changes the rollout without any event.
+            let wait = recheck.map_or(RESYNC, |r| r.min(RESYNC));
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = changed.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+    for feed in feeds {
+        feed.abort();
+    }
+}
+
+/// A cache of every `K`, and the task that keeps it (notifying `changed` on every event).
+fn cache<K>(
+    client: &kube::Client,
+    changed: &Arc<tokio::sync::Notify>,
+    shutdown: &Shutdown,
+) -> (Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let api = Api::<K>::all(client.clone());
+    let changed = changed.clone();
+    let shutdown = shutdown.clone();
+    let feed = tokio::spawn(async move {
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .take_until(shutdown.cancelled())
+            .for_each(|_| {
+                changed.notify_one();
+                async {}
+            })
+            .await;
+    });
+    (store, feed)
+}
