@@ -538,6 +538,64 @@ async fn write_cma_status(
     }
 }
 
+/// The reason on `Configured` of a ManagedClusterAddOn whose addon this hub does not know
+/// (an ocm-rs addition: without it such an addon just never does anything).
+pub const UNKNOWN_ADDON: &str = "ClusterManagementAddOnNotFound";
+
+/// Marks every ManagedClusterAddOn without a ClusterManagementAddOn of its name with
+/// `Configured` False ([`UNKNOWN_ADDON`]), and clears that mark once the addon is known.
+async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
+    use ocm_api::addon::names::conditions::CONFIGURED;
+    let known: BTreeSet<String> = caches
+        .cmas
+        .state()
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    for mca in caches.mcas.state() {
+        let (Some(name), Some(namespace)) = (&mca.metadata.name, &mca.metadata.namespace) else {
+            continue;
+        };
+        let conditions = mca
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let marked = conditions
+            .iter()
+            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON);
+        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
+        let mut updated = conditions.clone();
+        if unknown && !marked {
+            set_condition(
+                &mut updated,
+                condition(
+                    CONFIGURED,
+                    "False",
+                    UNKNOWN_ADDON,
+                    &format!(
+                        "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
+                    ),
+                    mca.metadata.generation,
+                ),
+            );
+        } else if !unknown && marked {
+            updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
+        } else {
+            continue;
+        }
+        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
+        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                           "status": {"conditions": updated}});
+        if let Err(err) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not written yet");
+        }
+    }
+}
+
 /// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
 /// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
 /// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
@@ -570,6 +628,7 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
             if let Err(err) = install_pass(&client, &caches).await {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
+            mark_unknown_addons(&client, &caches).await;
             let recheck = match config_pass(&client, &caches).await {
                 Ok(recheck) => recheck,
                 Err(err) => {
@@ -613,6 +672,7 @@ where
     let feed = tokio::spawn(async move {
         watcher(api, watcher::Config::default())
             .default_backoff()
+            .modify(|object: &mut K| object.meta_mut().managed_fields = None)
             .reflect(writer)
             .take_until(shutdown.cancelled())
             .for_each(|_| {

@@ -10,7 +10,7 @@
 //! [`run_install_strategies`] is the generic controller `ocm hub` runs for every addon:
 //! ClusterManagementAddOn install strategies ([`crate::install::plan`]).
 
-pub use crate::install_controller::run_install_strategies;
+pub use crate::install_controller::{UNKNOWN_ADDON, run_install_strategies};
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
@@ -145,12 +145,19 @@ impl AddonManager {
             Api::<ManagedCluster>::all(self.client.clone()),
             watcher::Config::default(),
             cluster_writer,
+            |cluster: &mut ManagedCluster| cluster.metadata.managed_fields = None,
             shutdown.clone(),
         )));
+        // Reconciles need a work's identity, labels and status; its manifests are the ones
+        // the manager rendered (memory: thousands of works).
         tasks.push(tokio::spawn(feed(
             Api::<ManifestWork>::all(self.client.clone()),
             watcher::Config::default().labels(ADDON_NAME),
             work_writer,
+            |work: &mut ManifestWork| {
+                work.metadata.managed_fields = None;
+                work.spec.workload.manifests = Vec::new();
+            },
             shutdown.clone(),
         )));
         // Reconciles read clusters and works from the caches: start once both are filled.
@@ -178,9 +185,14 @@ impl AddonManager {
     }
 }
 
-/// Keeps a shared cache of `api`'s objects until `shutdown`.
-async fn feed<K>(api: Api<K>, config: watcher::Config, writer: Writer<K>, shutdown: Shutdown)
-where
+/// Keeps a shared cache of `api`'s objects, each trimmed by `trim`, until `shutdown`.
+async fn feed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    trim: fn(&mut K),
+    shutdown: Shutdown,
+) where
     K: kube::Resource
         + Clone
         + std::fmt::Debug
@@ -192,6 +204,7 @@ where
 {
     watcher(api, config)
         .default_backoff()
+        .modify(trim)
         .reflect_shared(writer)
         .take_until(shutdown.cancelled())
         .for_each(|_| async {})
@@ -209,7 +222,15 @@ async fn run_addon(
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let work_name = name.clone();
     let cluster_name = name.clone();
-    Controller::new(addons, by_name)
+    let filter = ctx.addon.options().redeploy_on_cluster_change.clone();
+    let seen: Mutex<HashMap<String, Arc<ManagedCluster>>> = Mutex::new(HashMap::new());
+    let (store, writer) = reflector::store();
+    let own = watcher(addons, by_name)
+        .default_backoff()
+        .modify(|mca: &mut ManagedClusterAddOn| mca.metadata.managed_fields = None)
+        .reflect(writer)
+        .touched_objects();
+    Controller::for_stream(own, store)
         .watches_shared_stream(work_events, move |work| {
             let labels = work.metadata.labels.as_ref()?;
             (labels.get(ADDON_NAME) == Some(&work_name))
@@ -218,16 +239,34 @@ async fn run_addon(
                 .map(|ns| ObjectRef::new(&work_name).within(&ns))
         })
         .watches_shared_stream(cluster_events, move |cluster| {
-            cluster
-                .metadata
-                .name
-                .as_ref()
-                .map(|c| ObjectRef::new(&cluster_name).within(c))
+            let name = cluster.metadata.name.clone()?;
+            let previous = match seen.lock() {
+                Ok(mut seen) => seen.insert(name.clone(), cluster.clone()),
+                Err(poisoned) => poisoned.into_inner().insert(name.clone(), cluster.clone()),
+            };
+            cluster_change_redeploys(previous.as_deref(), &cluster, filter.as_ref())
+                .then(|| ObjectRef::new(&cluster_name).within(&name))
         })
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
         .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;
+}
+
+/// Whether a ManagedCluster event reconciles the addon on that cluster: its first sight
+/// always (the addon may have waited for the cluster), an update only when the addon's
+/// `redeploy_on_cluster_change` filter says so (upstream's default filter says no; the
+/// periodic resync still catches up).
+fn cluster_change_redeploys(
+    previous: Option<&ManagedCluster>,
+    cluster: &ManagedCluster,
+    filter: Option<&crate::agent::ClusterChangeFilter>,
+) -> bool {
+    match (previous, filter) {
+        (None, _) => true,
+        (Some(old), Some(filter)) => filter(old, cluster),
+        (Some(_), None) => false,
+    }
 }
 
 fn error_policy(_addon: Arc<ManagedClusterAddOn>, err: &ManagerError, _ctx: Arc<Ctx>) -> Action {
@@ -444,7 +483,12 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         if let Some(live) = &live
             && ctx.applier.is_current(&namespace, work, identity)
         {
-            applied.push(serde_json::to_value(live.as_ref())?);
+            // The cache keeps no manifests: those are `work`'s; the rest is the live work's.
+            let mut seen = work.clone();
+            seen["metadata"]["uid"] = json!(live.metadata.uid);
+            seen["metadata"]["generation"] = json!(live.metadata.generation);
+            seen["status"] = serde_json::to_value(&live.status)?;
+            applied.push(seen);
             continue;
         }
         match works.patch(&name, &params, &Patch::Apply(work)).await {
@@ -832,4 +876,36 @@ async fn write_status(
     )
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(label: &str) -> ManagedCluster {
+        serde_json::from_value(
+            json!({"metadata": {"name": "c1", "labels": {"tier": label}},
+                                      "spec": {}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cluster_updates_redeploy_only_through_the_addons_filter() {
+        let (gold, silver) = (cluster("gold"), cluster("silver"));
+        assert!(cluster_change_redeploys(None, &gold, None));
+        assert!(!cluster_change_redeploys(Some(&gold), &silver, None));
+        let on_tier: crate::agent::ClusterChangeFilter =
+            Arc::new(|old, new| old.metadata.labels != new.metadata.labels);
+        assert!(cluster_change_redeploys(
+            Some(&gold),
+            &silver,
+            Some(&on_tier)
+        ));
+        assert!(!cluster_change_redeploys(
+            Some(&gold),
+            &gold,
+            Some(&on_tier)
+        ));
+    }
 }

@@ -445,6 +445,45 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         .unwrap();
     assert!(broken_works.items.is_empty());
 
+    // An addon this hub does not know: said so on the addon, until it becomes known.
+    c01.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": "nobody", "namespace": "c01"}, "spec": {}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let nobody = wait_for(&c01, "nobody", "the unknown addon marked", |m| {
+        condition(m, "Configured").is_some()
+    })
+    .await
+    .unwrap();
+    let (status, reason, message) = condition(&nobody, "Configured").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClusterManagementAddOnNotFound")
+    );
+    assert!(
+        message.contains("no ClusterManagementAddOn nobody"),
+        "{message}"
+    );
+    cmas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
+        "metadata": {"name": "nobody"}, "spec": {}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    wait_for(&c01, "nobody", "the mark cleared", |m| {
+        condition(m, "Configured").is_none()
+    })
+    .await
+    .unwrap();
+
     stop.cancel();
     agents.cancel();
     hub.stop().await;

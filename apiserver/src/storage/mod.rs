@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 pub use memory::MemoryBackend;
 pub use sqlite::SqliteBackend;
-pub use store::{Store, StoreConfig, WatchScope, WatchSubscription};
+pub use store::{Store, StoreConfig, StoreStats, WatchScope, WatchSubscription};
 
 /// A store revision; every write gets the next one. It is the `resourceVersion`.
 pub type Revision = u64;

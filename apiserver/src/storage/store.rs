@@ -21,9 +21,9 @@ use super::{
 pub struct StoreConfig {
     /// How many events the history window keeps for watch resumption and paged lists.
     pub history_window: usize,
-    /// Most bytes of objects the history window keeps: past it the oldest events go, down
-    /// to `history_min_events` (a fleet's busy minute of large objects would otherwise hold
-    /// hundreds of megabytes of superseded versions).
+    /// Most bytes of objects (and their previous versions) the history window keeps: past it
+    /// the oldest events go, down to `history_min_events` (a fleet's busy minute of large
+    /// objects would otherwise hold hundreds of megabytes of superseded versions).
     pub history_bytes: usize,
     /// Events the history window keeps whatever their size.
     pub history_min_events: usize,
@@ -43,6 +43,19 @@ impl Default for StoreConfig {
             watcher_queue: 16_384,
         }
     }
+}
+
+/// Sizes of what a [`Store`] holds, from [`Store::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Objects stored.
+    pub objects: usize,
+    /// Their serialized size.
+    pub object_bytes: usize,
+    /// Events in the history window.
+    pub history_events: usize,
+    /// Bytes of the objects (and previous objects) those events carry.
+    pub history_bytes: usize,
 }
 
 /// A write operation on one object.
@@ -292,6 +305,22 @@ impl Store {
     /// A store without persistence.
     pub fn memory() -> Result<Store, StorageError> {
         Store::open(super::MemoryBackend, StoreConfig::default())
+    }
+
+    /// What the store holds in memory: objects and the history window.
+    pub fn stats(&self) -> StoreStats {
+        let state = read_state(&self.shared);
+        let (objects, object_bytes) = state
+            .buckets
+            .values()
+            .flat_map(|objects| objects.values())
+            .fold((0, 0), |(n, bytes), o| (n + 1, bytes + o.value.len()));
+        StoreStats {
+            objects,
+            object_bytes,
+            history_events: state.history.len(),
+            history_bytes: state.history_bytes,
+        }
     }
 
     /// The last committed revision.
@@ -762,6 +791,12 @@ fn prepare(
     Ok((change, event))
 }
 
+/// What an event in the history keeps alive: its object, and the previous one (shared with an
+/// older event while that one is still in the window, counted anyway).
+fn event_bytes(event: &Event) -> usize {
+    event.object.len() + event.prev.as_ref().map_or(0, |p| p.len())
+}
+
 fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
     let mut state = write_state(shared);
     let window = shared.config.history_window.max(1);
@@ -785,7 +820,7 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
                 );
             }
         }
-        state.history_bytes += event.object.len();
+        state.history_bytes += event_bytes(event);
         state.history.push_back(event.clone());
     }
     let budget = shared.config.history_bytes;
@@ -796,7 +831,7 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
         let Some(old) = state.history.pop_front() else {
             break;
         };
-        state.history_bytes = state.history_bytes.saturating_sub(old.object.len());
+        state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
         state.compacted = old.rev;
     }
     state.revision = revision;

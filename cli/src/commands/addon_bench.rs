@@ -136,6 +136,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     );
     bind_everything(&admin).await?;
     let (rss_before, _) = process_usage();
+    let stored_before = hub.server.store().stats();
 
     let addon_names: Vec<String> = (1..=args.addons)
         .map(|i| format!("bench-addon-{i}"))
@@ -186,6 +187,17 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         rss_before as f64 / 1024.0,
         rss_after as f64 / 1024.0,
         (rss_after as f64 - rss_before as f64) / 1024.0
+    );
+    let stored = hub.server.store().stats();
+    let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
+    println!(
+        "  of which the API server's store: {} objects, {:.0} MiB ({:+.0} MiB); history window {} events, {:.0} MiB ({:+.0} MiB)",
+        stored.objects,
+        mib(stored.object_bytes),
+        mib(stored.object_bytes) - mib(stored_before.object_bytes),
+        stored.history_events,
+        mib(stored.history_bytes),
+        mib(stored.history_bytes) - mib(stored_before.history_bytes),
     );
     if !fleet.is_empty() {
         let fleet_rss: u64 = fleet
