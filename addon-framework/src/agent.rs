@@ -70,6 +70,56 @@ impl AddonConfigs {
             .as_deref()
             .filter(|ns| !ns.is_empty())
     }
+
+    /// `image` as the AddOnDeploymentConfig's `registries` rewrite it: a mirror replaces the
+    /// leading `source` it stands for (the last matching entry wins); unchanged otherwise.
+    pub fn image(&self, image: &str) -> String {
+        let mut out = image.to_owned();
+        for registry in self.deployment.iter().flat_map(|d| &d.registries) {
+            let source = registry.source.as_deref().unwrap_or_default();
+            if let Some(rest) = image.strip_prefix(source) {
+                out = format!("{}{rest}", registry.mirror.trim_end_matches('/'));
+            }
+        }
+        out
+    }
+
+    /// The AddOnDeploymentConfig's node placement: (`nodeSelector`, `tolerations`) for the
+    /// agent's pod templates, when set.
+    pub fn node_placement(&self) -> Option<&ocm_api::addon::v1alpha1::NodePlacement> {
+        self.deployment.as_ref()?.node_placement.as_ref()
+    }
+
+    /// The AddOnDeploymentConfig's proxy settings, when set.
+    pub fn proxy(&self) -> Option<&ocm_api::addon::v1alpha1::ProxyConfig> {
+        self.deployment.as_ref()?.proxy_config.as_ref()
+    }
+
+    /// The resource requirements the AddOnDeploymentConfig gives container `container` of
+    /// `resource` (plural, e.g. `deployments`) `name`: the last `resourceRequirements` entry
+    /// whose `containerID` (`<resource>:<name>:<container>`, each part may be `*`) matches.
+    pub fn resources_for(
+        &self,
+        resource: &str,
+        name: &str,
+        container: &str,
+    ) -> Option<&k8s_openapi::api::core::v1::ResourceRequirements> {
+        let wanted = [resource, name, container];
+        self.deployment
+            .as_ref()?
+            .resource_requirements
+            .iter()
+            .rev()
+            .find(|r| {
+                let parts: Vec<&str> = r.container_id.split(':').collect();
+                parts.len() == 3
+                    && parts
+                        .iter()
+                        .zip(wanted)
+                        .all(|(part, value)| *part == "*" || *part == value)
+            })
+            .map(|r| &r.resources)
+    }
 }
 
 /// How the framework installs, registers and watches an addon.
@@ -280,5 +330,64 @@ impl HealthProber {
             HealthProber::Lease => ocm_api::addon::names::HEALTH_CHECK_MODE_LEASE,
             _ => ocm_api::addon::names::HEALTH_CHECK_MODE_CUSTOMIZED,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn configs(spec: Value) -> AddonConfigs {
+        AddonConfigs {
+            deployment: Some(serde_json::from_value(spec).unwrap()),
+            objects: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn registries_rewrite_images() {
+        let c = configs(json!({"registries": [
+            {"source": "quay.io/open-cluster-management", "mirror": "mirror.example/ocm/"},
+            {"source": "quay.io/open-cluster-management/helloworld", "mirror": "mirror.example/hw"}]}));
+        assert_eq!(
+            c.image("quay.io/open-cluster-management/registration:v1"),
+            "mirror.example/ocm/registration:v1"
+        );
+        assert_eq!(
+            c.image("quay.io/open-cluster-management/helloworld:v1"),
+            "mirror.example/hw:v1"
+        );
+        assert_eq!(c.image("docker.io/busybox"), "docker.io/busybox");
+        assert_eq!(AddonConfigs::default().image("a/b:1"), "a/b:1");
+    }
+
+    #[test]
+    fn resource_requirements_match_by_container_id() {
+        let c = configs(json!({"resourceRequirements": [
+            {"containerID": "*:*:*", "resources": {"requests": {"cpu": "10m"}}},
+            {"containerID": "deployments:agent:main", "resources": {"requests": {"cpu": "1"}}}]}));
+        let cpu = |r: Option<&k8s_openapi::api::core::v1::ResourceRequirements>| {
+            r.and_then(|r| r.requests.as_ref())
+                .map(|q| q["cpu"].0.clone())
+        };
+        assert_eq!(
+            cpu(c.resources_for("deployments", "agent", "main")),
+            Some("1".into())
+        );
+        assert_eq!(
+            cpu(c.resources_for("deployments", "agent", "sidecar")),
+            Some("10m".into())
+        );
+        assert_eq!(
+            AddonConfigs::default().resources_for("deployments", "a", "b"),
+            None
+        );
+        let placed = configs(json!({"nodePlacement": {"nodeSelector": {"disk": "ssd"}}}));
+        assert_eq!(
+            placed.node_placement().unwrap().node_selector["disk"],
+            "ssd"
+        );
+        assert!(placed.proxy().is_none());
     }
 }

@@ -118,6 +118,25 @@ pub fn hash_annotation(hashes: &[(ConfigRef, String)]) -> String {
     serde_json::to_string(&map).unwrap_or_default()
 }
 
+/// The config kinds `mca` refers to that an addon reading only `supported` kinds (group,
+/// resource) does not read, as `<resource>.<group>`; none when `supported` is empty (the addon
+/// takes any kind).
+pub fn unsupported_configs(
+    supported: &[(String, String)],
+    mca: &ManagedClusterAddOn,
+) -> Vec<String> {
+    if supported.is_empty() {
+        return Vec::new();
+    }
+    mca.status
+        .iter()
+        .flat_map(|s| &s.config_references)
+        .map(|r| (r.group.clone().unwrap_or_default(), r.resource.clone()))
+        .filter(|kind| !supported.contains(kind))
+        .map(|(group, resource)| format!("{resource}.{group}"))
+        .collect()
+}
+
 /// A cluster's state in the rollout of new configs, from its ManagedClusterAddOn; `None` when
 /// it has not been handed the new configs yet (`has_new` false: it is still to be given them).
 /// Handed them: `Failed` when its `Progressing` condition says so, `Succeeded` once it applied
@@ -265,6 +284,20 @@ mod tests {
             state(&addon(done, Some("Completed"))),
             RolloutStatus::Succeeded
         );
+    }
+
+    #[test]
+    fn config_kinds_the_addon_does_not_read_are_named() {
+        let refs = json!([
+            {"group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs"},
+            {"group": "example.com", "resource": "widgets"}]);
+        let mca = addon(refs, None);
+        let adc = (
+            "addon.open-cluster-management.io".to_owned(),
+            "addondeploymentconfigs".to_owned(),
+        );
+        assert_eq!(unsupported_configs(&[adc], &mca), ["widgets.example.com"]);
+        assert!(unsupported_configs(&[], &mca).is_empty());
     }
 
     #[test]

@@ -319,6 +319,26 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::requeue(RESYNC));
     };
+    // Configs of kinds the addon does not read: said so, and nothing deployed with them.
+    let unsupported = crate::configs::unsupported_configs(&options.supported_configs, &mca);
+    if !unsupported.is_empty() {
+        set_condition(
+            &mut outcome.conditions,
+            condition(
+                PROGRESSING,
+                "False",
+                progressing::CONFIGURATION_UNSUPPORTED,
+                &format!(
+                    "addon {} does not support the config kind(s) {}",
+                    options.name,
+                    unsupported.join(", ")
+                ),
+                generation,
+            ),
+        );
+        write_status(&ctx, &mca, &outcome).await?;
+        return Ok(Action::requeue(RESYNC));
+    }
     let (configs, hashes) = load_configs(&ctx.client, &mca).await;
     // The addon's choice, else its AddOnDeploymentConfig's, else the namespace a v1alpha1
     // client set on this addon, else the default.

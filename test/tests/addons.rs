@@ -161,6 +161,10 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         options: AddonOptions {
             health: HealthProber::DeploymentAvailability,
             install_namespace: Some("hello-agent".into()),
+            supported_configs: vec![(
+                "addon.open-cluster-management.io".into(),
+                "addondeploymentconfigs".into(),
+            )],
             ..AddonOptions::new("hello")
         },
     };
@@ -444,6 +448,33 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         .await
         .unwrap();
     assert!(broken_works.items.is_empty());
+
+    // A config of a kind hello does not read: said so on c02's addon; gone, all is well again.
+    let c02: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c02");
+    let widgets = |configs: Value| Patch::Merge(json!({"spec": {"configs": configs}}));
+    c02.patch(
+        "hello",
+        &PatchParams::default(),
+        &widgets(json!([{"group": "example.com", "resource": "widgets", "name": "w"}])),
+    )
+    .await
+    .unwrap();
+    let unsupported = wait_for(&c02, "hello", "the unsupported config named", |m| {
+        condition(m, "Progressing").is_some_and(|(_, r, _)| r == "ConfigurationUnsupported")
+    })
+    .await
+    .unwrap();
+    let (status, _, message) = condition(&unsupported, "Progressing").unwrap();
+    assert_eq!(status, "False");
+    assert!(message.contains("widgets.example.com"), "{message}");
+    c02.patch("hello", &PatchParams::default(), &widgets(json!([])))
+        .await
+        .unwrap();
+    wait_for(&c02, "hello", "back to a supported config", |m| {
+        condition(m, "Progressing").is_some_and(|(_, r, _)| r == "Completed")
+    })
+    .await
+    .unwrap();
 
     // An addon this hub does not know: said so on the addon, until it becomes known.
     c01.create(
