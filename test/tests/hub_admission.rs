@@ -659,3 +659,92 @@ async fn an_acknowledged_rbac_or_token_write_counts_for_the_next_request() {
     }
     hub.stop().await;
 }
+
+/// `ocm hub webhook --install` alone (no hub controllers, as when the webhook server is its
+/// own Deployment) registers the CRDs' conversion and both webhook configurations, and the
+/// API server then defaults and refuses through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_server_alone_defaults_refuses_and_converts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = ocm_e2e::process::start_apiserver(OCM, home, &[]);
+    let webhook = ocm_e2e::process::Process::spawn(
+        OCM,
+        home,
+        &[
+            "hub",
+            "webhook",
+            "--install",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--data-dir",
+            home.join("webhook").to_str().unwrap(),
+            "--webhook-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    webhook.wait_line("ocm hub webhook serving at");
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    // Mutating: a cluster without a set goes into `default`.
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    let created = clusters
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "c1"}, "spec": {}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.metadata.labels.unwrap()["cluster.open-cluster-management.io/clusterset"],
+        "default"
+    );
+    // Validating: accepting needs the accept right, which this user lacks.
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "cluster-creator"},
+               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
+                          "resources": ["managedclusters"], "verbs": ["create", "get"]}]}),
+    )
+    .await;
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "cluster-creator"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "cluster-creator"},
+               "subjects": [{"kind": "User", "name": "creator",
+                             "apiGroup": "rbac.authorization.k8s.io"}]}),
+    )
+    .await;
+    let creator = as_user(&kubeconfig, "creator", &["system:authenticated"]).await;
+    let refused = outcome(
+        Api::<ManagedCluster>::all(creator)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"metadata": {"name": "c2"}, "spec": {"hubAcceptsClient": true}}),
+                )
+                .unwrap(),
+            )
+            .await,
+    )
+    .expect("accepting without the accept right is refused");
+    assert_eq!(refused.code, 403, "{refused:?}");
+    assert!(
+        refused.message.starts_with("admission webhook \""),
+        "{refused:?}"
+    );
+    // Conversion: both addon versions read the same objects (no registration controller
+    // here to make the cluster namespace).
+    apply(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}}),
+    )
+    .await;
+    addon_versions_agree(&kubeconfig).await;
+    webhook.stop();
+    apiserver.stop();
+}
