@@ -245,25 +245,124 @@ pub async fn run_controllers_as_leader(
 /// Every hub controller — registration, placement, ManifestWorkReplicaSet and the extra ones —
 /// until `ctx.shutdown` is cancelled.
 async fn run_hub_controllers(ctx: Arc<HubContext>, extra: HubControllers) {
-    let placement = ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone());
-    let replica_sets = ocm_work::hub::run(
-        ctx.client.clone(),
-        ocm_work::hub::ReplicaSetOptions::default(),
-        ctx.metrics.clone(),
-        ctx.shutdown.clone(),
-    );
-    let extra = futures::future::join_all(
-        extra
-            .0
+    futures::future::join_all(
+        HubComponent::ALL
             .iter()
-            .map(|controller| controller(ctx.client.clone(), ctx.shutdown.clone())),
-    );
-    tokio::join!(
-        ocm_registration::hub::run(ctx.clone()),
-        placement,
-        replica_sets,
-        extra
-    );
+            .map(|component| run_component(ctx.clone(), *component, extra.clone())),
+    )
+    .await;
+}
+
+/// A group of hub controllers that can run as a process of its own (as the operator's
+/// Deployments do), each electing its leader on a Lease of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HubComponent {
+    /// Cluster registration: acceptance, cluster namespaces and RBAC, leases, CSRs, sets.
+    Registration,
+    /// Placement scheduling.
+    Placement,
+    /// ManifestWorkReplicaSet.
+    Work,
+    /// The addons' generic controllers (install strategies, configs): the extra controllers.
+    AddonManager,
+}
+
+impl HubComponent {
+    /// Every component, in start order.
+    pub const ALL: [HubComponent; 4] = [
+        HubComponent::Registration,
+        HubComponent::Placement,
+        HubComponent::Work,
+        HubComponent::AddonManager,
+    ];
+
+    /// The component's name on the command line (`registration`, `placement`, `work`,
+    /// `addon-manager`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HubComponent::Registration => "registration",
+            HubComponent::Placement => "placement",
+            HubComponent::Work => "work",
+            HubComponent::AddonManager => "addon-manager",
+        }
+    }
+
+    /// The component named `name`.
+    pub fn parse(name: &str) -> Option<HubComponent> {
+        HubComponent::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The Lease this component elects its leader on when it runs alone (registration's is
+    /// the one the whole hub uses, so an all-in-one hub and a lone registration process never
+    /// both run).
+    pub fn leader_lease(self) -> String {
+        match self {
+            HubComponent::Registration => LEADER_LEASE.to_owned(),
+            other => format!("cluster-manager-{}-controller-lock", other.name()),
+        }
+    }
+}
+
+/// One component's controllers until `ctx.shutdown` is cancelled.
+async fn run_component(ctx: Arc<HubContext>, component: HubComponent, extra: HubControllers) {
+    match component {
+        HubComponent::Registration => ocm_registration::hub::run(ctx).await,
+        HubComponent::Placement => {
+            ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone()).await;
+        }
+        HubComponent::Work => {
+            ocm_work::hub::run(
+                ctx.client.clone(),
+                ocm_work::hub::ReplicaSetOptions::default(),
+                ctx.metrics.clone(),
+                ctx.shutdown.clone(),
+            )
+            .await;
+        }
+        HubComponent::AddonManager => {
+            futures::future::join_all(
+                extra
+                    .0
+                    .iter()
+                    .map(|controller| controller(ctx.client.clone(), ctx.shutdown.clone())),
+            )
+            .await;
+        }
+    }
+}
+
+/// Runs each of `components` while this process holds that component's leader lease.
+pub async fn run_components_as_leader(
+    ctx: Arc<HubContext>,
+    components: &[HubComponent],
+    extra: HubControllers,
+    identity: String,
+) {
+    futures::future::join_all(components.iter().map(|component| {
+        let ctx = ctx.clone();
+        let extra = extra.clone();
+        let component = *component;
+        let election = ocm_runtime::leader::LeaderElection::new(
+            ctx.client.clone(),
+            HUB_NAMESPACE,
+            &component.leader_lease(),
+            &identity,
+        );
+        async move {
+            election
+                .run_as_leader(ctx.shutdown.clone(), move |leading| {
+                    let ctx = Arc::new(HubContext {
+                        client: ctx.client.clone(),
+                        options: ctx.options.clone(),
+                        metrics: ctx.metrics.clone(),
+                        shutdown: leading,
+                    });
+                    run_component(ctx, component, extra.clone())
+                })
+                .await;
+        }
+    }))
+    .await;
 }
 
 /// A leader-election identity unique to this process: host name plus a random suffix.

@@ -63,6 +63,31 @@ enum HubCommand {
     /// Run only the admission and conversion webhook server (for a hub whose controllers
     /// run elsewhere, e.g. as its own Deployment).
     Webhook(WebhookArgs),
+    /// Run only some hub controllers against an existing cluster (as the operator's
+    /// Deployments do: one component per process, each electing its own leader).
+    Controllers(ControllersArgs),
+}
+
+/// Flags of `ocm hub controllers`.
+#[derive(Debug, Args)]
+pub struct ControllersArgs {
+    /// Kubeconfig of the hub cluster; without it, the in-cluster service account (or
+    /// $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Components to run (comma separated): registration, placement, work, addon-manager.
+    #[arg(long, value_delimiter = ',', required = true)]
+    only: Vec<String>,
+    /// Address of the /metrics, /healthz and /readyz endpoint.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    metrics_addr: SocketAddr,
+    /// Users whose clusters are accepted automatically (comma separated; registration).
+    #[arg(long, value_delimiter = ',')]
+    auto_approved_users: Vec<String>,
+    /// A cluster becomes unavailable after this many lease durations without a renewal
+    /// (registration).
+    #[arg(long, default_value_t = 5)]
+    lease_grace_multiplier: u32,
 }
 
 /// Flags of `ocm hub webhook`.
@@ -195,8 +220,10 @@ async fn install_webhooks(client: &kube::Client, webhooks: &Webhooks) -> anyhow:
 
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: HubArgs) -> anyhow::Result<()> {
-    if let Some(HubCommand::Webhook(webhook)) = args.command {
-        return run_webhook(webhook).await;
+    match args.command {
+        Some(HubCommand::Webhook(webhook)) => return run_webhook(webhook).await,
+        Some(HubCommand::Controllers(controllers)) => return run_components(controllers).await,
+        None => {}
     }
     let options = HubOptions {
         auto_approved_users: args.auto_approved_users.clone(),
@@ -288,6 +315,67 @@ pub fn addon_controllers() -> crate::embedded::HubControllers {
             client, shutdown,
         ))
     })])
+}
+
+/// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
+async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
+    let mut components = Vec::new();
+    for name in &args.only {
+        let component = crate::embedded::HubComponent::parse(name.trim()).with_context(|| {
+            let known: Vec<&str> = crate::embedded::HubComponent::ALL
+                .iter()
+                .map(|c| c.name())
+                .collect();
+            format!("unknown component {name:?}: use {}", known.join(", "))
+        })?;
+        if !components.contains(&component) {
+            components.push(component);
+        }
+    }
+    let client = match &args.kubeconfig {
+        Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
+            .await
+            .with_context(|| format!("loading {}", path.display()))?,
+        None => kube::Client::try_default()
+            .await
+            .context("no --kubeconfig, and neither in-cluster configuration nor $KUBECONFIG")?,
+    };
+    let shutdown = Shutdown::new();
+    shutdown.cancel_on_signal();
+    let (ready_tx, ready) = tokio::sync::watch::channel(false);
+    let metrics = ControllerMetrics::new("ocm_hub");
+    let health =
+        ocm_runtime::serve_health(args.metrics_addr, metrics.clone(), ready, shutdown.clone())
+            .await
+            .context("starting the metrics endpoint")?;
+    // The leases live in the hub namespace; an installer normally made it already.
+    if let Err(err) =
+        crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await
+    {
+        tracing::warn!(%err, "could not make sure the hub namespace exists");
+    }
+    let _ = ready_tx.send(true);
+    let names: Vec<&str> = components.iter().map(|c| c.name()).collect();
+    println!("ocm hub controllers running: {}", names.join(", "));
+    println!("  metrics: http://{}/metrics", health.local_addr);
+    let ctx = Arc::new(HubContext {
+        client,
+        options: HubOptions {
+            auto_approved_users: args.auto_approved_users,
+            lease_grace_multiplier: args.lease_grace_multiplier.max(1),
+            ..HubOptions::default()
+        },
+        metrics,
+        shutdown: shutdown.clone(),
+    });
+    crate::embedded::run_components_as_leader(
+        ctx,
+        &components,
+        addon_controllers(),
+        crate::embedded::process_identity(),
+    )
+    .await;
+    Ok(())
 }
 
 /// On an existing cluster: `kube-public/cluster-info` (unless it has one) and the bootstrap
