@@ -93,9 +93,10 @@ pub struct ControllersArgs {
 /// Flags of `ocm hub webhook`.
 #[derive(Debug, Args)]
 pub struct WebhookArgs {
-    /// Kubeconfig of the hub cluster (access checks are asked there).
+    /// Kubeconfig of the hub cluster (access checks are asked there); without it, the
+    /// in-cluster service account.
     #[arg(long, env = "KUBECONFIG")]
-    kubeconfig: PathBuf,
+    kubeconfig: Option<PathBuf>,
     /// Where a self-made serving certificate is kept (default ~/.ocm/hub).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -317,6 +318,19 @@ pub fn addon_controllers() -> crate::embedded::HubControllers {
     })])
 }
 
+/// A client of the hub: from `kubeconfig`, else the in-cluster service account (or
+/// $KUBECONFIG).
+async fn hub_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    match kubeconfig {
+        Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
+            .await
+            .with_context(|| format!("loading {}", path.display())),
+        None => kube::Client::try_default()
+            .await
+            .context("no --kubeconfig, and neither in-cluster configuration nor $KUBECONFIG"),
+    }
+}
+
 /// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
 async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
     let mut components = Vec::new();
@@ -332,14 +346,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
             components.push(component);
         }
     }
-    let client = match &args.kubeconfig {
-        Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
-            .await
-            .with_context(|| format!("loading {}", path.display()))?,
-        None => kube::Client::try_default()
-            .await
-            .context("no --kubeconfig, and neither in-cluster configuration nor $KUBECONFIG")?,
-    };
+    let client = hub_client(args.kubeconfig.as_deref()).await?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -394,9 +401,7 @@ async fn prepare_for_joins(client: &kube::Client, kubeconfig: &Path) -> anyhow::
 async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    let client = ocm_runtime::kubeconfig::client_from_file(&args.kubeconfig)
-        .await
-        .with_context(|| format!("loading {}", args.kubeconfig.display()))?;
+    let client = hub_client(args.kubeconfig.as_deref()).await?;
     let data_dir = args
         .data_dir
         .clone()

@@ -1,0 +1,3 @@
+//! The ClusterManager: what it installs on the hub ([`render`]).
+
+pub mod render;

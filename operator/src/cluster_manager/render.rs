@@ -1,0 +1,406 @@
+//! What a ClusterManager (Default mode) puts on the hub cluster — pure.
+//!
+//! One namespace, `open-cluster-management-hub`; per hub component a ServiceAccount, a
+//! ClusterRole and its binding, and a Deployment running the same `ocm` image with the
+//! component's subcommand (`ocm hub controllers --only <component>`, `ocm hub webhook`); a
+//! Service in front of the webhook server. Names follow upstream's (`<cm>-registration-controller`,
+//! `<cm>-placement-controller`, `<cm>-work-controller`, `<cm>-addon-manager-controller`); the
+//! webhook server is one Deployment, `<cm>-webhook`, where upstream has three. Upstream's
+//! gates decide which components run: the work controller with the work configuration's
+//! `ManifestWorkReplicaSet` gate, the addon manager unless `AddonManagement` is disabled.
+//! Replicas: 1 when the hub has at most one control-plane node, else 3.
+
+use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode, ResourceQosClass};
+use serde_json::{Value, json};
+
+/// Namespace of the hub components in Default mode.
+pub const HUB_NAMESPACE: &str = "open-cluster-management-hub";
+
+/// Port the webhook server listens on inside its pod.
+pub const WEBHOOK_PORT: i32 = 9443;
+
+/// Port of the components' /metrics, /healthz and /readyz endpoint inside their pods.
+pub const METRICS_PORT: i32 = 8080;
+
+/// What the rendering needs besides the ClusterManager.
+#[derive(Debug, Clone)]
+pub struct RenderInput<'a> {
+    /// The ClusterManager.
+    pub cluster_manager: &'a ClusterManager,
+    /// The `ocm` image, used where the ClusterManager names no image of its own.
+    pub image: &'a str,
+    /// Control-plane nodes of the hub cluster (the replica rule).
+    pub control_plane_nodes: usize,
+}
+
+/// A hub component the ClusterManager deploys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// Registration controllers.
+    Registration,
+    /// Placement controller.
+    Placement,
+    /// ManifestWorkReplicaSet controller.
+    Work,
+    /// The addons' generic hub controllers.
+    AddonManager,
+    /// Admission and conversion webhook server.
+    Webhook,
+}
+
+impl Component {
+    /// Suffix of the Deployment name after `<cm>-`.
+    pub fn deployment_suffix(self) -> &'static str {
+        match self {
+            Component::Registration => "registration-controller",
+            Component::Placement => "placement-controller",
+            Component::Work => "work-controller",
+            Component::AddonManager => "addon-manager-controller",
+            Component::Webhook => "webhook",
+        }
+    }
+
+    /// The ServiceAccount the component runs as.
+    pub fn service_account(self) -> String {
+        format!("{}-sa", self.deployment_suffix())
+    }
+
+    /// `ocm hub controllers --only` name (`None` for the webhook server).
+    fn controllers_name(self) -> Option<&'static str> {
+        match self {
+            Component::Registration => Some("registration"),
+            Component::Placement => Some("placement"),
+            Component::Work => Some("work"),
+            Component::AddonManager => Some("addon-manager"),
+            Component::Webhook => None,
+        }
+    }
+}
+
+/// Whether `feature` is set to `mode` among `gates`.
+fn gate(gates: &[FeatureGate], feature: &str) -> Option<FeatureGateMode> {
+    gates
+        .iter()
+        .rev()
+        .find(|g| g.feature == feature)
+        .map(|g| g.mode.unwrap_or_default())
+}
+
+/// The components this ClusterManager runs, in start order.
+pub fn components(cm: &ClusterManager) -> Vec<Component> {
+    let spec = &cm.spec;
+    let work_gates = spec
+        .work_configuration
+        .as_ref()
+        .map(|w| w.feature_gates.as_slice())
+        .unwrap_or_default();
+    let addon_gates = spec
+        .add_on_manager_configuration
+        .as_ref()
+        .map(|a| a.feature_gates.as_slice())
+        .unwrap_or_default();
+    let mut out = vec![Component::Registration, Component::Placement];
+    if gate(work_gates, "ManifestWorkReplicaSet") == Some(FeatureGateMode::Enable) {
+        out.push(Component::Work);
+    }
+    if gate(addon_gates, "AddonManagement") != Some(FeatureGateMode::Disable) {
+        out.push(Component::AddonManager);
+    }
+    out.push(Component::Webhook);
+    out
+}
+
+/// The image a component runs: the ClusterManager's image for it when it names one, else
+/// the `ocm` image.
+fn image_of(input: &RenderInput<'_>, component: Component) -> String {
+    let spec = &input.cluster_manager.spec;
+    let named = match component {
+        Component::Registration | Component::Webhook => spec.registration_image_pull_spec.as_ref(),
+        Component::Placement => spec.placement_image_pull_spec.as_ref(),
+        Component::Work => spec.work_image_pull_spec.as_ref(),
+        Component::AddonManager => spec.add_on_manager_image_pull_spec.as_ref(),
+    };
+    named
+        .filter(|image| !image.is_empty())
+        .cloned()
+        .unwrap_or_else(|| input.image.to_owned())
+}
+
+/// Container resources per the ClusterManager's `resourceRequirement`.
+fn resources(cm: &ClusterManager) -> Value {
+    let requirement = cm.spec.resource_requirement.as_ref();
+    match requirement.and_then(|r| r.r#type).unwrap_or_default() {
+        ResourceQosClass::Default => json!({"requests": {"cpu": "2m", "memory": "16Mi"}}),
+        ResourceQosClass::BestEffort => json!({}),
+        ResourceQosClass::ResourceRequirement => requirement
+            .and_then(|r| r.resource_requirements.as_ref())
+            .and_then(|r| serde_json::to_value(r).ok())
+            .unwrap_or_else(|| json!({})),
+    }
+}
+
+/// Users whose clusters the registration controller accepts automatically: the deprecated
+/// `autoApproveUsers` and the csr driver's `autoApprovedIdentities`.
+fn auto_approved_users(cm: &ClusterManager) -> Vec<String> {
+    let Some(registration) = cm.spec.registration_configuration.as_ref() else {
+        return Vec::new();
+    };
+    let mut users = registration.auto_approve_users.clone();
+    for driver in &registration.registration_drivers {
+        if let Some(csr) = &driver.csr {
+            users.extend(csr.auto_approved_identities.iter().cloned());
+        }
+    }
+    users.sort();
+    users.dedup();
+    users
+}
+
+/// The component's container arguments.
+fn args(cm: &ClusterManager, component: Component) -> Vec<String> {
+    let metrics = format!("0.0.0.0:{METRICS_PORT}");
+    let Some(name) = component.controllers_name() else {
+        return vec![
+            "hub".into(),
+            "webhook".into(),
+            format!("--webhook-listen=0.0.0.0:{WEBHOOK_PORT}"),
+            "--webhook-cert-dir=/var/run/ocm/webhook-serving-cert".into(),
+        ];
+    };
+    let mut args = vec![
+        "hub".into(),
+        "controllers".into(),
+        format!("--only={name}"),
+        format!("--metrics-addr={metrics}"),
+    ];
+    if component == Component::Registration {
+        let users = auto_approved_users(cm);
+        if !users.is_empty() {
+            args.push(format!("--auto-approved-users={}", users.join(",")));
+        }
+    }
+    args
+}
+
+/// Name of the Secret holding the webhook server's serving certificate.
+pub fn webhook_secret(cm_name: &str) -> String {
+    format!("{cm_name}-webhook-serving-cert")
+}
+
+/// Name of the ClusterRole (and binding) of a component.
+pub fn cluster_role_name(cm_name: &str, component: Component) -> String {
+    match component.controllers_name() {
+        Some(name) => format!("open-cluster-management:{cm_name}-{name}:controller"),
+        None => format!("open-cluster-management:{cm_name}-webhook"),
+    }
+}
+
+/// The Deployment of one component.
+fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
+    let cm = input.cluster_manager;
+    let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
+    let name = format!("{cm_name}-{}", component.deployment_suffix());
+    let replicas = if input.control_plane_nodes <= 1 { 1 } else { 3 };
+    let placement = cm.spec.node_placement.clone().unwrap_or_default();
+    let mut container = json!({
+        "name": component.deployment_suffix(),
+        "image": image_of(input, component),
+        "args": args(cm, component),
+        "resources": resources(cm),
+        "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": {"drop": ["ALL"]}},
+    });
+    let mut volumes = json!([]);
+    if component == Component::Webhook {
+        container["ports"] = json!([{"name": "webhook", "containerPort": WEBHOOK_PORT}]);
+        container["volumeMounts"] = json!([{"name": "serving-cert",
+            "mountPath": "/var/run/ocm/webhook-serving-cert", "readOnly": true}]);
+        volumes = json!([{"name": "serving-cert",
+            "secret": {"secretName": webhook_secret(cm_name)}}]);
+    } else {
+        container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
+        container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
+        container["readinessProbe"] = json!({"httpGet": {"path": "/readyz", "port": METRICS_PORT}});
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": HUB_NAMESPACE,
+                     "labels": {"app": name, "clustermanager.operator.open-cluster-management.io/name": cm_name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "serviceAccountName": component.service_account(),
+                    "nodeSelector": placement.node_selector,
+                    "tolerations": placement.tolerations,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    })
+}
+
+/// Every object of the ClusterManager except the ClusterRoles' rules, which `rules` gives
+/// per component. Order: namespace, then per component ServiceAccount, ClusterRole,
+/// ClusterRoleBinding, Deployment, then the webhook Service.
+pub fn render(input: &RenderInput<'_>, rules: impl Fn(Component) -> Value) -> Vec<Value> {
+    let cm = input.cluster_manager;
+    let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
+    let label = json!({"clustermanager.operator.open-cluster-management.io/name": cm_name});
+    let mut out = vec![json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": HUB_NAMESPACE, "labels": label},
+    })];
+    for component in components(cm) {
+        let role = cluster_role_name(cm_name, component);
+        out.push(json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": component.service_account(), "namespace": HUB_NAMESPACE,
+                         "labels": label},
+        }));
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": role, "labels": label},
+            "rules": rules(component),
+        }));
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": label},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": component.service_account(),
+                          "namespace": HUB_NAMESPACE}],
+        }));
+        out.push(deployment(input, component));
+    }
+    out.push(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("{cm_name}-webhook"), "namespace": HUB_NAMESPACE,
+                     "labels": label},
+        "spec": {"selector": {"app": format!("{cm_name}-webhook")},
+                 "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
+    }));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(spec: Value) -> ClusterManager {
+        serde_json::from_value(json!({
+            "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+            "metadata": {"name": "cluster-manager"}, "spec": spec}))
+        .unwrap()
+    }
+
+    fn rendered(cm: &ClusterManager, nodes: usize) -> Vec<Value> {
+        render(
+            &RenderInput {
+                cluster_manager: cm,
+                image: "ghcr.io/example/ocm:1",
+                control_plane_nodes: nodes,
+            },
+            |_| json!([]),
+        )
+    }
+
+    fn deployment_named<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == name)
+    }
+
+    #[test]
+    fn default_components_with_upstream_names_and_the_ocm_image() {
+        let cm = cm(json!({}));
+        let objects = rendered(&cm, 1);
+        assert_eq!(objects[0]["kind"], "Namespace");
+        assert_eq!(objects[0]["metadata"]["name"], HUB_NAMESPACE);
+        let names: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "cluster-manager-registration-controller",
+                "cluster-manager-placement-controller",
+                "cluster-manager-addon-manager-controller",
+                "cluster-manager-webhook",
+            ]
+        );
+        let registration =
+            deployment_named(&objects, "cluster-manager-registration-controller").unwrap();
+        let container = &registration["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "ghcr.io/example/ocm:1");
+        assert_eq!(
+            container["args"],
+            json!([
+                "hub",
+                "controllers",
+                "--only=registration",
+                "--metrics-addr=0.0.0.0:8080"
+            ])
+        );
+        assert_eq!(container["resources"]["requests"]["cpu"], "2m");
+        assert_eq!(registration["spec"]["replicas"], 1);
+        assert_eq!(
+            registration["spec"]["template"]["spec"]["serviceAccountName"],
+            "registration-controller-sa"
+        );
+        let binding = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == "ClusterRoleBinding"
+                    && o["metadata"]["name"]
+                        == "open-cluster-management:cluster-manager-registration:controller"
+            })
+            .unwrap();
+        assert_eq!(binding["subjects"][0]["name"], "registration-controller-sa");
+        assert_eq!(objects.last().unwrap()["kind"], "Service");
+    }
+
+    #[test]
+    fn gates_images_placement_resources_and_replicas_follow_the_spec() {
+        let cm = cm(json!({
+            "placementImagePullSpec": "example.com/placement:2",
+            "nodePlacement": {"nodeSelector": {"role": "infra"},
+                              "tolerations": [{"key": "infra", "operator": "Exists"}]},
+            "resourceRequirement": {"type": "BestEffort"},
+            "registrationConfiguration": {"autoApproveUsers": ["alice"],
+                "registrationDrivers": [{"authType": "csr",
+                                         "csr": {"autoApprovedIdentities": ["bob", "alice"]}}]},
+            "workConfiguration": {"featureGates": [{"feature": "ManifestWorkReplicaSet", "mode": "Enable"}]},
+            "addOnManagerConfiguration": {"featureGates": [{"feature": "AddonManagement", "mode": "Disable"}]},
+        }));
+        let objects = rendered(&cm, 3);
+        assert!(deployment_named(&objects, "cluster-manager-work-controller").is_some());
+        assert!(deployment_named(&objects, "cluster-manager-addon-manager-controller").is_none());
+        let placement = deployment_named(&objects, "cluster-manager-placement-controller").unwrap();
+        let pod = &placement["spec"]["template"]["spec"];
+        assert_eq!(pod["containers"][0]["image"], "example.com/placement:2");
+        assert_eq!(pod["containers"][0]["resources"], json!({}));
+        assert_eq!(pod["nodeSelector"]["role"], "infra");
+        assert_eq!(pod["tolerations"][0]["key"], "infra");
+        assert_eq!(placement["spec"]["replicas"], 3);
+        let registration =
+            deployment_named(&objects, "cluster-manager-registration-controller").unwrap();
+        let args = &registration["spec"]["template"]["spec"]["containers"][0]["args"];
+        assert!(
+            args.as_array()
+                .unwrap()
+                .contains(&json!("--auto-approved-users=alice,bob"))
+        );
+        let webhook = deployment_named(&objects, "cluster-manager-webhook").unwrap();
+        assert_eq!(
+            webhook["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+            "cluster-manager-webhook-serving-cert"
+        );
+    }
+}
