@@ -406,8 +406,12 @@ async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
         .data_dir
         .clone()
         .unwrap_or_else(|| super::ocm_home().join("hub"));
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
+    // With a mounted certificate nothing is written (a pod's root filesystem may be
+    // read-only).
+    if args.webhook.webhook_cert_dir.is_none() {
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
+    }
     let webhooks = args
         .webhook
         .start(&client, &data_dir, args.default_cluster_set)

@@ -244,10 +244,18 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     })
 }
 
-/// Every object of the ClusterManager except the ClusterRoles' rules, which `rules` gives
-/// per component. Order: namespace, then per component ServiceAccount, ClusterRole,
-/// ClusterRoleBinding, Deployment, then the webhook Service.
-pub fn render(input: &RenderInput<'_>, rules: impl Fn(Component) -> Value) -> Vec<Value> {
+/// The Lease a controller component elects its leader on (as `ocm hub controllers` names
+/// them: `ocm_hub::embedded::HubComponent::leader_lease`).
+pub fn leader_lease(component: Component) -> Option<String> {
+    component
+        .controllers_name()
+        .map(|name| format!("cluster-manager-{name}-controller-lock"))
+}
+
+/// Every object of the ClusterManager. Order: namespace, then per component ServiceAccount,
+/// ClusterRole and binding ([`super::rbac::cluster_rules`]), leader-election Role and binding
+/// in the hub namespace (controllers), Deployment; then the webhook Service.
+pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
     let label = json!({"clustermanager.operator.open-cluster-management.io/name": cm_name});
@@ -265,7 +273,7 @@ pub fn render(input: &RenderInput<'_>, rules: impl Fn(Component) -> Value) -> Ve
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": role, "labels": label},
-            "rules": rules(component),
+            "rules": super::rbac::cluster_rules(component),
         }));
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -275,6 +283,24 @@ pub fn render(input: &RenderInput<'_>, rules: impl Fn(Component) -> Value) -> Ve
             "subjects": [{"kind": "ServiceAccount", "name": component.service_account(),
                           "namespace": HUB_NAMESPACE}],
         }));
+        if let Some(lease) = leader_lease(component)
+            && let Some(rules) = super::rbac::lease_rules(component, &lease)
+        {
+            let election = format!("{role}:leader-election");
+            out.push(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": election, "namespace": HUB_NAMESPACE, "labels": label},
+                "rules": rules,
+            }));
+            out.push(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": election, "namespace": HUB_NAMESPACE, "labels": label},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                            "name": election},
+                "subjects": [{"kind": "ServiceAccount", "name": component.service_account(),
+                              "namespace": HUB_NAMESPACE}],
+            }));
+        }
         out.push(deployment(input, component));
     }
     out.push(json!({
@@ -299,14 +325,11 @@ mod tests {
     }
 
     fn rendered(cm: &ClusterManager, nodes: usize) -> Vec<Value> {
-        render(
-            &RenderInput {
-                cluster_manager: cm,
-                image: "ghcr.io/example/ocm:1",
-                control_plane_nodes: nodes,
-            },
-            |_| json!([]),
-        )
+        render(&RenderInput {
+            cluster_manager: cm,
+            image: "ghcr.io/example/ocm:1",
+            control_plane_nodes: nodes,
+        })
     }
 
     fn deployment_named<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
@@ -363,6 +386,26 @@ mod tests {
             })
             .unwrap();
         assert_eq!(binding["subjects"][0]["name"], "registration-controller-sa");
+        let election = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == "Role"
+                    && o["metadata"]["name"]
+                        == "open-cluster-management:cluster-manager-placement:controller:leader-election"
+            })
+            .unwrap();
+        assert_eq!(election["metadata"]["namespace"], HUB_NAMESPACE);
+        assert_eq!(
+            election["rules"][1]["resourceNames"][0],
+            "cluster-manager-placement-controller-lock"
+        );
+        // The webhook server elects no leader.
+        assert!(!objects.iter().any(|o| {
+            o["kind"] == "Role"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("webhook"))
+        }));
         assert_eq!(objects.last().unwrap()["kind"], "Service");
     }
 

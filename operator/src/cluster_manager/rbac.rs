@@ -1,0 +1,316 @@
+//! The permissions of each hub component — pure.
+//!
+//! From an audit of every API call the components make (`docs/design/hub-component-permissions.md`):
+//! a ClusterRole per component with what it uses across the cluster, and for the controller
+//! components a Role in the hub namespace for leader election (create Leases, get and update
+//! its own). The registration controller's role also holds every rule it grants to agents
+//! (the per-cluster and shared roles it writes), because RBAC lets a subject grant only what
+//! it holds — it needs neither `escalate` nor `bind` that way.
+//!
+//! Not granted: `execute-as` for the work controller (a ManifestWorkReplicaSet whose template
+//! names an executor needs it, narrowed to those service accounts by the admin), and `get` on
+//! addon config kinds other than AddOnDeploymentConfig (add per kind the hub's addons use).
+
+use serde_json::{Value, json};
+
+use super::render::Component;
+
+const CLUSTER: &str = "cluster.open-cluster-management.io";
+const ADDON: &str = "addon.open-cluster-management.io";
+const WORK: &str = "work.open-cluster-management.io";
+const REGISTER: &str = "register.open-cluster-management.io";
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+fn named(groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs, "resourceNames": names})
+}
+
+/// The rules of a component's ClusterRole.
+pub fn cluster_rules(component: Component) -> Value {
+    let rules = match component {
+        Component::Registration => vec![
+            rule(
+                &[CLUSTER],
+                &["managedclusters"],
+                &["get", "list", "watch", "patch", "update"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["managedclusters/status"],
+                &["patch", "update"],
+            ),
+            rule(&[REGISTER], &["managedclusters/accept"], &["update"]),
+            rule(
+                &[REGISTER],
+                &["managedclusters/clientcertificates"],
+                &["renew"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["managedclustersets"],
+                &["get", "list", "watch", "create"],
+            ),
+            named(
+                &[CLUSTER],
+                &["managedclustersets"],
+                &["update"],
+                &["default", "global"],
+            ),
+            rule(&[CLUSTER], &["managedclustersets/status"], &["patch"]),
+            named(
+                &[CLUSTER],
+                &["managedclustersets/join"],
+                &["create"],
+                &["default"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["managedclustersetbindings"],
+                &["list", "watch"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["managedclustersetbindings/status"],
+                &["patch"],
+            ),
+            rule(
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests"],
+                &["get", "list", "watch", "create"],
+            ),
+            rule(
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests/approval"],
+                &["update"],
+            ),
+            named(
+                &["certificates.k8s.io"],
+                &["signers"],
+                &["approve"],
+                &["kubernetes.io/kube-apiserver-client"],
+            ),
+            rule(
+                &["authorization.k8s.io"],
+                &["subjectaccessreviews"],
+                &["create"],
+            ),
+            rule(
+                &["coordination.k8s.io"],
+                &["leases"],
+                &["get", "list", "watch", "create", "update"],
+            ),
+            rule(&[""], &["namespaces"], &["create", "patch"]),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["clusterroles", "clusterrolebindings"],
+                &["list", "watch", "create", "patch", "delete"],
+            ),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["rolebindings"],
+                &["get", "list", "watch", "create", "patch", "delete"],
+            ),
+            rule(
+                &[WORK],
+                &["manifestworks"],
+                &["get", "list", "watch", "update", "patch", "delete"],
+            ),
+            rule(&[WORK], &["manifestworks/status"], &["patch", "update"]),
+            rule(
+                &[ADDON],
+                &["managedclusteraddons"],
+                &["get", "list", "watch", "delete"],
+            ),
+            rule(
+                &[ADDON],
+                &["managedclusteraddons/status"],
+                &["patch", "update"],
+            ),
+            rule(
+                &["", "events.k8s.io"],
+                &["events"],
+                &["create", "patch", "update"],
+            ),
+        ],
+        Component::Placement => vec![
+            rule(
+                &[CLUSTER],
+                &[
+                    "managedclusters",
+                    "managedclustersets",
+                    "managedclustersetbindings",
+                    "addonplacementscores",
+                    "placements",
+                    "placementdecisions",
+                ],
+                &["list", "watch"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["placementdecisions"],
+                &["create", "patch", "delete"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["placementdecisions/status", "placements/status"],
+                &["patch"],
+            ),
+            rule(&[CLUSTER], &["placements/finalizers"], &["update"]),
+            rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+        ],
+        Component::Work => vec![
+            rule(
+                &[WORK],
+                &["manifestworkreplicasets"],
+                &["list", "watch", "patch"],
+            ),
+            rule(&[WORK], &["manifestworkreplicasets/status"], &["patch"]),
+            rule(
+                &[WORK],
+                &["manifestworks"],
+                &["list", "watch", "create", "patch", "delete"],
+            ),
+            rule(
+                &[CLUSTER],
+                &["placements", "placementdecisions", "managedclusters"],
+                &["list", "watch"],
+            ),
+        ],
+        Component::AddonManager => vec![
+            rule(
+                &[ADDON],
+                &["clustermanagementaddons", "addondeploymentconfigs"],
+                &["list", "watch"],
+            ),
+            rule(&[ADDON], &["clustermanagementaddons/status"], &["patch"]),
+            rule(
+                &[ADDON],
+                &["managedclusteraddons"],
+                &["list", "watch", "create", "delete"],
+            ),
+            rule(&[ADDON], &["managedclusteraddons/status"], &["patch"]),
+            rule(
+                &[CLUSTER],
+                &["placementdecisions", "managedclusters"],
+                &["list", "watch"],
+            ),
+        ],
+        Component::Webhook => vec![
+            rule(
+                &["authorization.k8s.io"],
+                &["subjectaccessreviews"],
+                &["create"],
+            ),
+            rule(&[""], &["namespaces"], &["get"]),
+        ],
+    };
+    Value::Array(rules)
+}
+
+/// The rules of a controller component's Role in the hub namespace (leader election on
+/// `lease`); `None` for the webhook server, which elects no leader.
+pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
+    (component != Component::Webhook).then(|| {
+        json!([
+            rule(&["coordination.k8s.io"], &["leases"], &["create"]),
+            named(
+                &["coordination.k8s.io"],
+                &["leases"],
+                &["get", "update"],
+                &[lease]
+            ),
+        ])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allows(rules: &Value, group: &str, resource: &str, verb: &str) -> bool {
+        rules.as_array().unwrap().iter().any(|r| {
+            let has = |field: &str, value: &str| {
+                r[field]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|x| x == value || x == "*"))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    }
+
+    #[test]
+    fn registration_holds_what_it_grants_without_escalate_or_bind() {
+        let rules = cluster_rules(Component::Registration);
+        // Its own work: approve CSRs with the client signer, make namespaces and roles.
+        assert!(allows(
+            &rules,
+            "certificates.k8s.io",
+            "certificatesigningrequests/approval",
+            "update"
+        ));
+        assert!(allows(&rules, "certificates.k8s.io", "signers", "approve"));
+        assert!(allows(&rules, "", "namespaces", "create"));
+        assert!(allows(
+            &rules,
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "create"
+        ));
+        // What it grants agents.
+        assert!(allows(
+            &rules,
+            REGISTER,
+            "managedclusters/clientcertificates",
+            "renew"
+        ));
+        assert!(allows(&rules, WORK, "manifestworks/status", "update"));
+        assert!(allows(&rules, "events.k8s.io", "events", "create"));
+        assert!(!allows(
+            &rules,
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "escalate"
+        ));
+        assert!(!allows(
+            &rules,
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "bind"
+        ));
+        assert!(!allows(&rules, "", "secrets", "get"));
+    }
+
+    #[test]
+    fn the_other_components_get_only_their_kinds() {
+        let placement = cluster_rules(Component::Placement);
+        assert!(allows(&placement, CLUSTER, "placementdecisions", "create"));
+        assert!(!allows(&placement, WORK, "manifestworks", "create"));
+        let work = cluster_rules(Component::Work);
+        assert!(allows(&work, WORK, "manifestworks", "create"));
+        assert!(!allows(&work, WORK, "manifestworks", "execute-as"));
+        let addons = cluster_rules(Component::AddonManager);
+        assert!(allows(&addons, ADDON, "managedclusteraddons", "create"));
+        assert!(!allows(&addons, CLUSTER, "managedclusters", "patch"));
+        let webhook = cluster_rules(Component::Webhook);
+        assert!(allows(
+            &webhook,
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "create"
+        ));
+        assert_eq!(webhook.as_array().unwrap().len(), 2);
+        assert!(lease_rules(Component::Webhook, "x").is_none());
+        let lease = lease_rules(
+            Component::Placement,
+            "cluster-manager-placement-controller-lock",
+        )
+        .unwrap();
+        assert_eq!(
+            lease[1]["resourceNames"][0],
+            "cluster-manager-placement-controller-lock"
+        );
+    }
+}
