@@ -1,0 +1,229 @@
+//! The permissions the operator gives each hub component are enough: the components run as
+//! their own service accounts, with exactly the rules `ocm_operator` renders, against an API
+//! server that enforces RBAC (escalation checks included: the registration controller writes
+//! roles for every accepted cluster).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
+use ocm_e2e::process::{Process, start_apiserver};
+use ocm_e2e::{bind_namespace, wait_for};
+use ocm_operator::cluster_manager::render::{HUB_NAMESPACE, RenderInput, render};
+use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec};
+use serde_json::{Value, json};
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+/// Server-side applies one rendered object as the admin.
+async fn apply(admin: &kube::Client, object: &Value) {
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = object["kind"].as_str().unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind),
+        &format!("{}s", kind.to_lowercase()),
+    );
+    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(admin.clone(), ns, &resource),
+        None => Api::all_with(admin.clone(), &resource),
+    };
+    api.patch(
+        object["metadata"]["name"].as_str().unwrap(),
+        &PatchParams::apply("operator-rbac-test").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {kind}: {e}"));
+}
+
+/// A kubeconfig for the hub presenting a token of service account `sa`.
+async fn service_account_kubeconfig(
+    admin: &kube::Client,
+    admin_kubeconfig: &Path,
+    sa: &str,
+) -> PathBuf {
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let token = Api::<ServiceAccount>::namespaced(admin.clone(), HUB_NAMESPACE)
+        .create_token_request(sa, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let text = std::fs::read_to_string(admin_kubeconfig).unwrap();
+    let server =
+        ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text).unwrap())
+            .unwrap();
+    let yaml = ocm_runtime::kubeconfig::render(&KubeconfigSpec {
+        server,
+        auth: KubeconfigAuth::Token(token),
+        context: sa.into(),
+        user: sa.into(),
+        namespace: None,
+    });
+    let path = admin_kubeconfig.with_file_name(format!("{sa}.kubeconfig"));
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    ocm::embedded::install_crds(&admin, &ocm_api::crds::hub())
+        .await
+        .unwrap();
+    let cluster_manager = serde_json::from_value(json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+        "metadata": {"name": "cluster-manager"}, "spec": {}}))
+    .unwrap();
+    let objects = render(&RenderInput {
+        cluster_manager: &cluster_manager,
+        image: "ocm:test",
+        control_plane_nodes: 1,
+    });
+    // Everything but the workloads: the components run here as processes instead.
+    for object in objects
+        .iter()
+        .filter(|o| o["kind"] != "Deployment" && o["kind"] != "Service")
+    {
+        apply(&admin, object).await;
+    }
+
+    // Registration as registration-controller-sa: accepting a cluster makes its namespace
+    // and writes its roles and bindings (which RBAC allows only to a holder of their rules).
+    let registration_kubeconfig =
+        service_account_kubeconfig(&admin, &kubeconfig, "registration-controller-sa").await;
+    let registration = Process::spawn(
+        OCM,
+        home,
+        &[
+            "hub",
+            "controllers",
+            "--kubeconfig",
+            registration_kubeconfig.to_str().unwrap(),
+            "--only",
+            "registration",
+        ],
+    );
+    registration.wait_line("ocm hub controllers running: registration");
+    Api::<ManagedCluster>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "c1"}, "spec": {"hubAcceptsClient": true}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &Api::<Namespace>::all(admin.clone()),
+        "c1",
+        "c1's namespace",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &Api::<ClusterRole>::all(admin.clone()),
+        "open-cluster-management:managedcluster:c1",
+        "c1's cluster role",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    for binding in [
+        "open-cluster-management:managedcluster:c1:registration",
+        "open-cluster-management:managedcluster:c1:work",
+    ] {
+        wait_for(
+            &Api::<RoleBinding>::namespaced(admin.clone(), "c1"),
+            binding,
+            "c1's role binding",
+            |_| true,
+        )
+        .await
+        .unwrap();
+    }
+    wait_for(
+        &Api::<ManagedCluster>::all(admin.clone()),
+        "c1",
+        "c1 accepted",
+        |c| {
+            c.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "HubAcceptedManagedCluster" && c.status == "True")
+            })
+        },
+    )
+    .await
+    .unwrap();
+
+    // Placement as placement-controller-sa schedules onto it.
+    let placement_kubeconfig =
+        service_account_kubeconfig(&admin, &kubeconfig, "placement-controller-sa").await;
+    let placement = Process::spawn(
+        OCM,
+        home,
+        &[
+            "hub",
+            "controllers",
+            "--kubeconfig",
+            placement_kubeconfig.to_str().unwrap(),
+            "--only",
+            "placement",
+        ],
+    );
+    placement.wait_line("ocm hub controllers running: placement");
+    bind_namespace(&admin, "apps", "global").await.unwrap();
+    Api::<Placement>::namespaced(admin.clone(), "apps")
+        .patch(
+            "p",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+                "metadata": {"name": "p"},
+                // No agent runs for c1, so it is unreachable: tolerated here.
+                "spec": {"clusterSets": ["global"], "tolerations": [
+                    {"key": "cluster.open-cluster-management.io/unreachable",
+                     "operator": "Exists"}]}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &Api::<PlacementDecision>::namespaced(admin.clone(), "apps"),
+        "p-decision-1",
+        "c1 decided",
+        |d| {
+            d.status
+                .as_ref()
+                .is_some_and(|s| s.decisions.iter().any(|c| c.cluster_name == "c1"))
+        },
+    )
+    .await
+    .unwrap();
+    placement.stop();
+    registration.stop();
+    apiserver.stop();
+}
