@@ -227,3 +227,95 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     registration.stop();
     apiserver.stop();
 }
+
+/// `ocm operator hub`: a ClusterManager gets its hub components (Applied, related resources),
+/// and deleting it removes them before it goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_manager_installs_and_uninstalls_the_hub_components() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use ocm_api::operator::v1::ClusterManager;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    let operator = Process::spawn(
+        OCM,
+        home,
+        &[
+            "operator",
+            "hub",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--image",
+            "example.com/ocm:1",
+        ],
+    );
+    operator.wait_line("ocm operator hub running");
+    let managers: Api<ClusterManager> = Api::all(admin.clone());
+    managers
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+                "metadata": {"name": "cluster-manager"}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let applied = wait_for(&managers, "cluster-manager", "Applied", |cm| {
+        cm.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "Applied" && c.status == "True" && c.reason == "ClusterManagerApplied"
+            })
+        })
+    })
+    .await
+    .unwrap();
+    assert!(
+        applied
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"operator.open-cluster-management.io/cluster-manager-cleanup".to_owned())
+    );
+    let status = applied.status.unwrap();
+    assert_eq!(status.observed_generation, applied.metadata.generation);
+    assert!(status.related_resources.iter().any(
+        |r| r.resource == "deployments" && r.name == "cluster-manager-registration-controller"
+    ));
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    let registration = deployments
+        .get("cluster-manager-registration-controller")
+        .await
+        .unwrap();
+    let container = &registration.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(container.image.as_deref(), Some("example.com/ocm:1"));
+    assert!(
+        deployments
+            .get_opt("cluster-manager-webhook")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Deleted: its objects go, then it does.
+    managers
+        .delete("cluster-manager", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    ocm_e2e::wait_gone(&managers, "cluster-manager")
+        .await
+        .unwrap();
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    assert!(
+        roles
+            .get_opt("open-cluster-management:cluster-manager-registration:controller")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    operator.stop();
+    apiserver.stop();
+}

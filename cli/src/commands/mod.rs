@@ -14,6 +14,7 @@ pub mod get;
 pub mod hub;
 pub mod init;
 pub mod join;
+pub mod operator;
 pub mod placement;
 pub mod placement_bench;
 pub mod rotation_bench;
@@ -60,6 +61,8 @@ enum Command {
     Create(create::CreateArgs),
     /// Explain a hub decision (why each cluster was or was not placed).
     Explain(placement::ExplainArgs),
+    /// Run an operator that installs ocm-rs on a cluster (`ocm operator hub`).
+    Operator(operator::OperatorArgs),
     /// The work agent alone (`ocm work agent`).
     Work(work_agent::WorkArgs),
     /// Remove the agent and its credentials from a managed cluster.
@@ -95,6 +98,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Get(args) => block_on(QUIET, get::run(args)),
         Command::Create(args) => block_on(QUIET, create::run(args)),
         Command::Explain(args) => block_on(QUIET, placement::explain(args)),
+        Command::Operator(args) => block_on("info", operator::run(args)),
         Command::Work(args) => block_on("info", work_agent::run(args)),
         Command::Unjoin(args) => block_on(QUIET, unjoin::run(args)),
         Command::Demo(args) => block_on(QUIET, demo::run(args)),

@@ -1,5 +1,6 @@
-//! The ClusterManager: what it installs on the hub ([`render`]) and with which permissions
-//! ([`rbac`]).
+//! The ClusterManager: what it installs on the hub ([`render`]), with which permissions
+//! ([`rbac`]), and the controller that keeps it there ([`controller`]).
 
+pub mod controller;
 pub mod rbac;
 pub mod render;

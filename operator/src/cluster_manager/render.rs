@@ -8,7 +8,9 @@
 //! webhook server is one Deployment, `<cm>-webhook`, where upstream has three. Upstream's
 //! gates decide which components run: the work controller with the work configuration's
 //! `ManifestWorkReplicaSet` gate, the addon manager unless `AddonManagement` is disabled.
-//! Replicas: 1 when the hub has at most one control-plane node, else 3.
+//! Replicas: 1 when the hub has at most one control-plane node, else 3. Images: the
+//! ClusterManager's image fields when set to something other than the CRD's defaults
+//! (upstream's quay.io images), else the `ocm` image the operator runs with.
 
 use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode, ResourceQosClass};
 use serde_json::{Value, json};
@@ -110,8 +112,17 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
     out
 }
 
-/// The image a component runs: the ClusterManager's image for it when it names one, else
-/// the `ocm` image.
+/// The images the ClusterManager CRD defaults its image fields to (upstream's): they mean
+/// "not chosen", so the component runs the `ocm` image.
+const UPSTREAM_DEFAULT_IMAGES: [&str; 4] = [
+    "quay.io/open-cluster-management/registration",
+    "quay.io/open-cluster-management/work",
+    "quay.io/open-cluster-management/placement",
+    "quay.io/open-cluster-management/addon-manager",
+];
+
+/// The image a component runs: the ClusterManager's image for it when it names one (other
+/// than the CRD's default), else the `ocm` image.
 fn image_of(input: &RenderInput<'_>, component: Component) -> String {
     let spec = &input.cluster_manager.spec;
     let named = match component {
@@ -121,7 +132,7 @@ fn image_of(input: &RenderInput<'_>, component: Component) -> String {
         Component::AddonManager => spec.add_on_manager_image_pull_spec.as_ref(),
     };
     named
-        .filter(|image| !image.is_empty())
+        .filter(|image| !image.is_empty() && !UPSTREAM_DEFAULT_IMAGES.contains(&image.as_str()))
         .cloned()
         .unwrap_or_else(|| input.image.to_owned())
 }
@@ -412,6 +423,7 @@ mod tests {
     #[test]
     fn gates_images_placement_resources_and_replicas_follow_the_spec() {
         let cm = cm(json!({
+            "registrationImagePullSpec": "quay.io/open-cluster-management/registration",
             "placementImagePullSpec": "example.com/placement:2",
             "nodePlacement": {"nodeSelector": {"role": "infra"},
                               "tolerations": [{"key": "infra", "operator": "Exists"}]},
@@ -434,6 +446,11 @@ mod tests {
         assert_eq!(placement["spec"]["replicas"], 3);
         let registration =
             deployment_named(&objects, "cluster-manager-registration-controller").unwrap();
+        // The CRD's default image means "not chosen": the ocm image.
+        assert_eq!(
+            registration["spec"]["template"]["spec"]["containers"][0]["image"],
+            "ghcr.io/example/ocm:1"
+        );
         let args = &registration["spec"]["template"]["spec"]["containers"][0]["args"];
         assert!(
             args.as_array()
