@@ -182,6 +182,63 @@ pub async fn bind_namespace(client: &kube::Client, ns: &str, set: &str) -> anyho
     Ok(())
 }
 
+/// Creates ManagedCluster `name`, accepted, with no agent behind it (the hub will soon call it
+/// unreachable), and waits until the hub has made its namespace.
+pub async fn accepted_cluster_without_agent(
+    client: &kube::Client,
+    name: &str,
+) -> anyhow::Result<()> {
+    let cluster: ManagedCluster = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name}, "spec": {"hubAcceptsClient": true}}))?;
+    Api::<ManagedCluster>::all(client.clone())
+        .create(&Default::default(), &cluster)
+        .await
+        .with_context(|| format!("creating cluster {name}"))?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    wait_for(
+        &namespaces,
+        name,
+        "the accepted cluster's namespace",
+        |_| true,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Binds `ns` to the `global` set, creates Placement `p` there selecting every cluster (also
+/// unreachable ones) and waits until it decided on `cluster`.
+pub async fn wait_placed_on(client: &kube::Client, ns: &str, cluster: &str) -> anyhow::Result<()> {
+    use kube::api::{Patch, PatchParams};
+    bind_namespace(client, ns, "global").await?;
+    Api::<ocm_api::cluster::v1beta1::Placement>::namespaced(client.clone(), ns)
+        .patch(
+            "p",
+            &PatchParams::apply("ocm-e2e").force(),
+            &Patch::Apply(serde_json::json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+                "metadata": {"name": "p"},
+                "spec": {"clusterSets": ["global"], "tolerations": [
+                    {"key": "cluster.open-cluster-management.io/unreachable",
+                     "operator": "Exists"}]}})),
+        )
+        .await
+        .context("creating placement p")?;
+    let decisions: Api<ocm_api::cluster::v1beta1::PlacementDecision> =
+        Api::namespaced(client.clone(), ns);
+    wait_for(
+        &decisions,
+        "p-decision-1",
+        &format!("{cluster} decided"),
+        |d| {
+            d.status
+                .as_ref()
+                .is_some_and(|s| s.decisions.iter().any(|c| c.cluster_name == cluster))
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 /// Condition `type_` of a Placement, if it has one.
 pub fn placement_condition<'a>(
     placement: &'a ocm_api::cluster::v1beta1::Placement,

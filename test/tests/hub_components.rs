@@ -3,13 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use ocm_api::cluster::v1::ManagedCluster;
-use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_e2e::process::{Process, run_ocm, start_apiserver};
-use ocm_e2e::{bind_namespace, wait_for};
-use serde_json::json;
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 
@@ -61,24 +55,9 @@ async fn hub_components_run_as_processes_of_their_own() {
         ],
     );
     registration.wait_line("ocm hub controllers running: registration");
-    Api::<ManagedCluster>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": "c1"}, "spec": {"hubAcceptsClient": true}}),
-            )
-            .unwrap(),
-        )
+    ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
         .unwrap();
-    wait_for(
-        &Api::<Namespace>::all(admin.clone()),
-        "c1",
-        "the accepted cluster's namespace",
-        |_| true,
-    )
-    .await
-    .unwrap();
 
     // Placement in a process of its own schedules onto that cluster.
     let placement = Process::spawn(
@@ -94,33 +73,7 @@ async fn hub_components_run_as_processes_of_their_own() {
         ],
     );
     placement.wait_line("ocm hub controllers running: placement");
-    bind_namespace(&admin, "apps", "global").await.unwrap();
-    Api::<Placement>::namespaced(admin.clone(), "apps")
-        .patch(
-            "p",
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-                "metadata": {"name": "p"},
-                // No agent runs for c1, so it is unreachable: tolerated here.
-                "spec": {"clusterSets": ["global"], "tolerations": [
-                    {"key": "cluster.open-cluster-management.io/unreachable",
-                     "operator": "Exists"}]}})),
-        )
-        .await
-        .unwrap();
-    wait_for(
-        &Api::<PlacementDecision>::namespaced(admin.clone(), "apps"),
-        "p-decision-1",
-        "c1 decided",
-        |d| {
-            d.status
-                .as_ref()
-                .is_some_and(|s| s.decisions.iter().any(|c| c.cluster_name == "c1"))
-        },
-    )
-    .await
-    .unwrap();
+    ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
     placement.stop();
     registration.stop();
     apiserver.stop();

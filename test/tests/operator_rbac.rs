@@ -8,14 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_e2e::process::{Process, start_apiserver};
-use ocm_e2e::{bind_namespace, wait_for};
+use ocm_e2e::wait_for;
 use ocm_operator::cluster_manager::render::{HUB_NAMESPACE, RenderInput, render};
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec};
 use serde_json::{Value, json};
@@ -126,24 +125,9 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
         ],
     );
     registration.wait_line("ocm hub controllers running: registration");
-    Api::<ManagedCluster>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": "c1"}, "spec": {"hubAcceptsClient": true}}),
-            )
-            .unwrap(),
-        )
+    ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
         .unwrap();
-    wait_for(
-        &Api::<Namespace>::all(admin.clone()),
-        "c1",
-        "c1's namespace",
-        |_| true,
-    )
-    .await
-    .unwrap();
     wait_for(
         &Api::<ClusterRole>::all(admin.clone()),
         "open-cluster-management:managedcluster:c1",
@@ -196,33 +180,7 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
         ],
     );
     placement.wait_line("ocm hub controllers running: placement");
-    bind_namespace(&admin, "apps", "global").await.unwrap();
-    Api::<Placement>::namespaced(admin.clone(), "apps")
-        .patch(
-            "p",
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-                "metadata": {"name": "p"},
-                // No agent runs for c1, so it is unreachable: tolerated here.
-                "spec": {"clusterSets": ["global"], "tolerations": [
-                    {"key": "cluster.open-cluster-management.io/unreachable",
-                     "operator": "Exists"}]}})),
-        )
-        .await
-        .unwrap();
-    wait_for(
-        &Api::<PlacementDecision>::namespaced(admin.clone(), "apps"),
-        "p-decision-1",
-        "c1 decided",
-        |d| {
-            d.status
-                .as_ref()
-                .is_some_and(|s| s.decisions.iter().any(|c| c.cluster_name == "c1"))
-        },
-    )
-    .await
-    .unwrap();
+    ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
     placement.stop();
     registration.stop();
     apiserver.stop();

@@ -320,7 +320,7 @@ pub fn addon_controllers() -> crate::embedded::HubControllers {
 
 /// A client of the hub: from `kubeconfig`, else the in-cluster service account (or
 /// $KUBECONFIG).
-async fn hub_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub(crate) async fn hub_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     match kubeconfig {
         Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
             .await

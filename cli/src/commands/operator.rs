@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use ocm_runtime::shutdown::Shutdown;
 
@@ -39,14 +38,7 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
 }
 
 async fn run_hub(args: HubOperatorArgs) -> anyhow::Result<()> {
-    let client = match &args.kubeconfig {
-        Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
-            .await
-            .with_context(|| format!("loading {}", path.display()))?,
-        None => kube::Client::try_default()
-            .await
-            .context("no --kubeconfig, and neither in-cluster configuration nor $KUBECONFIG")?,
-    };
+    let client = super::hub::hub_client(args.kubeconfig.as_deref()).await?;
     // Its own API first: the ClusterManager CRD.
     let crds: Vec<_> = ocm_api::crds::hub()
         .into_iter()

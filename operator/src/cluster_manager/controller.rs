@@ -68,8 +68,17 @@ fn error_policy(_cm: Arc<ClusterManager>, err: &OperatorError, _ctx: Arc<Ctx>) -
     Action::requeue(Duration::from_secs(5))
 }
 
-/// The API of a rendered object.
-fn api_of(client: &kube::Client, object: &Value) -> (Api<DynamicObject>, String) {
+/// Where a rendered object lives: group, version, plural resource, namespace, name.
+struct Coordinates<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    resource: String,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+fn coordinates(object: &Value) -> Coordinates<'_> {
     let text = |p: &str| {
         object
             .pointer(p)
@@ -79,30 +88,35 @@ fn api_of(client: &kube::Client, object: &Value) -> (Api<DynamicObject>, String)
     let api_version = text("/apiVersion");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let kind = text("/kind");
+    Coordinates {
+        group,
+        version,
+        kind,
+        resource: format!("{}s", kind.to_lowercase()),
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name"),
+    }
+}
+
+/// The API of a rendered object, and its name.
+fn api_of(client: &kube::Client, object: &Value) -> (Api<DynamicObject>, String) {
+    let at = coordinates(object);
     let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(group, version, kind),
-        &format!("{}s", kind.to_lowercase()),
+        &GroupVersionKind::gvk(at.group, at.version, at.kind),
+        &at.resource,
     );
-    let api = match text("/metadata/namespace") {
+    let api = match at.namespace {
         "" => Api::all_with(client.clone(), &resource),
         ns => Api::namespaced_with(client.clone(), ns, &resource),
     };
-    (api, text("/metadata/name").to_owned())
+    (api, at.name.to_owned())
 }
 
 /// `relatedResources` entry of a rendered object.
 fn related(object: &Value) -> Value {
-    let text = |p: &str| {
-        object
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    let api_version = text("/apiVersion");
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    json!({"group": group, "version": version,
-           "resource": format!("{}s", text("/kind").to_lowercase()),
-           "namespace": text("/metadata/namespace"), "name": text("/metadata/name")})
+    let at = coordinates(object);
+    json!({"group": at.group, "version": at.version, "resource": at.resource,
+           "namespace": at.namespace, "name": at.name})
 }
 
 async fn control_plane_nodes(client: &kube::Client) -> usize {
