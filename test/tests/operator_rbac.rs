@@ -277,3 +277,59 @@ async fn a_cluster_manager_installs_and_uninstalls_the_hub_components() {
     operator.stop();
     apiserver.stop();
 }
+
+/// `ocm operator manifests --hub` is what real kubectl accepts (server-side dry run against the
+/// API server, after creating the operator's namespace for real).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_operator_manifests_pass_a_server_side_dry_run() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let (code, manifests, stderr) = ocm_e2e::process::run_ocm(
+        OCM,
+        home,
+        &[
+            "operator",
+            "manifests",
+            "--hub",
+            "--image",
+            "example.com/ocm:1",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let file = home.join("operator.yaml");
+    std::fs::write(&file, &manifests).unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .env("HOME", home)
+            .output()
+            .expect("kubectl is installed (.ci/run installs it)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, _, err) = kubectl(&["create", "namespace", "open-cluster-management"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = kubectl(&["apply", "--dry-run=server", "-f", file.to_str().unwrap()]);
+    assert!(ok, "kubectl refused the manifests: {err}\n{out}");
+    for object in [
+        "customresourcedefinition.apiextensions.k8s.io/clustermanagers.operator.open-cluster-management.io",
+        "serviceaccount/cluster-manager",
+        "clusterrole.rbac.authorization.k8s.io/cluster-manager",
+        "clusterrolebinding.rbac.authorization.k8s.io/cluster-manager",
+        "deployment.apps/cluster-manager",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(object) && l.ends_with("(server dry run)")),
+            "{object} not in {out}"
+        );
+    }
+    apiserver.stop();
+}
