@@ -118,6 +118,23 @@ pub fn hash_annotation(hashes: &[(ConfigRef, String)]) -> String {
     serde_json::to_string(&map).unwrap_or_default()
 }
 
+/// Whether (group, resource) may name an addon config. Configs are custom resources: the
+/// built-in groups (core `""`, `*.k8s.io`, `apps`, `batch`, …) hold credentials and workloads,
+/// never configs, and the hub reads no such object because an addon's spec names it.
+pub fn may_be_config(group: &str, resource: &str) -> bool {
+    const BUILTIN: [&str; 8] = [
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "autoscaling",
+        "extensions",
+        "coordination.k8s.io",
+        "rbac.authorization.k8s.io",
+    ];
+    !resource.is_empty() && !BUILTIN.contains(&group) && !group.ends_with(".k8s.io")
+}
+
 /// The config kinds `mca` refers to that an addon reading only `supported` kinds (group,
 /// resource) does not read, as `<resource>.<group>`; none when `supported` is empty (the addon
 /// takes any kind).
@@ -284,6 +301,25 @@ mod tests {
             state(&addon(done, Some("Completed"))),
             RolloutStatus::Succeeded
         );
+    }
+
+    #[test]
+    fn only_custom_resources_may_be_configs() {
+        assert!(may_be_config(
+            "addon.open-cluster-management.io",
+            "addondeploymentconfigs"
+        ));
+        assert!(may_be_config("example.com", "widgets"));
+        assert!(may_be_config("cluster.x-k8s.io", "clusters"));
+        assert!(!may_be_config("", "secrets"));
+        assert!(!may_be_config("", "configmaps"));
+        assert!(!may_be_config("apps", "deployments"));
+        assert!(!may_be_config("rbac.authorization.k8s.io", "roles"));
+        assert!(!may_be_config(
+            "certificates.k8s.io",
+            "certificatesigningrequests"
+        ));
+        assert!(!may_be_config("example.com", ""));
     }
 
     #[test]

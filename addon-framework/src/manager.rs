@@ -722,8 +722,17 @@ async fn load_configs(
 }
 
 /// Reads a config object, finding its API through discovery (AddOnDeploymentConfig
-/// directly).
+/// directly). Kinds that cannot be configs (see [`crate::configs::may_be_config`]) are not
+/// read: anyone who may write an addon's `spec.configs` names what the hub reads.
 pub(crate) async fn fetch_config(client: &kube::Client, config: &ConfigRef) -> Option<Value> {
+    if !crate::configs::may_be_config(&config.group, &config.resource) {
+        tracing::debug!(
+            group = config.group,
+            resource = config.resource,
+            "not reading a config of a kind that cannot be one"
+        );
+        return None;
+    }
     let resource =
         if config.group == ocm_api::addon::GROUP && config.resource == "addondeploymentconfigs" {
             kube::core::ApiResource::from_gvk_with_plural(
