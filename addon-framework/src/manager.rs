@@ -13,7 +13,6 @@
 pub use crate::install_controller::{UNKNOWN_ADDON, run_install_strategies};
 
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -805,13 +804,7 @@ fn record_applied_configs(
 /// Applies an addon's hub RBAC objects for one cluster (server-side apply), unless this
 /// controller already applied exactly these.
 async fn apply_permissions(ctx: &Ctx, cluster: &str, objects: &[Value]) -> Result<(), kube::Error> {
-    let fingerprint = {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        serde_json::to_string(objects)
-            .unwrap_or_default()
-            .hash(&mut hasher);
-        hasher.finish()
-    };
+    let fingerprint = crate::work_applier::fingerprint(&objects);
     let applied = |map: &HashMap<String, u64>| map.get(cluster) == Some(&fingerprint);
     if ctx.permissions.lock().is_ok_and(|map| applied(&map)) {
         return Ok(());

@@ -88,11 +88,13 @@ impl WorkApplier {
     }
 }
 
-/// A hash of the desired work's JSON text (stable within one process, which is all the cache
-/// needs).
-fn fingerprint(desired: &Value) -> u64 {
+/// A hash of an object's JSON text (stable within one process, which is all a cache of what
+/// was written needs).
+pub(crate) fn fingerprint(object: &impl serde::Serialize) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    desired.to_string().hash(&mut hasher);
+    serde_json::to_string(object)
+        .unwrap_or_default()
+        .hash(&mut hasher);
     hasher.finish()
 }
 

@@ -197,3 +197,22 @@ impl ManagedApiserver {
         self.apiserver.stop();
     }
 }
+
+/// Starts `ocm hub controllers --kubeconfig KUBECONFIG --only COMPONENT` and waits until it
+/// runs that component.
+pub fn start_hub_component(bin: &str, home: &Path, kubeconfig: &Path, component: &str) -> Process {
+    let process = Process::spawn(
+        bin,
+        home,
+        &[
+            "hub",
+            "controllers",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--only",
+            component,
+        ],
+    );
+    process.wait_line(&format!("ocm hub controllers running: {component}"));
+    process
+}

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ocm_e2e::process::{Process, run_ocm, start_apiserver};
+use ocm_e2e::process::{run_ocm, start_apiserver, start_hub_component};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 
@@ -42,37 +42,13 @@ async fn hub_components_run_as_processes_of_their_own() {
     );
 
     // Registration alone: an accepted cluster gets its namespace.
-    let registration = Process::spawn(
-        OCM,
-        home,
-        &[
-            "hub",
-            "controllers",
-            "--kubeconfig",
-            kubeconfig_arg,
-            "--only",
-            "registration",
-        ],
-    );
-    registration.wait_line("ocm hub controllers running: registration");
+    let registration = start_hub_component(OCM, home, &kubeconfig, "registration");
     ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
         .unwrap();
 
     // Placement in a process of its own schedules onto that cluster.
-    let placement = Process::spawn(
-        OCM,
-        home,
-        &[
-            "hub",
-            "controllers",
-            "--kubeconfig",
-            kubeconfig_arg,
-            "--only",
-            "placement",
-        ],
-    );
-    placement.wait_line("ocm hub controllers running: placement");
+    let placement = start_hub_component(OCM, home, &kubeconfig, "placement");
     ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
     placement.stop();
     registration.stop();

@@ -13,7 +13,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_e2e::process::{Process, start_apiserver};
+use ocm_e2e::process::{Process, start_apiserver, start_hub_component};
 use ocm_e2e::wait_for;
 use ocm_operator::cluster_manager::render::{HUB_NAMESPACE, RenderInput, render};
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec};
@@ -112,19 +112,7 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     // and writes its roles and bindings (which RBAC allows only to a holder of their rules).
     let registration_kubeconfig =
         service_account_kubeconfig(&admin, &kubeconfig, "registration-controller-sa").await;
-    let registration = Process::spawn(
-        OCM,
-        home,
-        &[
-            "hub",
-            "controllers",
-            "--kubeconfig",
-            registration_kubeconfig.to_str().unwrap(),
-            "--only",
-            "registration",
-        ],
-    );
-    registration.wait_line("ocm hub controllers running: registration");
+    let registration = start_hub_component(OCM, home, &registration_kubeconfig, "registration");
     ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
         .unwrap();
@@ -167,19 +155,7 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     // Placement as placement-controller-sa schedules onto it.
     let placement_kubeconfig =
         service_account_kubeconfig(&admin, &kubeconfig, "placement-controller-sa").await;
-    let placement = Process::spawn(
-        OCM,
-        home,
-        &[
-            "hub",
-            "controllers",
-            "--kubeconfig",
-            placement_kubeconfig.to_str().unwrap(),
-            "--only",
-            "placement",
-        ],
-    );
-    placement.wait_line("ocm hub controllers running: placement");
+    let placement = start_hub_component(OCM, home, &placement_kubeconfig, "placement");
     ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
     placement.stop();
     registration.stop();
