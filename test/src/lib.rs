@@ -472,3 +472,42 @@ impl Drop for CsrLog {
         self.task.abort();
     }
 }
+
+/// Writes, next to `admin_kubeconfig`, a kubeconfig for the same server presenting a token of
+/// service account `namespace/sa` (what a pod running as that account would use).
+pub async fn service_account_kubeconfig(
+    admin: &kube::Client,
+    admin_kubeconfig: &Path,
+    namespace: &str,
+    sa: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let token =
+        Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), namespace)
+            .create_token_request(sa, &Default::default(), &request)
+            .await
+            .with_context(|| format!("a token for {namespace}/{sa}"))?
+            .status
+            .context("token request without status")?
+            .token;
+    let text = std::fs::read_to_string(admin_kubeconfig)?;
+    let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
+    let yaml = ocm_runtime::kubeconfig::render(&ocm_runtime::kubeconfig::KubeconfigSpec {
+        server,
+        auth: KubeconfigAuth::Token(token),
+        context: sa.into(),
+        user: sa.into(),
+        namespace: None,
+    });
+    let path = admin_kubeconfig.with_file_name(format!("{namespace}-{sa}.kubeconfig"));
+    std::fs::write(&path, yaml)?;
+    Ok(path)
+}

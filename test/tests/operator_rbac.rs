@@ -5,18 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_e2e::process::{Process, start_apiserver, start_hub_component};
-use ocm_e2e::wait_for;
+use ocm_e2e::{service_account_kubeconfig, wait_for};
 use ocm_operator::cluster_manager::render::{HUB_NAMESPACE, RenderInput, render};
-use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec};
 use serde_json::{Value, json};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
@@ -41,43 +36,6 @@ async fn apply(admin: &kube::Client, object: &Value) {
     )
     .await
     .unwrap_or_else(|e| panic!("applying {kind}: {e}"));
-}
-
-/// A kubeconfig for the hub presenting a token of service account `sa`.
-async fn service_account_kubeconfig(
-    admin: &kube::Client,
-    admin_kubeconfig: &Path,
-    sa: &str,
-) -> PathBuf {
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), HUB_NAMESPACE)
-        .create_token_request(sa, &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
-    let text = std::fs::read_to_string(admin_kubeconfig).unwrap();
-    let server =
-        ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text).unwrap())
-            .unwrap();
-    let yaml = ocm_runtime::kubeconfig::render(&KubeconfigSpec {
-        server,
-        auth: KubeconfigAuth::Token(token),
-        context: sa.into(),
-        user: sa.into(),
-        namespace: None,
-    });
-    let path = admin_kubeconfig.with_file_name(format!("{sa}.kubeconfig"));
-    std::fs::write(&path, yaml).unwrap();
-    path
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,8 +68,14 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
 
     // Registration as registration-controller-sa: accepting a cluster makes its namespace
     // and writes its roles and bindings (which RBAC allows only to a holder of their rules).
-    let registration_kubeconfig =
-        service_account_kubeconfig(&admin, &kubeconfig, "registration-controller-sa").await;
+    let registration_kubeconfig = service_account_kubeconfig(
+        &admin,
+        &kubeconfig,
+        HUB_NAMESPACE,
+        "registration-controller-sa",
+    )
+    .await
+    .unwrap();
     let registration = start_hub_component(OCM, home, &registration_kubeconfig, "registration");
     ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
@@ -153,8 +117,14 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     .unwrap();
 
     // Placement as placement-controller-sa schedules onto it.
-    let placement_kubeconfig =
-        service_account_kubeconfig(&admin, &kubeconfig, "placement-controller-sa").await;
+    let placement_kubeconfig = service_account_kubeconfig(
+        &admin,
+        &kubeconfig,
+        HUB_NAMESPACE,
+        "placement-controller-sa",
+    )
+    .await
+    .unwrap();
     let placement = start_hub_component(OCM, home, &placement_kubeconfig, "placement");
     ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
     placement.stop();
@@ -258,6 +228,36 @@ async fn a_cluster_manager_installs_and_uninstalls_the_hub_components() {
 /// API server, after creating the operator's namespace for real).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hub_operator_manifests_pass_a_server_side_dry_run() {
+    manifests_pass_a_server_side_dry_run(
+        "--hub",
+        &[
+            "customresourcedefinition.apiextensions.k8s.io/clustermanagers.operator.open-cluster-management.io",
+            "serviceaccount/cluster-manager",
+            "clusterrole.rbac.authorization.k8s.io/cluster-manager",
+            "clusterrolebinding.rbac.authorization.k8s.io/cluster-manager",
+            "deployment.apps/cluster-manager",
+        ],
+    );
+}
+
+/// The same for `ocm operator manifests --klusterlet`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_klusterlet_operator_manifests_pass_a_server_side_dry_run() {
+    manifests_pass_a_server_side_dry_run(
+        "--klusterlet",
+        &[
+            "customresourcedefinition.apiextensions.k8s.io/klusterlets.operator.open-cluster-management.io",
+            "serviceaccount/klusterlet",
+            "clusterrole.rbac.authorization.k8s.io/klusterlet",
+            "clusterrolebinding.rbac.authorization.k8s.io/klusterlet",
+            "deployment.apps/klusterlet",
+        ],
+    );
+}
+
+/// Prints `ocm operator manifests <which>` and has real kubectl dry-run them on the server;
+/// each of `expected` must be in kubectl's answer.
+fn manifests_pass_a_server_side_dry_run(which: &str, expected: &[&str]) {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
@@ -268,7 +268,7 @@ async fn the_hub_operator_manifests_pass_a_server_side_dry_run() {
         &[
             "operator",
             "manifests",
-            "--hub",
+            which,
             "--image",
             "example.com/ocm:1",
         ],
@@ -294,13 +294,7 @@ async fn the_hub_operator_manifests_pass_a_server_side_dry_run() {
     assert!(ok, "{err}");
     let (ok, out, err) = kubectl(&["apply", "--dry-run=server", "-f", file.to_str().unwrap()]);
     assert!(ok, "kubectl refused the manifests: {err}\n{out}");
-    for object in [
-        "customresourcedefinition.apiextensions.k8s.io/clustermanagers.operator.open-cluster-management.io",
-        "serviceaccount/cluster-manager",
-        "clusterrole.rbac.authorization.k8s.io/cluster-manager",
-        "clusterrolebinding.rbac.authorization.k8s.io/cluster-manager",
-        "deployment.apps/cluster-manager",
-    ] {
+    for object in expected {
         assert!(
             out.lines()
                 .any(|l| l.starts_with(object) && l.ends_with("(server dry run)")),

@@ -1,11 +1,14 @@
-//! `ocm agent`: runs the registration agent of a managed cluster whose bootstrap kubeconfig
-//! Secret is already in place (what the klusterlet deployment runs); also the shared runner
-//! `ocm join` and `ocm demo` use.
+//! `ocm agent`: runs the agent of a managed cluster whose bootstrap kubeconfig Secret is
+//! already in place — registration and work together (the Singleton klusterlet's
+//! `klusterlet-agent`), or registration alone (`--registration-only`, the Default klusterlet's
+//! registration Deployment); also the shared runner `ocm join` and `ocm demo` use.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use ocm_registration::agent::{Agent, AgentOptions, AgentProgress};
 use ocm_runtime::metrics::ControllerMetrics;
@@ -14,38 +17,80 @@ use ocm_runtime::shutdown::Shutdown;
 /// Flags of `ocm agent`.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Kubeconfig of the managed cluster.
+    /// Kubeconfig of the managed cluster; without it, the in-cluster service account (or
+    /// $KUBECONFIG).
     #[arg(long)]
-    spoke_kubeconfig: PathBuf,
-    /// Name of this cluster on the hub.
-    #[arg(long)]
+    spoke_kubeconfig: Option<PathBuf>,
+    /// Name of this cluster on the hub. Without it (registration only), the name stored in the
+    /// hub kubeconfig secret, else a random UUID.
+    #[arg(long, default_value = "")]
     cluster_name: String,
+    /// Run the registration agent alone (the work agent runs elsewhere: `ocm work agent`).
+    #[arg(long)]
+    registration_only: bool,
     /// Namespace of the agent (bootstrap and hub kubeconfig secrets) on the managed cluster.
     #[arg(long, default_value = super::join::AGENT_NAMESPACE)]
     agent_namespace: String,
     /// Requested lifetime of the hub client certificate, in seconds.
     #[arg(long)]
     client_cert_expiration_seconds: Option<i64>,
+    /// A label put on the ManagedCluster when the agent creates it (`key=value`; repeatable).
+    #[arg(long = "cluster-label", value_parser = key_value)]
+    cluster_labels: Vec<(String, String)>,
+    /// An annotation put on the ManagedCluster when the agent creates it (`key=value`, keys
+    /// prefixed `agent.open-cluster-management.io/`; repeatable).
+    #[arg(long = "cluster-annotation", value_parser = key_value)]
+    cluster_annotations: Vec<(String, String)>,
+    /// Most custom cluster claims reported.
+    #[arg(long, default_value_t = 20)]
+    max_custom_cluster_claims: usize,
+    /// How often each work's objects are read back, repaired and reported (with the work agent).
+    #[arg(long, default_value = "10s", value_parser = super::work_agent::parse_duration)]
+    status_sync_interval: Duration,
     /// Address of the /metrics, /healthz and /readyz endpoint.
     #[arg(long, default_value = "127.0.0.1:0")]
     metrics_addr: SocketAddr,
 }
 
+/// Parses `key=value`.
+pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not key=value"))
+}
+
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
-    super::join::check_cluster_name(&args.cluster_name)?;
-    let spoke = ocm_runtime::kubeconfig::client_from_file(&args.spoke_kubeconfig)
+    if !args.cluster_name.is_empty() {
+        super::join::check_cluster_name(&args.cluster_name)?;
+    } else if !args.registration_only {
+        bail!("--cluster-name is needed when the work agent runs too (or use --registration-only)");
+    }
+    let spoke = super::hub::cluster_client(args.spoke_kubeconfig.as_deref())
         .await
-        .with_context(|| format!("loading {}", args.spoke_kubeconfig.display()))?;
+        .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let options = AgentOptions {
         cluster_name: args.cluster_name.clone(),
         agent_namespace: args.agent_namespace.clone(),
         client_cert_expiration_seconds: args.client_cert_expiration_seconds,
+        cluster_labels: args.cluster_labels.into_iter().collect::<BTreeMap<_, _>>(),
+        cluster_annotations: args
+            .cluster_annotations
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        max_custom_cluster_claims: args.max_custom_cluster_claims,
         ..Default::default()
     };
-    run_agent(spoke, options, args.metrics_addr, shutdown).await
+    let work = (!args.registration_only).then(|| ocm_work::agent::WorkAgentOptions {
+        cluster_name: args.cluster_name.clone(),
+        agent_namespace: args.agent_namespace.clone(),
+        status_sync_interval: args.status_sync_interval,
+        ..Default::default()
+    });
+    run_agents(spoke, options, work, args.metrics_addr, shutdown).await
 }
 
 /// Runs an agent (registration, and beside it the work agent) with a health endpoint,
@@ -56,16 +101,28 @@ pub async fn run_agent(
     metrics_addr: SocketAddr,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let work = ocm_work::agent::WorkAgentOptions {
+        cluster_name: options.cluster_name.clone(),
+        agent_namespace: options.agent_namespace.clone(),
+        ..Default::default()
+    };
+    run_agents(spoke, options, Some(work), metrics_addr, shutdown).await
+}
+
+/// Runs the registration agent, and the work agent when `work` is given, with a health
+/// endpoint, printing the registration's progress in plain words.
+async fn run_agents(
+    spoke: kube::Client,
+    options: AgentOptions,
+    work: Option<ocm_work::agent::WorkAgentOptions>,
+    metrics_addr: SocketAddr,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let cluster = options.cluster_name.clone();
-    let work = ocm_work::agent::WorkAgent::new(
-        spoke.clone(),
-        ocm_work::agent::WorkAgentOptions {
-            cluster_name: options.cluster_name.clone(),
-            agent_namespace: options.agent_namespace.clone(),
-            ..Default::default()
-        },
-    );
-    let work_task = tokio::spawn(work.run(shutdown.child()));
+    let work_task = work.map(|work| {
+        let agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work);
+        tokio::spawn(agent.run(shutdown.child()))
+    });
     let agent = Agent::new(spoke, options);
     let mut progress = agent.progress();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -94,6 +151,8 @@ pub async fn run_agent(
     });
     let result = agent.run(shutdown).await;
     printer.abort();
-    work_task.abort();
+    if let Some(task) = work_task {
+        task.abort();
+    }
     result.map_err(Into::into)
 }

@@ -318,9 +318,9 @@ pub fn addon_controllers() -> crate::embedded::HubControllers {
     })])
 }
 
-/// A client of the hub: from `kubeconfig`, else the in-cluster service account (or
+/// A client of a cluster: from `kubeconfig`, else the in-cluster service account (or
 /// $KUBECONFIG).
-pub(crate) async fn hub_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub(crate) async fn cluster_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     match kubeconfig {
         Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
             .await
@@ -346,7 +346,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
             components.push(component);
         }
     }
-    let client = hub_client(args.kubeconfig.as_deref()).await?;
+    let client = cluster_client(args.kubeconfig.as_deref()).await?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -401,7 +401,7 @@ async fn prepare_for_joins(client: &kube::Client, kubeconfig: &Path) -> anyhow::
 async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    let client = hub_client(args.kubeconfig.as_deref()).await?;
+    let client = cluster_client(args.kubeconfig.as_deref()).await?;
     let data_dir = args
         .data_dir
         .clone()

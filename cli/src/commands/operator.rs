@@ -1,5 +1,6 @@
 //! `ocm operator hub`: the ClusterManager operator (see `ocm_operator::cluster_manager`);
-//! `ocm operator manifests --hub`: its install manifests.
+//! `ocm operator klusterlet`: the Klusterlet operator (`ocm_operator::klusterlet`);
+//! `ocm operator manifests --hub | --klusterlet`: their install manifests.
 
 use std::path::PathBuf;
 
@@ -17,6 +18,9 @@ pub struct OperatorArgs {
 enum OperatorCommand {
     /// Run the ClusterManager operator: installs the hub components a ClusterManager asks for.
     Hub(HubOperatorArgs),
+    /// Run the Klusterlet operator: installs the agents a Klusterlet asks for on this
+    /// managed cluster.
+    Klusterlet(HubOperatorArgs),
     /// Print an operator's install manifests (CRD, namespace, RBAC, Deployment) as YAML.
     Manifests(ManifestsArgs),
 }
@@ -24,22 +28,30 @@ enum OperatorCommand {
 /// Flags of `ocm operator manifests`.
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {
-    /// The hub operator (ClusterManager); the only one so far.
-    #[arg(long, required = true)]
+    /// The hub operator (ClusterManager).
+    #[arg(
+        long,
+        required_unless_present = "klusterlet",
+        conflicts_with = "klusterlet"
+    )]
     hub: bool,
+    /// The managed cluster's operator (Klusterlet).
+    #[arg(long)]
+    klusterlet: bool,
     /// The `ocm` image the operator (and the components it installs) run.
     #[arg(long)]
     image: String,
 }
 
-/// Flags of `ocm operator hub`.
+/// Flags of `ocm operator hub` and `ocm operator klusterlet`.
 #[derive(Debug, Args)]
 pub struct HubOperatorArgs {
-    /// Kubeconfig of the hub cluster; without it, the in-cluster service account (or
-    /// $KUBECONFIG).
+    /// Kubeconfig of the cluster (the hub, or the managed cluster); without it, the
+    /// in-cluster service account (or $KUBECONFIG).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// The `ocm` image the hub components run (unless a ClusterManager names its own).
+    /// The `ocm` image the components run (unless the ClusterManager or Klusterlet names its
+    /// own).
     #[arg(long)]
     image: String,
 }
@@ -47,30 +59,48 @@ pub struct HubOperatorArgs {
 /// Runs `ocm operator …`.
 pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     match args.command {
-        OperatorCommand::Hub(hub) => run_hub(hub).await,
+        OperatorCommand::Hub(hub) => run_operator(Which::Hub, hub).await,
+        OperatorCommand::Klusterlet(klusterlet) => {
+            run_operator(Which::Klusterlet, klusterlet).await
+        }
         OperatorCommand::Manifests(manifests) => print_manifests(&manifests),
     }
 }
 
-/// Name of the ClusterManager CRD.
-const CLUSTER_MANAGER_CRD: &str = "clustermanagers.operator.open-cluster-management.io";
+type Crd =
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The ClusterManager CRD.
-fn cluster_manager_crd() -> anyhow::Result<
-    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-> {
-    ocm_api::crds::hub()
-        .into_iter()
-        .find(|c| c.metadata.name.as_deref() == Some(CLUSTER_MANAGER_CRD))
-        .ok_or_else(|| anyhow::anyhow!("the ClusterManager CRD is missing from ocm-api"))
+fn cluster_manager_crd() -> anyhow::Result<Crd> {
+    operator_crd(ocm_api::crds::hub(), "clustermanagers")
 }
 
-/// The hub operator's install manifests as multi-document YAML on stdout.
+/// The Klusterlet CRD.
+fn klusterlet_crd() -> anyhow::Result<Crd> {
+    operator_crd(ocm_api::crds::klusterlet(), "klusterlets")
+}
+
+/// The CRD of operator kind `plural` among `crds`.
+fn operator_crd(crds: Vec<Crd>, plural: &str) -> anyhow::Result<Crd> {
+    let name = format!("{plural}.operator.open-cluster-management.io");
+    crds.into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+        .ok_or_else(|| anyhow::anyhow!("the CRD {name} is missing from ocm-api"))
+}
+
+/// An operator's install manifests as multi-document YAML on stdout.
 fn print_manifests(args: &ManifestsArgs) -> anyhow::Result<()> {
-    let objects = ocm_operator::manifests::hub_operator(
-        &args.image,
-        serde_json::to_value(cluster_manager_crd()?)?,
-    );
+    let objects = if args.klusterlet {
+        ocm_operator::manifests::klusterlet_operator(
+            &args.image,
+            serde_json::to_value(klusterlet_crd()?)?,
+        )
+    } else {
+        ocm_operator::manifests::hub_operator(
+            &args.image,
+            serde_json::to_value(cluster_manager_crd()?)?,
+        )
+    };
     let mut out = String::new();
     for object in &objects {
         out.push_str("---\n");
@@ -80,18 +110,32 @@ fn print_manifests(args: &ManifestsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_hub(args: HubOperatorArgs) -> anyhow::Result<()> {
-    let client = super::hub::hub_client(args.kubeconfig.as_deref()).await?;
-    // Its own API first: the ClusterManager CRD.
-    crate::embedded::install_crds(&client, &[cluster_manager_crd()?]).await?;
+/// Which operator `ocm operator` runs.
+#[derive(Clone, Copy)]
+enum Which {
+    Hub,
+    Klusterlet,
+}
+
+/// Runs an operator until SIGINT/SIGTERM, after installing its own CRD.
+async fn run_operator(which: Which, args: HubOperatorArgs) -> anyhow::Result<()> {
+    let client = super::hub::cluster_client(args.kubeconfig.as_deref()).await?;
+    let (crd, name) = match which {
+        Which::Hub => (cluster_manager_crd()?, "hub"),
+        Which::Klusterlet => (klusterlet_crd()?, "klusterlet"),
+    };
+    crate::embedded::install_crds(&client, &[crd]).await?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    println!("ocm operator hub running (image {})", args.image);
-    ocm_operator::cluster_manager::controller::run(
-        client,
-        ocm_operator::cluster_manager::controller::OperatorOptions { image: args.image },
-        shutdown,
-    )
-    .await;
+    println!("ocm operator {name} running (image {})", args.image);
+    let options = ocm_operator::OperatorOptions { image: args.image };
+    match which {
+        Which::Hub => {
+            ocm_operator::cluster_manager::controller::run(client, options, shutdown).await;
+        }
+        Which::Klusterlet => {
+            ocm_operator::klusterlet::controller::run(client, options, shutdown).await;
+        }
+    }
     Ok(())
 }

@@ -24,9 +24,10 @@ enum What {
 /// Flags of `ocm work agent`.
 #[derive(Debug, Args)]
 pub struct WorkAgentArgs {
-    /// Kubeconfig of the managed cluster.
+    /// Kubeconfig of the managed cluster; without it, the in-cluster service account (or
+    /// $KUBECONFIG).
     #[arg(long)]
-    spoke_kubeconfig: std::path::PathBuf,
+    spoke_kubeconfig: Option<std::path::PathBuf>,
     /// Name of this cluster on the hub.
     #[arg(long)]
     cluster_name: String,
@@ -36,9 +37,13 @@ pub struct WorkAgentArgs {
     /// How often each work's objects are read back, repaired and reported (e.g. 10s, 1m).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     status_sync_interval: Duration,
+    /// How long an AppliedManifestWork whose ManifestWork is gone is kept (e.g. 60m).
+    #[arg(long, default_value = "60m", value_parser = parse_duration)]
+    applied_manifest_work_eviction_grace_period: Duration,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// Parses a Go-style duration (`10s`, `1m30s`), not zero.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     ocm_work::hub::rollout::parse_go_duration(text)
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a duration such as 10s or 1m"))
@@ -48,9 +53,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
     let What::Agent(args) = args.what;
     super::join::check_cluster_name(&args.cluster_name)?;
-    let spoke = ocm_runtime::kubeconfig::client_from_file(&args.spoke_kubeconfig)
+    let spoke = super::hub::cluster_client(args.spoke_kubeconfig.as_deref())
         .await
-        .with_context(|| format!("loading {}", args.spoke_kubeconfig.display()))?;
+        .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let agent = WorkAgent::new(
@@ -59,6 +64,7 @@ pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
             cluster_name: args.cluster_name,
             agent_namespace: args.agent_namespace,
             status_sync_interval: args.status_sync_interval,
+            eviction_grace: args.applied_manifest_work_eviction_grace_period,
             ..WorkAgentOptions::default()
         },
     );

@@ -12,7 +12,7 @@
 //! ClusterManager's image fields when set to something other than the CRD's defaults
 //! (upstream's quay.io images), else the `ocm` image the operator runs with.
 
-use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode, ResourceQosClass};
+use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode};
 use serde_json::{Value, json};
 
 /// Namespace of the hub components in Default mode.
@@ -131,23 +131,11 @@ fn image_of(input: &RenderInput<'_>, component: Component) -> String {
         Component::Work => spec.work_image_pull_spec.as_ref(),
         Component::AddonManager => spec.add_on_manager_image_pull_spec.as_ref(),
     };
-    named
-        .filter(|image| !image.is_empty() && !UPSTREAM_DEFAULT_IMAGES.contains(&image.as_str()))
-        .cloned()
-        .unwrap_or_else(|| input.image.to_owned())
-}
-
-/// Container resources per the ClusterManager's `resourceRequirement`.
-fn resources(cm: &ClusterManager) -> Value {
-    let requirement = cm.spec.resource_requirement.as_ref();
-    match requirement.and_then(|r| r.r#type).unwrap_or_default() {
-        ResourceQosClass::Default => json!({"requests": {"cpu": "2m", "memory": "16Mi"}}),
-        ResourceQosClass::BestEffort => json!({}),
-        ResourceQosClass::ResourceRequirement => requirement
-            .and_then(|r| r.resource_requirements.as_ref())
-            .and_then(|r| serde_json::to_value(r).ok())
-            .unwrap_or_else(|| json!({})),
-    }
+    crate::pod::chosen_image(
+        named.map(String::as_str),
+        &UPSTREAM_DEFAULT_IMAGES,
+        input.image,
+    )
 }
 
 /// Users whose clusters the registration controller accepts automatically: the deprecated
@@ -211,16 +199,14 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
     let name = format!("{cm_name}-{}", component.deployment_suffix());
-    let replicas = if input.control_plane_nodes <= 1 { 1 } else { 3 };
+    let replicas = crate::pod::replicas(input.control_plane_nodes);
     let placement = cm.spec.node_placement.clone().unwrap_or_default();
     let mut container = json!({
         "name": component.deployment_suffix(),
         "image": image_of(input, component),
         "args": args(cm, component),
-        "resources": resources(cm),
-        "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true,
-                            "readOnlyRootFilesystem": true,
-                            "capabilities": {"drop": ["ALL"]}},
+        "resources": crate::pod::container_resources(cm.spec.resource_requirement.as_ref()),
+        "securityContext": crate::pod::restricted_security_context(),
     });
     let mut volumes = json!([]);
     if component == Component::Webhook {

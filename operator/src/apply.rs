@@ -1,0 +1,207 @@
+//! Writing what an operator renders: server-side apply of each object, deletion in reverse
+//! order, the cleanup finalizer, `relatedResources` entries, and reading Deployments'
+//! rollout state. Shared by the ClusterManager and Klusterlet controllers.
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+/// Where a rendered object lives.
+struct Coordinates<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    resource: String,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+/// Plural resource of a kind the operators render (all regular English plurals).
+fn plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.ends_with('s') {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+fn coordinates(object: &Value) -> Coordinates<'_> {
+    let text = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let api_version = text("/apiVersion");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = text("/kind");
+    Coordinates {
+        group,
+        version,
+        kind,
+        resource: plural(kind),
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name"),
+    }
+}
+
+/// The API of a rendered object, and its name.
+pub fn api_of(client: &kube::Client, object: &Value) -> (Api<DynamicObject>, String) {
+    let at = coordinates(object);
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(at.group, at.version, at.kind),
+        &at.resource,
+    );
+    let api = match at.namespace {
+        "" => Api::all_with(client.clone(), &resource),
+        ns => Api::namespaced_with(client.clone(), ns, &resource),
+    };
+    (api, at.name.to_owned())
+}
+
+/// `relatedResources` entry of a rendered object.
+pub fn related(object: &Value) -> Value {
+    let at = coordinates(object);
+    json!({"group": at.group, "version": at.version, "resource": at.resource,
+           "namespace": at.namespace, "name": at.name})
+}
+
+/// Control-plane nodes of the cluster (for the replica rule); 0 when they cannot be listed.
+pub async fn control_plane_nodes(client: &kube::Client) -> usize {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut count = 0;
+    for label in [
+        "node-role.kubernetes.io/control-plane",
+        "node-role.kubernetes.io/master",
+    ] {
+        if let Ok(list) = nodes.list(&ListParams::default().labels(label)).await {
+            count = count.max(list.items.len());
+        }
+    }
+    count
+}
+
+/// What applying a rendering did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The first object the server refused, and why (nothing after it was applied).
+    pub failure: Option<String>,
+    /// Deployments still rolling out their current generation.
+    pub rolling: Vec<String>,
+    /// `(namespace, name, generation)` of each Deployment as written.
+    pub deployments: Vec<(String, String, i64)>,
+}
+
+/// Server-side applies `objects` in order as `field_manager`, stopping at the first refusal.
+pub async fn apply_all(client: &kube::Client, field_manager: &str, objects: &[Value]) -> Applied {
+    let params = PatchParams::apply(field_manager).force();
+    let mut out = Applied::default();
+    for object in objects {
+        let (api, name) = api_of(client, object);
+        match api.patch(&name, &params, &Patch::Apply(object)).await {
+            Ok(written) => {
+                if object["kind"] == "Deployment" {
+                    if !deployment_up_to_date(&written) {
+                        out.rolling.push(name.clone());
+                    }
+                    out.deployments.push((
+                        written.metadata.namespace.clone().unwrap_or_default(),
+                        name,
+                        written.metadata.generation.unwrap_or_default(),
+                    ));
+                }
+            }
+            Err(err) => {
+                out.failure = Some(format!(
+                    "{} {name}: {err}",
+                    object["kind"].as_str().unwrap_or_default()
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Deletes `objects` in reverse order (those already gone are fine).
+pub async fn delete_all(client: &kube::Client, objects: &[Value]) -> Result<(), kube::Error> {
+    for object in objects.iter().rev() {
+        let (api, name) = api_of(client, object);
+        match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Adds (`present`) or removes `finalizer` on the object `api` serves, guarded by
+/// `resource_version`; `Ok(true)` when it patched.
+pub async fn set_finalizer<K>(
+    api: &Api<K>,
+    meta: &kube::api::ObjectMeta,
+    finalizer: &str,
+    present: bool,
+) -> Result<bool, kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let current = meta.finalizers.clone().unwrap_or_default();
+    let has = current.iter().any(|f| f == finalizer);
+    if has == present {
+        return Ok(false);
+    }
+    let mut wanted: Vec<String> = current.into_iter().filter(|f| f != finalizer).collect();
+    if present {
+        wanted.push(finalizer.to_owned());
+    }
+    let patch = json!({"metadata": {"finalizers": wanted,
+                                    "resourceVersion": meta.resource_version}});
+    let name = meta.name.clone().unwrap_or_default();
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
+}
+
+/// Whether a Deployment (as the server returned it) has rolled out its current generation.
+pub fn deployment_up_to_date(deployment: &DynamicObject) -> bool {
+    let value = &deployment.data;
+    let generation = deployment.metadata.generation.unwrap_or_default();
+    let replicas = value
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let status = |field: &str| {
+        value
+            .pointer(&format!("/status/{field}"))
+            .and_then(Value::as_i64)
+            .unwrap_or_default()
+    };
+    status("observedGeneration") >= generation
+        && status("updatedReplicas") >= replicas
+        && status("availableReplicas") >= replicas
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn related_entries_name_the_plural_resource() {
+        let entry = related(&json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding", "metadata": {"name": "b"}}));
+        assert_eq!(entry["resource"], "clusterrolebindings");
+        assert_eq!(entry["group"], "rbac.authorization.k8s.io");
+        let entry = related(&json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "n"}}));
+        assert_eq!(entry["group"], "");
+        assert_eq!(entry["resource"], "namespaces");
+        assert_eq!(
+            plural("CustomResourceDefinition"),
+            "customresourcedefinitions"
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! The Klusterlet controller, on the managed cluster: applies what [`super::render`] says
+//! (the CRDs first) with server-side apply and reports `ReadyToApply`, `Applied`,
+//! `HubConnectionDegraded` ([`super::hub_connection`]), `RegistrationDesiredDegraded`,
+//! `WorkDesiredDegraded` and `Available` with upstream's reasons, observed generation,
+//! Deployment generations and related resources. Deleting a Klusterlet stops its agents,
+//! releases the AppliedManifestWorks (their finalizers need an agent; what they applied is
+//! then collected through its owner references), removes what it installed but the CRDs,
+//! and lets it go (finalizer `operator.open-cluster-management.io/klusterlet-cleanup`).
+//!
+//! Reacts to changes of Klusterlets and of the bootstrap and hub kubeconfig secrets;
+//! re-checks every 10 s while the agents are not available or the hub connection is
+//! degraded (the hub's answers cannot be watched), else every minute.
+//!
+//! Not yet: Hosted and SingletonHosted modes (`ReadyToApply` False, `KlusterletPrepareFailed`),
+//! `bootstrapKubeConfigs` LocalSecrets failover.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use ocm_api::operator::v1::Klusterlet;
+use ocm_api::work::v1::AppliedManifestWork;
+use ocm_runtime::conditions::{condition, set_condition};
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+
+use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
+use super::render::{
+    Agent, HubSecret, Mode, RenderInput, agent_namespace, crds, klusterlet_name, render,
+};
+use crate::apply::{apply_all, control_plane_nodes, delete_all, related, set_finalizer};
+pub use crate::{OperatorError, OperatorOptions};
+
+/// The finalizer that holds a deleting Klusterlet until its objects are gone.
+pub const CLEANUP_FINALIZER: &str = "operator.open-cluster-management.io/klusterlet-cleanup";
+
+/// Field manager of what the operator applies.
+const FIELD_MANAGER: &str = "klusterlet-operator";
+
+struct Ctx {
+    client: kube::Client,
+    options: OperatorOptions,
+}
+
+/// The Klusterlets whose agent namespace is the secret's.
+fn owners_of(store: &Store<Klusterlet>, secret: &Secret) -> Vec<ObjectRef<Klusterlet>> {
+    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|k| agent_namespace(k) == namespace)
+        .map(|k| ObjectRef::from_obj(&**k))
+        .collect()
+}
+
+/// Runs the Klusterlet controller until `shutdown`.
+pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
+    let klusterlets: Api<Klusterlet> = Api::all(client.clone());
+    let secrets: Api<Secret> = Api::all(client.clone());
+    let controller = Controller::new(klusterlets, watcher::Config::default());
+    let store = controller.store();
+    let mut controller = controller;
+    for name in [BOOTSTRAP_SECRET, HUB_SECRET] {
+        let store = store.clone();
+        controller = controller.watches(
+            secrets.clone(),
+            watcher::Config::default().fields(&format!("metadata.name={name}")),
+            move |secret| owners_of(&store, &secret),
+        );
+    }
+    let ctx = Arc::new(Ctx { client, options });
+    controller
+        .graceful_shutdown_on(async move { shutdown.cancelled().await })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(_k: Arc<Klusterlet>, err: &OperatorError, _ctx: Arc<Ctx>) -> Action {
+    tracing::debug!(%err, "klusterlet reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Removes every AppliedManifestWork of the managed cluster, finalizers first (no agent is
+/// left to honour them).
+async fn release_applied_works(client: &kube::Client) -> Result<(), kube::Error> {
+    let api: Api<AppliedManifestWork> = Api::all(client.clone());
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(err) => return Err(err),
+    };
+    for work in list.items {
+        let name = work.metadata.name.clone().unwrap_or_default();
+        if work
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| !f.is_empty())
+        {
+            let patch = json!({"metadata": {"finalizers": null}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// What the agents' Deployments say: `(status, reason, message)` of a `…DesiredDegraded`
+/// condition for the Deployments `names`.
+fn degraded(deployments: &[(String, Option<Deployment>)]) -> (&'static str, &'static str, String) {
+    for (name, deployment) in deployments {
+        let Some(deployment) = deployment else {
+            return (
+                "True",
+                "GetDeploymentFailed",
+                format!("Deployment {name} not found"),
+            );
+        };
+        let wanted = deployment
+            .spec
+            .as_ref()
+            .and_then(|s| s.replicas)
+            .unwrap_or(1);
+        let available = deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.available_replicas)
+            .unwrap_or_default();
+        if wanted == 0 {
+            return (
+                "True",
+                "HubKubeConfigMissing",
+                format!("Deployment {name} waits for the hub kubeconfig secret (0 replicas)"),
+            );
+        }
+        if available < wanted {
+            return (
+                "True",
+                "UnavailablePods",
+                format!("{available} of {wanted} pods of Deployment {name} are available"),
+            );
+        }
+    }
+    (
+        "False",
+        "DeploymentsFunctional",
+        "Deployments are functional".into(),
+    )
+}
+
+/// Writes the status when it changed.
+async fn write_status(
+    api: &Api<Klusterlet>,
+    k: &Klusterlet,
+    conditions: Vec<Condition>,
+    related_resources: Vec<Value>,
+    generations: Vec<Value>,
+) -> Result<(), OperatorError> {
+    let status = json!({
+        "observedGeneration": k.metadata.generation,
+        "conditions": conditions,
+        "relatedResources": related_resources,
+        "generations": generations,
+    });
+    let current = serde_json::to_value(k.status.clone().unwrap_or_default())?;
+    let unchanged = [
+        "observedGeneration",
+        "conditions",
+        "relatedResources",
+        "generations",
+    ]
+    .iter()
+    .all(|key| {
+        current.get(key).unwrap_or(&Value::Null) == status.get(key).unwrap_or(&Value::Null)
+            || (current.get(key).is_none() && status[*key].as_array().is_some_and(|a| a.is_empty()))
+    });
+    if !unchanged {
+        let patch = json!({"metadata": {"resourceVersion": k.metadata.resource_version},
+                           "status": status});
+        let name = klusterlet_name(k);
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    Ok(())
+}
+
+async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, OperatorError> {
+    let api: Api<Klusterlet> = Api::all(ctx.client.clone());
+    let owner = klusterlet_name(&k).to_owned();
+    let namespace = agent_namespace(&k);
+    let mode = Mode::of(&k);
+    if k.metadata.deletion_timestamp.is_some() {
+        if k.metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == CLEANUP_FINALIZER)
+        {
+            let objects = render(&RenderInput {
+                klusterlet: &k,
+                image: &ctx.options.image,
+                control_plane_nodes: 0,
+                hub_secret: &HubSecret::default(),
+            });
+            let (agents, rest): (Vec<Value>, Vec<Value>) =
+                objects.into_iter().partition(|o| o["kind"] == "Deployment");
+            delete_all(&ctx.client, &agents).await?;
+            release_applied_works(&ctx.client).await?;
+            delete_all(&ctx.client, &rest).await?;
+            set_finalizer(&api, &k.metadata, CLEANUP_FINALIZER, false).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if set_finalizer(&api, &k.metadata, CLEANUP_FINALIZER, true).await? {
+        return Ok(Action::await_change());
+    }
+    let generation = k.metadata.generation;
+    let mut conditions = k
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let mut set = |type_: &str, status: &str, reason: &str, message: &str| {
+        set_condition(
+            &mut conditions,
+            condition(type_, status, reason, message, generation),
+        );
+    };
+    if mode.hosted() {
+        set(
+            "ReadyToApply",
+            "False",
+            "KlusterletPrepareFailed",
+            "the Hosted and SingletonHosted modes are not supported by this operator yet",
+        );
+        write_status(&api, &k, conditions, Vec::new(), Vec::new()).await?;
+        return Ok(Action::await_change());
+    }
+    set(
+        "ReadyToApply",
+        "True",
+        "KlusterletPrepared",
+        "Klusterlet is ready to apply",
+    );
+    let bootstrap = hub_connection::check_bootstrap(&ctx.client, &namespace).await?;
+    let (hub, hub_secret) =
+        hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
+    let nodes = control_plane_nodes(&ctx.client).await;
+    let objects = render(&RenderInput {
+        klusterlet: &k,
+        image: &ctx.options.image,
+        control_plane_nodes: nodes,
+        hub_secret: &hub_secret,
+    });
+    let crd_objects = crds();
+    let crds_applied = apply_all(&ctx.client, FIELD_MANAGER, &crd_objects).await;
+    let applied = match &crds_applied.failure {
+        None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
+        Some(_) => crds_applied,
+    };
+    match &applied.failure {
+        None => set(
+            "Applied",
+            "True",
+            "KlusterletApplied",
+            "Klusterlet Component Applied",
+        ),
+        Some(err) if err.starts_with("CustomResourceDefinition") => {
+            set("Applied", "False", "CRDApplyFailed", err);
+        }
+        Some(err) => set("Applied", "False", "ManagedClusterResourceApplyFailed", err),
+    }
+    let (status, reason, message) = hub_connection::degraded_condition(&bootstrap, &hub);
+    set("HubConnectionDegraded", status, &reason, &message);
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let mut live = Vec::new();
+    for agent in Agent::of(mode) {
+        let name = agent.deployment_name(&owner);
+        let deployment = deployments.get_opt(&name).await?;
+        live.push((*agent, name, deployment));
+    }
+    let pick = |want: fn(Agent) -> bool| -> Vec<(String, Option<Deployment>)> {
+        live.iter()
+            .filter(|(agent, _, _)| want(*agent))
+            .map(|(_, name, d)| (name.clone(), d.clone()))
+            .collect()
+    };
+    let registration = degraded(&pick(Agent::registers));
+    set(
+        "RegistrationDesiredDegraded",
+        registration.0,
+        registration.1,
+        &registration.2,
+    );
+    let work = degraded(&pick(Agent::works));
+    set("WorkDesiredDegraded", work.0, work.1, &work.2);
+    let all = degraded(&pick(|_| true));
+    let available = all.0 == "False";
+    if available {
+        set(
+            "Available",
+            "True",
+            "KlusterletAvailable",
+            "Klusterlet is available",
+        );
+    } else {
+        let reason = match all.1 {
+            "GetDeploymentFailed" => "GetDeploymentFailed",
+            _ => "NoAvailablePods",
+        };
+        set("Available", "False", reason, &all.2);
+    }
+    let generations: Vec<Value> = applied
+        .deployments
+        .iter()
+        .map(|(ns, name, generation)| {
+            json!({"group": "apps", "version": "v1", "resource": "deployments",
+                   "namespace": ns, "name": name, "lastGeneration": generation})
+        })
+        .collect();
+    let related_resources = crd_objects.iter().chain(&objects).map(related).collect();
+    write_status(&api, &k, conditions, related_resources, generations).await?;
+    let settled = available && hub == Check::Functional && applied.failure.is_none();
+    Ok(Action::requeue(Duration::from_secs(if settled {
+        60
+    } else {
+        10
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(replicas: i32, available: i32) -> Deployment {
+        serde_json::from_value(json!({"spec": {"replicas": replicas, "selector": {},
+                                               "template": {}},
+                                      "status": {"availableReplicas": available}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn desired_degraded_follows_the_deployments() {
+        let found = |d: Option<Deployment>| vec![("klusterlet-agent".to_owned(), d)];
+        assert_eq!(
+            degraded(&found(Some(deployment(1, 1)))).1,
+            "DeploymentsFunctional"
+        );
+        assert_eq!(
+            degraded(&found(Some(deployment(3, 1)))).1,
+            "UnavailablePods"
+        );
+        assert_eq!(
+            degraded(&found(Some(deployment(0, 0)))).1,
+            "HubKubeConfigMissing"
+        );
+        assert_eq!(degraded(&found(None)).1, "GetDeploymentFailed");
+        assert_eq!(degraded(&found(None)).0, "True");
+    }
+}

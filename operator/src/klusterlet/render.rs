@@ -1,0 +1,485 @@
+//! What a Klusterlet (Default or Singleton mode) puts on its managed cluster — pure.
+//!
+//! The managed-cluster CRDs (AppliedManifestWork, ClusterClaim, … — not the Klusterlet's own,
+//! which the operator installs), the agent namespace (`spec.namespace`, default
+//! `open-cluster-management-agent`) and `<namespace>-addon`, ServiceAccounts and RBAC
+//! ([`super::rbac`]), and the agents as Deployments of the `ocm` image: in Default mode
+//! `<klusterlet>-registration-agent` (`ocm agent --registration-only`, ServiceAccount
+//! `klusterlet-registration-sa`) and `<klusterlet>-work-agent` (`ocm work agent`,
+//! `klusterlet-work-sa`); in Singleton mode one `<klusterlet>-agent` (`ocm agent`, running
+//! both, as `klusterlet-work-sa`).
+//!
+//! The work agent needs the cluster's name: `spec.clusterName`, else the name the registration
+//! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
+//! agent runs no replicas (upstream does the same).
+
+use ocm_api::operator::v1::Klusterlet;
+use serde_json::{Value, json};
+
+/// Default agent namespace (`spec.namespace` empty).
+pub const DEFAULT_AGENT_NAMESPACE: &str = "open-cluster-management-agent";
+
+/// ServiceAccount of the registration agent.
+pub const REGISTRATION_SA: &str = "klusterlet-registration-sa";
+
+/// ServiceAccount of the work agent (and of the Singleton agent).
+pub const WORK_SA: &str = "klusterlet-work-sa";
+
+/// Port of the agents' /metrics, /healthz and /readyz endpoint inside their pods.
+pub const METRICS_PORT: i32 = 8080;
+
+/// Label on everything a Klusterlet installs: the Klusterlet's name.
+pub const KLUSTERLET_LABEL: &str = "operator.open-cluster-management.io/klusterlet";
+
+/// The images the Klusterlet CRD defaults its image fields to (upstream's): "not chosen".
+const UPSTREAM_DEFAULT_IMAGES: [&str; 3] = [
+    "quay.io/open-cluster-management/registration",
+    "quay.io/open-cluster-management/work",
+    "quay.io/open-cluster-management/registration-operator",
+];
+
+/// How a Klusterlet deploys its agents (`spec.deployOption.mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Registration and work agents on the managed cluster.
+    Default,
+    /// One agent on the managed cluster.
+    Singleton,
+    /// Registration and work agents on a management cluster.
+    Hosted,
+    /// One agent on a management cluster.
+    SingletonHosted,
+}
+
+impl Mode {
+    /// The Klusterlet's mode; unset means Default.
+    pub fn of(klusterlet: &Klusterlet) -> Mode {
+        match klusterlet
+            .spec
+            .deploy_option
+            .as_ref()
+            .map(|d| d.mode.as_str())
+        {
+            Some("Singleton") => Mode::Singleton,
+            Some("Hosted") => Mode::Hosted,
+            Some("SingletonHosted") => Mode::SingletonHosted,
+            _ => Mode::Default,
+        }
+    }
+
+    /// Whether the agents run on another cluster than the managed one.
+    pub fn hosted(self) -> bool {
+        matches!(self, Mode::Hosted | Mode::SingletonHosted)
+    }
+}
+
+/// What the managed cluster's hub kubeconfig secret holds, as far as rendering cares.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HubSecret {
+    /// The cluster name the registration agent stored (`cluster-name`).
+    pub cluster_name: Option<String>,
+    /// Whether it holds a kubeconfig with a client certificate.
+    pub has_credentials: bool,
+}
+
+/// What the rendering needs besides the Klusterlet.
+#[derive(Clone, Debug)]
+pub struct RenderInput<'a> {
+    /// The Klusterlet.
+    pub klusterlet: &'a Klusterlet,
+    /// The `ocm` image, used where the Klusterlet names no image of its own.
+    pub image: &'a str,
+    /// Control-plane nodes of the managed cluster (the replica rule).
+    pub control_plane_nodes: usize,
+    /// The hub kubeconfig secret, as read.
+    pub hub_secret: &'a HubSecret,
+}
+
+/// One agent Deployment a Klusterlet runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agent {
+    /// The registration agent (Default mode).
+    Registration,
+    /// The work agent (Default mode).
+    Work,
+    /// Registration and work in one (Singleton mode).
+    Singleton,
+}
+
+impl Agent {
+    /// The agents of a mode.
+    pub fn of(mode: Mode) -> &'static [Agent] {
+        match mode {
+            Mode::Default | Mode::Hosted => &[Agent::Registration, Agent::Work],
+            Mode::Singleton | Mode::SingletonHosted => &[Agent::Singleton],
+        }
+    }
+
+    /// Name of the agent's Deployment.
+    pub fn deployment_name(self, klusterlet: &str) -> String {
+        match self {
+            Agent::Registration => format!("{klusterlet}-registration-agent"),
+            Agent::Work => format!("{klusterlet}-work-agent"),
+            Agent::Singleton => format!("{klusterlet}-agent"),
+        }
+    }
+
+    /// The ServiceAccount it runs as.
+    pub fn service_account(self) -> &'static str {
+        match self {
+            Agent::Registration => REGISTRATION_SA,
+            Agent::Work | Agent::Singleton => WORK_SA,
+        }
+    }
+
+    /// Whether it does the registration agent's job.
+    pub fn registers(self) -> bool {
+        matches!(self, Agent::Registration | Agent::Singleton)
+    }
+
+    /// Whether it does the work agent's job.
+    pub fn works(self) -> bool {
+        matches!(self, Agent::Work | Agent::Singleton)
+    }
+}
+
+/// The agent namespace.
+pub fn agent_namespace(klusterlet: &Klusterlet) -> String {
+    match klusterlet.spec.namespace.as_str() {
+        "" => DEFAULT_AGENT_NAMESPACE.to_owned(),
+        ns => ns.to_owned(),
+    }
+}
+
+/// The Klusterlet's name (default `klusterlet`).
+pub fn klusterlet_name(klusterlet: &Klusterlet) -> &str {
+    klusterlet.metadata.name.as_deref().unwrap_or("klusterlet")
+}
+
+/// The cluster's name: `spec.clusterName`, else what the hub kubeconfig secret says.
+pub fn cluster_name(input: &RenderInput<'_>) -> Option<String> {
+    Some(input.klusterlet.spec.cluster_name.clone())
+        .filter(|n| !n.is_empty())
+        .or_else(|| input.hub_secret.cluster_name.clone())
+}
+
+/// The image an agent runs.
+fn image_of(input: &RenderInput<'_>, agent: Agent) -> String {
+    let spec = &input.klusterlet.spec;
+    let named = match agent {
+        Agent::Registration => &spec.registration_image_pull_spec,
+        Agent::Work => &spec.work_image_pull_spec,
+        Agent::Singleton => &spec.image_pull_spec,
+    };
+    crate::pod::chosen_image(Some(named.as_str()), &UPSTREAM_DEFAULT_IMAGES, input.image)
+}
+
+/// The agent's container arguments.
+fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
+    let spec = &input.klusterlet.spec;
+    let mut args: Vec<String> = match agent {
+        Agent::Registration => vec!["agent".into(), "--registration-only".into()],
+        Agent::Work => vec!["work".into(), "agent".into()],
+        Agent::Singleton => vec!["agent".into()],
+    };
+    args.push(format!("--agent-namespace={namespace}"));
+    if let Some(name) = cluster_name(input) {
+        args.push(format!("--cluster-name={name}"));
+    }
+    if agent.registers() {
+        args.push(format!("--metrics-addr=0.0.0.0:{METRICS_PORT}"));
+        if let Some(registration) = &spec.registration_configuration {
+            if let Some(seconds) = registration.client_cert_expiration_seconds {
+                args.push(format!("--client-cert-expiration-seconds={seconds}"));
+            }
+            for (key, value) in &registration.cluster_labels {
+                args.push(format!("--cluster-label={key}={value}"));
+            }
+            for (key, value) in &registration.cluster_annotations {
+                args.push(format!("--cluster-annotation={key}={value}"));
+            }
+            if let Some(claims) = &registration.cluster_claim_configuration {
+                args.push(format!(
+                    "--max-custom-cluster-claims={}",
+                    claims.max_custom_cluster_claims
+                ));
+            }
+        }
+    }
+    if agent.works()
+        && let Some(work) = &spec.work_configuration
+    {
+        if let Some(interval) = &work.status_sync_interval {
+            args.push(format!("--status-sync-interval={interval}"));
+        }
+        if agent == Agent::Work
+            && let Some(grace) = &work.applied_manifest_work_eviction_grace_period
+        {
+            args.push(format!(
+                "--applied-manifest-work-eviction-grace-period={grace}"
+            ));
+        }
+    }
+    args
+}
+
+/// Replicas of an agent: none for the work agent until it has a cluster name and the hub
+/// kubeconfig secret holds credentials; else the replica rule.
+fn replicas(input: &RenderInput<'_>, agent: Agent) -> i64 {
+    if agent == Agent::Work && (cluster_name(input).is_none() || !input.hub_secret.has_credentials)
+    {
+        return 0;
+    }
+    crate::pod::replicas(input.control_plane_nodes)
+}
+
+/// The Deployment of one agent.
+fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
+    let klusterlet = input.klusterlet;
+    let spec = &klusterlet.spec;
+    let owner = klusterlet_name(klusterlet);
+    let name = agent.deployment_name(owner);
+    let placement = spec.node_placement.clone().unwrap_or_default();
+    let mut container = json!({
+        "name": name,
+        "image": image_of(input, agent),
+        "args": args(input, agent, namespace),
+        "resources": crate::pod::container_resources(spec.resource_requirement.as_ref()),
+        "securityContext": crate::pod::restricted_security_context(),
+    });
+    if agent.registers() {
+        container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
+        container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
+    }
+    let mut pod = json!({
+        "serviceAccountName": agent.service_account(),
+        "nodeSelector": placement.node_selector,
+        "tolerations": placement.tolerations,
+        "containers": [container],
+    });
+    if !spec.priority_class_name.is_empty() {
+        pod["priorityClassName"] = json!(spec.priority_class_name);
+    }
+    if let Some(alias) = &spec.hub_api_server_host_alias {
+        pod["hostAliases"] = json!([{"ip": alias.ip, "hostnames": [alias.hostname]}]);
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app": name, KLUSTERLET_LABEL: owner}},
+        "spec": {
+            "replicas": replicas(input, agent),
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod},
+        },
+    })
+}
+
+/// The managed-cluster CRDs a Klusterlet installs (all but the Klusterlet's own).
+pub fn crds() -> Vec<Value> {
+    ocm_api::crds::klusterlet()
+        .into_iter()
+        .filter(|crd| crd.spec.group != "operator.open-cluster-management.io")
+        .filter_map(|crd| serde_json::to_value(crd).ok())
+        .collect()
+}
+
+/// Everything the Klusterlet installs but its CRDs (those stay when it goes: other
+/// Klusterlets and users' ClusterClaims depend on them). Order: namespaces, then per agent
+/// ServiceAccount and RBAC, then the Deployments.
+pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
+    let klusterlet = input.klusterlet;
+    let owner = klusterlet_name(klusterlet);
+    let namespace = agent_namespace(klusterlet);
+    let label = json!({KLUSTERLET_LABEL: owner});
+    let mut out = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": namespace, "labels": label}}),
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": format!("{namespace}-addon"), "labels": label}}),
+    ];
+    let agents = Agent::of(Mode::of(klusterlet));
+    let mut accounts: Vec<&str> = agents.iter().map(|a| a.service_account()).collect();
+    accounts.dedup();
+    for account in accounts {
+        out.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": account, "namespace": namespace,
+                                     "labels": label}}));
+    }
+    for agent in agents {
+        out.extend(super::rbac::objects(owner, &namespace, *agent, &label));
+    }
+    for agent in agents {
+        out.push(deployment(input, *agent, &namespace));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn klusterlet(spec: Value) -> Klusterlet {
+        serde_json::from_value(json!({
+            "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+            "metadata": {"name": "klusterlet"}, "spec": spec}))
+        .unwrap()
+    }
+
+    fn deployments(objects: &[Value]) -> Vec<&Value> {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .collect()
+    }
+
+    #[test]
+    fn default_mode_runs_registration_and_work_agents_with_upstream_names() {
+        let k = klusterlet(json!({"clusterName": "cluster1",
+            "registrationImagePullSpec": "quay.io/open-cluster-management/registration",
+            "registrationConfiguration": {"clusterLabels": {"env": "dev"},
+                                          "clientCertExpirationSeconds": 3600},
+            "workConfiguration": {"statusSyncInterval": "30s"},
+            "hubApiServerHostAlias": {"ip": "10.0.0.1", "hostname": "hub.example"},
+            "priorityClassName": "system-cluster-critical"}));
+        let secret = HubSecret {
+            cluster_name: Some("cluster1".into()),
+            has_credentials: true,
+        };
+        let objects = render(&RenderInput {
+            klusterlet: &k,
+            image: "ghcr.io/example/ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        assert_eq!(objects[0]["metadata"]["name"], DEFAULT_AGENT_NAMESPACE);
+        assert_eq!(
+            objects[1]["metadata"]["name"],
+            "open-cluster-management-agent-addon"
+        );
+        let found = deployments(&objects);
+        assert_eq!(found.len(), 2);
+        let registration = found[0];
+        assert_eq!(
+            registration["metadata"]["name"],
+            "klusterlet-registration-agent"
+        );
+        let pod = &registration["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], REGISTRATION_SA);
+        assert_eq!(pod["containers"][0]["image"], "ghcr.io/example/ocm:1");
+        assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+        assert_eq!(pod["hostAliases"][0]["hostnames"][0], "hub.example");
+        assert_eq!(
+            pod["containers"][0]["args"],
+            json!([
+                "agent",
+                "--registration-only",
+                "--agent-namespace=open-cluster-management-agent",
+                "--cluster-name=cluster1",
+                "--metrics-addr=0.0.0.0:8080",
+                "--client-cert-expiration-seconds=3600",
+                "--cluster-label=env=dev"
+            ])
+        );
+        let work = found[1];
+        assert_eq!(work["metadata"]["name"], "klusterlet-work-agent");
+        assert_eq!(work["spec"]["replicas"], 1);
+        assert_eq!(
+            work["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!([
+                "work",
+                "agent",
+                "--agent-namespace=open-cluster-management-agent",
+                "--cluster-name=cluster1",
+                "--status-sync-interval=30s"
+            ])
+        );
+        // Every object carries the Klusterlet's label; none is a CRD.
+        assert!(
+            objects
+                .iter()
+                .all(|o| o["metadata"]["labels"][KLUSTERLET_LABEL] == "klusterlet")
+        );
+        assert!(!crds().is_empty());
+        assert!(
+            crds()
+                .iter()
+                .all(|c| c["spec"]["group"] != "operator.open-cluster-management.io")
+        );
+    }
+
+    #[test]
+    fn the_work_agent_waits_for_a_name_and_hub_credentials() {
+        let k = klusterlet(json!({"namespace": "open-cluster-management-agent-x"}));
+        let none = HubSecret::default();
+        let input = RenderInput {
+            klusterlet: &k,
+            image: "ocm:1",
+            control_plane_nodes: 3,
+            hub_secret: &none,
+        };
+        let objects = render(&input);
+        let found = deployments(&objects);
+        assert_eq!(found[0]["spec"]["replicas"], 3);
+        assert_eq!(found[1]["spec"]["replicas"], 0);
+        assert_eq!(
+            found[0]["metadata"]["namespace"],
+            "open-cluster-management-agent-x"
+        );
+        // No cluster name anywhere: the registration agent picks one.
+        let args = &found[0]["spec"]["template"]["spec"]["containers"][0]["args"];
+        assert!(!args.to_string().contains("--cluster-name"));
+        let named = HubSecret {
+            cluster_name: Some("generated-1".into()),
+            has_credentials: true,
+        };
+        let input = RenderInput {
+            hub_secret: &named,
+            ..input
+        };
+        let objects = render(&input);
+        let work = deployments(&objects)[1];
+        assert_eq!(work["spec"]["replicas"], 3);
+        assert!(
+            work["spec"]["template"]["spec"]["containers"][0]["args"]
+                .to_string()
+                .contains("--cluster-name=generated-1")
+        );
+    }
+
+    #[test]
+    fn singleton_mode_runs_one_agent_as_the_work_account() {
+        let k = klusterlet(
+            json!({"clusterName": "c1", "deployOption": {"mode": "Singleton"},
+                                  "imagePullSpec": "example.com/ocm:2"}),
+        );
+        let secret = HubSecret::default();
+        let objects = render(&RenderInput {
+            klusterlet: &k,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        let found = deployments(&objects);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0]["metadata"]["name"], "klusterlet-agent");
+        let pod = &found[0]["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], WORK_SA);
+        assert_eq!(pod["containers"][0]["image"], "example.com/ocm:2");
+        assert_eq!(pod["containers"][0]["args"][0], "agent");
+        assert_eq!(found[0]["spec"]["replicas"], 1);
+        let accounts = objects
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .count();
+        assert_eq!(accounts, 1);
+        // The one account holds both agents' permissions.
+        let bound: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRoleBinding")
+            .filter_map(|o| o["roleRef"]["name"].as_str())
+            .collect();
+        assert!(bound.contains(&"open-cluster-management:klusterlet-registration:agent"));
+        assert!(bound.contains(&"open-cluster-management:klusterlet-work:agent"));
+    }
+}

@@ -1,0 +1,426 @@
+//! The Klusterlet operator end to end, with real processes: `ocm operator klusterlet` on a
+//! simulated managed cluster (its own TLS API server) installs the agents a Klusterlet asks
+//! for; the agents run as `ocm` processes with the Deployments' own arguments and their
+//! service accounts' tokens (what a kubelet would start), so the RBAC the operator renders is
+//! what they work with. Until simulated nodes start ocm's pods themselves, this test plays
+//! the kubelet: it starts each agent Deployment's command, and stops it when the Deployment
+//! goes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use ocm::simulated::SimulatedCluster;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::operator::v1::Klusterlet;
+use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
+use ocm_e2e::process::Process;
+use ocm_e2e::{service_account_kubeconfig, wait_for, wait_gone};
+use serde_json::json;
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+const AGENT_NS: &str = "open-cluster-management-agent";
+
+/// The condition `type_` of a Klusterlet as `(status, reason)`.
+fn condition(k: &Klusterlet, type_: &str) -> (String, String) {
+    k.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| (c.status.clone(), c.reason.clone()))
+        .unwrap_or_default()
+}
+
+/// Waits until Klusterlet `klusterlet` has condition `type_` with `status` and `reason`.
+async fn wait_condition(api: &Api<Klusterlet>, type_: &str, status: &str, reason: &str) {
+    wait_for(
+        api,
+        "klusterlet",
+        &format!("{type_} {status} {reason}"),
+        |k| condition(k, type_) == (status.to_owned(), reason.to_owned()),
+    )
+    .await
+    .unwrap();
+}
+
+/// Starts the `ocm` operator for the managed cluster behind `kubeconfig`.
+fn start_operator(home: &Path, kubeconfig: &Path) -> Process {
+    let operator = Process::spawn(
+        OCM,
+        home,
+        &[
+            "operator",
+            "klusterlet",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--image",
+            "example.com/ocm:e2e",
+        ],
+    );
+    operator.wait_line("ocm operator klusterlet running");
+    operator
+}
+
+/// Plays the kubelet for Deployment `name` in the agent namespace: waits until it asks for
+/// a replica, then starts its container's command as an `ocm` process authenticated as its
+/// service account (the metrics port moved to a free one: processes share this machine's
+/// network, pods would not).
+async fn run_pod_of(spoke: &SimulatedCluster, home: &Path, name: &str) -> Process {
+    let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
+    let deployment = wait_for(&deployments, name, "one replica wanted", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+    })
+    .await
+    .unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    assert_eq!(container.image.as_deref(), Some("example.com/ocm:e2e"));
+    let account = pod.service_account_name.unwrap();
+    let kubeconfig =
+        service_account_kubeconfig(&spoke.client(), &spoke.kubeconfig, AGENT_NS, &account)
+            .await
+            .unwrap();
+    let mut args: Vec<String> = container
+        .args
+        .clone()
+        .unwrap()
+        .into_iter()
+        .filter(|a| !a.starts_with("--metrics-addr="))
+        .collect();
+    args.push(format!("--spoke-kubeconfig={}", kubeconfig.display()));
+    if args[0] == "agent" {
+        args.push("--metrics-addr=127.0.0.1:0".into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Process::spawn(OCM, home, &args)
+}
+
+/// Writes the bootstrap kubeconfig Secret into the agent namespace (as `ocm join` does).
+async fn write_bootstrap_secret(spoke: &kube::Client, bootstrap: &str) {
+    let namespaces: Api<Namespace> = Api::all(spoke.clone());
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
+    namespaces
+        .patch(
+            AGENT_NS,
+            &PatchParams::apply("e2e"),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .unwrap();
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": AGENT_NS},
+        "stringData": {"kubeconfig": bootstrap}}))
+    .unwrap();
+    Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+}
+
+async fn create_klusterlet(
+    spoke: &kube::Client,
+    spec: serde_json::Value,
+) -> Result<Klusterlet, kube::Error> {
+    let klusterlet: Klusterlet = serde_json::from_value(json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+        "metadata": {"name": "klusterlet"}, "spec": spec}))
+    .unwrap();
+    Api::<Klusterlet>::all(spoke.clone())
+        .create(&PostParams::default(), &klusterlet)
+        .await
+}
+
+/// A hub, its bootstrap kubeconfig, a simulated managed cluster and the klusterlet
+/// operator on it.
+struct Setup {
+    hub: ocm::embedded::EmbeddedHub,
+    bootstrap: String,
+    spoke: SimulatedCluster,
+    operator: Process,
+}
+
+async fn setup(home: &Path, cluster: &str) -> Setup {
+    let hub = ocm_e2e::start_fast_hub(&home.join("hub")).await.unwrap();
+    let bootstrap = ocm_e2e::bootstrap_kubeconfig(&hub).await.unwrap();
+    let spoke = SimulatedCluster::start(&home.join(cluster), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let operator = start_operator(home, &spoke.kubeconfig);
+    Setup {
+        hub,
+        bootstrap,
+        spoke,
+        operator,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let Setup {
+        hub,
+        bootstrap,
+        spoke,
+        operator,
+    } = setup(home, "c1").await;
+    let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+
+    // Bad input: the cluster name names a namespace on the hub.
+    let refused = create_klusterlet(&spoke.client(), json!({"clusterName": "Not_A_Label"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 422),
+        "{refused}"
+    );
+
+    // Without a bootstrap secret: installed, and the condition says what is missing.
+    create_klusterlet(&spoke.client(), json!({"clusterName": "c1"}))
+        .await
+        .unwrap();
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "True",
+        "BootstrapSecretMissing,HubKubeConfigSecretMissing",
+    )
+    .await;
+    wait_condition(&klusterlets, "Applied", "True", "KlusterletApplied").await;
+    let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
+    let work = deployments.get("klusterlet-work-agent").await.unwrap();
+    assert_eq!(
+        work.spec.unwrap().replicas,
+        Some(0),
+        "no hub credentials yet"
+    );
+    wait_condition(
+        &klusterlets,
+        "WorkDesiredDegraded",
+        "True",
+        "HubKubeConfigMissing",
+    )
+    .await;
+
+    // The bootstrap secret arrives: it works, the hub kubeconfig is still to come.
+    write_bootstrap_secret(&spoke.client(), &bootstrap).await;
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "True",
+        "BootstrapSecretFunctional,HubKubeConfigSecretMissing",
+    )
+    .await;
+
+    // The registration agent's pod runs; the hub admin accepts the cluster.
+    let registration = run_pod_of(&spoke, home, "klusterlet-registration-agent").await;
+    let accepted = tokio::time::timeout(
+        ocm_e2e::WAIT,
+        ocm::accept::accept_when_asked(&hub.admin_client(), "c1", false),
+    )
+    .await
+    .expect("cluster asks to join")
+    .unwrap();
+    assert!(accepted.accepted_now);
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "False",
+        "HubConnectionFunctional",
+    )
+    .await;
+
+    // With hub credentials the work agent gets its replica.
+    let work_agent = run_pod_of(&spoke, home, "klusterlet-work-agent").await;
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(
+        &clusters,
+        "c1",
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    wait_condition(
+        &klusterlets,
+        "WorkDesiredDegraded",
+        "False",
+        "DeploymentsFunctional",
+    )
+    .await;
+
+    // A ManifestWork with a namespace and a ConfigMap in it is applied by the work agent.
+    let work: ManifestWork = serde_json::from_value(json!({
+        "metadata": {"name": "hello", "namespace": "c1"},
+        "spec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hello"}},
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "hello", "namespace": "hello"}, "data": {"from": "hub"}}]}}}))
+    .unwrap();
+    Api::<ManifestWork>::namespaced(hub.admin_client(), "c1")
+        .create(&PostParams::default(), &work)
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(spoke.client(), "hello");
+    wait_for(&configmaps, "hello", "applied by the work agent", |_| true)
+        .await
+        .unwrap();
+
+    // Status carries the Deployments' generations and what was installed.
+    let k = klusterlets.get("klusterlet").await.unwrap();
+    let status = k.status.unwrap();
+    assert_eq!(status.observed_generation, k.metadata.generation);
+    assert_eq!(status.generations.len(), 2);
+    assert!(
+        status
+            .related_resources
+            .iter()
+            .any(|r| r.resource == "customresourcedefinitions")
+    );
+
+    // The cluster's lease is short, so that losing its agent shows within seconds.
+    clusters
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"leaseDurationSeconds": 2}})),
+        )
+        .await
+        .unwrap();
+
+    // Deleting the Klusterlet removes the agents, what the works applied and the agent
+    // namespaces; the cluster goes Unknown on the hub once its agents are gone.
+    klusterlets
+        .delete("klusterlet", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&klusterlets, "klusterlet").await.unwrap();
+    for name in ["klusterlet-registration-agent", "klusterlet-work-agent"] {
+        assert!(
+            deployments.get_opt(name).await.unwrap().is_none(),
+            "{name} left"
+        );
+    }
+    // The kubelet stops the pods of the deleted Deployments.
+    registration.stop();
+    work_agent.stop();
+    let applied: Api<AppliedManifestWork> = Api::all(spoke.client());
+    assert!(
+        applied
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    wait_gone(&configmaps, "hello").await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(spoke.client());
+    wait_gone(&namespaces, AGENT_NS).await.unwrap();
+    wait_gone(&namespaces, "open-cluster-management-agent-addon")
+        .await
+        .unwrap();
+    for role in [
+        "open-cluster-management:klusterlet-registration:agent",
+        "open-cluster-management:klusterlet-work:agent",
+        "open-cluster-management:klusterlet-work:execution",
+    ] {
+        let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(spoke.client());
+        assert!(roles.get_opt(role).await.unwrap().is_none(), "{role} left");
+    }
+    wait_for(&clusters, "c1", "Available Unknown", |c| {
+        ocm_e2e::cluster_condition(c, "ManagedClusterConditionAvailable") == "Unknown"
+    })
+    .await
+    .unwrap();
+    operator.stop();
+    spoke.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_singleton_klusterlet_joins_with_one_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let Setup {
+        hub,
+        bootstrap,
+        spoke,
+        operator,
+    } = setup(home, "c2").await;
+    // As `ocm join` would: the bootstrap secret first, then the Klusterlet, back to back.
+    write_bootstrap_secret(&spoke.client(), &bootstrap).await;
+    create_klusterlet(
+        &spoke.client(),
+        json!({"clusterName": "c2", "deployOption": {"mode": "Singleton"}}),
+    )
+    .await
+    .unwrap();
+    let agent = run_pod_of(&spoke, home, "klusterlet-agent").await;
+    tokio::time::timeout(
+        ocm_e2e::WAIT,
+        ocm::accept::accept_when_asked(&hub.admin_client(), "c2", false),
+    )
+    .await
+    .expect("cluster asks to join")
+    .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(
+        &clusters,
+        "c2",
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "False",
+        "HubConnectionFunctional",
+    )
+    .await;
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
+    assert!(
+        deployments
+            .get_opt("klusterlet-registration-agent")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        deployments
+            .get_opt("klusterlet-work-agent")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A Hosted Klusterlet is refused before anything is installed for it.
+    let hosted: Api<Klusterlet> = Api::all(spoke.client());
+    let k: Klusterlet = serde_json::from_value(json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+        "metadata": {"name": "hosted"},
+        "spec": {"clusterName": "c3", "deployOption": {"mode": "Hosted"}}}))
+    .unwrap();
+    hosted.create(&PostParams::default(), &k).await.unwrap();
+    wait_for(&hosted, "hosted", "ReadyToApply False", |k| {
+        condition(k, "ReadyToApply") == ("False".into(), "KlusterletPrepareFailed".into())
+    })
+    .await
+    .unwrap();
+    assert!(
+        Api::<Deployment>::namespaced(spoke.client(), "hosted")
+            .get_opt("hosted-registration-agent")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    agent.stop();
+    operator.stop();
+    spoke.stop().await;
+}
