@@ -10,4 +10,4 @@ pub mod commands;
 pub mod sample_app;
 pub mod text_table;
 
-pub use ocm_hub::{admission, bootstrap, embedded, fleet, simulated};
+pub use ocm_hub::{admission, bootstrap, embedded, fleet, process_kubelet, simulated};

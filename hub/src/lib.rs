@@ -10,4 +10,5 @@ pub mod bootstrap;
 pub mod embedded;
 pub mod fleet;
 pub mod join;
+pub mod process_kubelet;
 pub mod simulated;

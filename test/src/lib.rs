@@ -511,3 +511,27 @@ pub async fn service_account_kubeconfig(
     std::fs::write(&path, yaml)?;
     Ok(path)
 }
+
+/// Starts the process kubelet on the cluster behind `admin_kubeconfig`: Deployments of
+/// `image` (or another tag of it) run as processes of `binary`, their folders under `home`.
+/// Runs until the returned token is cancelled.
+pub async fn start_process_kubelet(
+    binary: &str,
+    admin_kubeconfig: &Path,
+    image: &str,
+    home: &Path,
+) -> anyhow::Result<Shutdown> {
+    let client = ocm_runtime::kubeconfig::client_from_file(admin_kubeconfig).await?;
+    let text = std::fs::read_to_string(admin_kubeconfig)?;
+    let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
+    let shutdown = Shutdown::new();
+    let options = ocm::process_kubelet::ProcessKubeletOptions {
+        binary: binary.into(),
+        images: vec![image.to_owned()],
+        work_dir: home.join("pods"),
+        server,
+        node_name: "node-1".into(),
+    };
+    tokio::spawn(ocm::process_kubelet::run(client, options, shutdown.clone()));
+    Ok(shutdown)
+}

@@ -1,10 +1,8 @@
 //! The Klusterlet operator end to end, with real processes: `ocm operator klusterlet` on a
 //! simulated managed cluster (its own TLS API server) installs the agents a Klusterlet asks
 //! for; the agents run as `ocm` processes with the Deployments' own arguments and their
-//! service accounts' tokens (what a kubelet would start), so the RBAC the operator renders is
-//! what they work with. Until simulated nodes start ocm's pods themselves, this test plays
-//! the kubelet: it starts each agent Deployment's command, and stops it when the Deployment
-//! goes.
+//! service accounts' tokens, started by the process kubelet (`ocm::process_kubelet`) as a
+//! kubelet would start their pods — so the RBAC the operator renders is what they work with.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,11 +16,13 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::Klusterlet;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::process::Process;
-use ocm_e2e::{service_account_kubeconfig, wait_for, wait_gone};
+use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 const AGENT_NS: &str = "open-cluster-management-agent";
+const IMAGE: &str = "example.com/ocm:e2e";
+const UPGRADED: &str = "example.com/ocm:e2e-2";
 
 /// The condition `type_` of a Klusterlet as `(status, reason)`.
 fn condition(k: &Klusterlet, type_: &str) -> (String, String) {
@@ -56,45 +56,24 @@ fn start_operator(home: &Path, kubeconfig: &Path) -> Process {
             "--kubeconfig",
             kubeconfig.to_str().unwrap(),
             "--image",
-            "example.com/ocm:e2e",
+            IMAGE,
         ],
     );
     operator.wait_line("ocm operator klusterlet running");
     operator
 }
 
-/// Plays the kubelet for Deployment `name` in the agent namespace: waits until it asks for
-/// a replica, then starts its container's command as an `ocm` process authenticated as its
-/// service account (the metrics port moved to a free one: processes share this machine's
-/// network, pods would not).
-async fn run_pod_of(spoke: &SimulatedCluster, home: &Path, name: &str) -> Process {
+/// Waits until Deployment `name` in the agent namespace has its replica running.
+async fn wait_running(spoke: &SimulatedCluster, name: &str) {
     let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
-    let deployment = wait_for(&deployments, name, "one replica wanted", |d| {
-        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
-    })
+    wait_for(
+        &deployments,
+        name,
+        "its replica running as a process",
+        |d| d.status.as_ref().and_then(|s| s.available_replicas) == Some(1),
+    )
     .await
     .unwrap();
-    let pod = deployment.spec.unwrap().template.spec.unwrap();
-    let container = &pod.containers[0];
-    assert_eq!(container.image.as_deref(), Some("example.com/ocm:e2e"));
-    let account = pod.service_account_name.unwrap();
-    let kubeconfig =
-        service_account_kubeconfig(&spoke.client(), &spoke.kubeconfig, AGENT_NS, &account)
-            .await
-            .unwrap();
-    let mut args: Vec<String> = container
-        .args
-        .clone()
-        .unwrap()
-        .into_iter()
-        .filter(|a| !a.starts_with("--metrics-addr="))
-        .collect();
-    args.push(format!("--spoke-kubeconfig={}", kubeconfig.display()));
-    if args[0] == "agent" {
-        args.push("--metrics-addr=127.0.0.1:0".into());
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Process::spawn(OCM, home, &args)
 }
 
 /// Writes the bootstrap kubeconfig Secret into the agent namespace (as `ocm join` does).
@@ -140,6 +119,7 @@ struct Setup {
     bootstrap: String,
     spoke: SimulatedCluster,
     operator: Process,
+    kubelet: ocm_runtime::shutdown::Shutdown,
 }
 
 async fn setup(home: &Path, cluster: &str) -> Setup {
@@ -149,11 +129,15 @@ async fn setup(home: &Path, cluster: &str) -> Setup {
         .await
         .unwrap();
     let operator = start_operator(home, &spoke.kubeconfig);
+    let kubelet = ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, home)
+        .await
+        .unwrap();
     Setup {
         hub,
         bootstrap,
         spoke,
         operator,
+        kubelet,
     }
 }
 
@@ -166,6 +150,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
         bootstrap,
         spoke,
         operator,
+        kubelet,
     } = setup(home, "c1").await;
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
 
@@ -216,7 +201,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .await;
 
     // The registration agent's pod runs; the hub admin accepts the cluster.
-    let registration = run_pod_of(&spoke, home, "klusterlet-registration-agent").await;
+    wait_running(&spoke, "klusterlet-registration-agent").await;
     let accepted = tokio::time::timeout(
         ocm_e2e::WAIT,
         ocm::accept::accept_when_asked(&hub.admin_client(), "c1", false),
@@ -234,7 +219,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .await;
 
     // With hub credentials the work agent gets its replica.
-    let work_agent = run_pod_of(&spoke, home, "klusterlet-work-agent").await;
+    wait_running(&spoke, "klusterlet-work-agent").await;
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
     wait_for(
         &clusters,
@@ -282,6 +267,61 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
             .any(|r| r.resource == "customresourcedefinitions")
     );
 
+    // Upgrade: a new image rolls both agents; the cluster stays joined and the work applied.
+    klusterlets
+        .patch(
+            "klusterlet",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"registrationImagePullSpec": UPGRADED,
+                                          "workImagePullSpec": UPGRADED}})),
+        )
+        .await
+        .unwrap();
+    for name in ["klusterlet-registration-agent", "klusterlet-work-agent"] {
+        wait_for(&deployments, name, "rolled to the new image", |d| {
+            let spec = d.spec.as_ref().unwrap();
+            spec.template.spec.as_ref().unwrap().containers[0]
+                .image
+                .as_deref()
+                == Some(UPGRADED)
+                && d.status.as_ref().is_some_and(|s| {
+                    s.observed_generation == d.metadata.generation
+                        && s.available_replicas == Some(1)
+                })
+        })
+        .await
+        .unwrap();
+    }
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    let cluster = clusters.get("c1").await.unwrap();
+    assert!(ocm_e2e::joined_and_available(&cluster));
+    configmaps.get("hello").await.unwrap();
+    // The new agents work: a change to the work reaches the cluster.
+    Api::<ManifestWork>::namespaced(hub.admin_client(), "c1")
+        .patch(
+            "hello",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([
+                {"op": "replace", "path": "/spec/workload/manifests/1/data/from", "value": "upgraded"}
+            ])).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &configmaps,
+        "hello",
+        "updated by the upgraded work agent",
+        |c| {
+            c.data
+                .as_ref()
+                .and_then(|d| d.get("from"))
+                .map(String::as_str)
+                == Some("upgraded")
+        },
+    )
+    .await
+    .unwrap();
+
     // The cluster's lease is short, so that losing its agent shows within seconds.
     clusters
         .patch(
@@ -305,9 +345,15 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
             "{name} left"
         );
     }
-    // The kubelet stops the pods of the deleted Deployments.
-    registration.stop();
-    work_agent.stop();
+    // The kubelet stopped the pods of the deleted Deployments.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(spoke.client(), AGENT_NS);
+    assert!(
+        pods.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
     let applied: Api<AppliedManifestWork> = Api::all(spoke.client());
     assert!(
         applied
@@ -336,6 +382,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     })
     .await
     .unwrap();
+    kubelet.cancel();
     operator.stop();
     spoke.stop().await;
 }
@@ -349,6 +396,7 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
         bootstrap,
         spoke,
         operator,
+        kubelet,
     } = setup(home, "c2").await;
     // As `ocm join` would: the bootstrap secret first, then the Klusterlet, back to back.
     write_bootstrap_secret(&spoke.client(), &bootstrap).await;
@@ -358,7 +406,7 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
     )
     .await
     .unwrap();
-    let agent = run_pod_of(&spoke, home, "klusterlet-agent").await;
+    wait_running(&spoke, "klusterlet-agent").await;
     tokio::time::timeout(
         ocm_e2e::WAIT,
         ocm::accept::accept_when_asked(&hub.admin_client(), "c2", false),
@@ -420,7 +468,7 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
             .unwrap()
             .is_none()
     );
-    agent.stop();
+    kubelet.cancel();
     operator.stop();
     spoke.stop().await;
 }

@@ -122,8 +122,13 @@ fn schedulable(object: &Value, nodes: &[Value]) -> bool {
         .any(|labels| selector.iter().all(|(k, v)| labels.get(k) == Some(v)))
 }
 
+/// Annotation of Deployments and Pods whose pods run as real processes (the process kubelet
+/// of `ocm_hub::process_kubelet` reports their status; the simulator leaves them alone).
+const PROCESS_ANNOTATION: &str = "simulation.open-cluster-management.io/runs-as-process";
+
 fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
-    if meta::is_deleting(object) {
+    if meta::is_deleting(object) || object["metadata"]["annotations"][PROCESS_ANNOTATION] == "true"
+    {
         return false;
     }
     let desired = desired_status(

@@ -1,0 +1,312 @@
+//! The process kubelet: on a simulated cluster (or the embedded hub), Deployments whose
+//! image is the `ocm` image run for real — each replica a Pod object whose container is an
+//! `ocm` process of this machine.
+//!
+//! For such a Deployment it creates the Pods (owned by the Deployment, so they go with it),
+//! starts one process per Pod ([`supervisor`]) with the container's command, args and env,
+//! a kubeconfig holding a token of the Pod's ServiceAccount (`KUBECONFIG`, which `ocm`
+//! reads where a real pod would use its in-cluster configuration), and its Secret and
+//! ConfigMap volumes written under the Pod's folder (paths in args and env rebased there;
+//! listen addresses on the container's ports moved to free loopback ports, since all pods
+//! share this machine's network). Processes restart per `restartPolicy`; exits show in the
+//! Pod's status; a changed template replaces the Pods (one at a time would need surge
+//! accounting: all at once, like the Recreate strategy); fewer replicas stop Pods. The
+//! Deployment's status counts the processes that run. Other images stay simulated (the
+//! workload simulator leaves annotated Deployments and Pods to this kubelet).
+
+pub mod pod;
+mod supervisor;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use ocm_runtime::kubeconfig::ServerInfo;
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use pod::{PROCESS_ANNOTATION, PROCESS_LABEL, PodCounts};
+
+/// How the process kubelet runs.
+#[derive(Clone, Debug)]
+pub struct ProcessKubeletOptions {
+    /// The `ocm` executable the pods run.
+    pub binary: PathBuf,
+    /// Images that are the `ocm` image (other tags of their repositories count too).
+    pub images: Vec<String>,
+    /// Folder of the pods' volumes, kubeconfigs and logs.
+    pub work_dir: PathBuf,
+    /// How the processes reach the cluster's API server.
+    pub server: ServerInfo,
+    /// The node the pods are reported on.
+    pub node_name: String,
+}
+
+/// One Pod this kubelet runs.
+struct RunningPod {
+    name: String,
+    hash: String,
+    stop: Shutdown,
+    ready: Arc<AtomicBool>,
+}
+
+/// A Deployment this kubelet runs the pods of.
+struct Managed {
+    uid: String,
+    pods: Vec<RunningPod>,
+    last_status: Value,
+}
+
+struct Kubelet {
+    client: kube::Client,
+    options: Arc<ProcessKubeletOptions>,
+    managed: HashMap<(String, String), Managed>,
+    changed: mpsc::UnboundedSender<()>,
+    counter: AtomicU64,
+    shutdown: Shutdown,
+}
+
+/// Runs the process kubelet until `shutdown`; then its processes are stopped.
+pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown: Shutdown) {
+    let (reader, writer) = reflector::store::<Deployment>();
+    let deployments = reflector::reflector(
+        writer,
+        watcher(
+            Api::<Deployment>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .boxed();
+    let pods = watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().labels(&format!("{PROCESS_LABEL}=true")),
+    )
+    .boxed();
+    let (changed, mut changes) = mpsc::unbounded_channel();
+    let mut kubelet = Kubelet {
+        client,
+        options: Arc::new(options),
+        managed: HashMap::new(),
+        changed,
+        counter: AtomicU64::new(0),
+        shutdown: shutdown.child(),
+    };
+    let mut deployments = deployments;
+    let mut pods = pods;
+    loop {
+        tokio::select! {
+            event = deployments.next() => {
+                if event.is_none() { break; }
+            }
+            event = pods.next() => {
+                match event {
+                    Some(Ok(watcher::Event::Delete(pod))) => kubelet.forget_pod(&pod),
+                    Some(_) => continue,
+                    None => break,
+                }
+            }
+            change = changes.recv() => {
+                if change.is_none() { break; }
+                while changes.try_recv().is_ok() {}
+            }
+            () = shutdown.cancelled() => break,
+        }
+        kubelet.reconcile(&reader).await;
+    }
+    kubelet.shutdown.cancel();
+}
+
+impl Kubelet {
+    /// A Pod deleted by someone else: its process stops, and the next pass replaces it.
+    fn forget_pod(&mut self, deleted: &Pod) {
+        let name = deleted.metadata.name.as_deref().unwrap_or_default();
+        for managed in self.managed.values_mut() {
+            if let Some(at) = managed.pods.iter().position(|p| p.name == name) {
+                let pod = managed.pods.remove(at);
+                pod.stop.cancel();
+            }
+        }
+    }
+
+    async fn reconcile(&mut self, store: &Store<Deployment>) {
+        let mut seen = HashSet::new();
+        for deployment in store.state() {
+            let Ok(value) = serde_json::to_value(&*deployment) else {
+                continue;
+            };
+            let image = value
+                .pointer("/spec/template/spec/containers/0/image")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if deployment.metadata.deletion_timestamp.is_some()
+                || !pod::is_ocm_image(image, &self.options.images)
+            {
+                continue;
+            }
+            let key = (
+                deployment.metadata.namespace.clone().unwrap_or_default(),
+                deployment.metadata.name.clone().unwrap_or_default(),
+            );
+            seen.insert(key.clone());
+            if let Err(err) = self.reconcile_one(&key, &value).await {
+                tracing::warn!(namespace = %key.0, deployment = %key.1, %err, "running its pods");
+            }
+        }
+        let gone: Vec<_> = self
+            .managed
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(managed) = self.managed.remove(&key) {
+                for pod in managed.pods {
+                    self.stop_pod(&key.0, pod);
+                }
+            }
+        }
+    }
+
+    async fn reconcile_one(
+        &mut self,
+        key: &(String, String),
+        value: &Value,
+    ) -> Result<(), kube::Error> {
+        let (namespace, name) = key;
+        let uid = value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        if value["metadata"]["annotations"][PROCESS_ANNOTATION] != "true" {
+            let patch = json!({"metadata": {"annotations": {PROCESS_ANNOTATION: "true"}}});
+            deployments
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        let mut managed = match self.managed.remove(key) {
+            Some(m) if m.uid == uid => m,
+            Some(m) => {
+                for pod in m.pods {
+                    self.stop_pod(namespace, pod);
+                }
+                Managed {
+                    uid,
+                    pods: Vec::new(),
+                    last_status: Value::Null,
+                }
+            }
+            None => Managed {
+                uid,
+                pods: Vec::new(),
+                last_status: Value::Null,
+            },
+        };
+        let wanted = value["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let hash = pod::template_hash(&value["spec"]["template"]);
+        let (current, outdated): (Vec<RunningPod>, Vec<RunningPod>) =
+            std::mem::take(&mut managed.pods)
+                .into_iter()
+                .partition(|p| p.hash == hash);
+        for pod in outdated {
+            self.stop_pod(namespace, pod);
+        }
+        let mut current = current;
+        while current.len() as i64 > wanted {
+            if let Some(pod) = current.pop() {
+                self.stop_pod(namespace, pod);
+            }
+        }
+        while (current.len() as i64) < wanted {
+            current.push(self.start_pod(value, &hash).await?);
+        }
+        let counts = PodCounts {
+            replicas: current.len() as i64,
+            updated: current.len() as i64,
+            ready: current
+                .iter()
+                .filter(|p| p.ready.load(Ordering::SeqCst))
+                .count() as i64,
+        };
+        managed.pods = current;
+        let generation = value["metadata"]["generation"].as_i64().unwrap_or_default();
+        let now = jiff::Timestamp::now().to_string();
+        let status = pod::deployment_status(generation, wanted, counts, &now);
+        let comparable = |s: &Value| {
+            let mut s = s.clone();
+            if let Some(conditions) = s["conditions"].as_array_mut() {
+                for c in conditions {
+                    c["lastUpdateTime"] = Value::Null;
+                    c["lastTransitionTime"] = Value::Null;
+                }
+            }
+            s
+        };
+        if comparable(&status) != comparable(&managed.last_status)
+            || comparable(&status) != comparable(&value["status"])
+        {
+            deployments
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": status})),
+                )
+                .await?;
+            managed.last_status = status;
+        }
+        self.managed.insert(key.clone(), managed);
+        Ok(())
+    }
+
+    /// Creates a Pod of `deployment` and starts its process.
+    async fn start_pod(&self, deployment: &Value, hash: &str) -> Result<RunningPod, kube::Error> {
+        let namespace = deployment["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default();
+        let owner = deployment["metadata"]["name"].as_str().unwrap_or_default();
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{owner}-{hash}-{n:05x}");
+        let object = pod::pod_object(deployment, &name, hash, &self.options.node_name);
+        let pod: Pod = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
+        let created = Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .create(&PostParams::default(), &pod)
+            .await?;
+        let stop = self.shutdown.child();
+        let ready = Arc::new(AtomicBool::new(false));
+        tokio::spawn(supervisor::supervise(supervisor::PodRun {
+            client: self.client.clone(),
+            options: self.options.clone(),
+            pod: created,
+            ready: ready.clone(),
+            changed: self.changed.clone(),
+            stop: stop.clone(),
+        }));
+        Ok(RunningPod {
+            name,
+            hash: hash.to_owned(),
+            stop,
+            ready,
+        })
+    }
+
+    /// Stops a Pod's process and deletes the Pod.
+    fn stop_pod(&self, namespace: &str, pod: RunningPod) {
+        pod.stop.cancel();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        tokio::spawn(async move {
+            if let Err(err) = pods.delete(&pod.name, &DeleteParams::default()).await
+                && !matches!(&err, kube::Error::Api(s) if s.code == 404)
+            {
+                tracing::warn!(pod = %pod.name, %err, "deleting a stopped pod");
+            }
+        });
+    }
+}

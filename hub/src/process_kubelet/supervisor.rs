@@ -1,0 +1,312 @@
+//! One Pod's process: prepares what the container would see (volumes, a ServiceAccount
+//! token), runs the `ocm` process, reports it in the Pod's status and restarts it per
+//! `restartPolicy` until the Pod is stopped.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use ocm_runtime::kubeconfig::{self, KubeconfigAuth, KubeconfigSpec};
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::ProcessKubeletOptions;
+use super::pod;
+
+/// Longest wait between two restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Lifetime asked for the ServiceAccount token the process gets.
+const TOKEN_SECONDS: i64 = 24 * 3600;
+
+/// What one Pod's supervisor needs.
+pub(super) struct PodRun {
+    pub(super) client: kube::Client,
+    pub(super) options: Arc<ProcessKubeletOptions>,
+    pub(super) pod: Pod,
+    pub(super) ready: Arc<AtomicBool>,
+    pub(super) changed: mpsc::UnboundedSender<()>,
+    pub(super) stop: Shutdown,
+}
+
+/// Why a container could not start yet.
+type NotReady = String;
+
+/// Writes the Pod's Secret and ConfigMap volumes under `pod_dir`.
+async fn materialize(
+    client: &kube::Client,
+    namespace: &str,
+    spec: &Value,
+    pod_dir: &Path,
+) -> Result<(), NotReady> {
+    for mount in pod::mounts(spec) {
+        let data: Vec<(String, Vec<u8>)> = if mount.secret {
+            let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+                .get_opt(&mount.source)
+                .await
+                .map_err(|e| e.to_string())?;
+            match secret {
+                Some(s) => s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect(),
+                None if mount.optional => Vec::new(),
+                None => return Err(format!("secret \"{}\" not found", mount.source)),
+            }
+        } else {
+            let map = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get_opt(&mount.source)
+                .await
+                .map_err(|e| e.to_string())?;
+            match map {
+                Some(m) => m
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_bytes()))
+                    .collect(),
+                None if mount.optional => Vec::new(),
+                None => return Err(format!("configmap \"{}\" not found", mount.source)),
+            }
+        };
+        let dir = pod::local_path(pod_dir, &mount.mount_path);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (key, bytes) in data {
+            let file = dir.join(&key);
+            std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a kubeconfig with a token of the Pod's ServiceAccount; returns its path.
+async fn service_account_kubeconfig(
+    run: &PodRun,
+    namespace: &str,
+    pod_dir: &Path,
+) -> Result<std::path::PathBuf, NotReady> {
+    let account = run
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.clone())
+        .unwrap_or_else(|| "default".to_owned());
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(TOKEN_SECONDS),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let token = Api::<ServiceAccount>::namespaced(run.client.clone(), namespace)
+        .create_token_request(&account, &PostParams::default(), &request)
+        .await
+        .map_err(|e| format!("a token for service account {account}: {e}"))?
+        .status
+        .map(|s| s.token)
+        .unwrap_or_default();
+    let yaml = kubeconfig::render(&KubeconfigSpec {
+        server: run.options.server.clone(),
+        auth: KubeconfigAuth::Token(token),
+        context: "in-cluster".into(),
+        user: account,
+        namespace: Some(namespace.to_owned()),
+    });
+    let path = pod_dir.join("kubeconfig");
+    std::fs::write(&path, yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Merges `status` into the Pod's status (a Pod already gone is fine).
+async fn report(run: &PodRun, status: Value) {
+    let Some(name) = run.pod.metadata.name.as_deref() else {
+        return;
+    };
+    let namespace = run.pod.metadata.namespace.as_deref().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(run.client.clone(), namespace);
+    if let Err(err) = pods
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        && !matches!(&err, kube::Error::Api(s) if s.code == 404)
+    {
+        tracing::debug!(pod = name, %err, "reporting pod status");
+    }
+}
+
+/// The container status part of a Pod status.
+fn container_status(
+    name: &str,
+    image: &str,
+    restarts: i64,
+    state: Value,
+    last: &Value,
+    ready: bool,
+) -> Value {
+    json!([{"name": name, "image": image, "imageID": "", "ready": ready, "started": ready,
+            "restartCount": restarts, "state": state, "lastState": last}])
+}
+
+fn pod_conditions(ready: bool, now: &str) -> Value {
+    let status = if ready { "True" } else { "False" };
+    json!([
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+        {"type": "ContainersReady", "status": status, "lastTransitionTime": now},
+        {"type": "Ready", "status": status, "lastTransitionTime": now},
+    ])
+}
+
+/// Waits `wait`, or less when the Pod is stopped; `true` when stopped.
+async fn pause(stop: &Shutdown, wait: Duration) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(wait) => stop.is_cancelled(),
+        () = stop.cancelled() => true,
+    }
+}
+
+/// Runs the Pod's process until the Pod is stopped (or, per `restartPolicy`, done).
+pub(super) async fn supervise(run: PodRun) {
+    let namespace = run.pod.metadata.namespace.clone().unwrap_or_default();
+    let name = run.pod.metadata.name.clone().unwrap_or_default();
+    let spec = serde_json::to_value(run.pod.spec.clone().unwrap_or_default()).unwrap_or_default();
+    let container = spec["containers"][0]["name"]
+        .as_str()
+        .unwrap_or("main")
+        .to_owned();
+    let image = spec["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let policy = spec["restartPolicy"]
+        .as_str()
+        .unwrap_or("Always")
+        .to_owned();
+    let pod_dir = run.options.work_dir.join(&namespace).join(&name);
+    let mut restarts = 0;
+    let mut last = json!({});
+    let mut backoff = Duration::from_secs(1);
+    let node = run.options.node_name.clone();
+    let fields = |path: &str| match path {
+        "metadata.name" => Some(name.clone()),
+        "metadata.namespace" => Some(namespace.clone()),
+        "spec.nodeName" => Some(node.clone()),
+        "spec.serviceAccountName" => spec["serviceAccountName"].as_str().map(str::to_owned),
+        _ => None,
+    };
+    loop {
+        let now = jiff::Timestamp::now().to_string();
+        let prepared = match std::fs::create_dir_all(&pod_dir) {
+            Err(e) => Err(format!("{}: {e}", pod_dir.display())),
+            Ok(()) => match materialize(&run.client, &namespace, &spec, &pod_dir).await {
+                Err(e) => Err(e),
+                Ok(()) => service_account_kubeconfig(&run, &namespace, &pod_dir).await,
+            },
+        };
+        let kubeconfig = match prepared {
+            Ok(path) => path,
+            Err(message) => {
+                let waiting =
+                    json!({"waiting": {"reason": "ContainerCreating", "message": message}});
+                report(&run, json!({"phase": "Pending", "conditions": pod_conditions(false, &now),
+                    "containerStatuses": container_status(&container, &image, restarts, waiting, &last, false)})).await;
+                if pause(&run.stop, Duration::from_secs(1)).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        let (args, env) = pod::command_line(&spec, &pod_dir, &fields);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(pod_dir.join("container.log"));
+        let spawned = log.and_then(|log| {
+            let err = log.try_clone()?;
+            tokio::process::Command::new(&run.options.binary)
+                .args(&args)
+                .envs(env)
+                .env("KUBECONFIG", &kubeconfig)
+                .env("OCM_HOME", pod_dir.join("home"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(log))
+                .stderr(Stdio::from(err))
+                .kill_on_drop(true)
+                .spawn()
+        });
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(err) => {
+                let waiting =
+                    json!({"waiting": {"reason": "RunContainerError", "message": err.to_string()}});
+                report(&run, json!({"phase": "Pending",
+                    "containerStatuses": container_status(&container, &image, restarts, waiting, &last, false)})).await;
+                if pause(&run.stop, backoff).await {
+                    break;
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        let started = jiff::Timestamp::now().to_string();
+        run.ready.store(true, Ordering::SeqCst);
+        let _ = run.changed.send(());
+        report(
+            &run,
+            json!({"phase": "Running", "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
+            "startTime": started, "conditions": pod_conditions(true, &started),
+            "containerStatuses": container_status(&container, &image, restarts,
+                json!({"running": {"startedAt": started}}), &last, true)}),
+        )
+        .await;
+        tracing::info!(pod = %name, namespace = %namespace, "pod process started");
+        let exit = tokio::select! {
+            status = child.wait() => status.ok().and_then(|s| s.code()).unwrap_or(-1),
+            () = run.stop.cancelled() => {
+                let _ = child.kill().await;
+                run.ready.store(false, Ordering::SeqCst);
+                break;
+            }
+        };
+        run.ready.store(false, Ordering::SeqCst);
+        let _ = run.changed.send(());
+        let finished = jiff::Timestamp::now().to_string();
+        let reason = if exit == 0 { "Completed" } else { "Error" };
+        last = json!({"terminated": {"exitCode": exit, "reason": reason,
+                                     "startedAt": started, "finishedAt": finished}});
+        tracing::info!(pod = %name, namespace = %namespace, exit, "pod process ended");
+        let done = match policy.as_str() {
+            "Never" => true,
+            "OnFailure" => exit == 0,
+            _ => false,
+        };
+        if done {
+            let phase = if exit == 0 { "Succeeded" } else { "Failed" };
+            report(&run, json!({"phase": phase, "conditions": pod_conditions(false, &finished),
+                "containerStatuses": container_status(&container, &image, restarts, last.clone(), &json!({}), false)})).await;
+            break;
+        }
+        restarts += 1;
+        let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
+            "message": format!("back-off {}s restarting failed container", backoff.as_secs())}});
+        report(&run, json!({"phase": "Running", "conditions": pod_conditions(false, &finished),
+            "containerStatuses": container_status(&container, &image, restarts, waiting, &last, false)})).await;
+        if pause(&run.stop, backoff).await {
+            break;
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+    let _ = std::fs::remove_dir_all(&pod_dir);
+}
