@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod clusters_table;
 pub mod commands;
+pub mod operator_install;
 pub mod sample_app;
 pub mod text_table;
 

@@ -19,6 +19,9 @@ pub enum OperatorError {
     /// An object did not (de)serialize.
     #[error("encoding: {0}")]
     Encoding(#[from] serde_json::Error),
+    /// A certificate could not be made or read.
+    #[error("certificate: {0}")]
+    Certificate(#[from] ocm_webhook::certs::CertError),
 }
 
 /// How an operator runs.

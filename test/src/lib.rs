@@ -2,6 +2,7 @@
 //! simulated managed clusters, with real `ocm` processes and real kubectl where a user would
 //! use them. This library holds the shared fixtures; the scenarios are in `tests/`.
 
+pub mod operator;
 pub mod process;
 
 use std::fmt::Debug;
@@ -531,6 +532,7 @@ pub async fn start_process_kubelet(
         work_dir: home.join("pods"),
         server,
         node_name: "node-1".into(),
+        echo_logs: true,
     };
     tokio::spawn(ocm::process_kubelet::run(client, options, shutdown.clone()));
     Ok(shutdown)

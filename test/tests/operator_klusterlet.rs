@@ -9,28 +9,24 @@
 use std::path::Path;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ocm::simulated::SimulatedCluster;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::Klusterlet;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
-use ocm_e2e::process::Process;
+use ocm_e2e::operator::{
+    AGENT_NS, OperatedCluster, UPGRADED, condition_of, create_klusterlet, shorten_lease,
+    wait_available_unknown, wait_deployment_available, write_bootstrap_secret,
+};
 use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
-const AGENT_NS: &str = "open-cluster-management-agent";
-const IMAGE: &str = "example.com/ocm:e2e";
-const UPGRADED: &str = "example.com/ocm:e2e-2";
 
 /// The condition `type_` of a Klusterlet as `(status, reason)`.
 fn condition(k: &Klusterlet, type_: &str) -> (String, String) {
-    k.status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
-        .map(|c| (c.status.clone(), c.reason.clone()))
-        .unwrap_or_default()
+    condition_of(k.status.as_ref().map(|s| &s.conditions), type_)
 }
 
 /// Waits until Klusterlet `klusterlet` has condition `type_` with `status` and `reason`.
@@ -45,126 +41,48 @@ async fn wait_condition(api: &Api<Klusterlet>, type_: &str, status: &str, reason
     .unwrap();
 }
 
-/// Starts the `ocm` operator for the managed cluster behind `kubeconfig`.
-fn start_operator(home: &Path, kubeconfig: &Path) -> Process {
-    let operator = Process::spawn(
-        OCM,
-        home,
-        &[
-            "operator",
-            "klusterlet",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--image",
-            IMAGE,
-        ],
-    );
-    operator.wait_line("ocm operator klusterlet running");
-    operator
-}
-
-/// Waits until Deployment `name` in the agent namespace has its replica running.
+/// Waits until agent Deployment `name` has its replica running.
 async fn wait_running(spoke: &SimulatedCluster, name: &str) {
-    let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
-    wait_for(
-        &deployments,
-        name,
-        "its replica running as a process",
-        |d| d.status.as_ref().and_then(|s| s.available_replicas) == Some(1),
-    )
-    .await
-    .unwrap();
-}
-
-/// Writes the bootstrap kubeconfig Secret into the agent namespace (as `ocm join` does).
-async fn write_bootstrap_secret(spoke: &kube::Client, bootstrap: &str) {
-    let namespaces: Api<Namespace> = Api::all(spoke.clone());
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
-    namespaces
-        .patch(
-            AGENT_NS,
-            &PatchParams::apply("e2e"),
-            &Patch::Apply(&namespace),
-        )
-        .await
-        .unwrap();
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": AGENT_NS},
-        "stringData": {"kubeconfig": bootstrap}}))
-    .unwrap();
-    Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
-        .create(&PostParams::default(), &secret)
+    wait_deployment_available(&spoke.client(), AGENT_NS, name, 1)
         .await
         .unwrap();
 }
 
-async fn create_klusterlet(
-    spoke: &kube::Client,
-    spec: serde_json::Value,
-) -> Result<Klusterlet, kube::Error> {
-    let klusterlet: Klusterlet = serde_json::from_value(json!({
-        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
-        "metadata": {"name": "klusterlet"}, "spec": spec}))
-    .unwrap();
-    Api::<Klusterlet>::all(spoke.clone())
-        .create(&PostParams::default(), &klusterlet)
-        .await
-}
-
-/// A hub, its bootstrap kubeconfig, a simulated managed cluster and the klusterlet
+/// A hub, its bootstrap kubeconfig, and a simulated managed cluster with the klusterlet
 /// operator on it.
-struct Setup {
-    hub: ocm::embedded::EmbeddedHub,
-    bootstrap: String,
-    spoke: SimulatedCluster,
-    operator: Process,
-    kubelet: ocm_runtime::shutdown::Shutdown,
-}
-
-async fn setup(home: &Path, cluster: &str) -> Setup {
+async fn setup(
+    home: &Path,
+    cluster: &str,
+) -> (ocm::embedded::EmbeddedHub, String, OperatedCluster) {
     let hub = ocm_e2e::start_fast_hub(&home.join("hub")).await.unwrap();
     let bootstrap = ocm_e2e::bootstrap_kubeconfig(&hub).await.unwrap();
-    let spoke = SimulatedCluster::start(&home.join(cluster), ([127, 0, 0, 1], 0).into())
-        .await
-        .unwrap();
-    let operator = start_operator(home, &spoke.kubeconfig);
-    let kubelet = ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, home)
-        .await
-        .unwrap();
-    Setup {
-        hub,
-        bootstrap,
-        spoke,
-        operator,
-        kubelet,
-    }
+    let cluster = OperatedCluster::start(OCM, home, cluster).await.unwrap();
+    (hub, bootstrap, cluster)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
-    let Setup {
-        hub,
-        bootstrap,
-        spoke,
-        operator,
-        kubelet,
-    } = setup(home, "c1").await;
+    let (hub, bootstrap, operated) = setup(home, "c1").await;
+    let spoke = &operated.spoke;
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
 
     // Bad input: the cluster name names a namespace on the hub.
-    let refused = create_klusterlet(&spoke.client(), json!({"clusterName": "Not_A_Label"}))
-        .await
-        .unwrap_err();
+    let refused = create_klusterlet(
+        &spoke.client(),
+        "klusterlet",
+        json!({"clusterName": "Not_A_Label"}),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&refused, kube::Error::Api(s) if s.code == 422),
         "{refused}"
     );
 
     // Without a bootstrap secret: installed, and the condition says what is missing.
-    create_klusterlet(&spoke.client(), json!({"clusterName": "c1"}))
+    create_klusterlet(&spoke.client(), "klusterlet", json!({"clusterName": "c1"}))
         .await
         .unwrap();
     wait_condition(
@@ -191,7 +109,9 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .await;
 
     // The bootstrap secret arrives: it works, the hub kubeconfig is still to come.
-    write_bootstrap_secret(&spoke.client(), &bootstrap).await;
+    write_bootstrap_secret(&spoke.client(), &bootstrap)
+        .await
+        .unwrap();
     wait_condition(
         &klusterlets,
         "HubConnectionDegraded",
@@ -201,7 +121,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .await;
 
     // The registration agent's pod runs; the hub admin accepts the cluster.
-    wait_running(&spoke, "klusterlet-registration-agent").await;
+    wait_running(spoke, "klusterlet-registration-agent").await;
     let accepted = tokio::time::timeout(
         ocm_e2e::WAIT,
         ocm::accept::accept_when_asked(&hub.admin_client(), "c1", false),
@@ -219,7 +139,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .await;
 
     // With hub credentials the work agent gets its replica.
-    wait_running(&spoke, "klusterlet-work-agent").await;
+    wait_running(spoke, "klusterlet-work-agent").await;
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
     wait_for(
         &clusters,
@@ -323,14 +243,7 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     .unwrap();
 
     // The cluster's lease is short, so that losing its agent shows within seconds.
-    clusters
-        .patch(
-            "c1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"leaseDurationSeconds": 2}})),
-        )
-        .await
-        .unwrap();
+    shorten_lease(&hub.admin_client(), "c1").await.unwrap();
 
     // Deleting the Klusterlet removes the agents, what the works applied and the agent
     // namespaces; the cluster goes Unknown on the hub once its agents are gone.
@@ -377,36 +290,30 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
         let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(spoke.client());
         assert!(roles.get_opt(role).await.unwrap().is_none(), "{role} left");
     }
-    wait_for(&clusters, "c1", "Available Unknown", |c| {
-        ocm_e2e::cluster_condition(c, "ManagedClusterConditionAvailable") == "Unknown"
-    })
-    .await
-    .unwrap();
-    kubelet.cancel();
-    operator.stop();
-    spoke.stop().await;
+    wait_available_unknown(&hub.admin_client(), "c1")
+        .await
+        .unwrap();
+    operated.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_singleton_klusterlet_joins_with_one_agent() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
-    let Setup {
-        hub,
-        bootstrap,
-        spoke,
-        operator,
-        kubelet,
-    } = setup(home, "c2").await;
+    let (hub, bootstrap, operated) = setup(home, "c2").await;
+    let spoke = &operated.spoke;
     // As `ocm join` would: the bootstrap secret first, then the Klusterlet, back to back.
-    write_bootstrap_secret(&spoke.client(), &bootstrap).await;
+    write_bootstrap_secret(&spoke.client(), &bootstrap)
+        .await
+        .unwrap();
     create_klusterlet(
         &spoke.client(),
+        "klusterlet",
         json!({"clusterName": "c2", "deployOption": {"mode": "Singleton"}}),
     )
     .await
     .unwrap();
-    wait_running(&spoke, "klusterlet-agent").await;
+    wait_running(spoke, "klusterlet-agent").await;
     tokio::time::timeout(
         ocm_e2e::WAIT,
         ocm::accept::accept_when_asked(&hub.admin_client(), "c2", false),
@@ -468,7 +375,5 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
             .unwrap()
             .is_none()
     );
-    kubelet.cancel();
-    operator.stop();
-    spoke.stop().await;
+    operated.stop().await;
 }

@@ -176,13 +176,31 @@ fn certified_key(cert_pem: &str, key_pem: &str) -> Result<Arc<CertifiedKey>, Cer
     Ok(Arc::new(CertifiedKey::new(chain, signing)))
 }
 
-/// Makes (or reuses) the CA under `dir` and issues a fresh serving certificate for `hosts`.
-fn issue(dir: &Path, hosts: &[String]) -> Result<Current, CertError> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let (ca_cert_path, ca_key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
-    let (ca_cert, ca_key) = match (read_opt(&ca_cert_path)?, read_opt(&ca_key_path)?) {
-        (Some(cert), Some(key)) => (cert, key),
-        _ => {
+/// A CA and a serving certificate it signed, as PEM.
+#[derive(Clone)]
+pub struct IssuedCerts {
+    /// The CA certificate (what clients trust: `caBundle`).
+    pub ca_cert: String,
+    /// The CA's private key.
+    pub ca_key: String,
+    /// The serving certificate.
+    pub cert: String,
+    /// The serving certificate's private key.
+    pub key: String,
+}
+
+impl std::fmt::Debug for IssuedCerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedCerts").finish_non_exhaustive()
+    }
+}
+
+/// Issues a serving certificate for `hosts` (besides localhost) valid for
+/// [`SERVING_LIFETIME`], signed by `ca` (certificate and key PEM), or by a new ten-year CA.
+pub fn issue_serving(ca: Option<(&str, &str)>, hosts: &[String]) -> Result<IssuedCerts, CertError> {
+    let (ca_cert, ca_key) = match ca {
+        Some((cert, key)) => (cert.to_owned(), key.to_owned()),
+        None => {
             let key = KeyPair::generate()?;
             let mut params = CertificateParams::default();
             params.distinguished_name = subject("ocm-hub-webhook-ca");
@@ -194,10 +212,7 @@ fn issue(dir: &Path, hosts: &[String]) -> Result<Current, CertError> {
             ];
             set_validity(&mut params, -1, 3650);
             let cert = params.self_signed(&key)?;
-            let (cert, key) = (cert.pem(), key.serialize_pem());
-            write(&ca_key_path, &key, true)?;
-            write(&ca_cert_path, &cert, false)?;
-            (cert, key)
+            (cert.pem(), key.serialize_pem())
         }
     };
     let issuer = Issuer::from_ca_cert_pem(&ca_cert, KeyPair::from_pem(&ca_key)?)?;
@@ -213,13 +228,38 @@ fn issue(dir: &Path, hosts: &[String]) -> Result<Current, CertError> {
     let lifetime_days = i64::try_from(SERVING_LIFETIME.as_secs() / 86_400).unwrap_or(30);
     set_validity(&mut params, -1, lifetime_days);
     let cert = params.signed_by(&key, &issuer)?.pem();
-    let key = key.serialize_pem();
-    write(&dir.join("tls.key"), &key, true)?;
-    write(&dir.join("tls.crt"), &cert, false)?;
-    let (not_before, not_after) = validity(&cert)?;
+    Ok(IssuedCerts {
+        ca_cert,
+        ca_key,
+        cert,
+        key: key.serialize_pem(),
+    })
+}
+
+/// Seconds since the epoch when the first certificate in `pem` expires.
+pub fn expires_at(pem: &str) -> Result<i64, CertError> {
+    validity(pem).map(|(_, not_after)| not_after)
+}
+
+/// Makes (or reuses) the CA under `dir` and issues a fresh serving certificate for `hosts`.
+fn issue(dir: &Path, hosts: &[String]) -> Result<Current, CertError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let (ca_cert_path, ca_key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
+    let kept = match (read_opt(&ca_cert_path)?, read_opt(&ca_key_path)?) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        _ => None,
+    };
+    let issued = issue_serving(kept.as_ref().map(|(c, k)| (c.as_str(), k.as_str())), hosts)?;
+    if kept.is_none() {
+        write(&ca_key_path, &issued.ca_key, true)?;
+        write(&ca_cert_path, &issued.ca_cert, false)?;
+    }
+    write(&dir.join("tls.key"), &issued.key, true)?;
+    write(&dir.join("tls.crt"), &issued.cert, false)?;
+    let (not_before, not_after) = validity(&issued.cert)?;
     Ok(Current {
-        key: certified_key(&cert, &key)?,
-        ca_bundle: ca_cert,
+        key: certified_key(&issued.cert, &issued.key)?,
+        ca_bundle: issued.ca_cert,
         not_before,
         not_after,
         stamp: None,

@@ -355,11 +355,12 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
         ocm_runtime::serve_health(args.metrics_addr, metrics.clone(), ready, shutdown.clone())
             .await
             .context("starting the metrics endpoint")?;
-    // The leases live in the hub namespace; an installer normally made it already.
+    // The leases live in the hub namespace; an installer normally made it already (the
+    // operator does, and gives the components no right to make namespaces).
     if let Err(err) =
         crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await
     {
-        tracing::warn!(%err, "could not make sure the hub namespace exists");
+        tracing::debug!(%err, "could not make sure the hub namespace exists");
     }
     let _ = ready_tx.send(true);
     let names: Vec<&str> = components.iter().map(|c| c.name()).collect();

@@ -1,5 +1,7 @@
 //! `ocm init`: prepares the hub for joining clusters (bootstrap RBAC and a bootstrap token)
-//! and prints the exact `ocm join` command.
+//! and prints the exact `ocm join` command. With `--operator`, first installs the hub the
+//! way production does: the ClusterManager operator (from its own manifests) and a
+//! ClusterManager, whose hub components then run as Deployments of the `ocm` image.
 
 use anyhow::Context;
 use clap::Args;
@@ -15,6 +17,63 @@ pub struct InitArgs {
     /// Print only the join command's token.
     #[arg(long)]
     token_only: bool,
+    /// Install the hub through the ClusterManager operator (on a real cluster, or one whose
+    /// pods run: see the process kubelet in docs/install.md).
+    #[arg(long)]
+    operator: bool,
+    /// The `ocm` image the operator and the hub components run (with --operator).
+    #[arg(long, default_value_t = crate::operator_install::default_image(), requires = "operator")]
+    image: String,
+    /// With --operator: wait until every hub component runs.
+    #[arg(long, requires = "operator")]
+    wait: bool,
+    /// Seconds to wait with --wait.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+}
+
+/// Installs the ClusterManager operator and a ClusterManager `cluster-manager`; with `wait`,
+/// returns once the ClusterManager reports its components applied and rolled out.
+async fn install_with_operator(client: &kube::Client, args: &InitArgs) -> anyhow::Result<()> {
+    use crate::operator_install::{apply_object, apply_operator, has, wait_until};
+    let crd = serde_json::to_value(super::operator::cluster_manager_crd()?)?;
+    apply_operator(
+        client,
+        &ocm_operator::manifests::hub_operator(&args.image, crd),
+    )
+    .await?;
+    let cluster_manager = serde_json::json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+        "metadata": {"name": "cluster-manager"}, "spec": {}});
+    apply_object(client, &cluster_manager).await?;
+    println!(
+        "installed the cluster-manager operator ({}) and ClusterManager cluster-manager",
+        args.image
+    );
+    if args.wait {
+        let api: kube::Api<ocm_api::operator::v1::ClusterManager> = kube::Api::all(client.clone());
+        wait_until(
+            api,
+            "cluster-manager",
+            std::time::Duration::from_secs(args.timeout),
+            |cm| {
+                let conditions = cm
+                    .status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default();
+                cm.status.as_ref().and_then(|s| s.observed_generation) == cm.metadata.generation
+                    && has(conditions, "Applied", "True")
+                    && has(conditions, "Progressing", "False")
+            },
+        )
+        .await
+        .context(
+            "waiting for the hub components (kubectl get clustermanager cluster-manager -o yaml)",
+        )?;
+        println!("hub components running");
+    }
+    Ok(())
 }
 
 /// Does what the printed `ocm join` will do first — learn the hub CA and present the token —
@@ -38,6 +97,9 @@ pub async fn run(args: InitArgs) -> anyhow::Result<()> {
     )?;
     let hub = ocm_runtime::kubeconfig::current_server(&kubeconfig)?;
     let server = hub.server.clone();
+    if args.operator {
+        install_with_operator(&client, &args).await?;
+    }
     let ttl = (args.token_ttl_seconds > 0)
         .then(|| std::time::Duration::from_secs(args.token_ttl_seconds));
     if let Some(ca) = &hub.ca_pem
@@ -54,10 +116,19 @@ pub async fn run(args: InitArgs) -> anyhow::Result<()> {
     }
     println!("The hub is ready for clusters to join. On each managed cluster run:");
     println!();
-    println!(
-        "    ocm join --hub-apiserver {server} --hub-token {token} --cluster-name <cluster-name>"
-    );
-    println!();
-    println!("(add --simulated to try it with a simulated cluster, or --spoke-kubeconfig FILE)");
+    if args.operator {
+        println!(
+            "    ocm join --hub-apiserver {server} --hub-token {token} --cluster-name <cluster-name> \\\n        --operator --image {} --spoke-kubeconfig <managed-cluster-kubeconfig>",
+            args.image
+        );
+    } else {
+        println!(
+            "    ocm join --hub-apiserver {server} --hub-token {token} --cluster-name <cluster-name>"
+        );
+        println!();
+        println!(
+            "(add --simulated to try it with a simulated cluster, or --spoke-kubeconfig FILE)"
+        );
+    }
     Ok(())
 }

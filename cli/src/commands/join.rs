@@ -1,7 +1,9 @@
 //! `ocm join`: the managed cluster's half of the double opt-in. Checks everything it can
 //! before anything is written to the hub (cluster name, hub URL, hub CA, token), installs the
 //! klusterlet CRDs and the bootstrap kubeconfig on the managed cluster, then runs the
-//! registration agent in the foreground and shows its progress.
+//! registration agent in the foreground and shows its progress. With `--operator` it installs
+//! the klusterlet operator and a Klusterlet instead, whose agents then run as Deployments of
+//! the `ocm` image on the managed cluster.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -53,6 +55,70 @@ pub struct JoinArgs {
     /// Address of the agent's /metrics, /healthz and /readyz endpoint.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub metrics_addr: SocketAddr,
+    /// Install the klusterlet operator and a Klusterlet on the managed cluster instead of
+    /// running the agent here (needs --spoke-kubeconfig).
+    #[arg(long, conflicts_with = "simulated", requires = "spoke_kubeconfig")]
+    pub operator: bool,
+    /// The `ocm` image the klusterlet operator and the agents run (with --operator).
+    #[arg(long, default_value_t = crate::operator_install::default_image(), requires = "operator")]
+    pub image: String,
+    /// With --operator: one agent Deployment (registration and work) instead of two.
+    #[arg(long, requires = "operator")]
+    pub singleton: bool,
+    /// With --operator: wait until the agent has asked the hub to join.
+    #[arg(long, requires = "operator")]
+    pub wait: bool,
+    /// Seconds to wait with --wait.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+/// Installs the klusterlet operator, the bootstrap kubeconfig and a Klusterlet `klusterlet`
+/// on the managed cluster; with `--wait`, returns once the cluster's ManagedCluster exists on
+/// the hub (its agent runs and registered).
+async fn join_with_operator(
+    spoke: &kube::Client,
+    bootstrap: &str,
+    args: &JoinArgs,
+) -> anyhow::Result<()> {
+    use crate::operator_install::{apply_object, apply_operator, wait_until};
+    let crd = serde_json::to_value(super::operator::klusterlet_crd()?)?;
+    apply_operator(
+        spoke,
+        &ocm_operator::manifests::klusterlet_operator(&args.image, crd),
+    )
+    .await?;
+    prepare_spoke(spoke, bootstrap).await?;
+    let mode = if args.singleton {
+        "Singleton"
+    } else {
+        "Default"
+    };
+    let klusterlet = json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+        "metadata": {"name": "klusterlet"},
+        "spec": {"clusterName": args.cluster_name, "namespace": AGENT_NAMESPACE,
+                 "deployOption": {"mode": mode},
+                 "registrationConfiguration": {
+                     "clientCertExpirationSeconds": args.client_cert_expiration_seconds}}});
+    apply_object(spoke, &klusterlet).await?;
+    println!(
+        "installed the klusterlet operator ({}) and Klusterlet klusterlet ({mode} mode) on the managed cluster",
+        args.image
+    );
+    if args.wait {
+        let hub = ocm_runtime::kubeconfig::client_from_yaml(bootstrap).await?;
+        let clusters: Api<ManagedCluster> = Api::all(hub);
+        wait_until(clusters, &args.cluster_name, std::time::Duration::from_secs(args.timeout), |_| true)
+            .await
+            .context("waiting for the agent to register (kubectl get klusterlet klusterlet -o yaml on the managed cluster)")?;
+        println!("cluster {} asked to join the hub", args.cluster_name);
+    }
+    println!(
+        "On the hub, accept it with: ocm accept --clusters {}",
+        args.cluster_name
+    );
+    Ok(())
 }
 
 /// Checks a cluster name the way the hub will (it names a namespace).
@@ -245,6 +311,14 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     check_token(&args.hub_apiserver, &bootstrap, &args.cluster_name).await?;
     println!("hub {} reachable, token accepted", args.hub_apiserver);
 
+    if args.operator
+        && let Some(path) = &args.spoke_kubeconfig
+    {
+        let spoke = ocm_runtime::kubeconfig::client_from_file(path)
+            .await
+            .with_context(|| format!("loading {}", path.display()))?;
+        return join_with_operator(&spoke, &bootstrap, &args).await;
+    }
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let mut simulated = None;

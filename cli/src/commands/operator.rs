@@ -71,12 +71,12 @@ type Crd =
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The ClusterManager CRD.
-fn cluster_manager_crd() -> anyhow::Result<Crd> {
+pub(crate) fn cluster_manager_crd() -> anyhow::Result<Crd> {
     operator_crd(ocm_api::crds::hub(), "clustermanagers")
 }
 
 /// The Klusterlet CRD.
-fn klusterlet_crd() -> anyhow::Result<Crd> {
+pub(crate) fn klusterlet_crd() -> anyhow::Result<Crd> {
     operator_crd(ocm_api::crds::klusterlet(), "klusterlets")
 }
 

@@ -48,6 +48,9 @@ pub struct ProcessKubeletOptions {
     pub server: ServerInfo,
     /// The node the pods are reported on.
     pub node_name: String,
+    /// Echo the processes' output to stderr, each line prefixed `[pod <namespace>/<name>]`
+    /// (it always goes to `container.log` in the pod's folder).
+    pub echo_logs: bool,
 }
 
 /// One Pod this kubelet runs.

@@ -22,6 +22,9 @@ use super::pod;
 /// Longest wait between two restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// `terminationGracePeriodSeconds` when the Pod does not say.
+const DEFAULT_GRACE_SECONDS: u64 = 30;
+
 /// Lifetime asked for the ServiceAccount token the process gets.
 const TOKEN_SECONDS: i64 = 24 * 3600;
 
@@ -169,6 +172,51 @@ fn pod_conditions(ready: bool, now: &str) -> Value {
     ])
 }
 
+/// Appends the lines of a process's output to `log` (the Pod's log), and echoes them to
+/// stderr under `label` when given.
+async fn copy_lines(
+    stream: impl tokio::io::AsyncRead + Unpin,
+    log: std::path::PathBuf,
+    label: Option<String>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .await
+        .ok();
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(label) = &label {
+            eprintln!("[pod {label}] {line}");
+        }
+        if let Some(f) = file.as_mut() {
+            let _ = f.write_all(format!("{line}\n").as_bytes()).await;
+        }
+    }
+}
+
+/// Stops a container as a kubelet does: SIGTERM, then SIGKILL once `grace` has passed.
+async fn terminate(child: &mut tokio::process::Child, grace: Duration) {
+    if let Some(pid) = child.id() {
+        // `kill(1)`: this workspace forbids unsafe code, so no direct signal call.
+        let signalled = tokio::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .is_ok_and(|s| s.success());
+        if signalled && tokio::time::timeout(grace, child.wait()).await.is_ok() {
+            return;
+        }
+    }
+    let _ = child.kill().await;
+}
+
 /// Waits `wait`, or less when the Pod is stopped; `true` when stopped.
 async fn pause(stop: &Shutdown, wait: Duration) -> bool {
     tokio::select! {
@@ -194,6 +242,11 @@ pub(super) async fn supervise(run: PodRun) {
         .as_str()
         .unwrap_or("Always")
         .to_owned();
+    let grace = Duration::from_secs(
+        spec["terminationGracePeriodSeconds"]
+            .as_u64()
+            .unwrap_or(DEFAULT_GRACE_SECONDS),
+    );
     let pod_dir = run.options.work_dir.join(&namespace).join(&name);
     let mut restarts = 0;
     let mut last = json!({});
@@ -229,25 +282,28 @@ pub(super) async fn supervise(run: PodRun) {
             }
         };
         let (args, env) = pod::command_line(&spec, &pod_dir, &fields);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(pod_dir.join("container.log"));
-        let spawned = log.and_then(|log| {
-            let err = log.try_clone()?;
-            tokio::process::Command::new(&run.options.binary)
-                .args(&args)
-                .envs(env)
-                .env("KUBECONFIG", &kubeconfig)
-                .env("OCM_HOME", pod_dir.join("home"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(log))
-                .stderr(Stdio::from(err))
-                .kill_on_drop(true)
-                .spawn()
-        });
+        let spawned = tokio::process::Command::new(&run.options.binary)
+            .args(&args)
+            .envs(env)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("OCM_HOME", pod_dir.join("home"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn();
         let mut child = match spawned {
-            Ok(child) => child,
+            Ok(mut child) => {
+                let log = pod_dir.join("container.log");
+                let label = run.options.echo_logs.then(|| format!("{namespace}/{name}"));
+                if let Some(out) = child.stdout.take() {
+                    tokio::spawn(copy_lines(out, log.clone(), label.clone()));
+                }
+                if let Some(err) = child.stderr.take() {
+                    tokio::spawn(copy_lines(err, log, label));
+                }
+                child
+            }
             Err(err) => {
                 let waiting =
                     json!({"waiting": {"reason": "RunContainerError", "message": err.to_string()}});
@@ -275,7 +331,7 @@ pub(super) async fn supervise(run: PodRun) {
         let exit = tokio::select! {
             status = child.wait() => status.ok().and_then(|s| s.code()).unwrap_or(-1),
             () = run.stop.cancelled() => {
-                let _ = child.kill().await;
+                terminate(&mut child, grace).await;
                 run.ready.store(false, Ordering::SeqCst);
                 break;
             }

@@ -19,7 +19,7 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::render::{RenderInput, render};
+use super::render::{RenderInput, crds, render};
 use crate::apply::{Applied, apply_all, control_plane_nodes, delete_all, related, set_finalizer};
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -76,9 +76,21 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     if set_finalizer(&api, &cm.metadata, CLEANUP_FINALIZER, true).await? {
         return Ok(Action::await_change());
     }
+    let crd_objects = crds();
+    let crds_applied = apply_all(&ctx.client, FIELD_MANAGER, &crd_objects).await;
     let Applied {
-        failure, rolling, ..
-    } = apply_all(&ctx.client, FIELD_MANAGER, &objects).await;
+        mut failure,
+        rolling,
+        ..
+    } = match &crds_applied.failure {
+        None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
+        Some(_) => crds_applied,
+    };
+    if failure.is_none()
+        && let Err(err) = super::webhook_cert::ensure(&ctx.client, &name).await
+    {
+        failure = Some(format!("webhook serving certificate: {err}"));
+    }
     let generation = cm.metadata.generation;
     let mut conditions = cm
         .status
@@ -91,6 +103,9 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             "ClusterManagerApplied",
             "Components of cluster manager are applied".to_owned(),
         ),
+        Some(err) if err.starts_with("CustomResourceDefinition") => {
+            ("False", "CRDApplyFailed", err.clone())
+        }
         Some(err) => ("False", "RuntimeResourceApplyFailed", err.clone()),
     };
     set_condition(
@@ -117,7 +132,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     let status = json!({
         "observedGeneration": generation,
         "conditions": conditions,
-        "relatedResources": objects.iter().map(related).collect::<Vec<_>>(),
+        "relatedResources": crd_objects.iter().chain(&objects).map(related).collect::<Vec<_>>(),
     });
     let current = serde_json::to_value(cm.status.clone().unwrap_or_default())?;
     let unchanged = ["observedGeneration", "conditions", "relatedResources"]

@@ -1,6 +1,8 @@
 //! The ClusterManager: what it installs on the hub ([`render`]), with which permissions
-//! ([`rbac`]), and the controller that keeps it there ([`controller`]).
+//! ([`rbac`]), the webhook server's certificate ([`webhook_cert`]), and the controller that
+//! keeps it there ([`controller`]).
 
 pub mod controller;
 pub mod rbac;
 pub mod render;
+pub mod webhook_cert;

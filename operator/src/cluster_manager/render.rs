@@ -241,6 +241,16 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     })
 }
 
+/// The hub CRDs a ClusterManager installs (all but its own). They stay when it goes: they
+/// hold every cluster's, work's and addon's data.
+pub fn crds() -> Vec<Value> {
+    ocm_api::crds::hub()
+        .into_iter()
+        .filter(|crd| crd.spec.group != "operator.open-cluster-management.io")
+        .filter_map(|crd| serde_json::to_value(crd).ok())
+        .collect()
+}
+
 /// The Lease a controller component elects its leader on (as `ocm hub controllers` names
 /// them: `ocm_hub::embedded::HubComponent::leader_lease`).
 pub fn leader_lease(component: Component) -> Option<String> {

@@ -1,0 +1,113 @@
+//! `ocm init --operator` then `ocm join --operator`, back to back as people script them: the
+//! operators themselves run as pods (processes started by the process kubelet, as their
+//! ServiceAccounts, with the RBAC of their own manifests), install the hub components and
+//! the agents, and the cluster joins.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kube::api::Api;
+use ocm::simulated::SimulatedCluster;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::operator::{AGENT_NS, IMAGE, wait_deployment_available};
+use ocm_e2e::process::{run_ocm, start_apiserver};
+use ocm_e2e::wait_for;
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+/// Runs `ocm` with `args` off the async runtime.
+async fn ocm(home: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let home = home.to_owned();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_ocm(OCM, &home, &args)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_and_join_with_operators_back_to_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, hub_kubeconfig) = start_apiserver(OCM, home, &[]);
+    let hub_kubelet =
+        ocm_e2e::start_process_kubelet(OCM, &hub_kubeconfig, IMAGE, &home.join("hub"))
+            .await
+            .unwrap();
+    let spoke = SimulatedCluster::start(&home.join("c1"), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let spoke_kubelet =
+        ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, &home.join("c1"))
+            .await
+            .unwrap();
+    let hub = hub_kubeconfig.to_str().unwrap();
+
+    let (code, out, err) = ocm(
+        home,
+        &[
+            "init",
+            "--kubeconfig",
+            hub,
+            "--operator",
+            "--image",
+            IMAGE,
+            "--wait",
+            "--timeout",
+            "60",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "ocm init --operator failed:\n{out}\n{err}");
+    assert!(out.contains("hub components running"), "{out}");
+    // The printed join command, with this cluster's name and kubeconfig filled in.
+    let join_line = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("ocm join"))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<String> = join_line
+        .split_whitespace()
+        .filter(|w| *w != "\\")
+        .skip(1)
+        .map(|w| match w {
+            "<cluster-name>" => "c1".to_owned(),
+            "<managed-cluster-kubeconfig>" => spoke.kubeconfig.display().to_string(),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert!(words.contains(&"--operator".to_owned()), "{join_line}");
+    let mut args: Vec<&str> = words.iter().map(String::as_str).collect();
+    args.extend(["--wait", "--timeout", "60"]);
+    let (code, out, err) = ocm(home, &args).await;
+    assert_eq!(code, 0, "ocm join --operator failed:\n{out}\n{err}");
+    assert!(out.contains("cluster c1 asked to join the hub"), "{out}");
+
+    let (code, out, err) = ocm(home, &["accept", "--kubeconfig", hub, "--clusters", "c1"]).await;
+    assert_eq!(code, 0, "ocm accept failed:\n{out}\n{err}");
+    let admin = ocm_runtime::kubeconfig::client_from_file(&hub_kubeconfig)
+        .await
+        .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(admin);
+    wait_for(
+        &clusters,
+        "c1",
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    // The operators and agents ran as pods of the image.
+    wait_deployment_available(&spoke.client(), "open-cluster-management", "klusterlet", 1)
+        .await
+        .unwrap();
+    wait_deployment_available(&spoke.client(), AGENT_NS, "klusterlet-work-agent", 1)
+        .await
+        .unwrap();
+    spoke_kubelet.cancel();
+    hub_kubelet.cancel();
+    spoke.stop().await;
+    apiserver.stop();
+}

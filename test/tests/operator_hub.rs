@@ -1,0 +1,255 @@
+//! The whole operator path with real processes: `ocm operator hub` on a hub cluster (a plain
+//! `ocm apiserver`) installs the hub components a ClusterManager asks for, and the process
+//! kubelet runs them as `ocm` processes with their own service accounts; the klusterlet
+//! operator on a simulated managed cluster installs agents that join that hub; a ManifestWork
+//! is applied; a new image rolls the hub; deleting the ClusterManager removes the components.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::operator::v1::{ClusterManager, Klusterlet};
+use ocm_api::work::v1::ManifestWork;
+use ocm_e2e::operator::{
+    IMAGE, OperatedCluster, UPGRADED, condition_of, create_klusterlet, shorten_lease,
+    start_operator, wait_available_unknown, wait_deployment_available, write_bootstrap_secret,
+};
+use ocm_e2e::process::start_apiserver;
+use ocm_e2e::{wait_for, wait_gone};
+use ocm_operator::cluster_manager::render::HUB_NAMESPACE;
+use serde_json::json;
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+/// The hub components a default ClusterManager runs.
+const COMPONENTS: [&str; 4] = [
+    "cluster-manager-registration-controller",
+    "cluster-manager-placement-controller",
+    "cluster-manager-addon-manager-controller",
+    "cluster-manager-webhook",
+];
+
+async fn wait_cluster_manager(api: &Api<ClusterManager>, type_: &str, status: &str, reason: &str) {
+    wait_for(
+        api,
+        "cluster-manager",
+        &format!("{type_} {status} {reason}"),
+        |cm| {
+            condition_of(cm.status.as_ref().map(|s| &s.conditions), type_)
+                == (status.to_owned(), reason.to_owned())
+        },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    let kubelet = ocm_e2e::start_process_kubelet(OCM, &kubeconfig, IMAGE, &home.join("hub"))
+        .await
+        .unwrap();
+    let operator = start_operator(OCM, home, "hub", &kubeconfig);
+
+    // ClusterManager applied → every hub component runs as a process.
+    let cluster_managers: Api<ClusterManager> = Api::all(admin.clone());
+    let cm: ClusterManager = serde_json::from_value(json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+        "metadata": {"name": "cluster-manager"}, "spec": {}}))
+    .unwrap();
+    cluster_managers
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    for name in COMPONENTS {
+        wait_deployment_available(&admin, HUB_NAMESPACE, name, 1)
+            .await
+            .unwrap();
+    }
+    wait_cluster_manager(
+        &cluster_managers,
+        "Applied",
+        "True",
+        "ClusterManagerApplied",
+    )
+    .await;
+    wait_cluster_manager(
+        &cluster_managers,
+        "Progressing",
+        "False",
+        "ClusterManagerUpToDate",
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    let running = pods.list(&Default::default()).await.unwrap().items;
+    assert_eq!(running.len(), COMPONENTS.len());
+    for pod in &running {
+        let status = pod.status.as_ref().unwrap();
+        assert_eq!(
+            status.phase.as_deref(),
+            Some("Running"),
+            "{:?}",
+            pod.metadata.name
+        );
+    }
+
+    // The hub's bootstrap token (as `ocm init` makes it), then two managed clusters join
+    // through their klusterlet operators: one Default, one Singleton.
+    let token = ocm::bootstrap::init_hub(&admin, None).await.unwrap();
+    let server = ocm_runtime::kubeconfig::current_server(
+        &ocm_runtime::kubeconfig::parse(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let bootstrap = ocm::commands::join::bootstrap_kubeconfig(
+        &server.server,
+        server.ca_pem.as_deref().unwrap(),
+        &token.to_string(),
+    );
+    let mut clusters_up = Vec::new();
+    for (name, mode) in [("c1", "Default"), ("c2", "Singleton")] {
+        let operated = OperatedCluster::start(OCM, home, name).await.unwrap();
+        write_bootstrap_secret(&operated.spoke.client(), &bootstrap)
+            .await
+            .unwrap();
+        create_klusterlet(
+            &operated.spoke.client(),
+            "klusterlet",
+            json!({"clusterName": name, "deployOption": {"mode": mode}}),
+        )
+        .await
+        .unwrap();
+        let accepted = tokio::time::timeout(
+            ocm_e2e::WAIT,
+            ocm::accept::accept_when_asked(&admin, name, false),
+        )
+        .await
+        .expect("cluster asks to join")
+        .unwrap();
+        assert!(accepted.accepted_now);
+        clusters_up.push(operated);
+    }
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    for name in ["c1", "c2"] {
+        wait_for(
+            &clusters,
+            name,
+            "Joined and Available",
+            ocm_e2e::joined_and_available,
+        )
+        .await
+        .unwrap();
+    }
+    // The hub's registration controller (a process) prepared the cluster's namespace.
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    namespaces.get("c1").await.unwrap();
+
+    // A ManifestWork reaches c2's single agent.
+    let work: ManifestWork = serde_json::from_value(json!({
+        "metadata": {"name": "hello", "namespace": "c2"},
+        "spec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "hello", "namespace": "default"}, "data": {"from": "hub"}}]}}}))
+    .unwrap();
+    Api::<ManifestWork>::namespaced(admin.clone(), "c2")
+        .create(&PostParams::default(), &work)
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(clusters_up[1].spoke.client(), "default");
+    wait_for(
+        &configmaps,
+        "hello",
+        "applied by the singleton agent",
+        |_| true,
+    )
+    .await
+    .unwrap();
+
+    // Upgrade: new images roll every hub component; the clusters stay Available.
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    let lock = "cluster-manager-registration-controller-lock";
+    let holder = |l: &Lease| l.spec.as_ref().and_then(|s| s.holder_identity.clone());
+    let old_leader = holder(&leases.get(lock).await.unwrap()).unwrap();
+    cluster_managers
+        .patch(
+            "cluster-manager",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {
+                "registrationImagePullSpec": UPGRADED, "placementImagePullSpec": UPGRADED,
+                "workImagePullSpec": UPGRADED, "addOnManagerImagePullSpec": UPGRADED}})),
+        )
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    for name in COMPONENTS {
+        wait_for(&deployments, name, "rolled to the new image", |d| {
+            let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+            pod.containers[0].image.as_deref() == Some(UPGRADED)
+                && d.status.as_ref().is_some_and(|s| {
+                    s.observed_generation == d.metadata.generation
+                        && s.available_replicas == Some(1)
+                })
+        })
+        .await
+        .unwrap();
+    }
+    wait_cluster_manager(
+        &cluster_managers,
+        "Progressing",
+        "False",
+        "ClusterManagerUpToDate",
+    )
+    .await;
+    // The new registration controller leads (the old one handed its lease over on SIGTERM).
+    wait_for(&leases, lock, "a new registration leader", |l| {
+        holder(l).is_some_and(|h| !h.is_empty() && h != old_leader)
+    })
+    .await
+    .unwrap();
+    for name in ["c1", "c2"] {
+        assert!(ocm_e2e::joined_and_available(
+            &clusters.get(name).await.unwrap()
+        ));
+    }
+
+    // Klusterlet of c1 deleted → its agents go, and the hub sees c1 go Unknown.
+    shorten_lease(&admin, "c1").await.unwrap();
+    let c1 = clusters_up.remove(0);
+    let klusterlets: Api<Klusterlet> = Api::all(c1.spoke.client());
+    klusterlets
+        .delete("klusterlet", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&klusterlets, "klusterlet").await.unwrap();
+    wait_available_unknown(&admin, "c1").await.unwrap();
+    c1.stop().await;
+
+    // ClusterManager deleted → the hub components and their namespace are gone.
+    cluster_managers
+        .delete("cluster-manager", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&cluster_managers, "cluster-manager")
+        .await
+        .unwrap();
+    for name in COMPONENTS {
+        assert!(
+            deployments.get_opt(name).await.unwrap().is_none(),
+            "{name} left"
+        );
+    }
+    wait_gone(&namespaces, HUB_NAMESPACE).await.unwrap();
+    for operated in clusters_up {
+        operated.stop().await;
+    }
+    kubelet.cancel();
+    operator.stop();
+    apiserver.stop();
+}
