@@ -93,3 +93,84 @@ pub fn has(
         .iter()
         .any(|c| c.type_ == type_ && c.status == status)
 }
+
+/// Name of the ClusterManager `ocm init --operator` creates.
+pub const CLUSTER_MANAGER: &str = "cluster-manager";
+
+/// Name of the Klusterlet `ocm join --operator` creates.
+pub const KLUSTERLET: &str = "klusterlet";
+
+/// Installs the cluster-manager operator (its own manifests) and ClusterManager
+/// [`CLUSTER_MANAGER`] on the hub cluster.
+pub async fn install_hub(client: &kube::Client, image: &str) -> anyhow::Result<()> {
+    let crd = serde_json::to_value(crate::commands::operator::cluster_manager_crd()?)?;
+    apply_operator(client, &ocm_operator::manifests::hub_operator(image, crd)).await?;
+    let cluster_manager = serde_json::json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+        "metadata": {"name": CLUSTER_MANAGER}, "spec": {}});
+    apply_object(client, &cluster_manager).await
+}
+
+/// Waits until the ClusterManager says its components are applied and rolled out.
+pub async fn wait_hub_ready(client: &kube::Client, timeout: Duration) -> anyhow::Result<()> {
+    let api: Api<ocm_api::operator::v1::ClusterManager> = Api::all(client.clone());
+    wait_until(api, CLUSTER_MANAGER, timeout, |cm| {
+        let conditions = cm
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        cm.status.as_ref().and_then(|s| s.observed_generation) == cm.metadata.generation
+            && has(conditions, "Applied", "True")
+            && has(conditions, "Progressing", "False")
+    })
+    .await
+    .context("waiting for the hub components (kubectl get clustermanager cluster-manager -o yaml)")
+}
+
+/// What a Klusterlet installed by `ocm join --operator` asks for.
+#[derive(Clone, Debug)]
+pub struct KlusterletRequest<'a> {
+    /// The `ocm` image.
+    pub image: &'a str,
+    /// The bootstrap kubeconfig.
+    pub bootstrap: &'a str,
+    /// The cluster's name on the hub.
+    pub cluster_name: &'a str,
+    /// One agent Deployment instead of two.
+    pub singleton: bool,
+    /// Requested lifetime of the agent's client certificate.
+    pub client_cert_expiration_seconds: Option<i64>,
+}
+
+/// Installs the klusterlet operator (its own manifests), the bootstrap kubeconfig Secret and
+/// Klusterlet [`KLUSTERLET`] on a managed cluster.
+pub async fn install_klusterlet(
+    spoke: &kube::Client,
+    request: &KlusterletRequest<'_>,
+) -> anyhow::Result<()> {
+    let crd = serde_json::to_value(crate::commands::operator::klusterlet_crd()?)?;
+    apply_operator(
+        spoke,
+        &ocm_operator::manifests::klusterlet_operator(request.image, crd),
+    )
+    .await?;
+    ocm_hub::join::prepare_spoke(spoke, request.bootstrap).await?;
+    let mode = if request.singleton {
+        "Singleton"
+    } else {
+        "Default"
+    };
+    let mut spec = serde_json::json!({
+        "clusterName": request.cluster_name,
+        "namespace": ocm_hub::join::AGENT_NAMESPACE,
+        "deployOption": {"mode": mode}});
+    if let Some(seconds) = request.client_cert_expiration_seconds {
+        spec["registrationConfiguration"] =
+            serde_json::json!({"clientCertExpirationSeconds": seconds});
+    }
+    let klusterlet = serde_json::json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+        "metadata": {"name": KLUSTERLET}, "spec": spec});
+    apply_object(spoke, &klusterlet).await
+}

@@ -111,3 +111,53 @@ async fn init_and_join_with_operators_back_to_back() {
     spoke.stop().await;
     apiserver.stop();
 }
+
+/// `ocm demo --operator`: the hub components and every cluster's agents are installed by the
+/// operators and run as processes; the clusters join; a second run resumes on the same hub
+/// address.
+#[test]
+fn the_operator_demo_joins_its_clusters_through_the_operators_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("demo");
+    let data = data.to_str().unwrap();
+    let args = [
+        "demo",
+        "--operator",
+        "--data-dir",
+        data,
+        "--clusters",
+        "2",
+        "--until-ready",
+    ];
+    let (code, stdout, stderr) = run_ocm(OCM, home.path(), &args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "open-cluster-management-hub/cluster-manager-registration-controller-",
+        "open-cluster-management/cluster-manager-",
+        "cluster1: accepted",
+        "cluster2: accepted",
+        "open-cluster-management-agent/klusterlet-registration-agent-",
+        "open-cluster-management-agent/klusterlet-work-agent-",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    let table: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("cluster1 ") || l.starts_with("cluster2 "))
+        .collect();
+    assert_eq!(table.len(), 2, "{stdout}");
+    assert!(
+        table.iter().all(|l| l.contains("True     True")),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = run_ocm(OCM, home.path(), &args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("cluster1: was already accepted"),
+        "{stdout}"
+    );
+}

@@ -23,18 +23,22 @@ use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 /// Flags of `ocm demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Where the demo keeps its state (default ~/.ocm/demo).
+    /// Where the demo keeps its state (default ~/.ocm/demo, or ~/.ocm/demo-operator).
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// How many simulated clusters to join.
     #[arg(long, default_value_t = 3)]
-    clusters: usize,
+    pub(crate) clusters: usize,
     /// Address of the hub API server (default: the port of the previous run, else a free one).
     #[arg(long)]
-    listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
     /// Exit once every cluster is joined and available instead of showing the live table.
     #[arg(long)]
-    until_ready: bool,
+    pub(crate) until_ready: bool,
+    /// The production path: operators install the hub and the agents, which run as `ocm`
+    /// processes started by a process kubelet (see docs/install.md).
+    #[arg(long)]
+    operator: bool,
 }
 
 /// Names of the demo's simulated clusters.
@@ -42,12 +46,15 @@ pub fn cluster_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("cluster{i}")).collect()
 }
 
-fn step(text: &str) {
+/// Prints a demo step's heading.
+pub(crate) fn step(text: &str) {
     println!();
     println!("==> {text}");
 }
 
-fn listen_address(data_dir: &Path, flag: Option<SocketAddr>) -> SocketAddr {
+/// The hub's listen address: the flag, else the previous run's (kept in `<data_dir>/listen`),
+/// else a free port.
+pub(crate) fn listen_address(data_dir: &Path, flag: Option<SocketAddr>) -> SocketAddr {
     if let Some(addr) = flag {
         return addr;
     }
@@ -59,6 +66,13 @@ fn listen_address(data_dir: &Path, flag: Option<SocketAddr>) -> SocketAddr {
 
 /// Runs the demo.
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    if args.operator {
+        let data_dir = args
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| super::ocm_home().join("demo-operator"));
+        return super::demo_operator::run(args, &data_dir).await;
+    }
     let data_dir = args
         .data_dir
         .clone()

@@ -35,42 +35,17 @@ pub struct InitArgs {
 /// Installs the ClusterManager operator and a ClusterManager `cluster-manager`; with `wait`,
 /// returns once the ClusterManager reports its components applied and rolled out.
 async fn install_with_operator(client: &kube::Client, args: &InitArgs) -> anyhow::Result<()> {
-    use crate::operator_install::{apply_object, apply_operator, has, wait_until};
-    let crd = serde_json::to_value(super::operator::cluster_manager_crd()?)?;
-    apply_operator(
-        client,
-        &ocm_operator::manifests::hub_operator(&args.image, crd),
-    )
-    .await?;
-    let cluster_manager = serde_json::json!({
-        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
-        "metadata": {"name": "cluster-manager"}, "spec": {}});
-    apply_object(client, &cluster_manager).await?;
+    crate::operator_install::install_hub(client, &args.image).await?;
     println!(
         "installed the cluster-manager operator ({}) and ClusterManager cluster-manager",
         args.image
     );
     if args.wait {
-        let api: kube::Api<ocm_api::operator::v1::ClusterManager> = kube::Api::all(client.clone());
-        wait_until(
-            api,
-            "cluster-manager",
+        crate::operator_install::wait_hub_ready(
+            client,
             std::time::Duration::from_secs(args.timeout),
-            |cm| {
-                let conditions = cm
-                    .status
-                    .as_ref()
-                    .map(|s| s.conditions.as_slice())
-                    .unwrap_or_default();
-                cm.status.as_ref().and_then(|s| s.observed_generation) == cm.metadata.generation
-                    && has(conditions, "Applied", "True")
-                    && has(conditions, "Progressing", "False")
-            },
         )
-        .await
-        .context(
-            "waiting for the hub components (kubectl get clustermanager cluster-manager -o yaml)",
-        )?;
+        .await?;
         println!("hub components running");
     }
     Ok(())

@@ -81,27 +81,23 @@ async fn join_with_operator(
     bootstrap: &str,
     args: &JoinArgs,
 ) -> anyhow::Result<()> {
-    use crate::operator_install::{apply_object, apply_operator, wait_until};
-    let crd = serde_json::to_value(super::operator::klusterlet_crd()?)?;
-    apply_operator(
+    use crate::operator_install::{KlusterletRequest, install_klusterlet, wait_until};
+    install_klusterlet(
         spoke,
-        &ocm_operator::manifests::klusterlet_operator(&args.image, crd),
+        &KlusterletRequest {
+            image: &args.image,
+            bootstrap,
+            cluster_name: &args.cluster_name,
+            singleton: args.singleton,
+            client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
+        },
     )
     .await?;
-    prepare_spoke(spoke, bootstrap).await?;
     let mode = if args.singleton {
         "Singleton"
     } else {
         "Default"
     };
-    let klusterlet = json!({
-        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
-        "metadata": {"name": "klusterlet"},
-        "spec": {"clusterName": args.cluster_name, "namespace": AGENT_NAMESPACE,
-                 "deployOption": {"mode": mode},
-                 "registrationConfiguration": {
-                     "clientCertExpirationSeconds": args.client_cert_expiration_seconds}}});
-    apply_object(spoke, &klusterlet).await?;
     println!(
         "installed the klusterlet operator ({}) and Klusterlet klusterlet ({mode} mode) on the managed cluster",
         args.image

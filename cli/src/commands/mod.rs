@@ -9,6 +9,7 @@ pub mod bench;
 pub mod crds;
 pub mod create;
 pub mod demo;
+pub mod demo_operator;
 pub mod fleet_bench;
 pub mod get;
 pub mod hub;

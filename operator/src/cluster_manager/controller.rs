@@ -1,11 +1,12 @@
-//! The ClusterManager controller: applies what [`super::render`] says (server-side apply),
+//! The ClusterManager controller: applies the hub CRDs and what [`super::render`] says
+//! (server-side apply), keeps the webhook server's certificate ([`super::webhook_cert`]),
 //! reports `Applied` and `Progressing` with upstream's reasons, observed generation and
-//! related resources, and on deletion removes everything it created before letting the
-//! ClusterManager go (finalizer `operator.open-cluster-management.io/cluster-manager-cleanup`).
+//! related resources, and on deletion removes everything it created but the CRDs before
+//! letting the ClusterManager go (finalizer
+//! `operator.open-cluster-management.io/cluster-manager-cleanup`).
 //!
-//! Not yet: the webhook server's certificate, the webhook configurations and the hub CRDs
-//! with their conversion stanza (the webhook Deployment waits for its certificate Secret), the
-//! Hosted mode, `HubRegistrationDegraded` / `HubPlacementDegraded`.
+//! Not yet: the webhook configurations and the CRDs' conversion stanza (they would name the
+//! webhook Service), the Hosted mode, `HubRegistrationDegraded` / `HubPlacementDegraded`.
 
 use std::sync::Arc;
 use std::time::Duration;
