@@ -103,8 +103,18 @@ pub const KLUSTERLET: &str = "klusterlet";
 /// Installs the cluster-manager operator (its own manifests) and ClusterManager
 /// [`CLUSTER_MANAGER`] on the hub cluster.
 pub async fn install_hub(client: &kube::Client, image: &str) -> anyhow::Result<()> {
+    install_hub_operator(client, image).await?;
+    create_cluster_manager(client).await
+}
+
+/// Installs the cluster-manager operator from its own manifests.
+pub async fn install_hub_operator(client: &kube::Client, image: &str) -> anyhow::Result<()> {
     let crd = serde_json::to_value(crate::commands::operator::cluster_manager_crd()?)?;
-    apply_operator(client, &ocm_operator::manifests::hub_operator(image, crd)).await?;
+    apply_operator(client, &ocm_operator::manifests::hub_operator(image, crd)).await
+}
+
+/// Applies ClusterManager [`CLUSTER_MANAGER`] (default spec).
+pub async fn create_cluster_manager(client: &kube::Client) -> anyhow::Result<()> {
     let cluster_manager = serde_json::json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
         "metadata": {"name": CLUSTER_MANAGER}, "spec": {}});
@@ -149,12 +159,25 @@ pub async fn install_klusterlet(
     spoke: &kube::Client,
     request: &KlusterletRequest<'_>,
 ) -> anyhow::Result<()> {
+    install_klusterlet_operator(spoke, request.image).await?;
+    create_klusterlet(spoke, request).await
+}
+
+/// Installs the klusterlet operator from its own manifests.
+pub async fn install_klusterlet_operator(spoke: &kube::Client, image: &str) -> anyhow::Result<()> {
     let crd = serde_json::to_value(crate::commands::operator::klusterlet_crd()?)?;
     apply_operator(
         spoke,
-        &ocm_operator::manifests::klusterlet_operator(request.image, crd),
+        &ocm_operator::manifests::klusterlet_operator(image, crd),
     )
-    .await?;
+    .await
+}
+
+/// Writes the bootstrap kubeconfig Secret and applies Klusterlet [`KLUSTERLET`].
+pub async fn create_klusterlet(
+    spoke: &kube::Client,
+    request: &KlusterletRequest<'_>,
+) -> anyhow::Result<()> {
     ocm_hub::join::prepare_spoke(spoke, request.bootstrap).await?;
     let mode = if request.singleton {
         "Singleton"

@@ -7,6 +7,9 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
+/// How soon a controller looks again while its Deployments roll out.
+pub const ROLLOUT_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Where a rendered object lives.
 struct Coordinates<'a> {
     group: &'a str,

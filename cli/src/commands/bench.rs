@@ -37,6 +37,9 @@ enum What {
     Work(super::work_bench::BenchWorkArgs),
     /// Addons enabled on simulated clusters: time until every one is Available, hub RSS.
     Addons(super::addon_bench::BenchAddonsArgs),
+    /// The operator path, every component a process: ClusterManager → hub ready, Klusterlet →
+    /// cluster Available, each process's memory when idle.
+    Operator(super::operator_bench::BenchOperatorArgs),
     /// Certificate rotation with short-lived certificates: rotations, renewal CSRs,
     /// rebootstraps and 401s over a while.
     Rotation(super::rotation_bench::BenchRotationArgs),
@@ -75,6 +78,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Work(args) => super::work_bench::bench(args).await,
         What::Addons(args) => super::addon_bench::bench(args).await,
         What::Rotation(args) => super::rotation_bench::bench(args).await,
+        What::Operator(args) => super::operator_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
     }
 }

@@ -16,6 +16,7 @@ pub mod hub;
 pub mod init;
 pub mod join;
 pub mod operator;
+pub mod operator_bench;
 pub mod placement;
 pub mod placement_bench;
 pub mod rotation_bench;

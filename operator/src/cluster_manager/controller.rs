@@ -145,11 +145,13 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
     }
-    Ok(Action::requeue(
-        if rolling.is_empty() && failure.is_none() {
-            Duration::from_secs(300)
-        } else {
-            Duration::from_secs(10)
-        },
-    ))
+    // Deployments are not watched (applying them must never feed back into this loop), so
+    // a rollout is followed closely and settles in seconds.
+    Ok(Action::requeue(if failure.is_some() {
+        Duration::from_secs(10)
+    } else if !rolling.is_empty() {
+        crate::apply::ROLLOUT_RECHECK
+    } else {
+        Duration::from_secs(300)
+    }))
 }

@@ -334,11 +334,13 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     let related_resources = crd_objects.iter().chain(&objects).map(related).collect();
     write_status(&api, &k, conditions, related_resources, generations).await?;
     let settled = available && hub == Check::Functional && applied.failure.is_none();
-    Ok(Action::requeue(Duration::from_secs(if settled {
-        60
+    Ok(Action::requeue(if settled {
+        Duration::from_secs(60)
+    } else if !applied.rolling.is_empty() {
+        crate::apply::ROLLOUT_RECHECK
     } else {
-        10
-    })))
+        Duration::from_secs(10)
+    }))
 }
 
 #[cfg(test)]
