@@ -377,3 +377,53 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
     );
     operated.stop().await;
 }
+
+/// A bootstrap kubeconfig naming a hub nobody answers at: the Klusterlet says so in
+/// `HubConnectionDegraded` (upstream's reason for a bootstrap kubeconfig that does not work
+/// against the hub), with the connection error in the message; the agents still install.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let operated = OperatedCluster::start(OCM, home, "c3").await.unwrap();
+    let spoke = &operated.spoke;
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let some_ca = rcgen::generate_simple_self_signed(vec!["hub".to_owned()])
+        .unwrap()
+        .cert
+        .pem();
+    let bootstrap = ocm::commands::join::bootstrap_kubeconfig(
+        &format!("https://127.0.0.1:{port}"),
+        &some_ca,
+        "abcdef.0123456789abcdef",
+    );
+    write_bootstrap_secret(&spoke.client(), &bootstrap)
+        .await
+        .unwrap();
+    create_klusterlet(&spoke.client(), "klusterlet", json!({"clusterName": "c3"}))
+        .await
+        .unwrap();
+    let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+    let k = wait_for(&klusterlets, "klusterlet", "hub connection judged", |k| {
+        condition(k, "HubConnectionDegraded").1
+            == "BootstrapSecretUnauthorized,HubKubeConfigSecretMissing"
+    })
+    .await
+    .unwrap();
+    let message = k
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "HubConnectionDegraded")
+        .unwrap()
+        .message;
+    assert!(message.contains("unreachable"), "{message}");
+    wait_condition(&klusterlets, "Applied", "True", "KlusterletApplied").await;
+    operated.stop().await;
+}
