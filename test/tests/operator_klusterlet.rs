@@ -16,8 +16,9 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::Klusterlet;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::operator::{
-    AGENT_NS, OperatedCluster, UPGRADED, condition_of, create_klusterlet, shorten_lease,
-    wait_available_unknown, wait_deployment_available, write_bootstrap_secret,
+    AGENT_NS, OperatedCluster, UPGRADED, accept_and_wait_available, condition_of,
+    create_klusterlet, shorten_lease, wait_available_unknown, wait_deployment_available,
+    write_bootstrap_secret,
 };
 use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
@@ -247,6 +248,16 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
 
     // Deleting the Klusterlet removes the agents, what the works applied and the agent
     // namespaces; the cluster goes Unknown on the hub once its agents are gone.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(spoke.client(), AGENT_NS);
+    let agent_pods: Vec<String> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(agent_pods.len(), 2, "{agent_pods:?}");
     klusterlets
         .delete("klusterlet", &DeleteParams::default())
         .await
@@ -259,14 +270,9 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
         );
     }
     // The kubelet stopped the pods of the deleted Deployments.
-    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(spoke.client(), AGENT_NS);
-    assert!(
-        pods.list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    for pod in &agent_pods {
+        wait_gone(&pods, pod).await.unwrap();
+    }
     let applied: Api<AppliedManifestWork> = Api::all(spoke.client());
     assert!(
         applied
@@ -314,22 +320,9 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
     .await
     .unwrap();
     wait_running(spoke, "klusterlet-agent").await;
-    tokio::time::timeout(
-        ocm_e2e::WAIT,
-        ocm::accept::accept_when_asked(&hub.admin_client(), "c2", false),
-    )
-    .await
-    .expect("cluster asks to join")
-    .unwrap();
-    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
-    wait_for(
-        &clusters,
-        "c2",
-        "Joined and Available",
-        ocm_e2e::joined_and_available,
-    )
-    .await
-    .unwrap();
+    accept_and_wait_available(&hub.admin_client(), "c2")
+        .await
+        .unwrap();
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
     wait_condition(
         &klusterlets,
@@ -355,7 +348,7 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
             .is_none()
     );
 
-    // A Hosted Klusterlet is refused before anything is installed for it.
+    // A Hosted Klusterlet without its external kubeconfig installs nothing and says why.
     let hosted: Api<Klusterlet> = Api::all(spoke.client());
     let k: Klusterlet = serde_json::from_value(json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
@@ -426,4 +419,130 @@ async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
     assert!(message.contains("unreachable"), "{message}");
     wait_condition(&klusterlets, "Applied", "True", "KlusterletApplied").await;
     operated.stop().await;
+}
+
+/// A Hosted Klusterlet: its agents run on the management cluster (in the namespace named
+/// after the Klusterlet, with their secrets), reach the managed cluster through the external
+/// kubeconfig, join, apply a work there; deleting it cleans both clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (hub, bootstrap, management) = setup(home, "management").await;
+    let managed = SimulatedCluster::start(&home.join("c4"), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let mgmt = management.spoke.client();
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "klusterlet"}});
+    Api::<Namespace>::all(mgmt.clone())
+        .patch(
+            "klusterlet",
+            &PatchParams::apply("e2e"),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(mgmt.clone(), "klusterlet");
+    let secret = |name: &str, kubeconfig: &str| -> k8s_openapi::api::core::v1::Secret {
+        serde_json::from_value(json!({"metadata": {"name": name},
+                                      "stringData": {"kubeconfig": kubeconfig}}))
+        .unwrap()
+    };
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("bootstrap-hub-kubeconfig", &bootstrap),
+        )
+        .await
+        .unwrap();
+    create_klusterlet(
+        &mgmt,
+        "klusterlet",
+        json!({"clusterName": "c4", "deployOption": {"mode": "Hosted"}}),
+    )
+    .await
+    .unwrap();
+    let klusterlets: Api<Klusterlet> = Api::all(mgmt.clone());
+    // No way to the managed cluster yet.
+    wait_condition(
+        &klusterlets,
+        "ReadyToApply",
+        "False",
+        "KlusterletPrepareFailed",
+    )
+    .await;
+    let managed_kubeconfig = std::fs::read_to_string(&managed.kubeconfig).unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("external-managed-kubeconfig", &managed_kubeconfig),
+        )
+        .await
+        .unwrap();
+    wait_condition(&klusterlets, "ReadyToApply", "True", "KlusterletPrepared").await;
+    wait_deployment_available(&mgmt, "klusterlet", "klusterlet-registration-agent", 1)
+        .await
+        .unwrap();
+    accept_and_wait_available(&hub.admin_client(), "c4")
+        .await
+        .unwrap();
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    // The hub credentials stay on the management cluster; the managed cluster runs no agent.
+    secrets.get("hub-kubeconfig-secret").await.unwrap();
+    let on_managed: Api<Deployment> = Api::all(managed.client());
+    assert!(
+        on_managed
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    let work: ManifestWork = serde_json::from_value(json!({
+        "metadata": {"name": "hello", "namespace": "c4"},
+        "spec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "hello", "namespace": "default"}, "data": {"from": "hub"}}]}}}))
+    .unwrap();
+    Api::<ManifestWork>::namespaced(hub.admin_client(), "c4")
+        .create(&PostParams::default(), &work)
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(managed.client(), "default");
+    wait_for(
+        &configmaps,
+        "hello",
+        "applied on the managed cluster",
+        |_| true,
+    )
+    .await
+    .unwrap();
+
+    shorten_lease(&hub.admin_client(), "c4").await.unwrap();
+    klusterlets
+        .delete("klusterlet", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&klusterlets, "klusterlet").await.unwrap();
+    let applied: Api<AppliedManifestWork> = Api::all(managed.client());
+    assert!(
+        applied
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    wait_gone(&configmaps, "hello").await.unwrap();
+    wait_gone(&Api::<Namespace>::all(mgmt.clone()), "klusterlet")
+        .await
+        .unwrap();
+    wait_available_unknown(&hub.admin_client(), "c4")
+        .await
+        .unwrap();
+    managed.stop().await;
+    management.stop().await;
 }

@@ -28,6 +28,11 @@ pub struct AgentArgs {
     /// Run the registration agent alone (the work agent runs elsewhere: `ocm work agent`).
     #[arg(long)]
     registration_only: bool,
+    /// Hosted mode: the agent runs on a management cluster, which it reaches through its
+    /// in-cluster configuration and which holds its bootstrap and hub kubeconfig secrets; the
+    /// managed cluster is --spoke-kubeconfig.
+    #[arg(long, requires = "spoke_kubeconfig")]
+    hosted: bool,
     /// Namespace of the agent (bootstrap and hub kubeconfig secrets) on the managed cluster.
     #[arg(long, default_value = super::join::AGENT_NAMESPACE)]
     agent_namespace: String,
@@ -90,7 +95,31 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         status_sync_interval: args.status_sync_interval,
         ..Default::default()
     });
-    run_agents(spoke, options, work, args.metrics_addr, shutdown).await
+    let secrets = if args.hosted {
+        Some(
+            super::hub::cluster_client(None)
+                .await
+                .context("connecting to the management cluster (in-cluster configuration)")?,
+        )
+    } else {
+        None
+    };
+    run_agents(
+        Clients { spoke, secrets },
+        options,
+        work,
+        args.metrics_addr,
+        shutdown,
+    )
+    .await
+}
+
+/// The clusters an agent talks to besides the hub.
+struct Clients {
+    /// The managed cluster.
+    spoke: kube::Client,
+    /// Where its secrets are, when not on the managed cluster (Hosted mode).
+    secrets: Option<kube::Client>,
 }
 
 /// Runs an agent (registration, and beside it the work agent) with a health endpoint,
@@ -106,24 +135,35 @@ pub async fn run_agent(
         agent_namespace: options.agent_namespace.clone(),
         ..Default::default()
     };
-    run_agents(spoke, options, Some(work), metrics_addr, shutdown).await
+    let clients = Clients {
+        spoke,
+        secrets: None,
+    };
+    run_agents(clients, options, Some(work), metrics_addr, shutdown).await
 }
 
 /// Runs the registration agent, and the work agent when `work` is given, with a health
 /// endpoint, printing the registration's progress in plain words.
 async fn run_agents(
-    spoke: kube::Client,
+    clients: Clients,
     options: AgentOptions,
     work: Option<ocm_work::agent::WorkAgentOptions>,
     metrics_addr: SocketAddr,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let cluster = options.cluster_name.clone();
+    let Clients { spoke, secrets } = clients;
     let work_task = work.map(|work| {
-        let agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work);
+        let mut agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work);
+        if let Some(management) = &secrets {
+            agent = agent.with_secrets_on(management.clone());
+        }
         tokio::spawn(agent.run(shutdown.child()))
     });
-    let agent = Agent::new(spoke, options);
+    let mut agent = Agent::new(spoke, options);
+    if let Some(management) = secrets {
+        agent = agent.with_secrets_on(management);
+    }
     let mut progress = agent.progress();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
     let metrics = ControllerMetrics::new("ocm_agent");

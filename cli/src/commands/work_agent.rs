@@ -37,6 +37,10 @@ pub struct WorkAgentArgs {
     /// How often each work's objects are read back, repaired and reported (e.g. 10s, 1m).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     status_sync_interval: Duration,
+    /// Hosted mode: the agent runs on a management cluster (in-cluster configuration), which
+    /// holds the hub kubeconfig secret; the managed cluster is --spoke-kubeconfig.
+    #[arg(long, requires = "spoke_kubeconfig")]
+    hosted: bool,
     /// How long an AppliedManifestWork whose ManifestWork is gone is kept (e.g. 60m).
     #[arg(long, default_value = "60m", value_parser = parse_duration)]
     applied_manifest_work_eviction_grace_period: Duration,
@@ -58,7 +62,7 @@ pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
         .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    let agent = WorkAgent::new(
+    let mut agent = WorkAgent::new(
         spoke,
         WorkAgentOptions {
             cluster_name: args.cluster_name,
@@ -68,5 +72,11 @@ pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
             ..WorkAgentOptions::default()
         },
     );
+    if args.hosted {
+        let management = super::hub::cluster_client(None)
+            .await
+            .context("connecting to the management cluster (in-cluster configuration)")?;
+        agent = agent.with_secrets_on(management);
+    }
     agent.run(shutdown).await.map_err(Into::into)
 }

@@ -59,6 +59,7 @@ struct RunningPod {
     hash: String,
     stop: Shutdown,
     ready: Arc<AtomicBool>,
+    supervisor: tokio::task::JoinHandle<()>,
 }
 
 /// A Deployment this kubelet runs the pods of.
@@ -284,7 +285,7 @@ impl Kubelet {
             .await?;
         let stop = self.shutdown.child();
         let ready = Arc::new(AtomicBool::new(false));
-        tokio::spawn(supervisor::supervise(supervisor::PodRun {
+        let supervisor = tokio::spawn(supervisor::supervise(supervisor::PodRun {
             client: self.client.clone(),
             options: self.options.clone(),
             pod: created,
@@ -297,14 +298,17 @@ impl Kubelet {
             hash: hash.to_owned(),
             stop,
             ready,
+            supervisor,
         })
     }
 
-    /// Stops a Pod's process and deletes the Pod.
+    /// Stops a Pod's process and, once it has ended, deletes the Pod (as a kubelet confirms
+    /// a pod's deletion only when its containers are gone).
     fn stop_pod(&self, namespace: &str, pod: RunningPod) {
         pod.stop.cancel();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         tokio::spawn(async move {
+            let _ = pod.supervisor.await;
             if let Err(err) = pods.delete(&pod.name, &DeleteParams::default()).await
                 && !matches!(&err, kube::Error::Api(s) if s.code == 404)
             {

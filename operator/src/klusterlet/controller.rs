@@ -11,8 +11,14 @@
 //! re-checks every 10 s while the agents are not available or the hub connection is
 //! degraded (the hub's answers cannot be watched), else every minute.
 //!
-//! Not yet: Hosted and SingletonHosted modes (`ReadyToApply` False, `KlusterletPrepareFailed`),
-//! `bootstrapKubeConfigs` LocalSecrets failover.
+//! Hosted and SingletonHosted: the agents and their secrets on this (management) cluster, in
+//! the namespace named after the Klusterlet; the CRDs and the AppliedManifestWork cleanup on
+//! the managed cluster, reached through Secret `external-managed-kubeconfig` there (missing:
+//! `ReadyToApply` False, `KlusterletPrepareFailed`); finalizer
+//! `operator.open-cluster-management.io/klusterlet-hosted-cleanup`, which gives up on an
+//! unreachable managed cluster after 5 minutes.
+//!
+//! Not yet: `bootstrapKubeConfigs` LocalSecrets failover.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,13 +39,139 @@ use serde_json::{Value, json};
 
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
 use super::render::{
-    Agent, HubSecret, Mode, RenderInput, agent_namespace, crds, klusterlet_name, render,
+    Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, Mode, RenderInput, agent_namespace, crds,
+    klusterlet_name, render,
 };
 use crate::apply::{apply_all, control_plane_nodes, delete_all, related, set_finalizer};
 pub use crate::{OperatorError, OperatorOptions};
 
 /// The finalizer that holds a deleting Klusterlet until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "operator.open-cluster-management.io/klusterlet-cleanup";
+
+/// The same for a Hosted Klusterlet (its objects are on two clusters).
+pub const HOSTED_CLEANUP_FINALIZER: &str =
+    "operator.open-cluster-management.io/klusterlet-hosted-cleanup";
+
+/// Annotation: when a deleting Hosted Klusterlet first failed to reach its managed cluster.
+pub const EVICTION_ANNOTATION: &str =
+    "operator.open-cluster-management.io/managed-resources-eviction-timestamp";
+
+/// How long a deleting Hosted Klusterlet keeps trying to clean up an unreachable managed
+/// cluster before it lets go (upstream: 5 minutes).
+const EVICTION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The cleanup finalizer of a mode.
+fn finalizer_of(mode: Mode) -> &'static str {
+    if mode.hosted() {
+        HOSTED_CLEANUP_FINALIZER
+    } else {
+        CLEANUP_FINALIZER
+    }
+}
+
+/// A client of a Hosted Klusterlet's managed cluster, from the external kubeconfig secret in
+/// `namespace`; `Ok(Err(why))` when there is none or it does not make a client.
+async fn managed_client(
+    management: &kube::Client,
+    namespace: &str,
+) -> Result<Result<kube::Client, String>, kube::Error> {
+    let secret = Api::<Secret>::namespaced(management.clone(), namespace)
+        .get_opt(EXTERNAL_MANAGED_KUBECONFIG)
+        .await?;
+    let Some(secret) = secret else {
+        return Ok(Err(format!(
+            "secret {EXTERNAL_MANAGED_KUBECONFIG} not found in namespace {namespace}: the \
+             Hosted agents reach their managed cluster through it"
+        )));
+    };
+    let yaml = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("kubeconfig"))
+        .and_then(|b| String::from_utf8(b.0.clone()).ok());
+    let Some(yaml) = yaml else {
+        return Ok(Err(format!(
+            "secret {namespace}/{EXTERNAL_MANAGED_KUBECONFIG} has no kubeconfig key"
+        )));
+    };
+    Ok(ocm_runtime::kubeconfig::client_from_yaml(&yaml)
+        .await
+        .map_err(|e| format!("secret {namespace}/{EXTERNAL_MANAGED_KUBECONFIG}: {e}")))
+}
+
+/// Removes what a deleting Klusterlet installed: the agents first, then the
+/// AppliedManifestWorks on the managed cluster, then the rest. A Hosted Klusterlet whose
+/// managed cluster cannot be reached keeps trying for [`EVICTION_TIMEOUT`] (from the time
+/// in [`EVICTION_ANNOTATION`]), then lets go; `Some(wait)` asks to come back later.
+async fn clean_up(
+    k: &Klusterlet,
+    ctx: &Ctx,
+    namespace: &str,
+    mode: Mode,
+) -> Result<Option<Duration>, OperatorError> {
+    let objects = render(&RenderInput {
+        klusterlet: k,
+        image: &ctx.options.image,
+        control_plane_nodes: 0,
+        hub_secret: &HubSecret::default(),
+    });
+    let (agents, rest): (Vec<Value>, Vec<Value>) =
+        objects.into_iter().partition(|o| o["kind"] == "Deployment");
+    delete_all(&ctx.client, &agents).await?;
+    let released = if mode.hosted() {
+        match managed_client(&ctx.client, namespace).await? {
+            Ok(managed) => {
+                tokio::time::timeout(Duration::from_secs(10), release_applied_works(&managed))
+                    .await
+                    .map_err(|_| "the managed cluster did not answer".to_owned())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+            }
+            Err(why) => Err(why),
+        }
+    } else {
+        release_applied_works(&ctx.client)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    if let Ok(found) = released
+        && found > 0
+    {
+        // Look again: done once no agent is left to re-create them.
+        return Ok(Some(crate::apply::ROLLOUT_RECHECK));
+    }
+    if let Err(why) = released {
+        let now = jiff::Timestamp::now();
+        let since = k
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(EVICTION_ANNOTATION))
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        match since {
+            None => {
+                tracing::warn!(klusterlet = %klusterlet_name(k), %why, "cannot clean up the managed cluster; retrying");
+                let patch =
+                    json!({"metadata": {"annotations": {EVICTION_ANNOTATION: now.to_string()}}});
+                Api::<Klusterlet>::all(ctx.client.clone())
+                    .patch(
+                        klusterlet_name(k),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await?;
+                return Ok(Some(Duration::from_secs(10)));
+            }
+            Some(since) if now.duration_since(since).unsigned_abs() < EVICTION_TIMEOUT => {
+                return Ok(Some(Duration::from_secs(10)));
+            }
+            Some(_) => {
+                tracing::warn!(klusterlet = %klusterlet_name(k), %why, "giving up on the unreachable managed cluster");
+            }
+        }
+    }
+    delete_all(&ctx.client, &rest).await?;
+    Ok(None)
+}
 
 /// Field manager of what the operator applies.
 const FIELD_MANAGER: &str = "klusterlet-operator";
@@ -67,7 +199,7 @@ pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutd
     let controller = Controller::new(klusterlets, watcher::Config::default());
     let store = controller.store();
     let mut controller = controller;
-    for name in [BOOTSTRAP_SECRET, HUB_SECRET] {
+    for name in [BOOTSTRAP_SECRET, HUB_SECRET, EXTERNAL_MANAGED_KUBECONFIG] {
         let store = store.clone();
         controller = controller.watches(
             secrets.clone(),
@@ -90,13 +222,16 @@ fn error_policy(_k: Arc<Klusterlet>, err: &OperatorError, _ctx: Arc<Ctx>) -> Act
 
 /// Removes every AppliedManifestWork of the managed cluster, finalizers first (no agent is
 /// left to honour them).
-async fn release_applied_works(client: &kube::Client) -> Result<(), kube::Error> {
+/// Returns how many there were: a stopping work agent may still re-create one, so the
+/// cleanup is done only once a pass finds none.
+async fn release_applied_works(client: &kube::Client) -> Result<usize, kube::Error> {
     let api: Api<AppliedManifestWork> = Api::all(client.clone());
     let list = match api.list(&ListParams::default()).await {
         Ok(list) => list,
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(0),
         Err(err) => return Err(err),
     };
+    let found = list.items.len();
     for work in list.items {
         let name = work.metadata.name.clone().unwrap_or_default();
         if work
@@ -115,7 +250,7 @@ async fn release_applied_works(client: &kube::Client) -> Result<(), kube::Error>
             Err(err) => return Err(err),
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 /// What the agents' Deployments say: `(status, reason, message)` of a `…DesiredDegraded`
@@ -202,29 +337,22 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     let owner = klusterlet_name(&k).to_owned();
     let namespace = agent_namespace(&k);
     let mode = Mode::of(&k);
+    let finalizer = finalizer_of(mode);
     if k.metadata.deletion_timestamp.is_some() {
         if k.metadata
             .finalizers
             .iter()
             .flatten()
-            .any(|f| f == CLEANUP_FINALIZER)
+            .any(|f| f == finalizer)
         {
-            let objects = render(&RenderInput {
-                klusterlet: &k,
-                image: &ctx.options.image,
-                control_plane_nodes: 0,
-                hub_secret: &HubSecret::default(),
-            });
-            let (agents, rest): (Vec<Value>, Vec<Value>) =
-                objects.into_iter().partition(|o| o["kind"] == "Deployment");
-            delete_all(&ctx.client, &agents).await?;
-            release_applied_works(&ctx.client).await?;
-            delete_all(&ctx.client, &rest).await?;
-            set_finalizer(&api, &k.metadata, CLEANUP_FINALIZER, false).await?;
+            if let Some(wait) = clean_up(&k, &ctx, &namespace, mode).await? {
+                return Ok(Action::requeue(wait));
+            }
+            set_finalizer(&api, &k.metadata, finalizer, false).await?;
         }
         return Ok(Action::await_change());
     }
-    if set_finalizer(&api, &k.metadata, CLEANUP_FINALIZER, true).await? {
+    if set_finalizer(&api, &k.metadata, finalizer, true).await? {
         return Ok(Action::await_change());
     }
     let generation = k.metadata.generation;
@@ -239,16 +367,20 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
             condition(type_, status, reason, message, generation),
         );
     };
-    if mode.hosted() {
-        set(
-            "ReadyToApply",
-            "False",
-            "KlusterletPrepareFailed",
-            "the Hosted and SingletonHosted modes are not supported by this operator yet",
-        );
-        write_status(&api, &k, conditions, Vec::new(), Vec::new()).await?;
-        return Ok(Action::await_change());
-    }
+    // Where the managed cluster's own objects go: this cluster, or in the Hosted modes the
+    // cluster behind the external kubeconfig.
+    let managed = if mode.hosted() {
+        match managed_client(&ctx.client, &namespace).await? {
+            Ok(client) => client,
+            Err(message) => {
+                set("ReadyToApply", "False", "KlusterletPrepareFailed", &message);
+                write_status(&api, &k, conditions, Vec::new(), Vec::new()).await?;
+                return Ok(Action::requeue(Duration::from_secs(10)));
+            }
+        }
+    } else {
+        ctx.client.clone()
+    };
     set(
         "ReadyToApply",
         "True",
@@ -266,7 +398,7 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         hub_secret: &hub_secret,
     });
     let crd_objects = crds();
-    let crds_applied = apply_all(&ctx.client, FIELD_MANAGER, &crd_objects).await;
+    let crds_applied = apply_all(&managed, FIELD_MANAGER, &crd_objects).await;
     let applied = match &crds_applied.failure {
         None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
         Some(_) => crds_applied,

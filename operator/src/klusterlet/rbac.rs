@@ -207,6 +207,32 @@ pub fn objects(owner: &str, namespace: &str, agent: Agent, label: &Value) -> Vec
     out
 }
 
+/// The RBAC objects of one Hosted agent, on the management cluster: its secrets in the agent
+/// namespace, nothing else (the managed cluster it reaches with the external kubeconfig).
+pub fn hosted_objects(owner: &str, namespace: &str, agent: Agent, label: &Value) -> Vec<Value> {
+    let account = agent.service_account();
+    let subjects = json!([{"kind": "ServiceAccount", "name": account, "namespace": namespace}]);
+    let verbs: &[&str] = if agent.registers() {
+        &ALL
+    } else {
+        &["get", "list", "watch"]
+    };
+    let role = format!(
+        "open-cluster-management:management:{owner}-{}:agent",
+        match agent {
+            Agent::Registration => "registration",
+            Agent::Work => "work",
+            Agent::Singleton => "agent",
+        }
+    );
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": role, "namespace": namespace, "labels": label},
+               "rules": [rule(&[""], &["secrets"], verbs)]}),
+        binding(&role, Some(namespace), ("Role", &role), &subjects, label),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

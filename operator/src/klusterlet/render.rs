@@ -9,6 +9,11 @@
 //! `klusterlet-work-sa`); in Singleton mode one `<klusterlet>-agent` (`ocm agent`, running
 //! both, as `klusterlet-work-sa`).
 //!
+//! In the Hosted modes the agents run on the management cluster, in the namespace named after
+//! the Klusterlet, which also holds their secrets; they reach the managed cluster through the
+//! kubeconfig in Secret `external-managed-kubeconfig` there (mounted, `--hosted
+//! --spoke-kubeconfig`), and on the management cluster they may only use their secrets.
+//!
 //! The work agent needs the cluster's name: `spec.clusterName`, else the name the registration
 //! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
 //! agent runs no replicas (upstream does the same).
@@ -143,13 +148,25 @@ impl Agent {
     }
 }
 
-/// The agent namespace.
+/// The agent namespace: where the agents and their secrets are — on the managed cluster
+/// `spec.namespace` (default [`DEFAULT_AGENT_NAMESPACE`]); in the Hosted modes, on the
+/// management cluster, the namespace named after the Klusterlet.
 pub fn agent_namespace(klusterlet: &Klusterlet) -> String {
+    if Mode::of(klusterlet).hosted() {
+        return klusterlet_name(klusterlet).to_owned();
+    }
     match klusterlet.spec.namespace.as_str() {
         "" => DEFAULT_AGENT_NAMESPACE.to_owned(),
         ns => ns.to_owned(),
     }
 }
+
+/// Secret (key `kubeconfig`) through which Hosted agents reach their managed cluster, in the
+/// agent namespace on the management cluster.
+pub const EXTERNAL_MANAGED_KUBECONFIG: &str = "external-managed-kubeconfig";
+
+/// Where Hosted agents see [`EXTERNAL_MANAGED_KUBECONFIG`].
+const MANAGED_KUBECONFIG_DIR: &str = "/spoke/config";
 
 /// The Klusterlet's name (default `klusterlet`).
 pub fn klusterlet_name(klusterlet: &Klusterlet) -> &str {
@@ -183,6 +200,12 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
         Agent::Singleton => vec!["agent".into()],
     };
     args.push(format!("--agent-namespace={namespace}"));
+    if Mode::of(input.klusterlet).hosted() {
+        args.push("--hosted".into());
+        args.push(format!(
+            "--spoke-kubeconfig={MANAGED_KUBECONFIG_DIR}/kubeconfig"
+        ));
+    }
     if let Some(name) = cluster_name(input) {
         args.push(format!("--cluster-name={name}"));
     }
@@ -251,6 +274,11 @@ fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
         container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
     }
+    let hosted = Mode::of(klusterlet).hosted();
+    if hosted {
+        container["volumeMounts"] = json!([{"name": "managed-kubeconfig",
+            "mountPath": MANAGED_KUBECONFIG_DIR, "readOnly": true}]);
+    }
     let mut pod = json!({
         "serviceAccountName": agent.service_account(),
         "nodeSelector": placement.node_selector,
@@ -262,6 +290,10 @@ fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
     }
     if let Some(alias) = &spec.hub_api_server_host_alias {
         pod["hostAliases"] = json!([{"ip": alias.ip, "hostnames": [alias.hostname]}]);
+    }
+    if hosted {
+        pod["volumes"] = json!([{"name": "managed-kubeconfig",
+            "secret": {"secretName": EXTERNAL_MANAGED_KUBECONFIG}}]);
     }
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -292,13 +324,14 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let owner = klusterlet_name(klusterlet);
     let namespace = agent_namespace(klusterlet);
     let label = json!({KLUSTERLET_LABEL: owner});
-    let mut out = vec![
-        json!({"apiVersion": "v1", "kind": "Namespace",
-               "metadata": {"name": namespace, "labels": label}}),
-        json!({"apiVersion": "v1", "kind": "Namespace",
-               "metadata": {"name": format!("{namespace}-addon"), "labels": label}}),
-    ];
-    let agents = Agent::of(Mode::of(klusterlet));
+    let mode = Mode::of(klusterlet);
+    let mut out = vec![json!({"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": namespace, "labels": label}})];
+    if !mode.hosted() {
+        out.push(json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": format!("{namespace}-addon"), "labels": label}}));
+    }
+    let agents = Agent::of(mode);
     let mut accounts: Vec<&str> = agents.iter().map(|a| a.service_account()).collect();
     accounts.dedup();
     for account in accounts {
@@ -307,7 +340,13 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
                                      "labels": label}}));
     }
     for agent in agents {
-        out.extend(super::rbac::objects(owner, &namespace, *agent, &label));
+        if mode.hosted() {
+            out.extend(super::rbac::hosted_objects(
+                owner, &namespace, *agent, &label,
+            ));
+        } else {
+            out.extend(super::rbac::objects(owner, &namespace, *agent, &label));
+        }
     }
     for agent in agents {
         out.push(deployment(input, *agent, &namespace));
@@ -445,6 +484,37 @@ mod tests {
                 .to_string()
                 .contains("--cluster-name=generated-1")
         );
+    }
+
+    #[test]
+    fn hosted_agents_run_in_the_klusterlets_namespace_with_the_external_kubeconfig() {
+        let k = klusterlet(json!({"clusterName": "c1", "deployOption": {"mode": "Hosted"}}));
+        let secret = HubSecret::default();
+        let objects = render(&RenderInput {
+            klusterlet: &k,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        assert_eq!(agent_namespace(&k), "klusterlet");
+        let namespaces = objects.iter().filter(|o| o["kind"] == "Namespace").count();
+        assert_eq!(namespaces, 1);
+        assert!(!objects.iter().any(|o| o["kind"] == "ClusterRole"));
+        let found = deployments(&objects);
+        assert_eq!(found.len(), 2);
+        let pod = &found[0]["spec"]["template"]["spec"];
+        assert_eq!(found[0]["metadata"]["namespace"], "klusterlet");
+        assert_eq!(
+            pod["volumes"][0]["secret"]["secretName"],
+            EXTERNAL_MANAGED_KUBECONFIG
+        );
+        let args = pod["containers"][0]["args"].to_string();
+        assert!(args.contains("--hosted"), "{args}");
+        assert!(
+            args.contains("--spoke-kubeconfig=/spoke/config/kubeconfig"),
+            "{args}"
+        );
+        assert!(args.contains("--agent-namespace=klusterlet"), "{args}");
     }
 
     #[test]

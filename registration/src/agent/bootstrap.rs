@@ -34,7 +34,7 @@ pub(crate) async fn bootstrap(
         received: Some(jiff::Timestamp::now()),
     };
     secrets::write_hub_secret(
-        &ctx.spoke,
+        &ctx.secrets,
         &ctx.options.agent_namespace,
         &creds,
         cluster,

@@ -482,7 +482,7 @@ impl Joined<'_> {
             if validity.expired(now) {
                 return self.expired_outcome(&validity);
             }
-            let stored = secrets::read_secret(&self.ctx.spoke, &ns, super::HUB_KUBECONFIG_SECRET)
+            let stored = secrets::read_secret(&self.ctx.secrets, &ns, super::HUB_KUBECONFIG_SECRET)
                 .await
                 .ok()
                 .map(|s| s.and_then(|s| secrets::text(&s, keys::TLS_CRT)));
@@ -541,7 +541,7 @@ impl Joined<'_> {
                 .unwrap_or(wake);
             tokio::select! {
                 () = sleep_until(wake.min(safety_net)) => {}
-                _ = secrets::wait_for_hub_secret_change(&self.ctx.spoke, &ns, &cert_pem) => {}
+                _ = secrets::wait_for_hub_secret_change(&self.ctx.secrets, &ns, &cert_pem) => {}
             }
         }
     }
@@ -624,7 +624,7 @@ impl Joined<'_> {
             received: Some(Timestamp::now()),
         };
         secrets::write_hub_secret(
-            &self.ctx.spoke,
+            &self.ctx.secrets,
             &self.ctx.options.agent_namespace,
             &creds,
             self.cluster,

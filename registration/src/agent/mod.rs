@@ -299,6 +299,7 @@ pub fn validate_cluster_name(name: &str) -> Result<(), AgentError> {
 /// The registration agent of one managed cluster.
 pub struct Agent {
     spoke: kube::Client,
+    secrets: kube::Client,
     options: AgentOptions,
     progress: watch::Sender<AgentProgress>,
 }
@@ -308,10 +309,18 @@ impl Agent {
     pub fn new(spoke: kube::Client, options: AgentOptions) -> Agent {
         let (progress, _) = watch::channel(AgentProgress::Starting);
         Agent {
+            secrets: spoke.clone(),
             spoke,
             options,
             progress,
         }
+    }
+
+    /// Keeps the bootstrap and hub kubeconfig secrets on another cluster than the managed
+    /// one (Hosted mode: the management cluster the agent runs on).
+    pub fn with_secrets_on(mut self, management: kube::Client) -> Agent {
+        self.secrets = management;
+        self
     }
 
     /// Follows the agent's progress.
@@ -328,6 +337,7 @@ impl Agent {
         }
         let ctx = Ctx {
             spoke: self.spoke,
+            secrets: self.secrets,
             options: self.options,
             progress: self.progress,
         };
@@ -351,7 +361,7 @@ impl Agent {
                     ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
                     tokio::select! {
                         _ = shutdown.cancelled() => return Ok(()),
-                        () = secrets::wait_for_change(&ctx.spoke, &namespace, &name, None) => {}
+                        () = secrets::wait_for_change(&ctx.secrets, &namespace, &name, None) => {}
                     }
                 }
                 Err(err) => {
@@ -373,6 +383,9 @@ impl Agent {
 /// What the phases share.
 pub(crate) struct Ctx {
     pub(crate) spoke: kube::Client,
+    /// Where the bootstrap and hub kubeconfig secrets are (the managed cluster, or in Hosted
+    /// mode the management cluster).
+    pub(crate) secrets: kube::Client,
     pub(crate) options: AgentOptions,
     pub(crate) progress: watch::Sender<AgentProgress>,
 }
@@ -409,7 +422,7 @@ struct RunState {
 /// over, or an error.
 async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError> {
     let ns = ctx.options.agent_namespace.clone();
-    let bootstrap_secret = secrets::read_secret(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET)
+    let bootstrap_secret = secrets::read_secret(&ctx.secrets, &ns, BOOTSTRAP_KUBECONFIG_SECRET)
         .await
         .map_err(AgentError::Spoke)?;
     let bootstrap_raw = bootstrap_secret
@@ -428,7 +441,7 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
             })
         }
     };
-    let hub_secret = secrets::read_secret(&ctx.spoke, &ns, HUB_KUBECONFIG_SECRET)
+    let hub_secret = secrets::read_secret(&ctx.secrets, &ns, HUB_KUBECONFIG_SECRET)
         .await
         .map_err(AgentError::Spoke)?;
     let (cluster, agent) = match &state.identity {
@@ -479,7 +492,7 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
             let bootstrap = bootstrap?;
             let creds = tokio::select! {
                 creds = bootstrap::bootstrap(ctx, &bootstrap, &cluster, &agent) => creds?,
-                () = secrets::wait_for_change(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
+                () = secrets::wait_for_change(&ctx.secrets, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
                     return Ok("the bootstrap kubeconfig changed".into());
                 }
             };
@@ -490,7 +503,7 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
     state.ever_joined = true;
     let outcome = tokio::select! {
         outcome = joined::run(ctx, creds, &cluster, &agent, state.expiry_note.take()) => outcome?,
-        () = secrets::wait_for_change(&ctx.spoke, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
+        () = secrets::wait_for_change(&ctx.secrets, &ns, BOOTSTRAP_KUBECONFIG_SECRET, bootstrap_raw.clone()) => {
             return Ok("the bootstrap kubeconfig changed".into());
         }
     };

@@ -46,11 +46,12 @@ fn credentials_of(secret: &Secret) -> Option<Credentials> {
 /// with a new client when the secret's kubeconfig changes.
 pub(crate) async fn run_with_hub_credentials(
     spoke: kube::Client,
+    secrets_client: kube::Client,
     options: WorkAgentOptions,
     stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
     shutdown: Shutdown,
 ) {
-    let secrets: Api<Secret> = Api::namespaced(spoke.clone(), &options.agent_namespace);
+    let secrets: Api<Secret> = Api::namespaced(secrets_client, &options.agent_namespace);
     let config = watcher::Config::default()
         .fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"))
         .any_semantic();

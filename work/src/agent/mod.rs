@@ -90,6 +90,7 @@ pub struct WorkAgentStats {
 /// The work agent of one managed cluster.
 pub struct WorkAgent {
     spoke: kube::Client,
+    secrets: kube::Client,
     options: WorkAgentOptions,
     stats: Arc<watch::Sender<WorkAgentStats>>,
 }
@@ -99,10 +100,18 @@ impl WorkAgent {
     pub fn new(spoke: kube::Client, options: WorkAgentOptions) -> WorkAgent {
         let (stats, _) = watch::channel(WorkAgentStats::default());
         WorkAgent {
+            secrets: spoke.clone(),
             spoke,
             options,
             stats: Arc::new(stats),
         }
+    }
+
+    /// Reads the hub kubeconfig secret from another cluster than the managed one (Hosted
+    /// mode: the management cluster the agent runs on).
+    pub fn with_secrets_on(mut self, management: kube::Client) -> WorkAgent {
+        self.secrets = management;
+        self
     }
 
     /// Follows the agent's counters.
@@ -115,7 +124,8 @@ impl WorkAgent {
         if self.options.cluster_name.is_empty() {
             return Err(WorkAgentError::Options("the cluster name is empty".into()));
         }
-        hub::run_with_hub_credentials(self.spoke, self.options, self.stats, shutdown).await;
+        hub::run_with_hub_credentials(self.spoke, self.secrets, self.options, self.stats, shutdown)
+            .await;
         Ok(())
     }
 }
