@@ -14,8 +14,9 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::{ClusterManager, Klusterlet};
 use ocm_api::work::v1::ManifestWork;
 use ocm_e2e::operator::{
-    IMAGE, OperatedCluster, UPGRADED, condition_of, create_klusterlet, shorten_lease,
-    start_operator, wait_available_unknown, wait_deployment_available, write_bootstrap_secret,
+    IMAGE, OperatedCluster, UPGRADED, accept_and_wait_available, condition_of, create_klusterlet,
+    shorten_lease, start_operator, wait_available_unknown, wait_deployment_available,
+    write_bootstrap_secret,
 };
 use ocm_e2e::process::start_apiserver;
 use ocm_e2e::{wait_for, wait_gone};
@@ -252,4 +253,140 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
     kubelet.cancel();
     operator.stop();
     apiserver.stop();
+}
+
+/// A Hosted ClusterManager: the hub components run on a management cluster (in the
+/// namespace named after the ClusterManager) and reach the hub through the external
+/// kubeconfig; the CRDs go on the hub; a cluster joins that hub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (management_server, management_kubeconfig) =
+        start_apiserver(OCM, &home.join("management"), &[]);
+    let (hub_server, hub_kubeconfig) = start_apiserver(OCM, &home.join("hub"), &[]);
+    let management = ocm_runtime::kubeconfig::client_from_file(&management_kubeconfig)
+        .await
+        .unwrap();
+    let hub = ocm_runtime::kubeconfig::client_from_file(&hub_kubeconfig)
+        .await
+        .unwrap();
+    let kubelet = ocm_e2e::start_process_kubelet(
+        OCM,
+        &management_kubeconfig,
+        IMAGE,
+        &home.join("management"),
+    )
+    .await
+    .unwrap();
+    let operator = start_operator(OCM, home, "hub", &management_kubeconfig);
+
+    let cluster_managers: Api<ClusterManager> = Api::all(management.clone());
+    let cm: ClusterManager = serde_json::from_value(json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+        "metadata": {"name": "cluster-manager"},
+        "spec": {"deployOption": {"mode": "Hosted"}}}))
+    .unwrap();
+    cluster_managers
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    // No way to the hub yet: nothing applied, and the condition names the secret.
+    wait_cluster_manager(
+        &cluster_managers,
+        "Applied",
+        "False",
+        "RuntimeResourceApplyFailed",
+    )
+    .await;
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cluster-manager"}});
+    Api::<Namespace>::all(management.clone())
+        .patch(
+            "cluster-manager",
+            &PatchParams::apply("e2e"),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .unwrap();
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "external-hub-kubeconfig", "namespace": "cluster-manager"},
+        "stringData": {"kubeconfig": std::fs::read_to_string(&hub_kubeconfig).unwrap()}}))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(management.clone(), "cluster-manager")
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    for name in COMPONENTS {
+        wait_deployment_available(&management, "cluster-manager", name, 1)
+            .await
+            .unwrap();
+    }
+    wait_cluster_manager(
+        &cluster_managers,
+        "Applied",
+        "True",
+        "ClusterManagerApplied",
+    )
+    .await;
+    // The CRDs are on the hub, the components are not.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(hub.clone());
+    crds.get("managedclusters.cluster.open-cluster-management.io")
+        .await
+        .unwrap();
+    let hub_deployments: Api<Deployment> = Api::all(hub.clone());
+    assert!(
+        hub_deployments
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    let token = ocm::bootstrap::init_hub(&hub, None).await.unwrap();
+    let server = ocm_runtime::kubeconfig::current_server(
+        &ocm_runtime::kubeconfig::parse(&std::fs::read_to_string(&hub_kubeconfig).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let bootstrap = ocm::commands::join::bootstrap_kubeconfig(
+        &server.server,
+        server.ca_pem.as_deref().unwrap(),
+        &token.to_string(),
+    );
+    let operated = OperatedCluster::start(OCM, home, "c1").await.unwrap();
+    write_bootstrap_secret(&operated.spoke.client(), &bootstrap)
+        .await
+        .unwrap();
+    create_klusterlet(
+        &operated.spoke.client(),
+        "klusterlet",
+        json!({"clusterName": "c1"}),
+    )
+    .await
+    .unwrap();
+    accept_and_wait_available(&hub, "c1").await.unwrap();
+    // The hub's registration controller (on the management cluster) made c1's namespace.
+    Api::<Namespace>::all(hub.clone()).get("c1").await.unwrap();
+
+    cluster_managers
+        .delete("cluster-manager", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&cluster_managers, "cluster-manager")
+        .await
+        .unwrap();
+    wait_gone(
+        &Api::<Namespace>::all(management.clone()),
+        "cluster-manager",
+    )
+    .await
+    .unwrap();
+    operated.stop().await;
+    kubelet.cancel();
+    operator.stop();
+    hub_server.stop();
+    management_server.stop();
 }

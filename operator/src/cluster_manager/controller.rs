@@ -5,6 +5,11 @@
 //! letting the ClusterManager go (finalizer
 //! `operator.open-cluster-management.io/cluster-manager-cleanup`).
 //!
+//! Hosted mode: the components (and the webhook certificate) in the namespace named after the
+//! ClusterManager on this management cluster, pointed at the hub by the kubeconfig in Secret
+//! `external-hub-kubeconfig` there; the CRDs on that hub. Without the secret, `Applied` is
+//! False (`RuntimeResourceApplyFailed`, naming it).
+//!
 //! Not yet: the webhook configurations and the CRDs' conversion stanza (they would name the
 //! webhook Service), the Hosted mode, `HubRegistrationDegraded` / `HubPlacementDegraded`.
 
@@ -20,7 +25,9 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::render::{RenderInput, crds, render};
+use super::render::{
+    EXTERNAL_HUB_KUBECONFIG, RenderInput, components_namespace, crds, hosted, render,
+};
 use crate::apply::{Applied, apply_all, control_plane_nodes, delete_all, related, set_finalizer};
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -51,6 +58,32 @@ fn error_policy(_cm: Arc<ClusterManager>, err: &OperatorError, _ctx: Arc<Ctx>) -
     Action::requeue(Duration::from_secs(5))
 }
 
+/// A client of a Hosted ClusterManager's hub, from the external kubeconfig secret in
+/// `namespace`; `Ok(Err(why))` when there is none or it does not make a client.
+async fn hub_client(
+    management: &kube::Client,
+    namespace: &str,
+) -> Result<Result<kube::Client, String>, kube::Error> {
+    let secret =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(management.clone(), namespace)
+            .get_opt(EXTERNAL_HUB_KUBECONFIG)
+            .await?;
+    let yaml = secret
+        .as_ref()
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get("kubeconfig"))
+        .and_then(|b| String::from_utf8(b.0.clone()).ok());
+    let Some(yaml) = yaml else {
+        return Ok(Err(format!(
+            "secret {namespace}/{EXTERNAL_HUB_KUBECONFIG} (key kubeconfig) not found: the Hosted \
+             hub components reach the hub through it"
+        )));
+    };
+    Ok(ocm_runtime::kubeconfig::client_from_yaml(&yaml)
+        .await
+        .map_err(|e| format!("secret {namespace}/{EXTERNAL_HUB_KUBECONFIG}: {e}")))
+}
+
 async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, OperatorError> {
     let api: Api<ClusterManager> = Api::all(ctx.client.clone());
     let name = cm.metadata.name.clone().unwrap_or_default();
@@ -77,8 +110,40 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     if set_finalizer(&api, &cm.metadata, CLEANUP_FINALIZER, true).await? {
         return Ok(Action::await_change());
     }
+    // The hub: this cluster, or in Hosted mode the one behind the external kubeconfig.
+    let hub = if hosted(&cm) {
+        match hub_client(&ctx.client, &components_namespace(&cm)).await? {
+            Ok(client) => client,
+            Err(message) => {
+                let generation = cm.metadata.generation;
+                let mut conditions = cm
+                    .status
+                    .as_ref()
+                    .map(|s| s.conditions.clone())
+                    .unwrap_or_default();
+                set_condition(
+                    &mut conditions,
+                    condition(
+                        "Applied",
+                        "False",
+                        "RuntimeResourceApplyFailed",
+                        &message,
+                        generation,
+                    ),
+                );
+                let patch = json!({"metadata": {"resourceVersion": cm.metadata.resource_version},
+                                   "status": {"observedGeneration": generation,
+                                              "conditions": conditions}});
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                return Ok(Action::requeue(Duration::from_secs(10)));
+            }
+        }
+    } else {
+        ctx.client.clone()
+    };
     let crd_objects = crds();
-    let crds_applied = apply_all(&ctx.client, FIELD_MANAGER, &crd_objects).await;
+    let crds_applied = apply_all(&hub, FIELD_MANAGER, &crd_objects).await;
     let Applied {
         mut failure,
         rolling,
@@ -88,7 +153,8 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         Some(_) => crds_applied,
     };
     if failure.is_none()
-        && let Err(err) = super::webhook_cert::ensure(&ctx.client, &name).await
+        && let Err(err) =
+            super::webhook_cert::ensure(&ctx.client, &components_namespace(&cm), &name).await
     {
         failure = Some(format!("webhook serving certificate: {err}"));
     }

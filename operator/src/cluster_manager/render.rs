@@ -12,11 +12,41 @@
 //! ClusterManager's image fields when set to something other than the CRD's defaults
 //! (upstream's quay.io images), else the `ocm` image the operator runs with.
 
-use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode};
+use ocm_api::operator::v1::{
+    ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
+};
 use serde_json::{Value, json};
 
 /// Namespace of the hub components in Default mode.
 pub const HUB_NAMESPACE: &str = "open-cluster-management-hub";
+
+/// Secret (key `kubeconfig`) through which a Hosted ClusterManager's components reach their
+/// hub, in the namespace named after the ClusterManager on the management cluster.
+pub const EXTERNAL_HUB_KUBECONFIG: &str = "external-hub-kubeconfig";
+
+/// Where Hosted components see [`EXTERNAL_HUB_KUBECONFIG`].
+const HUB_KUBECONFIG_DIR: &str = "/var/run/ocm/hub-kubeconfig";
+
+/// Whether the ClusterManager runs its components on a management cluster.
+pub fn hosted(cm: &ClusterManager) -> bool {
+    cm.spec
+        .deploy_option
+        .as_ref()
+        .is_some_and(|d| d.mode == ClusterManagerInstallMode::Hosted)
+}
+
+/// Where the components run: `open-cluster-management-hub` on the hub, or in Hosted mode the
+/// namespace named after the ClusterManager on the management cluster.
+pub fn components_namespace(cm: &ClusterManager) -> String {
+    if hosted(cm) {
+        cm.metadata
+            .name
+            .clone()
+            .unwrap_or_else(|| "cluster-manager".to_owned())
+    } else {
+        HUB_NAMESPACE.to_owned()
+    }
+}
 
 /// Port the webhook server listens on inside its pod.
 pub const WEBHOOK_PORT: i32 = 9443;
@@ -155,8 +185,17 @@ fn auto_approved_users(cm: &ClusterManager) -> Vec<String> {
     users
 }
 
-/// The component's container arguments.
+/// The component's container arguments (in Hosted mode, pointed at the hub through the
+/// mounted external kubeconfig).
 fn args(cm: &ClusterManager, component: Component) -> Vec<String> {
+    let mut args = local_args(cm, component);
+    if hosted(cm) {
+        args.push(format!("--kubeconfig={HUB_KUBECONFIG_DIR}/kubeconfig"));
+    }
+    args
+}
+
+fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
     let metrics = format!("0.0.0.0:{METRICS_PORT}");
     let Some(name) = component.controllers_name() else {
         return vec![
@@ -199,7 +238,13 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
     let name = format!("{cm_name}-{}", component.deployment_suffix());
-    let replicas = crate::pod::replicas(input.control_plane_nodes);
+    // Upstream runs one replica of each in Hosted mode.
+    let replicas = if hosted(cm) {
+        1
+    } else {
+        crate::pod::replicas(input.control_plane_nodes)
+    };
+    let namespace = components_namespace(cm);
     let placement = cm.spec.node_placement.clone().unwrap_or_default();
     let mut container = json!({
         "name": component.deployment_suffix(),
@@ -220,9 +265,25 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
         container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
         container["readinessProbe"] = json!({"httpGet": {"path": "/readyz", "port": METRICS_PORT}});
     }
+    if hosted(cm) {
+        let mounts = container["volumeMounts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut mounts = mounts;
+        mounts.push(
+            json!({"name": "hub-kubeconfig", "mountPath": HUB_KUBECONFIG_DIR,
+                           "readOnly": true}),
+        );
+        container["volumeMounts"] = json!(mounts);
+        if let Some(list) = volumes.as_array_mut() {
+            list.push(json!({"name": "hub-kubeconfig",
+                             "secret": {"secretName": EXTERNAL_HUB_KUBECONFIG}}));
+        }
+    }
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": HUB_NAMESPACE,
+        "metadata": {"name": name, "namespace": namespace,
                      "labels": {"app": name, "clustermanager.operator.open-cluster-management.io/name": cm_name}},
         "spec": {
             "replicas": replicas,
@@ -266,17 +327,25 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
     let label = json!({"clustermanager.operator.open-cluster-management.io/name": cm_name});
+    let namespace = components_namespace(cm);
+    let hosted = hosted(cm);
     let mut out = vec![json!({
         "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": HUB_NAMESPACE, "labels": label},
+        "metadata": {"name": namespace, "labels": label},
     })];
     for component in components(cm) {
         let role = cluster_role_name(cm_name, component);
         out.push(json!({
             "apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": component.service_account(), "namespace": HUB_NAMESPACE,
+            "metadata": {"name": component.service_account(), "namespace": namespace,
                          "labels": label},
         }));
+        if hosted {
+            // The components act on the hub as the external kubeconfig's user; here they
+            // need nothing.
+            out.push(deployment(input, component));
+            continue;
+        }
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": role, "labels": label},
@@ -312,7 +381,7 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     }
     out.push(json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("{cm_name}-webhook"), "namespace": HUB_NAMESPACE,
+        "metadata": {"name": format!("{cm_name}-webhook"), "namespace": namespace,
                      "labels": label},
         "spec": {"selector": {"app": format!("{cm_name}-webhook")},
                  "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
@@ -414,6 +483,37 @@ mod tests {
                     .is_some_and(|n| n.contains("webhook"))
         }));
         assert_eq!(objects.last().unwrap()["kind"], "Service");
+    }
+
+    #[test]
+    fn hosted_components_run_in_the_cluster_managers_namespace_pointed_at_the_hub() {
+        let cm = cm(json!({"deployOption": {"mode": "Hosted"}}));
+        let objects = rendered(&cm, 3);
+        assert_eq!(objects[0]["metadata"]["name"], "cluster-manager");
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o["kind"] == "ClusterRole" || o["kind"] == "Role")
+        );
+        let registration =
+            deployment_named(&objects, "cluster-manager-registration-controller").unwrap();
+        assert_eq!(registration["metadata"]["namespace"], "cluster-manager");
+        assert_eq!(registration["spec"]["replicas"], 1);
+        let pod = &registration["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"][0]["secret"]["secretName"],
+            EXTERNAL_HUB_KUBECONFIG
+        );
+        assert!(
+            pod["containers"][0]["args"]
+                .to_string()
+                .contains("--kubeconfig=/var/run/ocm/hub-kubeconfig/kubeconfig")
+        );
+        let webhook = deployment_named(&objects, "cluster-manager-webhook").unwrap();
+        assert_eq!(
+            webhook["spec"]["template"]["spec"]["volumes"][1]["secret"]["secretName"],
+            EXTERNAL_HUB_KUBECONFIG
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use ocm_webhook::certs::{SERVING_LIFETIME, expires_at, issue_serving};
 
-use super::render::{HUB_NAMESPACE, webhook_secret};
+use super::render::webhook_secret;
 use crate::OperatorError;
 
 /// Name of the Secret holding the webhook CA.
@@ -49,7 +49,12 @@ pub fn needs_reissue(serving: Option<(&str, &str)>, ca: &str, now: i64) -> bool 
         || expires_at(cert).is_err()
 }
 
-async fn write(api: &Api<Secret>, name: &str, data: &[(&str, &str)]) -> Result<(), kube::Error> {
+async fn write(
+    api: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+    data: &[(&str, &str)],
+) -> Result<(), kube::Error> {
     let data: BTreeMap<String, ByteString> = data
         .iter()
         .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
@@ -57,7 +62,7 @@ async fn write(api: &Api<Secret>, name: &str, data: &[(&str, &str)]) -> Result<(
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.to_owned()),
-            namespace: Some(HUB_NAMESPACE.to_owned()),
+            namespace: Some(namespace.to_owned()),
             ..Default::default()
         },
         type_: Some("kubernetes.io/tls".into()),
@@ -76,9 +81,14 @@ async fn write(api: &Api<Secret>, name: &str, data: &[(&str, &str)]) -> Result<(
     Ok(())
 }
 
-/// Makes sure both Secrets hold valid certificates; returns the CA bundle.
-pub async fn ensure(client: &kube::Client, cm_name: &str) -> Result<String, OperatorError> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), HUB_NAMESPACE);
+/// Makes sure both Secrets (in the components' `namespace`) hold valid certificates; returns
+/// the CA bundle.
+pub async fn ensure(
+    client: &kube::Client,
+    namespace: &str,
+    cm_name: &str,
+) -> Result<String, OperatorError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let signer = api.get_opt(&signer_secret(cm_name)).await?;
     let ca = signer
         .as_ref()
@@ -100,11 +110,12 @@ pub async fn ensure(client: &kube::Client, cm_name: &str) -> Result<String, Oper
     let service = format!("{cm_name}-webhook");
     let issued = issue_serving(
         ca.as_ref().map(|(c, k)| (c.as_str(), k.as_str())),
-        &service_hosts(&service, HUB_NAMESPACE),
+        &service_hosts(&service, namespace),
     )?;
     if ca.is_none() {
         write(
             &api,
+            namespace,
             &signer_secret(cm_name),
             &[("tls.crt", &issued.ca_cert), ("tls.key", &issued.ca_key)],
         )
@@ -112,6 +123,7 @@ pub async fn ensure(client: &kube::Client, cm_name: &str) -> Result<String, Oper
     }
     write(
         &api,
+        namespace,
         &webhook_secret(cm_name),
         &[
             ("tls.crt", &issued.cert),
