@@ -438,7 +438,7 @@ async fn failure_policy_fail_refuses_and_ignore_continues() {
             ),
             _ => assert_eq!(
                 rest,
-                "failed to call webhook: service references are not supported by this server; use clientConfig.url"
+                "failed to call webhook: service \"default/s\" has no endpoints this server can reach"
             ),
         }
         // The same webhook with failurePolicy Ignore lets the request through.

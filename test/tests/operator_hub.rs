@@ -152,6 +152,21 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     namespaces.get("c1").await.unwrap();
 
+    // The hub's admission policies run in the webhook pod, reached through its Service: a
+    // ManifestWork without manifests is refused (the plain API server alone would take it).
+    let empty: ManifestWork = serde_json::from_value(json!({
+        "metadata": {"name": "empty", "namespace": "c1"},
+        "spec": {"workload": {"manifests": []}}}))
+    .unwrap();
+    let refused = Api::<ManifestWork>::namespaced(admin.clone(), "c1")
+        .create(&PostParams::default(), &empty)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("denied the request"),
+        "{refused}"
+    );
+
     // A ManifestWork reaches c2's single agent.
     let work: ManifestWork = serde_json::from_value(json!({
         "metadata": {"name": "hello", "namespace": "c2"},

@@ -3,6 +3,7 @@
 //! addon CRDs, and a check that the API server really calls them.
 //!
 //! The configurations use `clientConfig.url` (the hub process is reached at an address, not a
+//! Service; [`through_service`] makes the operator's variant, which names the webhook
 //! Service) with the serving CA as `caBundle`, `failurePolicy: Fail` (a policy that is not
 //! asked must not let a request through), `sideEffects: None` and `timeoutSeconds: 10`.
 
@@ -101,6 +102,31 @@ pub fn validating_configuration(base_url: &str, ca_bundle: &str) -> Value {
         "metadata": {"name": VALIDATING_CONFIGURATION, "labels": {"app": "ocm-hub"}},
         "webhooks": webhooks(Phase::Validating, base_url, ca_bundle),
     })
+}
+
+/// `configuration` (from [`mutating_configuration`] or [`validating_configuration`]) with every
+/// webhook reached through Service `namespace/name` (port 443, the same paths) instead of a
+/// URL — how an operator-installed hub, whose webhook server is a Deployment, is registered.
+pub fn through_service(mut configuration: Value, namespace: &str, name: &str) -> Value {
+    if let Some(hooks) = configuration["webhooks"].as_array_mut() {
+        for hook in hooks {
+            let config = &mut hook["clientConfig"];
+            let url = config["url"].as_str().unwrap_or_default().to_owned();
+            // The path after `https://host[:port]`.
+            let path = url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
+                .unwrap_or_else(|| "/".to_owned());
+            if let Some(object) = config.as_object_mut() {
+                object.remove("url");
+                object.insert(
+                    "service".into(),
+                    json!({"namespace": namespace, "name": name, "port": 443, "path": path}),
+                );
+            }
+        }
+    }
+    configuration
 }
 
 /// Sets `spec.conversion` of the addon CRDs among `crds` to the conversion webhook at
@@ -246,6 +272,26 @@ pub async fn wait_until_answering(
         tracing::debug!(reason = last, "webhooks not answering yet");
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod service_tests {
+    use super::*;
+
+    #[test]
+    fn webhooks_can_name_a_service_with_the_same_paths() {
+        let config = through_service(
+            validating_configuration("https://127.0.0.1:9443", "CA"),
+            "ns",
+            "svc",
+        );
+        let hook = &config["webhooks"][0]["clientConfig"];
+        assert!(hook.get("url").is_none());
+        assert_eq!(hook["service"]["name"], "svc");
+        assert_eq!(hook["service"]["port"], 443);
+        assert_eq!(hook["service"]["path"], VALIDATE_PATH);
+        assert!(hook["caBundle"].is_string());
     }
 }
 

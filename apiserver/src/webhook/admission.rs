@@ -179,7 +179,12 @@ impl Failure {
     }
 }
 
-async fn call(hook: &Webhook, request: Value) -> Result<Answer, Failure> {
+async fn call(
+    store: &Store,
+    cluster: &str,
+    hook: &Webhook,
+    request: Value,
+) -> Result<Answer, Failure> {
     let uid = request
         .get("uid")
         .and_then(Value::as_str)
@@ -191,7 +196,8 @@ async fn call(hook: &Webhook, request: Value) -> Result<Answer, Failure> {
         "request": request,
     });
     tracing::debug!(webhook = hook.name, uid, "calling admission webhook");
-    let reply = super::client::post(&hook.client, hook.timeout, &review)
+    let client = super::service::resolve(store, cluster, &hook.client);
+    let reply = super::client::post(&client, hook.timeout, &review)
         .await
         .map_err(|err| Failure::Call(err.to_string()))?;
     verify(hook, &uid, &reply).map_err(Failure::Invalid)
@@ -422,7 +428,7 @@ pub async fn run_mutating(
                 Decision::Call => {}
             }
             let request = inv.review_request(&new_uid(), current.as_ref(), old);
-            let answer = match call(hook, request).await {
+            let answer = match call(store, inv.cluster, hook, request).await {
                 Ok(a) => a,
                 Err(failure) => match hook.failure_policy {
                     FailurePolicy::Fail => return Err(failure.to_error(hook)),
@@ -481,7 +487,7 @@ pub async fn run_validating(
             Decision::Fail(err) => return Err(err),
             Decision::Call => {
                 let request = inv.review_request(&new_uid(), object, old);
-                calls.push(async move { (hook, call(hook, request).await) });
+                calls.push(async move { (hook, call(store, inv.cluster, hook, request).await) });
             }
         }
     }

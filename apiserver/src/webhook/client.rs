@@ -20,9 +20,9 @@ const MAX_RESPONSE_BYTES: usize = 3 * 1024 * 1024;
 /// Why a call failed (the text after `failed to call webhook: `).
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    /// `clientConfig.service`: there is no cluster network to reach a Service.
-    #[error("service references are not supported by this server; use clientConfig.url")]
-    ServiceUnsupported,
+    /// `clientConfig.service` with no ready pod behind it this server can reach.
+    #[error("{0}")]
+    ServiceUnreachable(String),
     /// The URL or the CA bundle cannot be used.
     #[error("{0}")]
     Config(String),
@@ -80,7 +80,13 @@ pub async fn post(
     body: &Value,
 ) -> Result<Value, CallError> {
     let (url, ca_bundle) = match client {
-        ClientConfig::Service { .. } => return Err(CallError::ServiceUnsupported),
+        ClientConfig::Service {
+            namespace, name, ..
+        } => {
+            return Err(CallError::ServiceUnreachable(format!(
+                "service \"{namespace}/{name}\" has no endpoints this server can reach"
+            )));
+        }
         ClientConfig::Url { url, ca_bundle } => (url, ca_bundle),
     };
     let url = url_with_timeout(url, timeout);
@@ -167,6 +173,9 @@ mod tests {
             &ClientConfig::Service {
                 namespace: "n".into(),
                 name: "s".into(),
+                port: 443,
+                path: "/".into(),
+                ca_bundle: None,
             },
             Duration::from_secs(1),
             &Value::Null,
@@ -176,7 +185,7 @@ mod tests {
         .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("service references are not supported by this server; use clientConfig.url")
+            Some("service \"n/s\" has no endpoints this server can reach")
         );
     }
 }

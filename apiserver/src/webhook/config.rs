@@ -31,12 +31,19 @@ pub enum ClientConfig {
         /// PEM CA bundle (decoded from base64).
         ca_bundle: Option<Vec<u8>>,
     },
-    /// `service`: a cluster Service (not reachable from this server).
+    /// `service`: a cluster Service, reached at a ready pod behind it when that pod's ports
+    /// are published (see [`super::service`]).
     Service {
         /// Service namespace.
         namespace: String,
         /// Service name.
         name: String,
+        /// Service port (default 443).
+        port: i64,
+        /// URL path (default `/`).
+        path: String,
+        /// PEM CA bundle (decoded from base64).
+        ca_bundle: Option<Vec<u8>>,
     },
 }
 
@@ -52,6 +59,12 @@ impl ClientConfig {
             Some(service) => ClientConfig::Service {
                 namespace: str_of(service, "namespace").to_owned(),
                 name: str_of(service, "name").to_owned(),
+                port: service.get("port").and_then(Value::as_i64).unwrap_or(443),
+                path: Some(str_of(service, "path"))
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("/")
+                    .to_owned(),
+                ca_bundle,
             },
             None => ClientConfig::Url {
                 url: str_of(value, "url").to_owned(),

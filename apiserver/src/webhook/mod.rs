@@ -4,6 +4,7 @@
 //!   defaulting, validation and parsing (pure).
 //! - [`matching`]: rules, namespace/object selectors and `matchConditions` (pure).
 //! - [`client`]: the HTTPS POST to `clientConfig.url`, trusting only `caBundle`.
+//! - [`service`]: `clientConfig.service` resolved to a pod this server can reach.
 //! - [`admission`]: the configurations of a logical cluster and the mutating and validating
 //!   runs of a write.
 //! - [`conversion`]: CRD conversion webhooks (`spec.conversion.strategy: Webhook`).
@@ -15,15 +16,17 @@
 //! validating webhooks (in parallel; all must allow). Each logical cluster uses the
 //! configurations stored in it.
 //!
-//! `clientConfig.service` cannot be reached (there is no cluster network): a call to such a
-//! webhook fails with `service references are not supported by this server; use
-//! clientConfig.url`, subject to the failure policy.
+//! `clientConfig.service`: there is no cluster network, but pods that run as local processes
+//! publish their ports ([`service`]); a Service reference goes to such a pod behind the
+//! Service, else the call fails (`service "ns/name" has no endpoints this server can reach`),
+//! subject to the failure policy. Conversion webhooks are still reached by URL only.
 
 pub mod admission;
 pub mod client;
 pub mod config;
 pub mod conversion;
 pub mod matching;
+pub mod service;
 
 pub use admission::{ClusterWebhooks, Invocation, WebhookCache, run_mutating, run_validating};
 pub use config::{

@@ -3,6 +3,7 @@
 //! (mount paths rebased under the pod's folder, listen addresses moved off shared ports),
 //! and the Deployment status its pods add up to.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -10,6 +11,11 @@ use serde_json::{Value, json};
 /// Annotation the process kubelet puts on Deployments and Pods it runs: the workload
 /// simulator leaves their status to it.
 pub const PROCESS_ANNOTATION: &str = "simulation.open-cluster-management.io/runs-as-process";
+
+/// Pod annotation: where each container port listens on this machine
+/// (`{"<containerPort>": <local port>}`), for the API server to reach the pod behind a Service
+/// (`ocm_apiserver::webhook::service`).
+pub const PORTS_ANNOTATION: &str = "simulation.open-cluster-management.io/ports";
 
 /// Label on the Pods the process kubelet creates.
 pub const PROCESS_LABEL: &str = "simulation.open-cluster-management.io/process-pod";
@@ -123,10 +129,26 @@ pub fn local_path(pod_dir: &Path, mount_path: &str) -> std::path::PathBuf {
         .join(mount_path.trim_start_matches('/'))
 }
 
+/// The first container's ports.
+pub fn container_ports(pod_spec: &Value) -> Vec<i64> {
+    pod_spec["containers"][0]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["containerPort"].as_i64())
+        .collect()
+}
+
 /// One argument or env value as the process gets it: a path inside a mount is rebased under
 /// the pod's folder; a listen address on one of the container's ports (`0.0.0.0:<port>`,
-/// `:<port>`) becomes a free loopback port, since every pod shares this machine's network.
-pub fn rewrite(value: &str, pod_dir: &Path, mounts: &[Mount], ports: &[i64]) -> String {
+/// `[::]:<port>`) becomes the loopback port `ports` gives it, since every pod shares this
+/// machine's network.
+pub fn rewrite(
+    value: &str,
+    pod_dir: &Path,
+    mounts: &[Mount],
+    ports: &BTreeMap<i64, u16>,
+) -> String {
     for mount in mounts {
         let prefix = mount.mount_path.trim_end_matches('/');
         if prefix.is_empty() {
@@ -140,10 +162,10 @@ pub fn rewrite(value: &str, pod_dir: &Path, mounts: &[Mount], ports: &[i64]) -> 
             }
         }
     }
-    for port in ports {
+    for (port, local) in ports {
         for listen in [format!("0.0.0.0:{port}"), format!("[::]:{port}")] {
             if let Some(stripped) = value.strip_suffix(listen.as_str()) {
-                return format!("{stripped}127.0.0.1:0");
+                return format!("{stripped}127.0.0.1:{local}");
             }
         }
     }
@@ -156,16 +178,11 @@ pub fn command_line(
     pod_spec: &Value,
     pod_dir: &Path,
     fields: &dyn Fn(&str) -> Option<String>,
+    ports: &BTreeMap<i64, u16>,
 ) -> (Vec<String>, Vec<(String, String)>) {
     let container = &pod_spec["containers"][0];
     let mounts = mounts(pod_spec);
-    let ports: Vec<i64> = container["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["containerPort"].as_i64())
-        .collect();
-    let text = |v: &Value| v.as_str().map(|s| rewrite(s, pod_dir, &mounts, &ports));
+    let text = |v: &Value| v.as_str().map(|s| rewrite(s, pod_dir, &mounts, ports));
     // `command` replaces the entrypoint (`ocm`): its first word is the binary.
     let command: Vec<String> = container["command"]
         .as_array()
@@ -186,7 +203,7 @@ pub fn command_line(
             continue;
         };
         let value = if let Some(value) = var["value"].as_str() {
-            Some(rewrite(value, pod_dir, &mounts, &ports))
+            Some(rewrite(value, pod_dir, &mounts, ports))
         } else {
             var["valueFrom"]["fieldRef"]["fieldPath"]
                 .as_str()
@@ -288,15 +305,16 @@ mod tests {
         });
         let dir = Path::new("/tmp/pod");
         let fields = |path: &str| (path == "metadata.name").then(|| "p-1".to_owned());
-        let (args, env) = command_line(&spec, dir, &fields);
+        let ports = BTreeMap::from([(9443, 40001), (8080, 40002)]);
+        let (args, env) = command_line(&spec, dir, &fields, &ports);
         assert_eq!(
             args,
             [
                 "hub",
                 "webhook",
                 "--webhook-cert-dir=/tmp/pod/volumes/var/run/cert",
-                "--webhook-listen=127.0.0.1:0",
-                "--metrics-addr=127.0.0.1:0",
+                "--webhook-listen=127.0.0.1:40001",
+                "--metrics-addr=127.0.0.1:40002",
                 "--name=x"
             ]
         );

@@ -129,6 +129,39 @@ async fn service_account_kubeconfig(
     Ok(path)
 }
 
+/// A free loopback port for each container port (the process binds it right after).
+fn local_ports(container_ports: &[i64]) -> std::io::Result<std::collections::BTreeMap<i64, u16>> {
+    let mut out = std::collections::BTreeMap::new();
+    for port in container_ports {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        out.insert(*port, listener.local_addr()?.port());
+    }
+    Ok(out)
+}
+
+/// Records where the Pod's container ports listen ([`pod::PORTS_ANNOTATION`]).
+async fn publish_ports(run: &PodRun, ports: &std::collections::BTreeMap<i64, u16>) {
+    if ports.is_empty() {
+        return;
+    }
+    let Some(name) = run.pod.metadata.name.as_deref() else {
+        return;
+    };
+    let namespace = run.pod.metadata.namespace.as_deref().unwrap_or_default();
+    let map: serde_json::Map<String, Value> = ports
+        .iter()
+        .map(|(port, local)| (port.to_string(), json!(local)))
+        .collect();
+    let patch = json!({"metadata": {"annotations": {
+        pod::PORTS_ANNOTATION: Value::Object(map).to_string()}}});
+    if let Err(err) = Api::<Pod>::namespaced(run.client.clone(), namespace)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::debug!(pod = name, %err, "publishing the pod's ports");
+    }
+}
+
 /// Merges `status` into the Pod's status (a Pod already gone is fine).
 async fn report(run: &PodRun, status: Value) {
     let Some(name) = run.pod.metadata.name.as_deref() else {
@@ -281,7 +314,18 @@ pub(super) async fn supervise(run: PodRun) {
                 continue;
             }
         };
-        let (args, env) = pod::command_line(&spec, &pod_dir, &fields);
+        let ports = match local_ports(&pod::container_ports(&spec)) {
+            Ok(ports) => ports,
+            Err(err) => {
+                tracing::warn!(pod = %name, %err, "no free local port");
+                if pause(&run.stop, backoff).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        publish_ports(&run, &ports).await;
+        let (args, env) = pod::command_line(&spec, &pod_dir, &fields, &ports);
         let spawned = tokio::process::Command::new(&run.options.binary)
             .args(&args)
             .envs(env)

@@ -10,8 +10,12 @@
 //! `external-hub-kubeconfig` there; the CRDs on that hub. Without the secret, `Applied` is
 //! False (`RuntimeResourceApplyFailed`, naming it).
 //!
-//! Not yet: the webhook configurations and the CRDs' conversion stanza (they would name the
-//! webhook Service), the Hosted mode, `HubRegistrationDegraded` / `HubPlacementDegraded`.
+//! Once the webhook server's Deployment is rolled out, the Mutating/ValidatingWebhookConfiguration
+//! of the hub's admission policies are registered, naming the webhook Service (reason
+//! `WebhookApplyFailed` when that fails); deleting the ClusterManager removes them first.
+//!
+//! Not yet: the CRDs' conversion stanza (addon v1alpha1/v1beta1), webhooks of a Hosted hub,
+//! `HubRegistrationDegraded` / `HubPlacementDegraded`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +30,7 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
 use super::render::{
-    EXTERNAL_HUB_KUBECONFIG, RenderInput, components_namespace, crds, hosted, render,
+    EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, components_namespace, crds, hosted, render,
 };
 use crate::apply::{Applied, apply_all, control_plane_nodes, delete_all, related, set_finalizer};
 pub use crate::{OperatorError, OperatorOptions};
@@ -56,6 +60,27 @@ pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutd
 fn error_policy(_cm: Arc<ClusterManager>, err: &OperatorError, _ctx: Arc<Ctx>) -> Action {
     tracing::debug!(%err, "cluster manager reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+/// The hub's webhook configurations, every webhook reached through the webhook Service of
+/// ClusterManager `cm_name`, trusting `ca_bundle`.
+fn webhook_configurations(cm_name: &str, ca_bundle: &str) -> Vec<serde_json::Value> {
+    use ocm_webhook::install::{mutating_configuration, through_service, validating_configuration};
+    let service = format!("{cm_name}-webhook");
+    // The URL is replaced by the Service reference; only its path is kept.
+    let base = "https://webhook.invalid";
+    vec![
+        through_service(
+            mutating_configuration(base, ca_bundle),
+            HUB_NAMESPACE,
+            &service,
+        ),
+        through_service(
+            validating_configuration(base, ca_bundle),
+            HUB_NAMESPACE,
+            &service,
+        ),
+    ]
 }
 
 /// A client of a Hosted ClusterManager's hub, from the external kubeconfig secret in
@@ -101,7 +126,10 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             .flatten()
             .any(|f| f == CLEANUP_FINALIZER)
         {
-            // Cluster-scoped objects by name, then the namespace (which takes the rest).
+            // The webhook configurations first (with the server gone, failurePolicy Fail
+            // would refuse every OCM write), then cluster-scoped objects by name, then the
+            // namespace (which takes the rest).
+            delete_all(&ctx.client, &webhook_configurations(&name, "")).await?;
             delete_all(&ctx.client, &objects).await?;
             set_finalizer(&api, &cm.metadata, CLEANUP_FINALIZER, false).await?;
         }
@@ -152,11 +180,24 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
         Some(_) => crds_applied,
     };
-    if failure.is_none()
-        && let Err(err) =
-            super::webhook_cert::ensure(&ctx.client, &components_namespace(&cm), &name).await
-    {
-        failure = Some(format!("webhook serving certificate: {err}"));
+    let mut webhook_objects = Vec::new();
+    if failure.is_none() {
+        match super::webhook_cert::ensure(&ctx.client, &components_namespace(&cm), &name).await {
+            Err(err) => failure = Some(format!("webhook serving certificate: {err}")),
+            // Registered once the server answers: before, failurePolicy Fail would refuse
+            // every OCM write. (Hosted: the hub would need the management cluster's
+            // address; not yet.)
+            Ok(ca) if !hosted(&cm) && !rolling.contains(&format!("{name}-webhook")) => {
+                webhook_objects = webhook_configurations(&name, &ca);
+                if let Some(err) = apply_all(&ctx.client, FIELD_MANAGER, &webhook_objects)
+                    .await
+                    .failure
+                {
+                    failure = Some(format!("WebhookApplyFailed: {err}"));
+                }
+            }
+            Ok(_) => {}
+        }
     }
     let generation = cm.metadata.generation;
     let mut conditions = cm
@@ -173,6 +214,11 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         Some(err) if err.starts_with("CustomResourceDefinition") => {
             ("False", "CRDApplyFailed", err.clone())
         }
+        Some(err) if err.starts_with("WebhookApplyFailed: ") => (
+            "False",
+            "WebhookApplyFailed",
+            err.trim_start_matches("WebhookApplyFailed: ").to_owned(),
+        ),
         Some(err) => ("False", "RuntimeResourceApplyFailed", err.clone()),
     };
     set_condition(
@@ -199,7 +245,12 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     let status = json!({
         "observedGeneration": generation,
         "conditions": conditions,
-        "relatedResources": crd_objects.iter().chain(&objects).map(related).collect::<Vec<_>>(),
+        "relatedResources": crd_objects
+            .iter()
+            .chain(&objects)
+            .chain(&webhook_objects)
+            .map(related)
+            .collect::<Vec<_>>(),
     });
     let current = serde_json::to_value(cm.status.clone().unwrap_or_default())?;
     let unchanged = ["observedGeneration", "conditions", "relatedResources"]
