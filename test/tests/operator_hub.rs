@@ -89,6 +89,20 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         "ClusterManagerUpToDate",
     )
     .await;
+    wait_cluster_manager(
+        &cluster_managers,
+        "HubRegistrationDegraded",
+        "False",
+        "RegistrationFunctional",
+    )
+    .await;
+    wait_cluster_manager(
+        &cluster_managers,
+        "HubPlacementDegraded",
+        "False",
+        "PlacementFunctional",
+    )
+    .await;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
     let running = pods.list(&Default::default()).await.unwrap().items;
     assert_eq!(running.len(), COMPONENTS.len());

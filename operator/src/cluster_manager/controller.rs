@@ -14,13 +14,15 @@
 //! of the hub's admission policies are registered, naming the webhook Service (reason
 //! `WebhookApplyFailed` when that fails); deleting the ClusterManager removes them first.
 //!
-//! Not yet: the CRDs' conversion stanza (addon v1alpha1/v1beta1), webhooks of a Hosted hub,
-//! `HubRegistrationDegraded` / `HubPlacementDegraded`.
+//! `HubRegistrationDegraded` and `HubPlacementDegraded` follow those components' Deployments.
+//!
+//! Not yet: the CRDs' conversion stanza (addon v1alpha1/v1beta1), webhooks of a Hosted hub.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
@@ -60,6 +62,47 @@ pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutd
 fn error_policy(_cm: Arc<ClusterManager>, err: &OperatorError, _ctx: Arc<Ctx>) -> Action {
     tracing::debug!(%err, "cluster manager reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+/// `Hub<Component>Degraded` from the component's Deployment, with upstream's reasons:
+/// `<Component>Functional` (False), `Unavailable<Component>Pod`, `Get<Component>DeploymentFailed`.
+fn component_degraded(
+    component: &str,
+    deployment: Option<&Deployment>,
+) -> (&'static str, String, String) {
+    let Some(deployment) = deployment else {
+        return (
+            "True",
+            format!("Get{component}DeploymentFailed"),
+            format!("the {} deployment is missing", component.to_lowercase()),
+        );
+    };
+    let wanted = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let available = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .unwrap_or_default();
+    if available < wanted {
+        (
+            "True",
+            format!("Unavailable{component}Pod"),
+            format!(
+                "{available} of {wanted} {} pods are available",
+                component.to_lowercase()
+            ),
+        )
+    } else {
+        (
+            "False",
+            format!("{component}Functional"),
+            format!("{component} is functional"),
+        )
+    }
 }
 
 /// The hub's webhook configurations, every webhook reached through the webhook Service of
@@ -242,6 +285,27 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         &mut conditions,
         condition("Progressing", status, reason, &message, generation),
     );
+    let namespace = components_namespace(&cm);
+    for (type_, component, label) in [
+        (
+            "HubRegistrationDegraded",
+            "registration-controller",
+            "Registration",
+        ),
+        ("HubPlacementDegraded", "placement-controller", "Placement"),
+    ] {
+        let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+        let found = deployments
+            .get_opt(&format!("{name}-{component}"))
+            .await
+            .ok()
+            .flatten();
+        let (status, reason, message) = component_degraded(label, found.as_ref());
+        set_condition(
+            &mut conditions,
+            condition(type_, status, &reason, &message, generation),
+        );
+    }
     let status = json!({
         "observedGeneration": generation,
         "conditions": conditions,
@@ -271,4 +335,32 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     } else {
         Duration::from_secs(300)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(replicas: i32, available: i32) -> Deployment {
+        serde_json::from_value(json!({"spec": {"replicas": replicas, "selector": {},
+                                               "template": {}},
+                                      "status": {"availableReplicas": available}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn component_conditions_use_upstreams_reasons() {
+        let (status, reason, _) = component_degraded("Registration", Some(&deployment(1, 1)));
+        assert_eq!(
+            (status, reason.as_str()),
+            ("False", "RegistrationFunctional")
+        );
+        let (status, reason, _) = component_degraded("Placement", Some(&deployment(3, 1)));
+        assert_eq!(
+            (status, reason.as_str()),
+            ("True", "UnavailablePlacementPod")
+        );
+        let (_, reason, _) = component_degraded("Registration", None);
+        assert_eq!(reason, "GetRegistrationDeploymentFailed");
+    }
 }
