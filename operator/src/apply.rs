@@ -71,6 +71,47 @@ pub fn related(object: &Value) -> Value {
            "namespace": at.namespace, "name": at.name})
 }
 
+/// Deletes what an earlier pass installed (its `relatedResources`, `before`) and this one no
+/// longer renders (`now`, as `relatedResources` entries): a mode or namespace change must not
+/// leave the old agents or components running. CustomResourceDefinitions are never deleted
+/// (they hold everyone's data).
+pub async fn prune(
+    client: &kube::Client,
+    before: &[Value],
+    now: &[Value],
+) -> Result<(), kube::Error> {
+    for gone in before.iter().filter(|entry| !now.contains(entry)) {
+        let text = |k: &str| gone[k].as_str().unwrap_or_default().to_owned();
+        let (group, version, resource) = (text("group"), text("version"), text("resource"));
+        if resource == "customresourcedefinitions" || resource.is_empty() || version.is_empty() {
+            continue;
+        }
+        let api_resource = ApiResource {
+            api_version: if group.is_empty() {
+                version.clone()
+            } else {
+                format!("{group}/{version}")
+            },
+            group,
+            version,
+            kind: String::new(),
+            plural: resource,
+        };
+        let namespace = text("namespace");
+        let api: Api<DynamicObject> = if namespace.is_empty() {
+            Api::all_with(client.clone(), &api_resource)
+        } else {
+            Api::namespaced_with(client.clone(), &namespace, &api_resource)
+        };
+        match api.delete(&text("name"), &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
 /// Control-plane nodes of the cluster (for the replica rule); 0 when they cannot be listed.
 pub async fn control_plane_nodes(client: &kube::Client) -> usize {
     let nodes: Api<Node> = Api::all(client.clone());

@@ -348,6 +348,24 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
             .is_none()
     );
 
+    // Switching to Default mode replaces the one agent by two; nothing of the old mode stays.
+    klusterlets
+        .patch(
+            "klusterlet",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"deployOption": {"mode": "Default"}}})),
+        )
+        .await
+        .unwrap();
+    wait_running(spoke, "klusterlet-registration-agent").await;
+    wait_running(spoke, "klusterlet-work-agent").await;
+    wait_gone(&deployments, "klusterlet-agent").await.unwrap();
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    assert!(ocm_e2e::joined_and_available(
+        &clusters.get("c2").await.unwrap()
+    ));
+
     // A Hosted Klusterlet without its external kubeconfig installs nothing and says why.
     let hosted: Api<Klusterlet> = Api::all(spoke.client());
     let k: Klusterlet = serde_json::from_value(json!({

@@ -34,7 +34,9 @@ use serde_json::json;
 use super::render::{
     EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, components_namespace, crds, hosted, render,
 };
-use crate::apply::{Applied, apply_all, control_plane_nodes, delete_all, related, set_finalizer};
+use crate::apply::{
+    Applied, apply_all, control_plane_nodes, delete_all, prune, related, set_finalizer,
+};
 pub use crate::{OperatorError, OperatorOptions};
 
 /// The finalizer that holds a deleting ClusterManager until its objects are gone.
@@ -306,15 +308,40 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             condition(type_, status, &reason, &message, generation),
         );
     }
+    let related_resources: Vec<serde_json::Value> = crd_objects
+        .iter()
+        .chain(&objects)
+        .chain(&webhook_objects)
+        .map(related)
+        .collect();
+    let before: Vec<serde_json::Value> = cm
+        .status
+        .as_ref()
+        .map(|s| {
+            s.related_resources
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    // Registered webhooks stay while their server rolls out (a gap would let writes skip
+    // the policies); they go only with the ClusterManager.
+    let mut related_resources = related_resources;
+    if webhook_objects.is_empty() {
+        related_resources.extend(
+            before
+                .iter()
+                .filter(|r| r["group"] == "admissionregistration.k8s.io")
+                .cloned(),
+        );
+    }
+    if failure.is_none() {
+        prune(&ctx.client, &before, &related_resources).await?;
+    }
     let status = json!({
         "observedGeneration": generation,
         "conditions": conditions,
-        "relatedResources": crd_objects
-            .iter()
-            .chain(&objects)
-            .chain(&webhook_objects)
-            .map(related)
-            .collect::<Vec<_>>(),
+        "relatedResources": related_resources,
     });
     let current = serde_json::to_value(cm.status.clone().unwrap_or_default())?;
     let unchanged = ["observedGeneration", "conditions", "relatedResources"]

@@ -42,7 +42,7 @@ use super::render::{
     Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, Mode, RenderInput, agent_namespace, crds,
     klusterlet_name, render,
 };
-use crate::apply::{apply_all, control_plane_nodes, delete_all, related, set_finalizer};
+use crate::apply::{apply_all, control_plane_nodes, delete_all, prune, related, set_finalizer};
 pub use crate::{OperatorError, OperatorOptions};
 
 /// The finalizer that holds a deleting Klusterlet until its objects are gone.
@@ -463,7 +463,20 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
                    "namespace": ns, "name": name, "lastGeneration": generation})
         })
         .collect();
-    let related_resources = crd_objects.iter().chain(&objects).map(related).collect();
+    let related_resources: Vec<Value> = crd_objects.iter().chain(&objects).map(related).collect();
+    if applied.failure.is_none() {
+        let before: Vec<Value> = k
+            .status
+            .as_ref()
+            .map(|s| {
+                s.related_resources
+                    .iter()
+                    .filter_map(|r| serde_json::to_value(r).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        prune(&ctx.client, &before, &related_resources).await?;
+    }
     write_status(&api, &k, conditions, related_resources, generations).await?;
     let settled = available && hub == Check::Functional && applied.failure.is_none();
     Ok(Action::requeue(if settled {
