@@ -564,3 +564,65 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     managed.stop().await;
     management.stop().await;
 }
+
+/// `bootstrapKubeConfigs` LocalSecrets: of two listed bootstrap kubeconfigs, the first names
+/// a hub nobody answers at; the operator uses the second, and the cluster joins its hub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (hub, bootstrap, operated) = setup(home, "c5").await;
+    let spoke = &operated.spoke;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let some_ca = rcgen::generate_simple_self_signed(vec!["hub".to_owned()])
+        .unwrap()
+        .cert
+        .pem();
+    let unreachable = ocm::commands::join::bootstrap_kubeconfig(
+        &format!("https://127.0.0.1:{port}"),
+        &some_ca,
+        "abcdef.0123456789abcdef",
+    );
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
+    Api::<Namespace>::all(spoke.client())
+        .patch(
+            AGENT_NS,
+            &PatchParams::apply("e2e"),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(spoke.client(), AGENT_NS);
+    for (name, kubeconfig) in [("hub-a", &unreachable), ("hub-b", &bootstrap)] {
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+            "metadata": {"name": name}, "stringData": {"kubeconfig": kubeconfig}}))
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    create_klusterlet(
+        &spoke.client(),
+        "klusterlet",
+        json!({"clusterName": "c5", "registrationConfiguration": {"bootstrapKubeConfigs": {
+            "type": "LocalSecrets",
+            "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                                   "hubConnectionTimeoutSeconds": 180}}}}),
+    )
+    .await
+    .unwrap();
+    accept_and_wait_available(&hub.admin_client(), "c5")
+        .await
+        .unwrap();
+    let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
+    let chosen = String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    assert_eq!(chosen, bootstrap);
+    operated.stop().await;
+}

@@ -18,7 +18,7 @@
 //! `operator.open-cluster-management.io/klusterlet-hosted-cleanup`, which gives up on an
 //! unreachable managed cluster after 5 minutes.
 //!
-//! Not yet: `bootstrapKubeConfigs` LocalSecrets failover.
+//! `bootstrapKubeConfigs` LocalSecrets: see [`super::bootstrap_secrets`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -387,9 +387,13 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         "KlusterletPrepared",
         "Klusterlet is ready to apply",
     );
-    let bootstrap = hub_connection::check_bootstrap(&ctx.client, &namespace).await?;
-    let (hub, hub_secret) =
+    let (mut hub, mut hub_secret) =
         hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
+    if super::bootstrap_secrets::select(&ctx.client, &namespace, &k, &hub).await? {
+        (hub, hub_secret) =
+            hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
+    }
+    let bootstrap = hub_connection::check_bootstrap(&ctx.client, &namespace).await?;
     let nodes = control_plane_nodes(&ctx.client).await;
     let objects = render(&RenderInput {
         klusterlet: &k,

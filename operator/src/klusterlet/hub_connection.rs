@@ -183,12 +183,28 @@ pub async fn check_bootstrap(spoke: &kube::Client, namespace: &str) -> Result<Ch
     let Some(yaml) = secret_text(&secret, "kubeconfig") else {
         return Ok(Check::KubeconfigMissing("no kubeconfig key".into()));
     };
-    let client = match kubeconfig::client_from_yaml(&yaml).await {
+    Ok(check_bootstrap_kubeconfig(&yaml).await)
+}
+
+/// The kubeconfig in secret `namespace/name`, if both exist.
+pub async fn read_kubeconfig(
+    spoke: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<String>, kube::Error> {
+    Ok(read(spoke, namespace, name)
+        .await?
+        .and_then(|s| secret_text(&s, "kubeconfig")))
+}
+
+/// Judges a bootstrap kubeconfig: may it create CSRs and ManagedClusters on its hub?
+pub async fn check_bootstrap_kubeconfig(yaml: &str) -> Check {
+    let client = match kubeconfig::client_from_yaml(yaml).await {
         Ok(client) => client,
-        Err(err) => return Ok(Check::Error(err.to_string())),
+        Err(err) => return Check::Error(err.to_string()),
     };
     let cluster = "open-cluster-management.io";
-    Ok(allowed(
+    allowed(
         client,
         vec![
             access(
@@ -217,7 +233,7 @@ pub async fn check_bootstrap(spoke: &kube::Client, namespace: &str) -> Result<Ch
             ),
         ],
     )
-    .await)
+    .await
 }
 
 /// Judges the hub kubeconfig secret (may the agent read and report its ManagedCluster and

@@ -1,0 +1,206 @@
+//! `bootstrapKubeConfigs` of type LocalSecrets: an ordered list of bootstrap kubeconfig
+//! secrets in the agent namespace. The operator copies the first one that works (the hub
+//! lets it register) into `bootstrap-hub-kubeconfig`, and when the agent has lost its hub
+//! (its hub kubeconfig refused or unreachable) for `hubConnectionTimeoutSeconds` (default
+//! 600), switches to the next one that works and removes the hub kubeconfig secret, so the
+//! agent registers again with the other hub.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use ocm_api::operator::v1::{BootstrapKubeConfigsType, Klusterlet};
+
+use super::hub_connection::{
+    BOOTSTRAP_SECRET, Check, HUB_SECRET, check_bootstrap_kubeconfig, read_kubeconfig,
+};
+
+/// Default `hubConnectionTimeoutSeconds`.
+const DEFAULT_TIMEOUT_SECONDS: i32 = 600;
+
+/// The LocalSecrets list and timeout, when the Klusterlet asks for them.
+pub fn local_secrets(klusterlet: &Klusterlet) -> Option<(Vec<String>, Duration)> {
+    let configs = klusterlet
+        .spec
+        .registration_configuration
+        .as_ref()?
+        .bootstrap_kube_configs
+        .as_ref()?;
+    if configs.r#type != BootstrapKubeConfigsType::LocalSecrets {
+        return None;
+    }
+    let local = configs.local_secrets_config.as_ref()?;
+    let names: Vec<String> = local
+        .kube_config_secrets
+        .iter()
+        .map(|s| s.name.clone())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let seconds = local
+        .hub_connection_timeout_seconds
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+        .max(0);
+    Some((
+        names,
+        Duration::from_secs(u64::try_from(seconds).unwrap_or(600)),
+    ))
+}
+
+/// One listed secret as found: its kubeconfig, and whether its hub lets it register.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The kubeconfig (`None`: the secret or its key is missing).
+    pub kubeconfig: Option<String>,
+    /// Whether it works.
+    pub works: bool,
+}
+
+/// Which candidate to copy into `bootstrap-hub-kubeconfig`, if any: the first working one
+/// when there is no bootstrap kubeconfig yet; the first working one other than the current
+/// once the hub has been lost for `timeout` (`lost_for`); else none (keep the current one).
+pub fn choose(
+    current: Option<&str>,
+    candidates: &[Candidate],
+    lost_for: Option<Duration>,
+    timeout: Duration,
+) -> Option<usize> {
+    let working = |c: &Candidate| c.works && c.kubeconfig.is_some();
+    match current {
+        None => candidates.iter().position(working),
+        Some(current) if lost_for.is_some_and(|d| d >= timeout) => candidates
+            .iter()
+            .position(|c| working(c) && c.kubeconfig.as_deref() != Some(current)),
+        Some(_) => None,
+    }
+}
+
+/// How long the agent has been without its hub: since `HubConnectionDegraded` turned True
+/// with the hub kubeconfig refused or failing (not while it was still registering).
+pub fn lost_for(klusterlet: &Klusterlet, hub: &Check, now: jiff::Timestamp) -> Option<Duration> {
+    if !matches!(hub, Check::Unauthorized(_) | Check::Error(_)) {
+        return None;
+    }
+    let condition = klusterlet
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "HubConnectionDegraded" && c.status == "True")?;
+    if !(condition.reason.ends_with("HubKubeConfigUnauthorized")
+        || condition.reason.ends_with("HubKubeConfigError"))
+    {
+        return None;
+    }
+    let since = condition.last_transition_time.0;
+    Some(now.duration_since(since).unsigned_abs())
+}
+
+/// Applies the LocalSecrets choice in `namespace`; returns whether it switched.
+pub async fn select(
+    client: &kube::Client,
+    namespace: &str,
+    klusterlet: &Klusterlet,
+    hub: &Check,
+) -> Result<bool, kube::Error> {
+    let Some((names, timeout)) = local_secrets(klusterlet) else {
+        return Ok(false);
+    };
+    let current = read_kubeconfig(client, namespace, BOOTSTRAP_SECRET).await?;
+    let lost = lost_for(klusterlet, hub, jiff::Timestamp::now());
+    if current.is_some() && lost.is_none_or(|d| d < timeout) {
+        return Ok(false);
+    }
+    let mut candidates = Vec::new();
+    for name in &names {
+        let kubeconfig = read_kubeconfig(client, namespace, name).await?;
+        let works = match &kubeconfig {
+            Some(yaml) => check_bootstrap_kubeconfig(yaml).await == Check::Functional,
+            None => false,
+        };
+        candidates.push(Candidate { kubeconfig, works });
+    }
+    let Some(chosen) = choose(current.as_deref(), &candidates, lost, timeout) else {
+        return Ok(false);
+    };
+    let Some(kubeconfig) = candidates[chosen].kubeconfig.clone() else {
+        return Ok(false);
+    };
+    tracing::info!(secret = %names[chosen], namespace, "using bootstrap kubeconfig");
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(BOOTSTRAP_SECRET.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "kubeconfig".to_owned(),
+            ByteString(kubeconfig.into_bytes()),
+        )])),
+        ..Default::default()
+    };
+    let mut value = serde_json::to_value(&secret).unwrap_or_default();
+    value["apiVersion"] = "v1".into();
+    value["kind"] = "Secret".into();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    secrets
+        .patch(
+            BOOTSTRAP_SECRET,
+            &PatchParams::apply("klusterlet-operator").force(),
+            &Patch::Apply(&value),
+        )
+        .await?;
+    if current.is_some() {
+        match secrets.delete(HUB_SECRET, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(kubeconfig: &str, works: bool) -> Candidate {
+        Candidate {
+            kubeconfig: Some(kubeconfig.to_owned()),
+            works,
+        }
+    }
+
+    #[test]
+    fn the_first_working_secret_wins_and_a_lost_hub_moves_to_the_next() {
+        let list = [
+            candidate("a", false),
+            candidate("b", true),
+            candidate("c", true),
+        ];
+        let timeout = Duration::from_secs(600);
+        assert_eq!(choose(None, &list, None, timeout), Some(1));
+        // Joined with b: kept while the hub answers or was lost for less than the timeout.
+        assert_eq!(choose(Some("b"), &list, None, timeout), None);
+        assert_eq!(
+            choose(Some("b"), &list, Some(Duration::from_secs(599)), timeout),
+            None
+        );
+        assert_eq!(
+            choose(Some("b"), &list, Some(Duration::from_secs(600)), timeout),
+            Some(2)
+        );
+        // Nothing else works: keep the current one.
+        let alone = [candidate("a", false), candidate("b", true)];
+        assert_eq!(
+            choose(Some("b"), &alone, Some(Duration::from_secs(900)), timeout),
+            None
+        );
+        let missing = [Candidate {
+            kubeconfig: None,
+            works: false,
+        }];
+        assert_eq!(choose(None, &missing, None, timeout), None);
+    }
+}
