@@ -105,7 +105,8 @@ pub async fn prune(
         };
         match api.delete(&text("name"), &DeleteParams::background()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            // Gone, or already on its way (a terminating namespace answers 409).
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
             Err(err) => return Err(err),
         }
     }
@@ -175,7 +176,8 @@ pub async fn delete_all(client: &kube::Client, objects: &[Value]) -> Result<(), 
         let (api, name) = api_of(client, object);
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            // Gone, or already on its way (a terminating namespace answers 409).
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
             Err(err) => return Err(err),
         }
     }

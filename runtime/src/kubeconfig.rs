@@ -258,6 +258,52 @@ pub async fn client_for(
     client_from_yaml(&yaml).await
 }
 
+/// What a kubeconfig taken from a Secret may not hold: anything that would run a command or
+/// read a file of the process that uses it (`exec`, `auth-provider`, `tokenFile`, certificate,
+/// key and CA file paths). `None` when it holds only inline credentials.
+pub fn untrusted_features(config: &Kubeconfig) -> Option<String> {
+    for named in &config.auth_infos {
+        let Some(user) = &named.auth_info else {
+            continue;
+        };
+        let found = [
+            ("exec", user.exec.is_some()),
+            ("auth-provider", user.auth_provider.is_some()),
+            ("tokenFile", user.token_file.is_some()),
+            ("client-certificate", user.client_certificate.is_some()),
+            ("client-key", user.client_key.is_some()),
+        ];
+        if let Some((field, _)) = found.iter().find(|(_, present)| *present) {
+            return Some(format!("user {:?} uses {field}", named.name));
+        }
+    }
+    for named in &config.clusters {
+        if named
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.certificate_authority.is_some())
+        {
+            return Some(format!(
+                "cluster {:?} uses certificate-authority (a file)",
+                named.name
+            ));
+        }
+    }
+    None
+}
+
+/// A client from kubeconfig text someone else wrote (a Secret's): refused when it would run a
+/// command or read a local file ([`untrusted_features`]).
+pub async fn client_from_untrusted_yaml(yaml: &str) -> Result<kube::Client, KubeconfigError> {
+    let config = parse(yaml)?;
+    if let Some(feature) = untrusted_features(&config) {
+        return Err(KubeconfigError::Parse(format!(
+            "{feature}; only inline credentials are accepted here"
+        )));
+    }
+    client_from_kubeconfig(config).await
+}
+
 /// A client from kubeconfig text.
 pub async fn client_from_yaml(yaml: &str) -> Result<kube::Client, KubeconfigError> {
     client_from_kubeconfig(parse(yaml)?).await
@@ -287,6 +333,29 @@ fn read(path: &Path) -> Result<String, KubeconfigError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod untrusted_tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_files_are_refused_inline_credentials_pass() {
+        let with = |user: &str| {
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: h\n  cluster:\n    server: https://h:6443\ncontexts:\n- name: c\n  context:\n    cluster: h\n    user: u\nusers:\n- name: u\n  user:\n{user}\n"
+            )
+        };
+        let inline = parse(&with("    token: abc")).unwrap();
+        assert_eq!(untrusted_features(&inline), None);
+        let exec = parse(&with(
+            "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sh",
+        ))
+        .unwrap();
+        assert!(untrusted_features(&exec).unwrap().contains("exec"));
+        let file = parse(&with("    tokenFile: /var/run/secrets/token")).unwrap();
+        assert!(untrusted_features(&file).unwrap().contains("tokenFile"));
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! server has no cluster network, but pods run as local processes (the process kubelet of
 //! simulated clusters) publish where each container port listens, in the Pod annotation
 //! [`PORTS_ANNOTATION`] (`{"<containerPort>": <local port>}`). A Service reference is sent to
-//! the first running, selected pod that publishes the Service's target port; with none, the
-//! call fails as an unreachable Service does.
+//! the first ready, selected pod that publishes the Service's target port; with none, the
+//! call fails as an unreachable Service does. Only Ready pods count, as with endpoints.
 
 use serde_json::Value;
 
@@ -73,8 +73,15 @@ pub fn resolve(store: &Store, cluster: &str, client: &ClientConfig) -> ClientCon
         let Some(pod) = parse(&stored.value) else {
             continue;
         };
-        let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running");
-        if !running
+        let ready = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+            && pod
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+        if !ready
             || pod.pointer("/metadata/deletionTimestamp").is_some()
             || !selects(selector, &pod["metadata"]["labels"])
         {

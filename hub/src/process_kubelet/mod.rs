@@ -27,7 +27,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use ocm_runtime::kubeconfig::ServerInfo;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
@@ -80,19 +80,37 @@ struct Kubelet {
 
 /// Runs the process kubelet until `shutdown`; then its processes are stopped.
 pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown: Shutdown) {
+    // Pods a previous run left (their processes ended with it) would hold names and, for
+    // Services, dead ports: they go first.
+    let selector = format!("{PROCESS_LABEL}=true");
+    let leftovers: Api<Pod> = Api::all(client.clone());
+    if let Ok(list) = leftovers
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+    {
+        for pod in list.items {
+            let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let _ = Api::<Pod>::namespaced(client.clone(), &namespace)
+                .delete(&name, &DeleteParams::default())
+                .await;
+        }
+    }
     let (reader, writer) = reflector::store::<Deployment>();
     let deployments = reflector::reflector(
         writer,
         watcher(
             Api::<Deployment>::all(client.clone()),
             watcher::Config::default(),
-        ),
+        )
+        .default_backoff(),
     )
     .boxed();
     let pods = watcher(
         Api::<Pod>::all(client.clone()),
-        watcher::Config::default().labels(&format!("{PROCESS_LABEL}=true")),
+        watcher::Config::default().labels(&selector),
     )
+    .default_backoff()
     .boxed();
     let (changed, mut changes) = mpsc::unbounded_channel();
     let mut kubelet = Kubelet {
@@ -229,8 +247,15 @@ impl Kubelet {
                 self.stop_pod(namespace, pod);
             }
         }
+        let mut started = Ok(());
         while (current.len() as i64) < wanted {
-            current.push(self.start_pod(value, &hash).await?);
+            match self.start_pod(value, &hash).await {
+                Ok(pod) => current.push(pod),
+                Err(err) => {
+                    started = Err(err);
+                    break;
+                }
+            }
         }
         let counts = PodCounts {
             replicas: current.len() as i64,
@@ -254,20 +279,25 @@ impl Kubelet {
             }
             s
         };
+        let mut written = Ok(());
         if comparable(&status) != comparable(&managed.last_status)
             || comparable(&status) != comparable(&value["status"])
         {
-            deployments
+            written = deployments
                 .patch_status(
                     name,
                     &PatchParams::default(),
-                    &Patch::Merge(json!({"status": status})),
+                    &Patch::Merge(json!({"status": status.clone()})),
                 )
-                .await?;
-            managed.last_status = status;
+                .await
+                .map(|_| ());
+            if written.is_ok() {
+                managed.last_status = status;
+            }
         }
+        // Kept whatever failed: the pods it runs must stay tracked.
         self.managed.insert(key.clone(), managed);
-        Ok(())
+        started.and(written)
     }
 
     /// Creates a Pod of `deployment` and starts its process.
@@ -276,8 +306,10 @@ impl Kubelet {
             .as_str()
             .unwrap_or_default();
         let owner = deployment["metadata"]["name"].as_str().unwrap_or_default();
+        // Unique across runs of this kubelet too: the start time and a counter.
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
-        let name = format!("{owner}-{hash}-{n:05x}");
+        let started = jiff::Timestamp::now().as_millisecond() % 0x10_0000;
+        let name = format!("{owner}-{hash}-{started:05x}{n:x}");
         let object = pod::pod_object(deployment, &name, hash, &self.options.node_name);
         let pod: Pod = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
         let created = Api::<Pod>::namespaced(self.client.clone(), namespace)

@@ -81,10 +81,10 @@ async fn materialize(
             }
         };
         let dir = pod::local_path(pod_dir, &mount.mount_path);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        private_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for (key, bytes) in data {
             let file = dir.join(&key);
-            std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            write_private(&file, &bytes).map_err(|e| format!("{}: {e}", file.display()))?;
         }
     }
     Ok(())
@@ -125,7 +125,7 @@ async fn service_account_kubeconfig(
         namespace: Some(namespace.to_owned()),
     });
     let path = pod_dir.join("kubeconfig");
-    std::fs::write(&path, yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+    write_private(&path, yaml.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
 
@@ -230,6 +230,42 @@ async fn copy_lines(
     }
 }
 
+/// Returns once something accepts connections on loopback `port` (at once for none).
+async fn listening(port: Option<u16>) {
+    let Some(port) = port else { return };
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Writes a file only its owner may read (credentials, keys, tokens).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
+/// Makes a folder (and its parents) only its owner may enter.
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
 /// Stops a container as a kubelet does: SIGTERM, then SIGKILL once `grace` has passed.
 async fn terminate(child: &mut tokio::process::Child, grace: Duration) {
     if let Some(pid) = child.id() {
@@ -294,7 +330,7 @@ pub(super) async fn supervise(run: PodRun) {
     };
     loop {
         let now = jiff::Timestamp::now().to_string();
-        let prepared = match std::fs::create_dir_all(&pod_dir) {
+        let prepared = match private_dir(&pod_dir) {
             Err(e) => Err(format!("{}: {e}", pod_dir.display())),
             Ok(()) => match materialize(&run.client, &namespace, &spec, &pod_dir).await {
                 Err(e) => Err(e),
@@ -361,23 +397,47 @@ pub(super) async fn supervise(run: PodRun) {
             }
         };
         let started = jiff::Timestamp::now().to_string();
-        run.ready.store(true, Ordering::SeqCst);
-        let _ = run.changed.send(());
+        let running = json!({"running": {"startedAt": started}});
         report(
             &run,
             json!({"phase": "Running", "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
-            "startTime": started, "conditions": pod_conditions(true, &started),
+            "startTime": started, "conditions": pod_conditions(false, &started),
             "containerStatuses": container_status(&container, &image, restarts,
-                json!({"running": {"startedAt": started}}), &last, true)}),
+                running.clone(), &last, false)}),
         )
         .await;
         tracing::info!(pod = %name, namespace = %namespace, "pod process started");
+        // Ready once it listens on its first port (a readiness check), or at once without
+        // ports; the exit or the stop may come first.
+        let first_port = ports.values().next().copied();
         let exit = tokio::select! {
-            status = child.wait() => status.ok().and_then(|s| s.code()).unwrap_or(-1),
+            status = child.wait() => Some(status.ok().and_then(|s| s.code()).unwrap_or(-1)),
             () = run.stop.cancelled() => {
                 terminate(&mut child, grace).await;
-                run.ready.store(false, Ordering::SeqCst);
                 break;
+            }
+            () = listening(first_port) => None,
+        };
+        let exit = match exit {
+            Some(code) => code,
+            None => {
+                run.ready.store(true, Ordering::SeqCst);
+                let _ = run.changed.send(());
+                report(
+                    &run,
+                    json!({"conditions": pod_conditions(true, &started),
+                    "containerStatuses": container_status(&container, &image, restarts,
+                        running, &last, true)}),
+                )
+                .await;
+                tokio::select! {
+                    status = child.wait() => status.ok().and_then(|s| s.code()).unwrap_or(-1),
+                    () = run.stop.cancelled() => {
+                        terminate(&mut child, grace).await;
+                        run.ready.store(false, Ordering::SeqCst);
+                        break;
+                    }
+                }
             }
         };
         run.ready.store(false, Ordering::SeqCst);

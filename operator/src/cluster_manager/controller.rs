@@ -149,7 +149,7 @@ async fn hub_client(
              hub components reach the hub through it"
         )));
     };
-    Ok(ocm_runtime::kubeconfig::client_from_yaml(&yaml)
+    Ok(ocm_runtime::kubeconfig::client_from_untrusted_yaml(&yaml)
         .await
         .map_err(|e| format!("secret {namespace}/{EXTERNAL_HUB_KUBECONFIG}: {e}")))
 }
@@ -327,7 +327,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     // Registered webhooks stay while their server rolls out (a gap would let writes skip
     // the policies); they go only with the ClusterManager.
     let mut related_resources = related_resources;
-    if webhook_objects.is_empty() {
+    if webhook_objects.is_empty() && !hosted(&cm) {
         related_resources.extend(
             before
                 .iter()
@@ -337,6 +337,13 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     }
     if failure.is_none() {
         prune(&ctx.client, &before, &related_resources).await?;
+    } else {
+        // Not pruned this time: keep what was installed before on the list.
+        for entry in before {
+            if !related_resources.contains(&entry) {
+                related_resources.push(entry);
+            }
+        }
     }
     let status = json!({
         "observedGeneration": generation,

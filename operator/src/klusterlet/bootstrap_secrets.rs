@@ -3,7 +3,9 @@
 //! lets it register) into `bootstrap-hub-kubeconfig`, and when the agent has lost its hub
 //! (its hub kubeconfig refused or unreachable) for `hubConnectionTimeoutSeconds` (default
 //! 600), switches to the next one that works and removes the hub kubeconfig secret, so the
-//! agent registers again with the other hub.
+//! agent registers again with the other hub. "Lost" counts from when a connection that worked
+//! started failing ([`HUB_LOST_ANNOTATION`]): a cluster still waiting to be accepted is never
+//! moved.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -76,25 +78,53 @@ pub fn choose(
     }
 }
 
-/// How long the agent has been without its hub: since `HubConnectionDegraded` turned True
-/// with the hub kubeconfig refused or failing (not while it was still registering).
-pub fn lost_for(klusterlet: &Klusterlet, hub: &Check, now: jiff::Timestamp) -> Option<Duration> {
-    if !matches!(hub, Check::Unauthorized(_) | Check::Error(_)) {
-        return None;
+/// Annotation on the Klusterlet: since when the agent has been without the hub it was
+/// connected to (set when a working hub connection starts failing, removed when it works
+/// again or the operator moves the agent to another hub).
+pub const HUB_LOST_ANNOTATION: &str =
+    "operator.open-cluster-management.io/hub-connection-lost-since";
+
+/// What [`HUB_LOST_ANNOTATION`] should become: `Some(Some(t))` set to `t`, `Some(None)`
+/// removed, `None` left as it is. `was_connected`: the last status said the hub connection
+/// worked.
+pub fn lost_marker(
+    current: Option<&str>,
+    hub: &Check,
+    was_connected: bool,
+    now: jiff::Timestamp,
+) -> Option<Option<String>> {
+    let failing = matches!(hub, Check::Unauthorized(_) | Check::Error(_));
+    match (current, failing) {
+        (Some(_), false) if *hub == Check::Functional => Some(None),
+        (None, true) if was_connected => Some(Some(now.to_string())),
+        _ => None,
     }
-    let condition = klusterlet
-        .status
+}
+
+/// How long the agent has been without its hub, per [`HUB_LOST_ANNOTATION`].
+pub fn lost_for(klusterlet: &Klusterlet, now: jiff::Timestamp) -> Option<Duration> {
+    let since: jiff::Timestamp = klusterlet
+        .metadata
+        .annotations
         .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "HubConnectionDegraded" && c.status == "True")?;
-    if !(condition.reason.ends_with("HubKubeConfigUnauthorized")
-        || condition.reason.ends_with("HubKubeConfigError"))
-    {
-        return None;
-    }
-    let since = condition.last_transition_time.0;
+        .get(HUB_LOST_ANNOTATION)?
+        .parse()
+        .ok()?;
     Some(now.duration_since(since).unsigned_abs())
+}
+
+/// Keeps [`HUB_LOST_ANNOTATION`] up to date; `value` as [`lost_marker`] says.
+async fn mark_lost(
+    client: &kube::Client,
+    klusterlet: &Klusterlet,
+    value: Option<String>,
+) -> Result<(), kube::Error> {
+    let name = klusterlet.metadata.name.clone().unwrap_or_default();
+    let patch = serde_json::json!({"metadata": {"annotations": {HUB_LOST_ANNOTATION: value}}});
+    Api::<Klusterlet>::all(client.clone())
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 /// Applies the LocalSecrets choice in `namespace`; returns whether it switched.
@@ -107,8 +137,25 @@ pub async fn select(
     let Some((names, timeout)) = local_secrets(klusterlet) else {
         return Ok(false);
     };
+    let now = jiff::Timestamp::now();
+    let was_connected = klusterlet.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "HubConnectionDegraded" && c.status == "False")
+    });
+    let marker = klusterlet
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(HUB_LOST_ANNOTATION))
+        .map(String::as_str);
+    if let Some(value) = lost_marker(marker, hub, was_connected, now) {
+        // The change comes back as a new reconcile.
+        mark_lost(client, klusterlet, value).await?;
+        return Ok(false);
+    }
     let current = read_kubeconfig(client, namespace, BOOTSTRAP_SECRET).await?;
-    let lost = lost_for(klusterlet, hub, jiff::Timestamp::now());
+    let lost = lost_for(klusterlet, now);
     if current.is_some() && lost.is_none_or(|d| d < timeout) {
         return Ok(false);
     }
@@ -157,6 +204,8 @@ pub async fn select(
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(err) => return Err(err),
         }
+        // The clock restarts once the agent has connected to the new hub.
+        mark_lost(client, klusterlet, None).await?;
     }
     Ok(true)
 }
@@ -170,6 +219,25 @@ mod tests {
             kubeconfig: Some(kubeconfig.to_owned()),
             works,
         }
+    }
+
+    #[test]
+    fn the_clock_starts_only_when_a_working_connection_fails() {
+        let now = jiff::Timestamp::now();
+        let refused = Check::Unauthorized("403".into());
+        // Never connected (waiting for acceptance): no clock.
+        assert_eq!(lost_marker(None, &refused, false, now), None);
+        assert_eq!(
+            lost_marker(None, &refused, true, now),
+            Some(Some(now.to_string()))
+        );
+        // Already running: left alone while failing, removed once it works again.
+        assert_eq!(lost_marker(Some("t"), &refused, true, now), None);
+        assert_eq!(
+            lost_marker(Some("t"), &Check::Functional, true, now),
+            Some(None)
+        );
+        assert_eq!(lost_marker(None, &Check::Functional, true, now), None);
     }
 
     #[test]

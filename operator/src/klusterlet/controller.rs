@@ -94,7 +94,7 @@ async fn managed_client(
             "secret {namespace}/{EXTERNAL_MANAGED_KUBECONFIG} has no kubeconfig key"
         )));
     };
-    Ok(ocm_runtime::kubeconfig::client_from_yaml(&yaml)
+    Ok(ocm_runtime::kubeconfig::client_from_untrusted_yaml(&yaml)
         .await
         .map_err(|e| format!("secret {namespace}/{EXTERNAL_MANAGED_KUBECONFIG}: {e}")))
 }
@@ -170,6 +170,8 @@ async fn clean_up(
         }
     }
     delete_all(&ctx.client, &rest).await?;
+    // And whatever an earlier spec installed that this one would not render.
+    prune(&ctx.client, &previous_related(k), &[]).await?;
     Ok(None)
 }
 
@@ -296,6 +298,19 @@ fn degraded(deployments: &[(String, Option<Deployment>)]) -> (&'static str, &'st
     )
 }
 
+/// The `relatedResources` of the last status, as JSON entries.
+fn previous_related(k: &Klusterlet) -> Vec<Value> {
+    k.status
+        .as_ref()
+        .map(|s| {
+            s.related_resources
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Writes the status when it changed.
 async fn write_status(
     api: &Api<Klusterlet>,
@@ -339,20 +354,29 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     let mode = Mode::of(&k);
     let finalizer = finalizer_of(mode);
     if k.metadata.deletion_timestamp.is_some() {
-        if k.metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .any(|f| f == finalizer)
-        {
+        // Either cleanup finalizer (a mode change may have left the other one).
+        let held: Vec<&str> = [CLEANUP_FINALIZER, HOSTED_CLEANUP_FINALIZER]
+            .into_iter()
+            .filter(|f| k.metadata.finalizers.iter().flatten().any(|h| h == f))
+            .collect();
+        if let Some(first) = held.first() {
             if let Some(wait) = clean_up(&k, &ctx, &namespace, mode).await? {
                 return Ok(Action::requeue(wait));
             }
-            set_finalizer(&api, &k.metadata, finalizer, false).await?;
+            set_finalizer(&api, &k.metadata, first, false).await?;
         }
         return Ok(Action::await_change());
     }
     if set_finalizer(&api, &k.metadata, finalizer, true).await? {
+        return Ok(Action::await_change());
+    }
+    // The other mode's finalizer goes once this one is on (its cleanup is this one's now).
+    let other = if finalizer == CLEANUP_FINALIZER {
+        HOSTED_CLEANUP_FINALIZER
+    } else {
+        CLEANUP_FINALIZER
+    };
+    if set_finalizer(&api, &k.metadata, other, false).await? {
         return Ok(Action::await_change());
     }
     let generation = k.metadata.generation;
@@ -374,13 +398,24 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
             Ok(client) => client,
             Err(message) => {
                 set("ReadyToApply", "False", "KlusterletPrepareFailed", &message);
-                write_status(&api, &k, conditions, Vec::new(), Vec::new()).await?;
+                write_status(&api, &k, conditions, previous_related(&k), Vec::new()).await?;
                 return Ok(Action::requeue(Duration::from_secs(10)));
             }
         }
     } else {
         ctx.client.clone()
     };
+    if matches!(mode, Mode::Singleton | Mode::SingletonHosted) && k.spec.cluster_name.is_empty() {
+        // One process runs both agents: the work agent needs the name from the start.
+        set(
+            "ReadyToApply",
+            "False",
+            "KlusterletPrepareFailed",
+            "the Singleton modes need spec.clusterName",
+        );
+        write_status(&api, &k, conditions, previous_related(&k), Vec::new()).await?;
+        return Ok(Action::await_change());
+    }
     set(
         "ReadyToApply",
         "True",
@@ -467,19 +502,18 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
                    "namespace": ns, "name": name, "lastGeneration": generation})
         })
         .collect();
-    let related_resources: Vec<Value> = crd_objects.iter().chain(&objects).map(related).collect();
+    let mut related_resources: Vec<Value> =
+        crd_objects.iter().chain(&objects).map(related).collect();
+    let before = previous_related(&k);
     if applied.failure.is_none() {
-        let before: Vec<Value> = k
-            .status
-            .as_ref()
-            .map(|s| {
-                s.related_resources
-                    .iter()
-                    .filter_map(|r| serde_json::to_value(r).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
         prune(&ctx.client, &before, &related_resources).await?;
+    } else {
+        // Not pruned this time: keep what was installed before on the list.
+        for entry in before {
+            if !related_resources.contains(&entry) {
+                related_resources.push(entry);
+            }
+        }
     }
     write_status(&api, &k, conditions, related_resources, generations).await?;
     let settled = available && hub == Check::Functional && applied.failure.is_none();

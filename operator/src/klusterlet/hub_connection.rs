@@ -199,7 +199,7 @@ pub async fn read_kubeconfig(
 
 /// Judges a bootstrap kubeconfig: may it create CSRs and ManagedClusters on its hub?
 pub async fn check_bootstrap_kubeconfig(yaml: &str) -> Check {
-    let client = match kubeconfig::client_from_yaml(yaml).await {
+    let client = match kubeconfig::client_from_untrusted_yaml(yaml).await {
         Ok(client) => client,
         Err(err) => return Check::Error(err.to_string()),
     };
@@ -271,7 +271,24 @@ pub async fn check_hub(
         "" => stored_name.unwrap_or_default(),
         name => name.to_owned(),
     };
-    let server = match kubeconfig::parse(&yaml).and_then(|c| kubeconfig::current_server(&c)) {
+    // Only the server and its CA are taken from this kubeconfig (the credentials are the
+    // secret's tls.crt/tls.key, which its user entry names as files): the CA must be inline.
+    let parsed = kubeconfig::parse(&yaml).and_then(|c| {
+        let ca_file = c.clusters.iter().any(|n| {
+            n.cluster
+                .as_ref()
+                .is_some_and(|cluster| cluster.certificate_authority.is_some())
+        });
+        if ca_file {
+            Err(kubeconfig::KubeconfigError::Parse(
+                "its cluster names a certificate-authority file; only inline CA data is accepted here"
+                    .into(),
+            ))
+        } else {
+            Ok(c)
+        }
+    });
+    let server = match parsed.and_then(|c| kubeconfig::current_server(&c)) {
         Ok(server) => server,
         Err(err) => return Ok((Check::Error(err.to_string()), info)),
     };

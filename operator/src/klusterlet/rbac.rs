@@ -191,9 +191,9 @@ pub fn objects(owner: &str, namespace: &str, agent: Agent, label: &Value) -> Vec
         out.push(
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                         "metadata": {"name": aggregate, "labels": label},
+                        // No rules: the aggregation controller fills them in.
                         "aggregationRule": {"clusterRoleSelectors": [
-                            {"matchLabels": {AGGREGATE_TO_WORK_LABEL: "true"}}]},
-                        "rules": []}),
+                            {"matchLabels": {AGGREGATE_TO_WORK_LABEL: "true"}}]}}),
         );
         out.push(binding(
             &aggregate,
