@@ -113,6 +113,14 @@ pub async fn prune(
     Ok(())
 }
 
+/// `relatedResources` of a status as JSON entries (as [`related`] makes them).
+pub fn related_entries(list: Option<&[ocm_api::operator::v1::RelatedResourceMeta]>) -> Vec<Value> {
+    list.unwrap_or_default()
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect()
+}
+
 /// Control-plane nodes of the cluster (for the replica rule); 0 when they cannot be listed.
 pub async fn control_plane_nodes(client: &kube::Client) -> usize {
     let nodes: Api<Node> = Api::all(client.clone());

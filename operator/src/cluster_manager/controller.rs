@@ -35,7 +35,8 @@ use super::render::{
     EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, components_namespace, crds, hosted, render,
 };
 use crate::apply::{
-    Applied, apply_all, control_plane_nodes, delete_all, prune, related, set_finalizer,
+    Applied, apply_all, control_plane_nodes, delete_all, prune, related, related_entries,
+    set_finalizer,
 };
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -314,16 +315,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         .chain(&webhook_objects)
         .map(related)
         .collect();
-    let before: Vec<serde_json::Value> = cm
-        .status
-        .as_ref()
-        .map(|s| {
-            s.related_resources
-                .iter()
-                .filter_map(|r| serde_json::to_value(r).ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    let before = related_entries(cm.status.as_ref().map(|s| s.related_resources.as_slice()));
     // Registered webhooks stay while their server rolls out (a gap would let writes skip
     // the policies); they go only with the ClusterManager.
     let mut related_resources = related_resources;

@@ -42,7 +42,9 @@ use super::render::{
     Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, Mode, RenderInput, agent_namespace, crds,
     klusterlet_name, render,
 };
-use crate::apply::{apply_all, control_plane_nodes, delete_all, prune, related, set_finalizer};
+use crate::apply::{
+    apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
+};
 pub use crate::{OperatorError, OperatorOptions};
 
 /// The finalizer that holds a deleting Klusterlet until its objects are gone.
@@ -300,15 +302,7 @@ fn degraded(deployments: &[(String, Option<Deployment>)]) -> (&'static str, &'st
 
 /// The `relatedResources` of the last status, as JSON entries.
 fn previous_related(k: &Klusterlet) -> Vec<Value> {
-    k.status
-        .as_ref()
-        .map(|s| {
-            s.related_resources
-                .iter()
-                .filter_map(|r| serde_json::to_value(r).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    related_entries(k.status.as_ref().map(|s| s.related_resources.as_slice()))
 }
 
 /// Writes the status when it changed.
