@@ -113,6 +113,41 @@ pub async fn prune(
     Ok(())
 }
 
+/// The `relatedResources` to report after a pass: when everything applied (`complete`), what
+/// was installed `before` and is no longer in `now` is deleted ([`prune`]) and `now` is the
+/// list; otherwise nothing is deleted and the earlier entries stay on the list, to be pruned
+/// by a later complete pass.
+pub async fn settle_related(
+    client: &kube::Client,
+    before: Vec<Value>,
+    mut now: Vec<Value>,
+    complete: bool,
+) -> Result<Vec<Value>, kube::Error> {
+    if complete {
+        prune(client, &before, &now).await?;
+    } else {
+        for entry in before {
+            if !now.contains(&entry) {
+                now.push(entry);
+            }
+        }
+    }
+    Ok(now)
+}
+
+/// A Deployment with `replicas` wanted and `available` available, for tests.
+#[cfg(test)]
+pub(crate) fn test_deployment(
+    replicas: i32,
+    available: i32,
+) -> k8s_openapi::api::apps::v1::Deployment {
+    serde_json::from_value(
+        json!({"spec": {"replicas": replicas, "selector": {}, "template": {}},
+                                  "status": {"availableReplicas": available}}),
+    )
+    .unwrap_or_default()
+}
+
 /// `relatedResources` of a status as JSON entries (as [`related`] makes them).
 pub fn related_entries(list: Option<&[ocm_api::operator::v1::RelatedResourceMeta]>) -> Vec<Value> {
     list.unwrap_or_default()

@@ -22,7 +22,7 @@ use crate::simulated::SimulatedCluster;
 const STAGE: Duration = Duration::from_secs(120);
 
 /// Starts a process kubelet for `cluster`, running the `ocm` image as this executable.
-fn start_kubelet(
+pub(crate) fn start_kubelet(
     cluster: &SimulatedCluster,
     image: &str,
     dir: &Path,

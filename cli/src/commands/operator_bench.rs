@@ -12,11 +12,11 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
+use super::demo_operator::start_kubelet;
 use crate::operator_install::{
     KlusterletRequest, create_cluster_manager, create_klusterlet, install_hub_operator,
     install_klusterlet_operator, wait_hub_ready,
 };
-use crate::process_kubelet::{ProcessKubeletOptions, run as run_kubelet};
 use crate::simulated::SimulatedCluster;
 
 /// Flags of `ocm bench operator`.
@@ -32,26 +32,6 @@ pub struct BenchOperatorArgs {
 
 /// How long each stage may take.
 const STAGE: Duration = Duration::from_secs(180);
-
-fn start_kubelet(
-    cluster: &SimulatedCluster,
-    image: &str,
-    dir: &std::path::Path,
-    shutdown: &Shutdown,
-) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&cluster.kubeconfig)?;
-    let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
-    let options = ProcessKubeletOptions {
-        binary: std::env::current_exe().context("finding the ocm executable")?,
-        images: vec![image.to_owned()],
-        work_dir: dir.join("pods"),
-        server,
-        node_name: "node-1".into(),
-        echo_logs: false,
-    };
-    tokio::spawn(run_kubelet(cluster.client(), options, shutdown.child()));
-    Ok(())
-}
 
 /// Waits until Deployment `namespace/name` has a replica available.
 async fn wait_available(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Result<()> {

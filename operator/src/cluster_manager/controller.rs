@@ -35,8 +35,8 @@ use super::render::{
     EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, components_namespace, crds, hosted, render,
 };
 use crate::apply::{
-    Applied, apply_all, control_plane_nodes, delete_all, prune, related, related_entries,
-    set_finalizer,
+    Applied, apply_all, control_plane_nodes, delete_all, related, related_entries, set_finalizer,
+    settle_related,
 };
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -327,16 +327,8 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
                 .cloned(),
         );
     }
-    if failure.is_none() {
-        prune(&ctx.client, &before, &related_resources).await?;
-    } else {
-        // Not pruned this time: keep what was installed before on the list.
-        for entry in before {
-            if !related_resources.contains(&entry) {
-                related_resources.push(entry);
-            }
-        }
-    }
+    let related_resources =
+        settle_related(&ctx.client, before, related_resources, failure.is_none()).await?;
     let status = json!({
         "observedGeneration": generation,
         "conditions": conditions,
@@ -367,12 +359,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
 mod tests {
     use super::*;
 
-    fn deployment(replicas: i32, available: i32) -> Deployment {
-        serde_json::from_value(json!({"spec": {"replicas": replicas, "selector": {},
-                                               "template": {}},
-                                      "status": {"availableReplicas": available}}))
-        .unwrap()
-    }
+    use crate::apply::test_deployment as deployment;
 
     #[test]
     fn component_conditions_use_upstreams_reasons() {

@@ -44,6 +44,7 @@ use super::render::{
 };
 use crate::apply::{
     apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
+    settle_related,
 };
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -496,19 +497,15 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
                    "namespace": ns, "name": name, "lastGeneration": generation})
         })
         .collect();
-    let mut related_resources: Vec<Value> =
-        crd_objects.iter().chain(&objects).map(related).collect();
+    let related_resources: Vec<Value> = crd_objects.iter().chain(&objects).map(related).collect();
     let before = previous_related(&k);
-    if applied.failure.is_none() {
-        prune(&ctx.client, &before, &related_resources).await?;
-    } else {
-        // Not pruned this time: keep what was installed before on the list.
-        for entry in before {
-            if !related_resources.contains(&entry) {
-                related_resources.push(entry);
-            }
-        }
-    }
+    let related_resources = settle_related(
+        &ctx.client,
+        before,
+        related_resources,
+        applied.failure.is_none(),
+    )
+    .await?;
     write_status(&api, &k, conditions, related_resources, generations).await?;
     let settled = available && hub == Check::Functional && applied.failure.is_none();
     Ok(Action::requeue(if settled {
@@ -524,12 +521,7 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
 mod tests {
     use super::*;
 
-    fn deployment(replicas: i32, available: i32) -> Deployment {
-        serde_json::from_value(json!({"spec": {"replicas": replicas, "selector": {},
-                                               "template": {}},
-                                      "status": {"availableReplicas": available}}))
-        .unwrap()
-    }
+    use crate::apply::test_deployment as deployment;
 
     #[test]
     fn desired_degraded_follows_the_deployments() {
