@@ -366,6 +366,37 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
         &clusters.get("c2").await.unwrap()
     ));
 
+    // Renaming the cluster (upstream documents no immutability and has no condition for it):
+    // the agents restart with the new name, the credentials of the old name no longer count,
+    // and the agent asks to join again as the new cluster — double opt-in once more.
+    klusterlets
+        .patch(
+            "klusterlet",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"clusterName": "c2-renamed"}})),
+        )
+        .await
+        .unwrap();
+    accept_and_wait_available(&hub.admin_client(), "c2-renamed")
+        .await
+        .unwrap();
+    wait_for(&klusterlets, "klusterlet", "connected as c2-renamed", |k| {
+        condition(k, "HubConnectionDegraded")
+            == ("False".into(), "HubConnectionFunctional".into())
+            && k.metadata.generation == k.status.as_ref().and_then(|s| s.observed_generation)
+    })
+    .await
+    .unwrap();
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(spoke.client(), AGENT_NS)
+        .get("hub-kubeconfig-secret")
+        .await
+        .unwrap();
+    assert_eq!(
+        secret.data.unwrap()["cluster-name"].0,
+        b"c2-renamed",
+        "the hub kubeconfig secret now belongs to the new name"
+    );
+
     // A Hosted Klusterlet without its external kubeconfig installs nothing and says why.
     let hosted: Api<Klusterlet> = Api::all(spoke.client());
     let k: Klusterlet = serde_json::from_value(json!({
