@@ -9,6 +9,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::{ClusterManager, Klusterlet};
@@ -181,6 +182,28 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         "{refused}"
     );
 
+    // The addon CRDs convert through the same pod: a ManagedClusterAddOn written in v1alpha1
+    // with the deprecated installNamespace reads back in v1beta1 with it in the annotation
+    // (without the webhook the API server would only rename the version).
+    let alpha: ocm_api::addon::v1alpha1::ManagedClusterAddOn = serde_json::from_value(json!({
+        "apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": "converted", "namespace": "c1"},
+        "spec": {"installNamespace": "converted-agent"}}))
+    .unwrap();
+    Api::<ocm_api::addon::v1alpha1::ManagedClusterAddOn>::namespaced(admin.clone(), "c1")
+        .create(&PostParams::default(), &alpha)
+        .await
+        .unwrap();
+    let beta = Api::<ocm_api::addon::v1beta1::ManagedClusterAddOn>::namespaced(admin.clone(), "c1")
+        .get("converted")
+        .await
+        .unwrap();
+    assert_eq!(
+        beta.metadata.annotations.unwrap_or_default()
+            [ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE],
+        "converted-agent"
+    );
+
     // A ManifestWork reaches c2's single agent.
     let work: ManifestWork = serde_json::from_value(json!({
         "metadata": {"name": "hello", "namespace": "c2"},
@@ -276,6 +299,13 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         );
     }
     wait_gone(&namespaces, HUB_NAMESPACE).await.unwrap();
+    // The addon CRDs stay, no longer sending conversions to the webhook that went.
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let crd = crds
+        .get("managedclusteraddons.addon.open-cluster-management.io")
+        .await
+        .unwrap();
+    assert_eq!(crd.spec.conversion.unwrap().strategy, "None");
     for operated in clusters_up {
         operated.stop().await;
     }

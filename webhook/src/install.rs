@@ -157,6 +157,43 @@ pub fn with_conversion_webhook(
     }
 }
 
+/// For each addon CRD, the part of it that sets `spec.conversion` (for a server-side apply
+/// of its own): with `Some(ca_bundle)`, the conversion webhook reached through Service
+/// `namespace/name` (port 443, the conversion path) — how an operator-installed hub, whose
+/// webhook server is a Deployment, converts; with `None`, strategy `None` (what a hub whose
+/// webhook server is gone must go back to, or every read in another version fails).
+pub fn conversion_through_service(
+    namespace: &str,
+    name: &str,
+    ca_bundle: Option<&str>,
+) -> Vec<Value> {
+    let conversion = match ca_bundle {
+        Some(ca) => json!({
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": {
+                    "service": {"namespace": namespace, "name": name, "port": 443,
+                                "path": CONVERT_PATH},
+                    "caBundle": base64(ca),
+                },
+                "conversionReviewVersions": ["v1", "v1beta1"],
+            },
+        }),
+        None => json!({"strategy": "None"}),
+    };
+    CONVERTED_CRDS
+        .iter()
+        .map(|crd| {
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": crd},
+                "spec": {"conversion": conversion},
+            })
+        })
+        .collect()
+}
+
 fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),

@@ -88,8 +88,9 @@ impl Ctx {
                 None => batches.push((version, vec![i], vec![o])),
             }
         }
+        let client = crate::webhook::service::resolve(&self.inner.store, &self.cluster, client);
         for (_, idx, objs) in batches {
-            let converted = crate::webhook::conversion::convert(client, objs, target)
+            let converted = crate::webhook::conversion::convert(&client, objs, target)
                 .map_err(ApiError::internal)?;
             for (i, o) in idx.into_iter().zip(converted) {
                 out[i] = Some(o);
@@ -133,7 +134,8 @@ impl Ctx {
             && !current.is_empty()
             && let Some(client) = &self.res.conversion_webhook
         {
-            let mut converted = crate::webhook::conversion::convert(client, vec![obj], target)
+            let client = crate::webhook::service::resolve(&self.inner.store, &self.cluster, client);
+            let mut converted = crate::webhook::conversion::convert(&client, vec![obj], target)
                 .map_err(ApiError::internal)?;
             return match converted.pop() {
                 Some(object) => Ok(object),

@@ -143,6 +143,9 @@ impl FleetProcess {
         let exe = std::env::current_exe().context("finding the ocm executable")?;
         let mut command = tokio::process::Command::new(exe);
         command
+            // A profiler preloaded into the measured process (heaptrack) stays out of the
+            // fleet's processes.
+            .env_remove("LD_PRELOAD")
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
             .args(["--first", &first.to_string()])
             .arg("--bootstrap-kubeconfig")

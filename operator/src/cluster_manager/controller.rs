@@ -14,9 +14,13 @@
 //! of the hub's admission policies are registered, naming the webhook Service (reason
 //! `WebhookApplyFailed` when that fails); deleting the ClusterManager removes them first.
 //!
+//! With them, the addon CRDs' `spec.conversion` names the same Service (v1alpha1 and v1beta1
+//! of ClusterManagementAddOn and ManagedClusterAddOn converted by the webhook server); it is
+//! turned off again when the ClusterManager goes, since the CRDs stay.
+//!
 //! `HubRegistrationDegraded` and `HubPlacementDegraded` follow those components' Deployments.
 //!
-//! Not yet: the CRDs' conversion stanza (addon v1alpha1/v1beta1), webhooks of a Hosted hub.
+//! Not yet: webhooks of a Hosted hub.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +49,8 @@ pub const CLEANUP_FINALIZER: &str = "operator.open-cluster-management.io/cluster
 
 /// Field manager of what the operator applies.
 const FIELD_MANAGER: &str = "cluster-manager-operator";
+/// Field manager of the addon CRDs' `spec.conversion`.
+const CONVERSION_MANAGER: &str = "cluster-manager-operator-conversion";
 
 struct Ctx {
     client: kube::Client,
@@ -129,6 +135,18 @@ fn webhook_configurations(cm_name: &str, ca_bundle: &str) -> Vec<serde_json::Val
     ]
 }
 
+/// The `spec.conversion` of the addon CRDs: through the webhook Service of ClusterManager
+/// `cm_name` trusting `ca_bundle`, or (`None`) no conversion webhook. Applied as
+/// [`CONVERSION_MANAGER`], so the CRD applies (which leave `spec.conversion` out) neither
+/// remove it nor fight over it, and a webhook rollout does not turn conversion off.
+fn conversion_objects(cm_name: &str, ca_bundle: Option<&str>) -> Vec<serde_json::Value> {
+    ocm_webhook::install::conversion_through_service(
+        HUB_NAMESPACE,
+        &format!("{cm_name}-webhook"),
+        ca_bundle,
+    )
+}
+
 /// A client of a Hosted ClusterManager's hub, from the external kubeconfig secret in
 /// `namespace`; `Ok(Err(why))` when there is none or it does not make a client.
 async fn hub_client(
@@ -176,6 +194,15 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             // would refuse every OCM write), then cluster-scoped objects by name, then the
             // namespace (which takes the rest).
             delete_all(&ctx.client, &webhook_configurations(&name, "")).await?;
+            if !hosted(&cm) {
+                let none = conversion_objects(&name, None);
+                if let Some(err) = apply_all(&ctx.client, CONVERSION_MANAGER, &none)
+                    .await
+                    .failure
+                {
+                    tracing::warn!(%err, "cannot turn the addon CRDs' conversion webhook off");
+                }
+            }
             delete_all(&ctx.client, &objects).await?;
             set_finalizer(&api, &cm.metadata, CLEANUP_FINALIZER, false).await?;
         }
@@ -235,10 +262,12 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             // address; not yet.)
             Ok(ca) if !hosted(&cm) && !rolling.contains(&format!("{name}-webhook")) => {
                 webhook_objects = webhook_configurations(&name, &ca);
-                if let Some(err) = apply_all(&ctx.client, FIELD_MANAGER, &webhook_objects)
-                    .await
-                    .failure
-                {
+                let mut applied = apply_all(&ctx.client, FIELD_MANAGER, &webhook_objects).await;
+                if applied.failure.is_none() {
+                    let conversion = conversion_objects(&name, Some(&ca));
+                    applied = apply_all(&hub, CONVERSION_MANAGER, &conversion).await;
+                }
+                if let Some(err) = applied.failure {
                     failure = Some(format!("WebhookApplyFailed: {err}"));
                 }
             }
