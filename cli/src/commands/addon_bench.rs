@@ -45,11 +45,33 @@ pub struct BenchAddonsArgs {
     /// is the hub's alone.
     #[arg(long)]
     fleet_process: bool,
+    /// Run the addons' manager in a process of its own (as an addon's manager runs in its own
+    /// Deployment), so that this one's RSS leaves it out; its RSS is printed apart.
+    #[arg(long)]
+    manager_process: bool,
+}
+
+/// The bench addons' names: `bench-addon-1` … `bench-addon-<count>`.
+pub(crate) fn addon_names(count: usize) -> Vec<String> {
+    (1..=count).map(|i| format!("bench-addon-{i}")).collect()
 }
 
 /// A benchmark addon: a namespace, a ConfigMap and a Deployment.
-struct BenchAddon {
+pub(crate) struct BenchAddon {
     options: AddonOptions,
+}
+
+impl BenchAddon {
+    /// Addon `name`, judged by Deployment availability, installed in `<name>-agent`.
+    pub(crate) fn new(name: String) -> BenchAddon {
+        BenchAddon {
+            options: AddonOptions {
+                health: HealthProber::DeploymentAvailability,
+                install_namespace: Some(format!("{name}-agent")),
+                ..AddonOptions::new(name)
+            },
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -138,25 +160,15 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let (rss_before, _) = process_usage();
     let stored_before = hub.server.store().stats();
 
-    let addon_names: Vec<String> = (1..=args.addons)
-        .map(|i| format!("bench-addon-{i}"))
-        .collect();
+    let addon_names = addon_names(args.addons);
     let expected: BTreeSet<(String, String)> = names
         .iter()
         .flat_map(|c| addon_names.iter().map(move |a| (c.clone(), a.clone())))
         .collect();
     let waiter = tokio::spawn(watch_addons(admin.clone(), expected.clone()));
     let started = Instant::now();
-    let mut manager = AddonManager::new(admin.clone());
     let cmas: Api<ClusterManagementAddOn> = Api::all(admin.clone());
     for name in &addon_names {
-        manager = manager.with_addon(Arc::new(BenchAddon {
-            options: AddonOptions {
-                health: HealthProber::DeploymentAvailability,
-                install_namespace: Some(format!("{name}-agent")),
-                ..AddonOptions::new(name.clone())
-            },
-        }));
         let cma: ClusterManagementAddOn = serde_json::from_value(json!({
             "apiVersion": "addon.open-cluster-management.io/v1beta1",
             "kind": "ClusterManagementAddOn",
@@ -168,7 +180,25 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("creating ClusterManagementAddOn {name}"))?;
     }
-    tokio::spawn(manager.run(shutdown.child()));
+    let manager_process = if args.manager_process {
+        std::fs::create_dir_all(&dir)?;
+        Some(
+            super::addon_bench_manager::ManagerProcess::start(
+                &admin,
+                |token| hub.token_kubeconfig(token),
+                &dir,
+                args.addons,
+            )
+            .await?,
+        )
+    } else {
+        let mut manager = AddonManager::new(admin.clone());
+        for name in &addon_names {
+            manager = manager.with_addon(Arc::new(BenchAddon::new(name.clone())));
+        }
+        tokio::spawn(manager.run(shutdown.child()));
+        None
+    };
     let (created, available) = waiter.await.context("watching the addons")??;
     let (rss_after, _) = process_usage();
     println!(
@@ -177,10 +207,22 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         created.as_secs_f64(),
         available.as_secs_f64()
     );
-    let contents = if args.fleet_process {
-        "hub, its API server and the addon manager".to_owned()
+    let manager_rss = manager_process
+        .as_ref()
+        .and_then(super::addon_bench_manager::ManagerProcess::pid)
+        .map(super::bench::rss_of);
+    let with_manager = if manager_rss.is_some() {
+        ""
     } else {
-        format!("hub, API server, {} clusters and their agents", names.len())
+        " and the addon manager"
+    };
+    let contents = if args.fleet_process {
+        format!("hub, its API server{with_manager}")
+    } else {
+        format!(
+            "hub, API server{with_manager}, {} clusters and their agents",
+            names.len()
+        )
     };
     println!(
         "  RSS of this process ({contents}): {:.0} MiB before, {:.0} MiB after ({:+.0} MiB)",
@@ -199,6 +241,12 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         mib(stored.history_bytes),
         mib(stored.history_bytes) - mib(stored_before.history_bytes),
     );
+    if let Some(rss) = manager_rss {
+        println!(
+            "  RSS of the addon manager process: {:.0} MiB",
+            rss as f64 / 1024.0
+        );
+    }
     if !fleet.is_empty() {
         let fleet_rss: u64 = fleet
             .iter()
@@ -211,6 +259,9 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         );
     }
     let _ = started;
+    if let Some(process) = manager_process {
+        process.stop().await;
+    }
     for process in fleet {
         process.stop().await;
     }

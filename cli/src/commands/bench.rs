@@ -46,6 +46,9 @@ enum What {
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
+    /// The addon manager of `addons --manager-process` (internal).
+    #[command(hide = true)]
+    AddonManager(super::addon_bench_manager::AddonManagerArgs),
 }
 
 /// Flags of `ocm bench registration`.
@@ -80,6 +83,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Rotation(args) => super::rotation_bench::bench(args).await,
         What::Operator(args) => super::operator_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
+        What::AddonManager(args) => super::addon_bench_manager::run(args).await,
     }
 }
 

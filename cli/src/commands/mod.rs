@@ -3,6 +3,7 @@
 pub mod accept;
 pub mod addon;
 pub mod addon_bench;
+pub mod addon_bench_manager;
 pub mod agent;
 pub mod apiserver;
 pub mod bench;
