@@ -52,6 +52,10 @@ pub enum KubeconfigAuth {
         /// PEM private key.
         key_pem: String,
     },
+    /// A bearer token in a file (`tokenFile`), read again as it changes (kube's clients
+    /// re-read it about every minute): how a kubelet's rotated ServiceAccount tokens reach a
+    /// process.
+    TokenFile(String),
     /// A client certificate and key in files next to the kubeconfig (paths as written).
     ClientCertFiles {
         /// Path of the PEM certificate.
@@ -65,6 +69,7 @@ impl std::fmt::Debug for KubeconfigAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KubeconfigAuth::Token(_) => f.write_str("Token(..)"),
+            KubeconfigAuth::TokenFile(path) => write!(f, "TokenFile({path})"),
             KubeconfigAuth::ClientCertData { .. } => f.write_str("ClientCertData(..)"),
             KubeconfigAuth::ClientCertFiles {
                 cert_path,
@@ -202,6 +207,9 @@ pub fn render(spec: &KubeconfigSpec) -> String {
     match &spec.auth {
         KubeconfigAuth::Token(token) => {
             user.insert("token".into(), token.clone().into());
+        }
+        KubeconfigAuth::TokenFile(path) => {
+            user.insert("tokenFile".into(), path.clone().into());
         }
         KubeconfigAuth::ClientCertData { cert_pem, key_pem } => {
             user.insert("client-certificate-data".into(), b64(cert_pem).into());

@@ -522,6 +522,26 @@ pub async fn start_process_kubelet(
     image: &str,
     home: &Path,
 ) -> anyhow::Result<Shutdown> {
+    start_process_kubelet_with(
+        binary,
+        admin_kubeconfig,
+        image,
+        home,
+        ocm::process_kubelet::DEFAULT_SYNC_PERIOD,
+        ocm::process_kubelet::DEFAULT_TOKEN_REFRESH,
+    )
+    .await
+}
+
+/// [`start_process_kubelet`] with its volume sync period and token refresh age.
+pub async fn start_process_kubelet_with(
+    binary: &str,
+    admin_kubeconfig: &Path,
+    image: &str,
+    home: &Path,
+    sync_period: Duration,
+    token_refresh: Duration,
+) -> anyhow::Result<Shutdown> {
     let client = ocm_runtime::kubeconfig::client_from_file(admin_kubeconfig).await?;
     let text = std::fs::read_to_string(admin_kubeconfig)?;
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
@@ -533,6 +553,8 @@ pub async fn start_process_kubelet(
         server,
         node_name: "node-1".into(),
         echo_logs: true,
+        sync_period,
+        token_refresh,
     };
     tokio::spawn(ocm::process_kubelet::run(client, options, shutdown.clone()));
     Ok(shutdown)

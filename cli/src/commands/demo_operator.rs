@@ -37,6 +37,8 @@ pub(crate) fn start_kubelet(
         server,
         node_name: "node-1".into(),
         echo_logs: false,
+        sync_period: crate::process_kubelet::DEFAULT_SYNC_PERIOD,
+        token_refresh: crate::process_kubelet::DEFAULT_TOKEN_REFRESH,
     };
     tokio::spawn(run_kubelet(cluster.client(), options, shutdown.child()));
     Ok(())

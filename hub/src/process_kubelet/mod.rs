@@ -4,9 +4,10 @@
 //!
 //! For such a Deployment it creates the Pods (owned by the Deployment, so they go with it),
 //! starts one process per Pod ([`supervisor`]) with the container's command, args and env,
-//! a kubeconfig holding a token of the Pod's ServiceAccount (`KUBECONFIG`, which `ocm`
-//! reads where a real pod would use its in-cluster configuration), and its Secret and
-//! ConfigMap volumes written under the Pod's folder (paths in args and env rebased there;
+//! a kubeconfig reading a token of the Pod's ServiceAccount from a file (`KUBECONFIG`, which
+//! `ocm` reads where a real pod would use its in-cluster configuration; the token is renewed
+//! while the process runs), and its Secret and ConfigMap volumes written under the Pod's
+//! folder and kept in sync with the API (paths in args and env rebased there;
 //! listen addresses on the container's ports moved to free loopback ports, since all pods
 //! share this machine's network). Processes restart per `restartPolicy`; exits show in the
 //! Pod's status; a changed template replaces the Pods (one at a time would need surge
@@ -21,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -51,7 +53,18 @@ pub struct ProcessKubeletOptions {
     /// Echo the processes' output to stderr, each line prefixed `[pod <namespace>/<name>]`
     /// (it always goes to `container.log` in the pod's folder).
     pub echo_logs: bool,
+    /// How often a running pod's Secret and ConfigMap volumes are written again
+    /// ([`DEFAULT_SYNC_PERIOD`], about a kubelet's).
+    pub sync_period: Duration,
+    /// Age at which a running pod's ServiceAccount token (an hour's) is replaced
+    /// ([`DEFAULT_TOKEN_REFRESH`]: at 80% of its life, as a kubelet does).
+    pub token_refresh: Duration,
 }
+
+/// Default [`ProcessKubeletOptions::sync_period`].
+pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(60);
+/// Default [`ProcessKubeletOptions::token_refresh`].
+pub const DEFAULT_TOKEN_REFRESH: Duration = Duration::from_secs(48 * 60);
 
 /// One Pod this kubelet runs.
 struct RunningPod {

@@ -25,8 +25,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// `terminationGracePeriodSeconds` when the Pod does not say.
 const DEFAULT_GRACE_SECONDS: u64 = 30;
 
-/// Lifetime asked for the ServiceAccount token the process gets.
-const TOKEN_SECONDS: i64 = 24 * 3600;
+/// Lifetime asked for the ServiceAccount token the process gets (a kubelet asks an hour and
+/// renews it while the container runs; see [`keep_fresh`]).
+const TOKEN_SECONDS: i64 = 3600;
 
 /// What one Pod's supervisor needs.
 pub(super) struct PodRun {
@@ -90,18 +91,23 @@ async fn materialize(
     Ok(())
 }
 
-/// Writes a kubeconfig with a token of the Pod's ServiceAccount; returns its path.
-async fn service_account_kubeconfig(
-    run: &PodRun,
-    namespace: &str,
-    pod_dir: &Path,
-) -> Result<std::path::PathBuf, NotReady> {
-    let account = run
-        .pod
+/// The Pod's ServiceAccount.
+fn account_of(run: &PodRun) -> String {
+    run.pod
         .spec
         .as_ref()
         .and_then(|s| s.service_account_name.clone())
-        .unwrap_or_else(|| "default".to_owned());
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+/// Writes a new token of ServiceAccount `account` to `pod_dir/token` (the file is replaced
+/// whole); returns the file's path.
+async fn write_token(
+    client: &kube::Client,
+    namespace: &str,
+    account: &str,
+    pod_dir: &Path,
+) -> Result<std::path::PathBuf, NotReady> {
     let request = TokenRequest {
         spec: TokenRequestSpec {
             audiences: Vec::new(),
@@ -110,16 +116,30 @@ async fn service_account_kubeconfig(
         },
         ..Default::default()
     };
-    let token = Api::<ServiceAccount>::namespaced(run.client.clone(), namespace)
-        .create_token_request(&account, &PostParams::default(), &request)
+    let token = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .create_token_request(account, &PostParams::default(), &request)
         .await
         .map_err(|e| format!("a token for service account {account}: {e}"))?
         .status
         .map(|s| s.token)
         .unwrap_or_default();
+    let path = pod_dir.join("token");
+    write_private(&path, token.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Writes a kubeconfig that reads a token of the Pod's ServiceAccount from a file (which
+/// [`keep_fresh`] renews); returns its path.
+async fn service_account_kubeconfig(
+    run: &PodRun,
+    namespace: &str,
+    pod_dir: &Path,
+) -> Result<std::path::PathBuf, NotReady> {
+    let account = account_of(run);
+    let token = write_token(&run.client, namespace, &account, pod_dir).await?;
     let yaml = kubeconfig::render(&KubeconfigSpec {
         server: run.options.server.clone(),
-        auth: KubeconfigAuth::Token(token),
+        auth: KubeconfigAuth::TokenFile(token.display().to_string()),
         context: "in-cluster".into(),
         user: account,
         namespace: Some(namespace.to_owned()),
@@ -244,17 +264,81 @@ async fn listening(port: Option<u16>) {
     }
 }
 
-/// Writes a file only its owner may read (credentials, keys, tokens).
+/// Writes a file only its owner may read (credentials, keys, tokens). The content is written
+/// beside it and renamed into place, so a process reading it never sees half a file.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.writing"));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)
+        .open(&partial)?;
+    file.write_all(bytes)?;
+    std::fs::rename(&partial, path)
+}
+
+/// Stops a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What a running pod's files are renewed from.
+struct Fresh {
+    client: kube::Client,
+    options: Arc<ProcessKubeletOptions>,
+    namespace: String,
+    account: String,
+    spec: Value,
+    pod_dir: std::path::PathBuf,
+}
+
+/// While the process runs, as a kubelet does: its Secret and ConfigMap volumes are written
+/// again every `sync_period` (so a changed Secret reaches it), and its ServiceAccount token
+/// is replaced once older than `token_refresh` (the kubeconfig names the token file, which
+/// the process's client reads again).
+async fn keep_fresh(fresh: Fresh) {
+    let options = &fresh.options;
+    let tick = options
+        .sync_period
+        .min(options.token_refresh)
+        .max(Duration::from_millis(100));
+    let mut synced = std::time::Instant::now();
+    let mut token_written = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        if synced.elapsed() >= options.sync_period {
+            synced = std::time::Instant::now();
+            if let Err(err) =
+                materialize(&fresh.client, &fresh.namespace, &fresh.spec, &fresh.pod_dir).await
+            {
+                tracing::debug!(%err, "cannot refresh the pod's volumes");
+            }
+        }
+        if token_written.elapsed() >= options.token_refresh {
+            match write_token(
+                &fresh.client,
+                &fresh.namespace,
+                &fresh.account,
+                &fresh.pod_dir,
+            )
+            .await
+            {
+                Ok(_) => token_written = std::time::Instant::now(),
+                Err(err) => tracing::warn!(%err, "cannot renew the pod's token"),
+            }
+        }
+    }
 }
 
 /// Makes a folder (and its parents) only its owner may enter.
@@ -396,6 +480,14 @@ pub(super) async fn supervise(run: PodRun) {
                 continue;
             }
         };
+        let _fresh = AbortOnDrop(tokio::spawn(keep_fresh(Fresh {
+            client: run.client.clone(),
+            options: run.options.clone(),
+            namespace: namespace.clone(),
+            account: account_of(&run),
+            spec: spec.clone(),
+            pod_dir: pod_dir.clone(),
+        })));
         let started = jiff::Timestamp::now().to_string();
         let running = json!({"running": {"startedAt": started}});
         report(
