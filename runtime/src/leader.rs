@@ -8,15 +8,17 @@
 //!
 //! [`LeaderElection::run_as_leader`] starts the caller's work when leadership is acquired,
 //! cancels it (through the token it gets) when leadership is lost, and competes again
-//! afterwards. On shutdown it releases the Lease so another candidate takes over at once.
+//! afterwards. On shutdown it releases the Lease; waiting candidates watch the Lease by name,
+//! so one of them takes over at once rather than at its next retry.
 
 use std::future::Future;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{PostParams, WatchEvent, WatchParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -89,8 +91,8 @@ struct Observed {
 enum Round {
     /// We hold the Lease now.
     Held,
-    /// Someone else holds a fresh Lease.
-    HeldByOther(String),
+    /// Someone else (the holder) holds a fresh Lease, as of resourceVersion `.1`.
+    HeldByOther(String, String),
     /// A concurrent writer won the race; try again later.
     Lost,
 }
@@ -152,9 +154,10 @@ impl LeaderElection {
             // Follower: try until we hold the Lease.
             match self.try_acquire_or_renew(&api, &mut observed).await {
                 Ok(Round::Held) => {}
-                Ok(Round::HeldByOther(holder)) => {
+                Ok(Round::HeldByOther(holder, resource_version)) => {
                     tracing::trace!(lease = %self.name, %holder, "lease held by another candidate");
-                    self.pause(&shutdown, self.retry_period).await;
+                    self.wait_for_change(&api, &shutdown, &resource_version)
+                        .await;
                     continue;
                 }
                 Ok(Round::Lost) => {
@@ -184,7 +187,7 @@ impl LeaderElection {
                 }
                 match self.try_acquire_or_renew(&api, &mut observed).await {
                     Ok(Round::Held) => last_renew = Instant::now(),
-                    Ok(Round::HeldByOther(holder)) => {
+                    Ok(Round::HeldByOther(holder, _)) => {
                         tracing::warn!(lease = %self.name, %holder, "leadership taken over");
                         break;
                     }
@@ -220,6 +223,43 @@ impl LeaderElection {
         tokio::select! {
             _ = shutdown.cancelled() => {}
             _ = tokio::time::sleep(d) => {}
+        }
+    }
+
+    /// Waits up to `retry_period` for the Lease to change after `resource_version`, watching
+    /// it by name: a Lease its holder released (on shutdown, as in a rolling upgrade) is taken
+    /// at once instead of at the next retry. Without permission to watch it (the watch is
+    /// authorized as `watch` on the Lease's name) this is a plain wait.
+    async fn wait_for_change(&self, api: &Api<Lease>, shutdown: &Shutdown, resource_version: &str) {
+        let params = WatchParams::default()
+            .fields(&format!("metadata.name={}", self.name))
+            .timeout(u32::try_from(self.retry_period.as_secs().max(1)).unwrap_or(u32::MAX));
+        let changed = async {
+            match api.watch(&params, resource_version).await {
+                Ok(events) => {
+                    let mut events = std::pin::pin!(events);
+                    while let Some(event) = events.next().await {
+                        if matches!(
+                            event,
+                            Ok(WatchEvent::Added(_)
+                                | WatchEvent::Modified(_)
+                                | WatchEvent::Deleted(_))
+                        ) {
+                            return;
+                        }
+                    }
+                }
+                Err(err) => {
+                    tracing::debug!(%err, lease = %self.name, "cannot watch the leader lease")
+                }
+            }
+            // Ended or refused: the rest of the period is a plain wait.
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = tokio::time::sleep(self.retry_period) => {}
+            _ = changed => {}
         }
     }
 
@@ -282,7 +322,11 @@ impl LeaderElection {
                 u64::try_from(spec.lease_duration_seconds.unwrap_or(0).max(0)).unwrap_or(0),
             );
             if observed.at + duration > Instant::now() {
-                return Ok(Round::HeldByOther(holder));
+                let resource_version = current.metadata.resource_version.clone();
+                return Ok(Round::HeldByOther(
+                    holder,
+                    resource_version.unwrap_or_default(),
+                ));
             }
         }
         let mut next = spec.clone();

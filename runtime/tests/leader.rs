@@ -235,3 +235,65 @@ async fn a_leader_that_cannot_renew_stops_its_work_and_comes_back() {
     assert_eq!(spec.holder_identity, None, "released on shutdown");
     assert_eq!(tracker.max_running.load(Ordering::SeqCst), 1);
 }
+
+/// A waiting candidate watches the Lease: when the leader releases it, the candidate leads at
+/// once — long before its next retry (two minutes here).
+#[tokio::test]
+async fn a_waiting_candidate_takes_a_released_lease_at_once() {
+    let server = ApiServer::in_memory().await.unwrap();
+    // Tells when a candidate has started watching (it waits for the Lease to change then).
+    let (watching_tx, mut watching) = watch::channel(0usize);
+    let service = tower::ServiceBuilder::new()
+        .map_request(move |request: http::Request<kube::client::Body>| {
+            if request
+                .uri()
+                .query()
+                .is_some_and(|q| q.contains("watch=true"))
+            {
+                watching_tx.send_modify(|n| *n += 1);
+            }
+            request
+        })
+        .service(server.service());
+    let client = kube::Client::new(service, "default");
+    let slow = |id: &str| {
+        LeaderElection::new(client.clone(), "default", "hub-controllers", id).with_timings(
+            Duration::from_secs(300),
+            Duration::from_secs(200),
+            Duration::from_secs(120),
+        )
+    };
+    let idle = |token: Shutdown| async move { token.cancelled().await };
+    let (tx_a, mut rx_a) = watch::channel(false);
+    let stop_a = Shutdown::new();
+    let a = tokio::spawn(
+        slow("a")
+            .report_to(tx_a)
+            .run_as_leader(stop_a.clone(), idle),
+    );
+    wait_leading(&mut rx_a, true, Duration::from_secs(5)).await;
+    let (tx_b, mut rx_b) = watch::channel(false);
+    let stop_b = Shutdown::new();
+    let b = tokio::spawn(
+        slow("b")
+            .report_to(tx_b)
+            .run_as_leader(stop_b.clone(), idle),
+    );
+    timeout(Duration::from_secs(5), watching.wait_for(|n| *n >= 1))
+        .await
+        .expect("b watches the Lease")
+        .unwrap();
+    assert!(!*rx_b.borrow());
+
+    stop_a.cancel();
+    timeout(Duration::from_secs(5), a)
+        .await
+        .expect("a stops")
+        .unwrap();
+    wait_leading(&mut rx_b, true, Duration::from_secs(5)).await;
+    stop_b.cancel();
+    timeout(Duration::from_secs(5), b)
+        .await
+        .expect("b stops")
+        .unwrap();
+}

@@ -216,10 +216,11 @@ pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
     (component != Component::Webhook).then(|| {
         json!([
             rule(&["coordination.k8s.io"], &["leases"], &["create"]),
+            // `watch` by name: a waiting candidate sees a released Lease at once.
             named(
                 &["coordination.k8s.io"],
                 &["leases"],
-                &["get", "update"],
+                &["get", "update", "watch"],
                 &[lease]
             ),
         ])
