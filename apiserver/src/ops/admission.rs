@@ -561,6 +561,19 @@ pub(crate) fn validate(
     if let Some(mutating) = ctx.res.builtin().and_then(webhook_configuration) {
         causes.extend(crate::webhook::validate_configuration(obj, mutating));
     }
+    match (ctx.res.builtin(), old) {
+        (Some(BuiltinKind::ConfigMap), None) => {
+            causes.extend(crate::validation::validate_config_map(obj));
+        }
+        (Some(BuiltinKind::ConfigMap), Some(old)) => {
+            causes.extend(crate::validation::validate_config_map_update(obj, old));
+        }
+        (Some(BuiltinKind::Secret), None) => causes.extend(crate::validation::validate_secret(obj)),
+        (Some(BuiltinKind::Secret), Some(old)) => {
+            causes.extend(crate::validation::validate_secret_update(obj, old));
+        }
+        _ => {}
+    }
     if causes.is_empty()
         && let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural())
     {
