@@ -381,8 +381,7 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
         .await
         .unwrap();
     wait_for(&klusterlets, "klusterlet", "connected as c2-renamed", |k| {
-        condition(k, "HubConnectionDegraded")
-            == ("False".into(), "HubConnectionFunctional".into())
+        condition(k, "HubConnectionDegraded") == ("False".into(), "HubConnectionFunctional".into())
             && k.metadata.generation == k.status.as_ref().and_then(|s| s.observed_generation)
     })
     .await
