@@ -268,8 +268,9 @@ where
         return Err(ApiError::route_not_found());
     }
     let query = Query::parse(parts.uri.query());
-    let long_running = long_running(parts.method.as_str(), &path, parts.uri.query());
-    if let Some(message) = crate::request::invalid_timeout(&query, long_running) {
+    if let Some(message) = crate::request::invalid_timeout(&query)
+        && !long_running(parts.method.as_str(), &path, parts.uri.query())
+    {
         return Err(ApiError::bad_request(message));
     }
     // Authenticate and authorize before anything else happens (e.g. a logical cluster is

@@ -187,12 +187,10 @@ impl Query {
 }
 
 /// kube-apiserver's request-deadline check (`WithRequestDeadline`, which runs before
-/// authentication): the message of the 400 answer when the `timeout` parameter of a request
-/// that is not long-running (watch, proxy, exec...) is not a Go duration.
-pub fn invalid_timeout(query: &Query, long_running: bool) -> Option<String> {
-    if long_running {
-        return None;
-    }
+/// authentication): the message of the 400 answer when the `timeout` parameter is not a Go
+/// duration. Long-running requests (watch, proxy, exec...) are not checked; the caller tells
+/// them apart.
+pub fn invalid_timeout(query: &Query) -> Option<String> {
     let value = query.non_empty("timeout")?;
     parse_go_duration(value)
         .err()
@@ -275,15 +273,14 @@ mod tests {
     #[test]
     fn timeout() {
         let q = |s: &str| Query::parse(Some(s));
-        assert_eq!(invalid_timeout(&q("timeout=10s"), false), None);
-        assert_eq!(invalid_timeout(&q("timeout="), false), None);
-        assert_eq!(invalid_timeout(&q("timeout=foo"), true), None);
+        assert_eq!(invalid_timeout(&q("timeout=10s")), None);
+        assert_eq!(invalid_timeout(&q("timeout=")), None);
         assert_eq!(
-            invalid_timeout(&q("timeout=foo"), false).as_deref(),
+            invalid_timeout(&q("timeout=foo")).as_deref(),
             Some(r#"invalid timeout specified in the request URL - time: invalid duration "foo""#)
         );
         assert_eq!(
-            invalid_timeout(&q("timeout=5"), false).as_deref(),
+            invalid_timeout(&q("timeout=5")).as_deref(),
             Some(
                 r#"invalid timeout specified in the request URL - time: missing unit in duration "5""#
             )
