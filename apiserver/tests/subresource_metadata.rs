@@ -1,6 +1,7 @@
 //! Subresource writes keep what kube-apiserver's strategies keep: a Namespace's `/status` and a
 //! CertificateSigningRequest's `/status` and `/approval` apply the request's metadata (labels,
-//! annotations) but never its `spec`; a custom resource's `/status` applies only `status`.
+//! annotations) but never its `spec`, and a CSR's approval conditions change only through
+//! `/approval`; a custom resource's `/status` applies only `status`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -144,6 +145,49 @@ async fn csr_approval_and_status_apply_metadata_but_not_spec() {
     assert_eq!(annotations["approved-by"], "test");
     assert_eq!(issued.spec.usages, Some(vec!["client auth".to_owned()]));
     assert!(issued.status.unwrap().certificate.is_some());
+
+    // Through /status, the approval conditions stay as they are: changed ones are kept from
+    // before, added ones refused.
+    let kept = csrs
+        .patch_status(
+            "c1",
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(json!([
+                    {"op": "replace", "path": "/status/conditions/0/reason", "value": "Changed"},
+                ]))
+                .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.status.unwrap().conditions.unwrap()[0]
+            .reason
+            .as_deref(),
+        Some("Test")
+    );
+    let pending = serde_json::from_value(json!({
+        "metadata": {"name": "c2"},
+        "spec": {"request": EMPTY_CSR, "signerName": "example.com/test", "usages": ["client auth"]},
+    }))
+    .unwrap();
+    csrs.create(&PostParams::default(), &pending).await.unwrap();
+    let approval = json!({"status": {"conditions": [
+        {"type": "Approved", "status": "True", "reason": "Sneaky"}]}});
+    match csrs
+        .patch_status("c2", &PatchParams::default(), &Patch::Merge(approval))
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (
+                422,
+                "CertificateSigningRequest.certificates.k8s.io \"c2\" is invalid: status.conditions: Forbidden: updates may not add a condition of type \"Approved\""
+            )
+        ),
+        other => panic!("expected 422, got {other:?}"),
+    }
 }
 
 #[tokio::test]
