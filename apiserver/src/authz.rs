@@ -341,6 +341,13 @@ fn condition_types(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How many conditions of `type_` (whatever their status) `obj` has.
+fn condition_count(obj: &Value, type_: &str) -> usize {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map_or(0, |cs| cs.iter().filter(|c| c["type"] == type_).count())
+}
+
 /// A 422 for a CertificateSigningRequest, worded as kube-apiserver's field errors:
 /// `Invalid value: "<value>": <detail>` when `value` is given, else `Forbidden: <detail>`.
 fn csr_invalid(name: &str, field: &str, value: Option<&str>, detail: &str) -> ApiError {
@@ -431,6 +438,17 @@ fn admit_csr(
             return Err(crate::rbac::signer_forbidden(name, "approve", &signer).to_api_error());
         }
         OpsTarget::Sub(sub) if sub == "status" => {
+            // Approval and denial go through /approval only.
+            for t in ["Approved", "Denied"] {
+                if condition_count(new, t) > condition_count(old, t) {
+                    return Err(csr_invalid(
+                        name,
+                        "status.conditions",
+                        None,
+                        &format!("updates may not add a condition of type {t:?}"),
+                    ));
+                }
+            }
             let old_cert = old
                 .pointer("/status/certificate")
                 .and_then(Value::as_str)

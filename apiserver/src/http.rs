@@ -214,6 +214,15 @@ fn valid_cluster_name(name: &str) -> bool {
         && !name.ends_with(['-', '.'])
 }
 
+/// kube's `BasicLongRunningRequestCheck`: watch and proxy verbs, and the attach, exec, log,
+/// portforward and proxy subresources.
+fn long_running(method: &str, path: &str, query: Option<&str>) -> bool {
+    let attrs = crate::rbac::request_attributes(Identity::system(), method, path, query);
+    matches!(attrs.verb.as_str(), "watch" | "proxy")
+        || matches!(&attrs.target, crate::rbac::Target::Resource(r)
+            if matches!(r.subresource.as_str(), "attach" | "exec" | "log" | "portforward" | "proxy"))
+}
+
 async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, ApiError>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -257,6 +266,12 @@ where
     };
     if cluster != DEFAULT_CLUSTER && !valid_cluster_name(&cluster) {
         return Err(ApiError::route_not_found());
+    }
+    let query = Query::parse(parts.uri.query());
+    if let Some(message) = crate::request::invalid_timeout(&query)
+        && !long_running(parts.method.as_str(), &path, parts.uri.query())
+    {
+        return Err(ApiError::bad_request(message));
     }
     // Authenticate and authorize before anything else happens (e.g. a logical cluster is
     // created on first use).
@@ -303,7 +318,6 @@ where
             .map(str::to_owned)
     };
     let accept = header_str(header::ACCEPT);
-    let query = Query::parse(parts.uri.query());
     let route = parse_route(&path);
     let is_read = parts.method == Method::GET || parts.method == Method::HEAD;
     match route {

@@ -1,6 +1,10 @@
 //! Request routing: the URL path (with an optional `/clusters/{name}` prefix) and the query.
 
+mod duration;
+
 use std::collections::HashMap;
+
+pub use duration::parse_go_duration;
 
 /// What a URL path addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,6 +186,17 @@ impl Query {
     }
 }
 
+/// kube-apiserver's request-deadline check (`WithRequestDeadline`, which runs before
+/// authentication): the message of the 400 answer when the `timeout` parameter is not a Go
+/// duration. Long-running requests (watch, proxy, exec...) are not checked; the caller tells
+/// them apart.
+pub fn invalid_timeout(query: &Query) -> Option<String> {
+    let value = query.non_empty("timeout")?;
+    parse_go_duration(value)
+        .err()
+        .map(|err| format!("invalid timeout specified in the request URL - {err}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +268,22 @@ mod tests {
         assert!(q.flag("watch"));
         assert_eq!(q.get("x"), Some(""));
         assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+
+    #[test]
+    fn timeout() {
+        let q = |s: &str| Query::parse(Some(s));
+        assert_eq!(invalid_timeout(&q("timeout=10s")), None);
+        assert_eq!(invalid_timeout(&q("timeout=")), None);
+        assert_eq!(
+            invalid_timeout(&q("timeout=foo")).as_deref(),
+            Some(r#"invalid timeout specified in the request URL - time: invalid duration "foo""#)
+        );
+        assert_eq!(
+            invalid_timeout(&q("timeout=5")).as_deref(),
+            Some(
+                r#"invalid timeout specified in the request URL - time: missing unit in duration "5""#
+            )
+        );
     }
 }

@@ -39,6 +39,7 @@ pub async fn serve_tls(
 ) -> std::io::Result<Serving> {
     let listener = TcpListener::bind(addr).await?;
     let local_addr = listener.local_addr()?;
+    server.inner.set_serving_port(local_addr.port());
     let (stop, mut stopped) = watch::channel(false);
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let task = tokio::spawn(async move {

@@ -49,6 +49,11 @@ pub struct ApiServerConfig {
     pub anonymous_auth: bool,
     /// PEM bundle of the CAs client certificates must chain to; `None` trusts no certificate.
     pub client_ca: Option<String>,
+    /// PEM bundle that verifies the serving certificate, published as `ca.crt` of every
+    /// namespace's `kube-root-ca.crt` ConfigMap (kube-controller-manager's `--root-ca-file`);
+    /// `None`: the client CA bundle (one CA signs both when they come from one
+    /// [`crate::tls::TlsMaterial`]).
+    pub serving_ca: Option<String>,
     /// PEM private key of the client CA (the first certificate of `client_ca`): with it, the
     /// built-in `kubernetes.io/kube-apiserver-client` signer signs approved CSRs.
     pub client_ca_key: Option<String>,
@@ -78,6 +83,7 @@ impl Default for ApiServerConfig {
             advertise_address: "127.0.0.1:6443".into(),
             anonymous_auth: true,
             client_ca: None,
+            serving_ca: None,
             client_ca_key: None,
             csr_signing_duration: Duration::from_secs(365 * 24 * 3600),
             csr_decided_ttl: Duration::from_secs(3600),
@@ -123,6 +129,8 @@ pub(crate) struct Inner {
     pub(crate) client_signer: Option<crate::pki::CertificateAuthority>,
     pub(crate) policies: crate::authz::PolicyCache,
     pub(crate) webhooks: crate::webhook::WebhookCache,
+    /// The port the server serves on: the advertised one until a listener is bound.
+    pub(crate) serving_port: watch::Sender<u16>,
 }
 
 /// An embedded Kubernetes-compatible API server. Cheap to clone.
@@ -176,6 +184,7 @@ impl ApiServer {
         };
         let sa_config = config.service_account_tokens.clone();
         let (shutdown, _) = watch::channel(false);
+        let (serving_port, _) = watch::channel(advertised_port(&config.advertise_address));
         let inner = Arc::new(Inner {
             store,
             registry: Registry::new(),
@@ -192,6 +201,7 @@ impl ApiServer {
             client_signer,
             policies: crate::authz::PolicyCache::default(),
             webhooks: crate::webhook::WebhookCache::default(),
+            serving_port,
         });
         let server = ApiServer { inner };
         server.load_crds();
@@ -331,6 +341,15 @@ impl ApiServer {
     }
 }
 
+/// The port of a `host:port` address; 6443 (kube-apiserver's secure port) when there is none.
+fn advertised_port(address: &str) -> u16 {
+    address
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse::<u16>().ok())
+        .filter(|p| *p != 0)
+        .unwrap_or(6443)
+}
+
 impl Inner {
     /// The simulator's delay for `cluster`, when its workloads are simulated.
     pub(crate) fn simulated_delay(&self, cluster: &str) -> Option<Duration> {
@@ -370,7 +389,16 @@ impl Inner {
             .contains(cluster)
     }
 
-    pub(crate) async fn ensure_cluster(&self, cluster: &str) -> Result<(), ApiError> {
+    /// Records the port a listener serves on (the target port of `default/kubernetes`).
+    pub(crate) fn set_serving_port(&self, port: u16) {
+        self.serving_port.send_if_modified(|current| {
+            let changed = *current != port;
+            *current = port;
+            changed
+        });
+    }
+
+    pub(crate) async fn ensure_cluster(self: &Arc<Self>, cluster: &str) -> Result<(), ApiError> {
         if self.cluster_known(cluster) {
             return Ok(());
         }
@@ -407,6 +435,10 @@ impl Inner {
             }
         }
         self.create_default_rbac(cluster).await?;
+        for ns in SYSTEM_NAMESPACES {
+            // What is not made now, the publisher makes once it runs.
+            crate::controllers::publish(self, cluster, ns).await;
+        }
         self.clusters
             .lock()
             .unwrap_or_else(|p| p.into_inner())

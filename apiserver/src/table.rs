@@ -298,6 +298,27 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             AGE,
             col("Selector", "string", 1, "The selector of the service."),
         ],
+        PodTemplate => vec![
+            NAME,
+            col(
+                "Containers",
+                "string",
+                0,
+                "Names of each container in the template.",
+            ),
+            col(
+                "Images",
+                "string",
+                0,
+                "Images referenced by each container in the template.",
+            ),
+            col(
+                "Pod Labels",
+                "string",
+                0,
+                "The labels for the pod template.",
+            ),
+        ],
         Deployment => vec![
             NAME,
             col("Ready", "string", 0, "Number of the pod with ready state"),
@@ -709,6 +730,18 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
                 age(obj),
                 or_none(selector.join(",")),
             ]
+        }
+        PodTemplate => {
+            let (c, i) = containers_images(obj, "/template/spec/containers");
+            // labels.FormatLabels: sorted by key.
+            let mut labels: Vec<(&String, String)> = obj
+                .pointer("/template/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| (k, s(Some(v)))).collect())
+                .unwrap_or_default();
+            labels.sort();
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            vec![name, json!(c), json!(i), or_none(labels.join(","))]
         }
         Deployment => {
             let (c, i) = containers_images(obj, "/spec/template/spec/containers");

@@ -1,5 +1,6 @@
 //! Object metadata validation as kube-apiserver does it: names, labels, annotations,
-//! finalizers, owner references, managed fields and the immutable fields of an update.
+//! finalizers, owner references, managed fields and the immutable fields of an update; plus
+//! the keys and immutability of ConfigMap and Secret data.
 //!
 //! Every check returns a list of [`Cause`]s: the `details.causes` entries of a 422 `Invalid`
 //! Status, with kube-apiserver's message texts (Kubernetes 1.33 wording). The same type is used
@@ -9,10 +10,14 @@
 //! All functions are pure: no I/O, no clock, no randomness.
 
 mod cause;
+mod config_data;
 mod meta;
 mod names;
 
 pub use cause::{BadValue, Cause, CauseType, invalid_message};
+pub use config_data::{
+    validate_config_map, validate_config_map_update, validate_secret, validate_secret_update,
+};
 pub use meta::{
     MetaDecodeError, coerce_object_meta, finalizer_warnings, validate_object_meta,
     validate_object_meta_update,

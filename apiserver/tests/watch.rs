@@ -41,6 +41,15 @@ fn name_of(e: &WatchEvent<ConfigMap>) -> (String, String) {
     }
 }
 
+/// Waits until the root CA ConfigMap every namespace gets is in `namespace`.
+async fn root_ca_published(client: &kube::Client, namespace: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    common::eventually("kube-root-ca.crt", || async {
+        api.get_opt("kube-root-ca.crt").await.unwrap().map(|_| ())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn list_then_watch_and_resume() {
     let (_s, client) = common::server().await;
@@ -285,6 +294,7 @@ async fn all_namespace_watch_and_streaming_list() {
         .create(&PostParams::default(), &cm("one", json!({})))
         .await
         .unwrap();
+    root_ca_published(&client, "other").await;
     let all: Api<ConfigMap> = Api::all(client.clone());
     // kube-runtime watcher with streaming lists (sendInitialEvents + initial-events-end bookmark).
     let mut events = watcher(all, watcher::Config::default().streaming_lists()).boxed();
@@ -302,7 +312,21 @@ async fn all_namespace_watch_and_streaming_list() {
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(initial, ["one"]);
+    // Besides "one", the ConfigMaps every cluster has: `kube-root-ca.crt` in each of the five
+    // namespaces and `kube-system/extension-apiserver-authentication`.
+    initial.sort();
+    assert_eq!(
+        initial,
+        [
+            "extension-apiserver-authentication",
+            "kube-root-ca.crt",
+            "kube-root-ca.crt",
+            "kube-root-ca.crt",
+            "kube-root-ca.crt",
+            "kube-root-ca.crt",
+            "one"
+        ]
+    );
     Api::<ConfigMap>::namespaced(client, "other")
         .create(&PostParams::default(), &cm("two", json!({})))
         .await
@@ -326,6 +350,7 @@ async fn all_namespace_watch_by_namespace_and_name_fields_sees_only_that_object(
     for ns in ["blue", "green"] {
         let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
         nsapi.create(&pp, &namespace).await.unwrap();
+        root_ca_published(&client, ns).await;
     }
     let all: Api<ConfigMap> = Api::all(client.clone());
     let by_namespace = WatchParams::default().fields("metadata.namespace=green");
@@ -339,6 +364,11 @@ async fn all_namespace_watch_by_namespace_and_name_fields_sees_only_that_object(
             .unwrap();
     }
     let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
+    // From "0": what the namespace holds already (its `kube-root-ca.crt`), then the changes.
+    assert_eq!(
+        name_of(&next(&mut in_green).await),
+        added("kube-root-ca.crt")
+    );
     assert_eq!(name_of(&next(&mut in_green).await), added("b"));
     assert_eq!(name_of(&next(&mut in_green).await), added("a"));
     let first = next(&mut green_a).await;

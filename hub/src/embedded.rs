@@ -119,6 +119,7 @@ impl EmbeddedHub {
             data_dir: (!options.memory).then(|| options.data_dir.clone()),
             advertise_address: format!("{host}:{}", options.listen.port()),
             client_ca: Some(tls.ca_cert.clone()),
+            serving_ca: Some(tls.ca_cert.clone()),
             client_ca_key: Some(tls.ca_key.clone()),
             csr_signing_duration: options.csr_signing_duration,
             ..ApiServerConfig::default()

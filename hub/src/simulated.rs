@@ -99,6 +99,7 @@ impl SimulatedCluster {
             data_dir: Some(data_dir.to_owned()),
             advertise_address: listen.to_string(),
             client_ca: Some(tls.ca_cert.clone()),
+            serving_ca: Some(tls.ca_cert.clone()),
             client_ca_key: Some(tls.ca_key.clone()),
             ..ApiServerConfig::default()
         })

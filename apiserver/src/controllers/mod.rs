@@ -1,11 +1,14 @@
 //! The server's own controllers, which kube-controller-manager and the apiextensions server
-//! run in a real cluster: CRD establishment and cleanup, namespace termination, and the
-//! ownerReference garbage collector.
+//! run in a real cluster: CRD establishment and cleanup, namespace termination, the
+//! ownerReference garbage collector, and the objects every cluster has (default
+//! ServiceAccounts, `kube-root-ca.crt`, `default/kubernetes`, the authentication ConfigMap).
 
 mod crd;
 mod csr;
 mod gc;
 mod namespace;
+mod published;
+mod publisher;
 mod rbac;
 mod simulator;
 
@@ -22,7 +25,14 @@ pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(csr::run(inner.clone()));
     tokio::spawn(rbac::run(inner.clone()));
     tokio::spawn(simulator::run(inner.clone()));
+    tokio::spawn(publisher::run(inner.clone()));
     tokio::spawn(gc::run(inner));
+}
+
+/// Makes the objects every cluster has in `namespace` of `cluster` (see [`published`]); false
+/// when some could not be made yet (the publisher retries them).
+pub(crate) async fn publish(inner: &Arc<Inner>, cluster: &str, namespace: &str) -> bool {
+    publisher::sync_namespace(inner, cluster, namespace).await
 }
 
 /// A pipeline context for the server's own writes to the objects of `bucket`.

@@ -413,60 +413,6 @@ pub(crate) fn prepare_update(
     Ok(())
 }
 
-/// Writes to subresources other than status: CSR `approval`, namespace `finalize`.
-pub(crate) fn subresource_update(
-    ctx: &mut Ctx,
-    sub: &str,
-    old: &Value,
-    new: Value,
-) -> Result<Value, ApiError> {
-    let mut merged = old.clone();
-    match (ctx.res.builtin(), sub) {
-        (Some(BuiltinKind::CertificateSigningRequest), "approval") => {
-            let conditions = new.pointer("/status/conditions").cloned();
-            let status = merged
-                .as_object_mut()
-                .map(|m| m.entry("status").or_insert_with(|| json!({})));
-            if let Some(Value::Object(status)) = status {
-                match conditions {
-                    Some(c) => {
-                        status.insert("conditions".into(), c);
-                    }
-                    None => {
-                        status.remove("conditions");
-                    }
-                }
-            }
-        }
-        (Some(BuiltinKind::Namespace), "finalize") => {
-            let finalizers = new
-                .pointer("/spec/finalizers")
-                .cloned()
-                .unwrap_or_else(|| json!([]));
-            merged["spec"] = json!({"finalizers": finalizers});
-            if merged["spec"]["finalizers"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
-            {
-                merged["spec"] = json!({});
-            }
-        }
-        _ => return Err(ApiError::route_not_found()),
-    }
-    if let Some(mf) = meta::metadata(&new)
-        .and_then(|m| m.get("managedFields"))
-        .cloned()
-    {
-        meta::set_meta(&mut merged, "managedFields", Some(mf));
-    }
-    meta::set_meta(
-        &mut merged,
-        "resourceVersion",
-        Some(json!(meta::meta_str(&new, "resourceVersion"))),
-    );
-    Ok(merged)
-}
-
 /// Delete-time rules. Returns whether the object must stay even without finalizers.
 pub(crate) fn prepare_delete(ctx: &mut Ctx, obj: &mut Value) -> Result<bool, ApiError> {
     match ctx.res.builtin() {
@@ -560,6 +506,19 @@ pub(crate) fn validate(
     }
     if let Some(mutating) = ctx.res.builtin().and_then(webhook_configuration) {
         causes.extend(crate::webhook::validate_configuration(obj, mutating));
+    }
+    match (ctx.res.builtin(), old) {
+        (Some(BuiltinKind::ConfigMap), None) => {
+            causes.extend(crate::validation::validate_config_map(obj));
+        }
+        (Some(BuiltinKind::ConfigMap), Some(old)) => {
+            causes.extend(crate::validation::validate_config_map_update(obj, old));
+        }
+        (Some(BuiltinKind::Secret), None) => causes.extend(crate::validation::validate_secret(obj)),
+        (Some(BuiltinKind::Secret), Some(old)) => {
+            causes.extend(crate::validation::validate_secret_update(obj, old));
+        }
+        _ => {}
     }
     if causes.is_empty()
         && let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural())

@@ -4,6 +4,7 @@
 
 mod admission;
 mod convert;
+mod subresource;
 
 use std::sync::Arc;
 
@@ -480,23 +481,7 @@ impl Ctx {
                 }
                 new
             }
-            Target::Sub(sub) if sub == "status" => {
-                let mut merged = old.clone();
-                copy_field(&mut merged, &new, "status");
-                if let Some(mf) = meta::metadata(&new)
-                    .and_then(|m| m.get("managedFields"))
-                    .cloned()
-                {
-                    meta::set_meta(&mut merged, "managedFields", Some(mf));
-                }
-                meta::set_meta(
-                    &mut merged,
-                    "resourceVersion",
-                    Some(json!(meta::meta_str(&new, "resourceVersion"))),
-                );
-                merged
-            }
-            Target::Sub(sub) => admission::subresource_update(self, sub, old, new)?,
+            Target::Sub(sub) => subresource::merge(self, sub, old, new)?,
         };
         // Metadata the client cannot change.
         let old_meta = meta::metadata(old).cloned().unwrap_or_default();

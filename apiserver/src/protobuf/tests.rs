@@ -531,6 +531,7 @@ fn fully_populated_builtin_kinds_survive_typed_normalization() {
         (K::Node, "v1", "Node"),
         (K::Pod, "v1", "Pod"),
         (K::Service, "v1", "Service"),
+        (K::PodTemplate, "v1", "PodTemplate"),
         (K::Deployment, "apps/v1", "Deployment"),
         (K::ReplicaSet, "apps/v1", "ReplicaSet"),
         (K::StatefulSet, "apps/v1", "StatefulSet"),

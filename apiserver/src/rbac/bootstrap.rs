@@ -7,8 +7,9 @@
 //! roles `system:discovery`, `system:basic-user`, `system:public-info-viewer`,
 //! `system:monitoring`, `system:service-account-issuer-discovery`, `system:auth-delegator`;
 //! the certificate roles `system:node-bootstrapper`, the CSR node-client roles and the four
-//! `system:certificates.k8s.io:*-approver` roles; and the ClusterRoleBindings kube makes for
-//! them. Left out: roles for components that do not exist here (nodes, scheduler,
+//! `system:certificates.k8s.io:*-approver` roles; the ClusterRoleBindings kube makes for
+//! them; and the Role `kube-system/extension-apiserver-authentication-reader` that extension
+//! API servers and webhooks bind to read the client CA. Left out: roles for components that do not exist here (nodes, scheduler,
 //! controller-manager controllers, kube-proxy, ...).
 //!
 //! The aggregated roles carry `rules: null`; run [`super::Policy::aggregate_to_fixed_point`]
@@ -480,9 +481,23 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
-/// Every default object: ClusterRoles, then ClusterRoleBindings.
+/// The default Roles (kube-system's `extension-apiserver-authentication-reader`).
+pub fn roles() -> Vec<Value> {
+    let name = "extension-apiserver-authentication-reader";
+    let mut metadata = metadata(name, &[]);
+    metadata["namespace"] = json!("kube-system");
+    vec![json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": metadata,
+        "rules": [named(READ, &[""], &["configmaps"], &["extension-apiserver-authentication"])],
+    })]
+}
+
+/// Every default object: ClusterRoles, then ClusterRoleBindings, then Roles.
 pub fn default_objects() -> Vec<Value> {
     let mut all = cluster_roles();
     all.extend(cluster_role_bindings());
+    all.extend(roles());
     all
 }

@@ -24,6 +24,7 @@ pub enum BuiltinKind {
     Node,
     Pod,
     Service,
+    PodTemplate,
     Deployment,
     ReplicaSet,
     StatefulSet,
@@ -69,6 +70,7 @@ impl BuiltinKind {
             Node => roundtrip::<core::Node>(value),
             Pod => roundtrip::<core::Pod>(value),
             Service => roundtrip::<core::Service>(value),
+            PodTemplate => roundtrip::<core::PodTemplate>(value),
             Deployment => roundtrip::<apps::Deployment>(value),
             ReplicaSet => roundtrip::<apps::ReplicaSet>(value),
             StatefulSet => roundtrip::<apps::StatefulSet>(value),
@@ -270,6 +272,14 @@ fn defs() -> Vec<Def> {
             ],
             ..def(K::Service, "", "v1", "services", "Service", true)
         },
+        def(
+            K::PodTemplate,
+            "",
+            "v1",
+            "podtemplates",
+            "PodTemplate",
+            true,
+        ),
         Def {
             short: &["deploy"],
             categories: ALL,

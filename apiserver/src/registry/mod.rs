@@ -204,6 +204,7 @@ impl ResourceInfo {
                     | BuiltinKind::DaemonSet
                     | BuiltinKind::Job
                     | BuiltinKind::CronJob
+                    | BuiltinKind::PodTemplate
                     | BuiltinKind::CustomResourceDefinition
             ),
         }

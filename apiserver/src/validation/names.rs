@@ -15,6 +15,9 @@ const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+const CONFIG_MAP_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
 /// Characters kube-apiserver draws the random `generateName` suffix from.
 pub const GENERATE_NAME_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
@@ -187,6 +190,33 @@ pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
             DNS1123_SUBDOMAIN_FMT,
             &["example.com"],
         ));
+    }
+    errs
+}
+
+/// `IsConfigMapKey`: why `key` cannot name an entry of a ConfigMap or Secret (empty when it
+/// can): at most 253 characters of `[-._a-zA-Z0-9]`, and not `.`, `..` or `..`-prefixed.
+pub(crate) fn config_map_key_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    let valid = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if !valid {
+        errs.push(regex_error(
+            CONFIG_MAP_KEY_MSG,
+            CONFIG_MAP_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match key {
+        "." => errs.push("must not be '.'".to_owned()),
+        ".." => errs.push("must not be '..'".to_owned()),
+        _ if key.starts_with("..") => errs.push("must not start with '..'".to_owned()),
+        _ => {}
     }
     errs
 }

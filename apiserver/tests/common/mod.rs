@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod crd;
+pub mod kubectl;
 pub mod tls;
 
 use std::time::Duration;

@@ -49,6 +49,7 @@ async fn serve(args: &ApiserverArgs) -> anyhow::Result<()> {
         advertise_address: format!("{host}:{}", args.listen.port()),
         anonymous_auth: args.anonymous_auth,
         client_ca: Some(tls.ca_cert.clone()),
+        serving_ca: Some(tls.ca_cert.clone()),
         client_ca_key: Some(tls.ca_key.clone()),
         ..ApiServerConfig::default()
     };
