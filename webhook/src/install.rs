@@ -129,6 +129,14 @@ pub fn through_service(mut configuration: Value, namespace: &str, name: &str) ->
     configuration
 }
 
+/// A CRD's `spec.conversion` that sends reviews to the webhook at `client_config`.
+fn webhook_conversion(client_config: Value) -> Value {
+    json!({
+        "strategy": "Webhook",
+        "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1", "v1beta1"]},
+    })
+}
+
 /// Sets `spec.conversion` of the addon CRDs among `crds` to the conversion webhook at
 /// `base_url`; other CRDs are left alone.
 pub fn with_conversion_webhook(
@@ -141,16 +149,10 @@ pub fn with_conversion_webhook(
         if !CONVERTED_CRDS.contains(&name.as_str()) {
             continue;
         }
-        let conversion = json!({
-            "strategy": "Webhook",
-            "webhook": {
-                "clientConfig": {
-                    "url": format!("{}{CONVERT_PATH}", base_url.trim_end_matches('/')),
-                    "caBundle": base64(ca_bundle),
-                },
-                "conversionReviewVersions": ["v1", "v1beta1"],
-            },
-        });
+        let conversion = webhook_conversion(json!({
+            "url": format!("{}{CONVERT_PATH}", base_url.trim_end_matches('/')),
+            "caBundle": base64(ca_bundle),
+        }));
         if let Ok(conversion) = serde_json::from_value(conversion) {
             crd.spec.conversion = Some(conversion);
         }
@@ -168,17 +170,10 @@ pub fn conversion_through_service(
     ca_bundle: Option<&str>,
 ) -> Vec<Value> {
     let conversion = match ca_bundle {
-        Some(ca) => json!({
-            "strategy": "Webhook",
-            "webhook": {
-                "clientConfig": {
-                    "service": {"namespace": namespace, "name": name, "port": 443,
-                                "path": CONVERT_PATH},
-                    "caBundle": base64(ca),
-                },
-                "conversionReviewVersions": ["v1", "v1beta1"],
-            },
-        }),
+        Some(ca) => webhook_conversion(json!({
+            "service": {"namespace": namespace, "name": name, "port": 443, "path": CONVERT_PATH},
+            "caBundle": base64(ca),
+        })),
         None => json!({"strategy": "None"}),
     };
     CONVERTED_CRDS

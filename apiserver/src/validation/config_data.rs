@@ -83,20 +83,27 @@ pub fn validate_config_map(obj: &Value) -> Vec<Cause> {
     causes
 }
 
-/// `ValidateConfigMapUpdate` without the metadata: the immutability rules, then
-/// [`validate_config_map`] of the new object.
-pub fn validate_config_map_update(new: &Value, old: &Value) -> Vec<Cause> {
+/// The immutability rules of a ConfigMap or Secret update: once `old` is immutable, `new`
+/// stays immutable and keeps each of `fields` as it was.
+fn immutability_causes(new: &Value, old: &Value, fields: &[&str]) -> Vec<Cause> {
     let mut causes = Vec::new();
     if is_immutable(old) {
         if !is_immutable(new) {
             causes.push(Cause::forbidden("immutable", IMMUTABLE_SET));
         }
-        for field in ["data", "binaryData"] {
+        for &field in fields {
             if map_of(new, field) != map_of(old, field) {
                 causes.push(Cause::forbidden(field, IMMUTABLE_SET));
             }
         }
     }
+    causes
+}
+
+/// `ValidateConfigMapUpdate` without the metadata: the immutability rules, then
+/// [`validate_config_map`] of the new object.
+pub fn validate_config_map_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = immutability_causes(new, old, &["data", "binaryData"]);
     causes.extend(validate_config_map(new));
     causes
 }
@@ -135,14 +142,7 @@ pub fn validate_secret_update(new: &Value, old: &Value) -> Vec<Cause> {
             "field is immutable",
         ));
     }
-    if is_immutable(old) {
-        if !is_immutable(new) {
-            causes.push(Cause::forbidden("immutable", IMMUTABLE_SET));
-        }
-        if map_of(new, "data") != map_of(old, "data") {
-            causes.push(Cause::forbidden("data", IMMUTABLE_SET));
-        }
-    }
+    causes.extend(immutability_causes(new, old, &["data"]));
     causes.extend(validate_secret(new));
     causes
 }
