@@ -90,6 +90,29 @@ impl AddonConfigs {
         self.deployment.as_ref()?.node_placement.as_ref()
     }
 
+    /// The pod-template settings the AddOnDeploymentConfig gives container `container` of
+    /// Deployment `deployment`, as JSON ready for a manifest: `nodeSelector` and `tolerations`
+    /// (empty when unset) and `resources` ([`AddonConfigs::resources_for`], `{}` when unset).
+    pub fn pod_settings(&self, deployment: &str, container: &str) -> PodSettings {
+        let placement = self.node_placement();
+        let json = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap_or_default();
+        PodSettings {
+            node_selector: json(serde_json::to_value(
+                placement
+                    .map(|p| p.node_selector.clone())
+                    .unwrap_or_default(),
+            )),
+            tolerations: json(serde_json::to_value(
+                placement.map(|p| p.tolerations.clone()).unwrap_or_default(),
+            )),
+            resources: json(serde_json::to_value(
+                self.resources_for("deployments", deployment, container)
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+
     /// The AddOnDeploymentConfig's proxy settings, when set.
     pub fn proxy(&self) -> Option<&ocm_api::addon::v1alpha1::ProxyConfig> {
         self.deployment.as_ref()?.proxy_config.as_ref()
@@ -120,6 +143,30 @@ impl AddonConfigs {
             })
             .map(|r| &r.resources)
     }
+}
+
+/// Pod-template settings from an AddOnDeploymentConfig ([`AddonConfigs::pod_settings`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodSettings {
+    /// `spec.template.spec.nodeSelector`.
+    pub node_selector: serde_json::Value,
+    /// `spec.template.spec.tolerations`.
+    pub tolerations: serde_json::Value,
+    /// The container's `resources`.
+    pub resources: serde_json::Value,
+}
+
+/// The install namespace the framework decided for `addon` (`status.namespace`), or an error
+/// saying it is not decided yet (the framework calls `manifests` again once it is).
+pub fn decided_namespace(
+    addon: &ocm_api::addon::v1beta1::ManagedClusterAddOn,
+) -> Result<String, AddonError> {
+    addon
+        .status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .filter(|ns| !ns.is_empty())
+        .ok_or_else(|| AddonError::new("the install namespace is not decided yet"))
 }
 
 /// How the framework installs, registers and watches an addon.

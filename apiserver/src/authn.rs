@@ -112,7 +112,11 @@ fn stored_json(
     serde_json::from_slice(&object.value).ok()
 }
 
-fn authenticate_token(inner: &Inner, cluster: &str, token: &str) -> Result<Identity, ApiError> {
+pub(crate) fn authenticate_token(
+    inner: &Inner,
+    cluster: &str,
+    token: &str,
+) -> Result<Identity, ApiError> {
     let now = Timestamp::now();
     match classify_bearer(token) {
         BearerKind::Bootstrap(parsed) => {

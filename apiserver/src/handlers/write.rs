@@ -67,30 +67,17 @@ fn access_review(
     crate::ops::check_type_meta_pub(&mut ctx, &mut obj)?;
     let policy = crate::authz::policy(&req.inner, &req.cluster);
     if kind == BuiltinKind::SelfSubjectReview {
-        let mut user_info = serde_json::Map::new();
-        user_info.insert("username".into(), json!(req.identity.user));
-        if !req.identity.uid.is_empty() {
-            user_info.insert("uid".into(), json!(req.identity.uid));
-        }
-        if !req.identity.groups.is_empty() {
-            user_info.insert("groups".into(), json!(req.identity.groups));
-        }
-        if !req.identity.extra.is_empty() {
-            user_info.insert("extra".into(), json!(req.identity.extra));
-        }
-        let mut metadata = obj
-            .get("metadata")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        metadata.insert("creationTimestamp".into(), Value::Null);
+        let user_info = user_info(&req.identity);
         let answered = json!({
             "kind": "SelfSubjectReview",
             "apiVersion": "authentication.k8s.io/v1",
-            "metadata": metadata,
+            "metadata": review_metadata(&obj),
             "status": {"userInfo": user_info},
         });
         return Ok(Reply::json(StatusCode::CREATED, &answered));
+    }
+    if kind == BuiltinKind::TokenReview {
+        return token_review(req, obj);
     }
     let answered = match kind {
         BuiltinKind::SelfSubjectRulesReview => {
@@ -104,6 +91,69 @@ fn access_review(
         }
         _ => crate::rbac::subject_access_review(&policy, &obj)?,
     };
+    Ok(Reply::json(StatusCode::CREATED, &answered))
+}
+
+/// The metadata a review is answered with: the request's, with a null creationTimestamp (as
+/// kube's never-stored reviews read).
+fn review_metadata(obj: &Value) -> serde_json::Map<String, Value> {
+    let mut metadata = obj
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    metadata.insert("creationTimestamp".into(), Value::Null);
+    metadata
+}
+
+/// The `userInfo` of a review: name, and uid, groups and extra when known.
+fn user_info(identity: &crate::Identity) -> serde_json::Map<String, Value> {
+    let mut user = serde_json::Map::new();
+    user.insert("username".into(), json!(identity.user));
+    if !identity.uid.is_empty() {
+        user.insert("uid".into(), json!(identity.uid));
+    }
+    if !identity.groups.is_empty() {
+        user.insert("groups".into(), json!(identity.groups));
+    }
+    if !identity.extra.is_empty() {
+        user.insert("extra".into(), json!(identity.extra));
+    }
+    user
+}
+
+/// A TokenReview: who the token in `spec.token` authenticates as, by the same authenticators
+/// as requests (service-account and bootstrap tokens); never stored.
+fn token_review(req: &ResourceRequest, obj: Value) -> Result<Reply, ApiError> {
+    let token = obj
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let status = match crate::authn::authenticate_token(&req.inner, &req.cluster, token) {
+        Ok(identity) => {
+            let mut status = json!({"authenticated": true, "user": user_info(&identity)});
+            if let Some(audiences) = obj
+                .pointer("/spec/audiences")
+                .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                status["audiences"] = audiences.clone();
+            }
+            status
+        }
+        Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
+    };
+    let answered = json!({
+        "kind": "TokenReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": review_metadata(&obj),
+        "spec": obj.get("spec").cloned().unwrap_or_else(|| json!({})),
+        "status": status,
+    });
     Ok(Reply::json(StatusCode::CREATED, &answered))
 }
 

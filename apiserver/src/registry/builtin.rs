@@ -44,6 +44,7 @@ pub enum BuiltinKind {
     LocalSubjectAccessReview,
     SelfSubjectRulesReview,
     SelfSubjectReview,
+    TokenReview,
     ValidatingWebhookConfiguration,
     MutatingWebhookConfiguration,
 }
@@ -90,6 +91,7 @@ impl BuiltinKind {
             LocalSubjectAccessReview => roundtrip::<authz::LocalSubjectAccessReview>(value),
             SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
             SelfSubjectReview => roundtrip::<authn::SelfSubjectReview>(value),
+            TokenReview => roundtrip::<authn::TokenReview>(value),
             ValidatingWebhookConfiguration => {
                 roundtrip::<admreg::ValidatingWebhookConfiguration>(value)
             }
@@ -109,6 +111,7 @@ impl BuiltinKind {
                 | LocalSubjectAccessReview
                 | SelfSubjectRulesReview
                 | SelfSubjectReview
+                | TokenReview
         )
     }
 }
@@ -485,6 +488,17 @@ fn defs() -> Vec<Def> {
                 "v1",
                 "selfsubjectreviews",
                 "SelfSubjectReview",
+                false,
+            )
+        },
+        Def {
+            verbs: &["create"],
+            ..def(
+                K::TokenReview,
+                "authentication.k8s.io",
+                "v1",
+                "tokenreviews",
+                "TokenReview",
                 false,
             )
         },

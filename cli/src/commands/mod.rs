@@ -20,6 +20,7 @@ pub mod operator;
 pub mod operator_bench;
 pub mod placement;
 pub mod placement_bench;
+pub mod proxy;
 pub mod rotation_bench;
 pub mod unjoin;
 pub mod work;
@@ -60,6 +61,8 @@ enum Command {
     Addon(addon::AddonArgs),
     /// Show hub objects.
     Get(get::GetArgs),
+    /// Reach managed clusters' API servers through the cluster-proxy addon.
+    Proxy(proxy::ProxyArgs),
     /// Create hub objects (ManifestWork).
     Create(create::CreateArgs),
     /// Explain a hub decision (why each cluster was or was not placed).
@@ -99,6 +102,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Accept(args) => block_on(QUIET, accept::run(args)),
         Command::Addon(args) => block_on(QUIET, addon::run(args)),
         Command::Get(args) => block_on(QUIET, get::run(args)),
+        Command::Proxy(args) => block_on(QUIET, proxy::run(args)),
         Command::Create(args) => block_on(QUIET, create::run(args)),
         Command::Explain(args) => block_on(QUIET, placement::explain(args)),
         Command::Operator(args) => block_on("info", operator::run(args)),
@@ -160,7 +164,7 @@ impl HubAccess {
     }
 }
 
-async fn client_from(path: &Path) -> anyhow::Result<kube::Client> {
+pub(crate) async fn client_from(path: &Path) -> anyhow::Result<kube::Client> {
     if !path.exists() {
         anyhow::bail!(
             "kubeconfig {} does not exist (start a hub with `ocm hub`, or pass --kubeconfig)",

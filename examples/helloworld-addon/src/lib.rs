@@ -84,28 +84,11 @@ impl AgentAddon for HelloWorld {
         configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError> {
         let cluster = name_of(cluster);
-        let namespace = addon
-            .status
-            .as_ref()
-            .map(|s| s.namespace.clone())
-            .filter(|ns| !ns.is_empty())
-            .ok_or_else(|| AddonError::new("the install namespace is not decided yet"))?;
+        let namespace = ocm_addon_framework::agent::decided_namespace(addon)?;
         let log_level = configs.variable("LOG_LEVEL").unwrap_or("info");
         // Where the AddOnDeploymentConfig says: image mirrors, nodes, resources.
         let image = configs.image(&self.image);
-        let placement = configs.node_placement();
-        let node_selector = json!(
-            placement
-                .map(|p| p.node_selector.clone())
-                .unwrap_or_default()
-        );
-        let tolerations = json!(placement.map(|p| p.tolerations.clone()).unwrap_or_default());
-        let resources = json!(
-            configs
-                .resources_for("deployments", "helloworld-agent", "agent")
-                .cloned()
-                .unwrap_or_default()
-        );
+        let pod = configs.pod_settings("helloworld-agent", "agent");
         Ok(vec![
             json!({"apiVersion": "v1", "kind": "ServiceAccount",
                    "metadata": {"name": "helloworld-agent-sa", "namespace": namespace}}),
@@ -131,12 +114,12 @@ impl AgentAddon for HelloWorld {
                     "metadata": {"labels": {"app": "helloworld-agent"}},
                     "spec": {
                         "serviceAccountName": "helloworld-agent-sa",
-                        "nodeSelector": node_selector,
-                        "tolerations": tolerations,
+                        "nodeSelector": pod.node_selector,
+                        "tolerations": pod.tolerations,
                         "containers": [{
                             "name": "agent",
                             "image": image,
-                            "resources": resources,
+                            "resources": pod.resources,
                             "args": ["agent", "--cluster-name", cluster,
                                      "--namespace", namespace,
                                      "--hub-kubeconfig-dir", HUB_KUBECONFIG_DIR],
