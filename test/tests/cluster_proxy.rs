@@ -399,6 +399,9 @@ async fn kubectl_reaches_clusters_through_tunnels_as_the_mapped_identity() -> an
             && err.contains(&format!("cluster {c02} is not reachable")),
         "{err}"
     );
+    let nowhere = proxy_kubeconfig(&hub.admin_kubeconfig, "nowhere", dir.path()).await?;
+    let refused = nowhere.refusal().await?;
+    assert_eq!((refused.code, refused.reason.as_str()), (404, "NotFound"));
     let health = ocm_output(&["proxy", "health"], &hub.admin_kubeconfig).await?;
     let row = |name: &str| {
         health

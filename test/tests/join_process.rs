@@ -508,6 +508,9 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
         "helloworld enabled",
         "agent registered, hub credentials in",
         "NAMESPACE   NAME         AVAILABLE",
+        "cluster1: tunnel open",
+        "cluster2: tunnel open",
+        "ocm proxy kubectl",
     ] {
         assert!(
             stdout.contains(needle),
@@ -529,6 +532,7 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("resuming"), "{stdout}");
+    assert!(stdout.contains("cluster2: tunnel open"), "{stdout}");
     assert!(stdout.contains("was already accepted"), "{stdout}");
     assert!(!stdout.contains("approved CSR"), "{stdout}");
     assert!(

@@ -15,13 +15,14 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
+use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-use crate::authn::{AuthError, HubAuth, certificate_user};
+use crate::authn::{AuthError, CLUSTER_GROUP, HubAuth, certificate_user};
 use crate::error::{ProxyError, io};
 use crate::identity::{self, HubUser, Route};
 use crate::pki::{self, Endpoint};
@@ -82,6 +83,7 @@ impl RunningProxy {
 }
 
 struct Shared {
+    hub: kube::Client,
     tunnels: Tunnels,
     auth: HubAuth,
     stop: Shutdown,
@@ -164,7 +166,8 @@ pub async fn start(
     let tunnels = Tunnels::default();
     let shared = Arc::new(Shared {
         tunnels: tunnels.clone(),
-        auth: HubAuth::new(hub),
+        auth: HubAuth::new(hub.clone()),
+        hub,
         stop: stop.clone(),
     });
     let task = tokio::spawn(accept_loop(listener, acceptor, shared));
@@ -393,6 +396,25 @@ fn accept_tunnel(
     response
 }
 
+/// The answer for a cluster without a tunnel: 404 when there is no such ManagedCluster, else
+/// 503 at once (never a hang).
+async fn no_tunnel(shared: &Shared, cluster: &str) -> Response<ProxyBody> {
+    let clusters: Api<ManagedCluster> = Api::all(shared.hub.clone());
+    if let Ok(None) = clusters.get_opt(cluster).await {
+        return status::status(
+            StatusCode::NOT_FOUND,
+            &format!("managedclusters.{CLUSTER_GROUP} \"{cluster}\" not found"),
+        );
+    }
+    status::status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "cluster {cluster} is not reachable through the proxy: its cluster-proxy agent has \
+             no tunnel open (is the addon enabled on it and its agent running?)"
+        ),
+    )
+}
+
 async fn forward(
     shared: &Shared,
     cert_user: Option<HubUser>,
@@ -423,13 +445,7 @@ async fn forward(
         return auth_reply(&err);
     }
     let Some(tunnel) = shared.tunnels.get(cluster) else {
-        return status::status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!(
-                "cluster {cluster} is not reachable through the proxy: its cluster-proxy agent \
-                 has no tunnel open (is the addon enabled on it and its agent running?)"
-            ),
-        );
+        return no_tunnel(shared, cluster).await;
     };
     let (mut parts, body) = req.into_parts();
     let uri = format!("http://{cluster}.cluster-proxy{path}");

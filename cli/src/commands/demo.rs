@@ -235,6 +235,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!();
     print!("{}", super::addon::render_addons(&addon_rows));
     println!();
+    step(
+        "Hub admin enables the cluster-proxy addon: each cluster's agent opens a tunnel out to \
+         the proxy server, so the hub reaches every cluster's API without dialing in",
+    );
+    let proxy = tokio::time::timeout(
+        Duration::from_secs(120),
+        super::demo_proxy::enable_cluster_proxy(&hub, &names, &data_dir, &shutdown),
+    )
+    .await
+    .context("cluster-proxy tunnels did not open within 120 s")??;
+    println!();
     println!("Try it alongside:");
     println!(
         "    kubectl --kubeconfig {} get managedclusters",
@@ -257,6 +268,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "    kubectl --kubeconfig {} get managedclusteraddons -A",
         hub.admin_kubeconfig.display()
     );
+    if let Some(first) = names.first() {
+        println!(
+            "    ocm proxy kubectl --kubeconfig {} --cluster {first} -- get nodes",
+            hub.admin_kubeconfig.display()
+        );
+    }
 
     if !args.until_ready {
         println!();
@@ -270,6 +287,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     for agent in work_agents {
         let _ = tokio::time::timeout(Duration::from_secs(5), agent).await;
     }
+    proxy.stop().await;
     hub.stop().await;
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod crds;
 pub mod create;
 pub mod demo;
 pub mod demo_operator;
+pub mod demo_proxy;
 pub mod fleet_bench;
 pub mod get;
 pub mod hub;
