@@ -520,14 +520,12 @@ pub(crate) fn validate(
         }
         _ => {}
     }
-    if causes.is_empty()
-        && let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural())
-    {
-        causes.extend(match (old, target) {
-            (None, _) => schema.validate(obj),
-            (Some(old), Target::Sub(s)) if s == "status" => schema.validate_status_update(obj, old),
-            (Some(old), _) => schema.validate_update(obj, old),
-        });
+    // Schema (and CEL) errors are reported together with the metadata errors, in one 422, as
+    // kube-apiserver does for custom resources.
+    if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
+        let status_only = matches!(target, Target::Sub(s) if s == "status");
+        let more = schema.validate_after(obj, old, status_only, &causes);
+        causes.extend(more);
     }
     if ctx.res.is_custom() {
         ctx.warnings

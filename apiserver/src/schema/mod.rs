@@ -119,34 +119,17 @@ impl StructuralSchema {
     /// `set`/`map` lists, then the `x-kubernetes-validations` CEL rules (skipped with one
     /// cause when an earlier cause is of a blocking type, as kube-apiserver does). Does not
     /// check the object's own `metadata` (use [`crate::validation::validate_object_meta`]
-    /// first, as kube-apiserver does) nor `apiVersion`/`kind`.
+    /// first, as kube-apiserver does, and [`StructuralSchema::validate_after`] to report both
+    /// together) nor `apiVersion`/`kind`.
     pub fn validate(&self, obj: &Value) -> Vec<Cause> {
-        let mut errs = Vec::new();
-        validate::validate_value(&self.root, obj, None, "", &mut errs);
-        let mut causes = validate::to_causes(errs, None);
-        structure::validate_embedded(obj, Some(&self.root), "", &mut causes);
-        structure::validate_list_sets_and_maps(obj, Some(&self.root), "", &mut causes);
-        let blocking = cel::is_blocking(&causes);
-        causes.extend(self.cel.validate(&self.root, obj, None, blocking));
-        causes
+        self.checked(obj, None, false, false)
     }
 
     /// Validate an update with kube-apiserver's validation ratcheting: schema errors inside
     /// values that did not change from `old` are ignored, and list duplicates are only
     /// reported when `old` had none.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut errs = Vec::new();
-        validate::validate_value(&self.root, new, Some(old), "", &mut errs);
-        let mut causes = validate::to_causes(errs, None);
-        structure::validate_embedded(new, Some(&self.root), "", &mut causes);
-        let mut old_lists = Vec::new();
-        structure::validate_list_sets_and_maps(old, Some(&self.root), "", &mut old_lists);
-        if old_lists.is_empty() {
-            structure::validate_list_sets_and_maps(new, Some(&self.root), "", &mut causes);
-        }
-        let blocking = cel::is_blocking(&causes);
-        causes.extend(self.cel.validate(&self.root, new, Some(old), blocking));
-        causes
+        self.checked(new, Some(old), false, false)
     }
 
     /// Validate a write to the `/status` subresource: only `status` is validated, against the
@@ -154,23 +137,76 @@ impl StructuralSchema {
     /// `status.count: Invalid value: "string": count in body must be of type integer`), with
     /// ratcheting against `old`.
     pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.checked(new, Some(old), true, false)
+    }
+
+    /// [`StructuralSchema::validate`], [`StructuralSchema::validate_update`] (with `old`) or
+    /// [`StructuralSchema::validate_status_update`] (with `old` and `status_only`) after the
+    /// `earlier` causes of the same request (the object's own metadata): a blocking one among
+    /// them skips the CEL rules too, as kube-apiserver decides over all of a request's errors.
+    pub fn validate_after(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        status_only: bool,
+        earlier: &[Cause],
+    ) -> Vec<Cause> {
+        self.checked(obj, old, status_only, cel::is_blocking(earlier))
+    }
+
+    fn checked(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        status_only: bool,
+        earlier_blocking: bool,
+    ) -> Vec<Cause> {
         let mut causes = Vec::new();
-        if let (Some(status), Some(schema)) = (new.get("status"), self.root.property("status")) {
-            let mut errs = Vec::new();
-            validate::validate_value(schema, status, old.get("status"), "", &mut errs);
-            causes = validate::to_causes(errs, Some("status"));
-        }
-        let mut new_lists = Vec::new();
-        structure::validate_list_sets_and_maps(new, Some(&self.root), "", &mut new_lists);
-        if !new_lists.is_empty() {
-            let mut old_lists = Vec::new();
-            structure::validate_list_sets_and_maps(old, Some(&self.root), "", &mut old_lists);
-            if old_lists.is_empty() {
-                causes.extend(new_lists);
+        match old {
+            Some(old) if status_only => {
+                if let (Some(status), Some(schema)) =
+                    (new.get("status"), self.root.property("status"))
+                {
+                    let mut errs = Vec::new();
+                    validate::validate_value(schema, status, old.get("status"), "", &mut errs);
+                    causes = validate::to_causes(errs, Some("status"));
+                }
+                let mut new_lists = Vec::new();
+                structure::validate_list_sets_and_maps(new, Some(&self.root), "", &mut new_lists);
+                if !new_lists.is_empty() {
+                    let mut old_lists = Vec::new();
+                    structure::validate_list_sets_and_maps(
+                        old,
+                        Some(&self.root),
+                        "",
+                        &mut old_lists,
+                    );
+                    if old_lists.is_empty() {
+                        causes.extend(new_lists);
+                    }
+                }
+            }
+            Some(old) => {
+                let mut errs = Vec::new();
+                validate::validate_value(&self.root, new, Some(old), "", &mut errs);
+                causes = validate::to_causes(errs, None);
+                structure::validate_embedded(new, Some(&self.root), "", &mut causes);
+                let mut old_lists = Vec::new();
+                structure::validate_list_sets_and_maps(old, Some(&self.root), "", &mut old_lists);
+                if old_lists.is_empty() {
+                    structure::validate_list_sets_and_maps(new, Some(&self.root), "", &mut causes);
+                }
+            }
+            None => {
+                let mut errs = Vec::new();
+                validate::validate_value(&self.root, new, None, "", &mut errs);
+                causes = validate::to_causes(errs, None);
+                structure::validate_embedded(new, Some(&self.root), "", &mut causes);
+                structure::validate_list_sets_and_maps(new, Some(&self.root), "", &mut causes);
             }
         }
-        let blocking = cel::is_blocking(&causes);
-        causes.extend(self.cel.validate(&self.root, new, Some(old), blocking));
+        let blocking = earlier_blocking || cel::is_blocking(&causes);
+        causes.extend(self.cel.validate(&self.root, new, old, blocking));
         causes
     }
 
