@@ -349,12 +349,13 @@ where
             crate::handlers::handle(req, body).await
         }
         _ if !is_read => Err(ApiError::method_not_allowed()),
-        Route::Health => Ok(Reply {
-            status: StatusCode::OK,
-            content_type: "text/plain; charset=utf-8".into(),
-            body: ReplyBody::Full(Bytes::from_static(b"ok")),
-            warnings: Vec::new(),
-        }),
+        Route::Health(endpoint, check) => crate::health::serve(
+            inner,
+            &cluster,
+            endpoint,
+            check.as_deref(),
+            parts.uri.query(),
+        ),
         Route::Version => Ok(Reply::json(StatusCode::OK, &crate::discovery::version())),
         Route::CoreRoot => crate::discovery::core_root(inner, &cluster, accept.as_deref()),
         Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),

@@ -28,6 +28,7 @@ mod controllers;
 pub mod discovery;
 pub mod error;
 mod handlers;
+pub mod health;
 pub mod http;
 pub mod meta;
 pub mod openapi;

@@ -250,7 +250,7 @@ fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.33.0"},
+        "info": {"title": "Kubernetes", "version": crate::discovery::git_version()},
         "paths": paths,
         "components": {"schemas": schemas},
     })

@@ -21,8 +21,8 @@ pub enum Route {
     Resource(ResourcePath),
     /// `/version`.
     Version,
-    /// `/healthz`, `/livez`, `/readyz` and their sub-paths.
-    Health,
+    /// `/healthz`, `/livez`, `/readyz`, or one of their checks (`/readyz/etcd`).
+    Health(crate::health::Endpoint, Option<String>),
     /// `/openapi/v3`.
     OpenApiV3Root,
     /// `/openapi/v3/{api/v1 | apis/g/v}`.
@@ -67,6 +67,11 @@ pub fn parse_route(path: &str) -> Route {
         .map(percent_decode)
         .collect();
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    if let [first, rest @ ..] = parts.as_slice()
+        && let Some(endpoint) = crate::health::Endpoint::from_segment(first)
+    {
+        return Route::Health(endpoint, (!rest.is_empty()).then(|| rest.join("/")));
+    }
     match parts.as_slice() {
         ["api"] => Route::CoreRoot,
         ["apis"] => Route::GroupsRoot,
@@ -76,7 +81,6 @@ pub fn parse_route(path: &str) -> Route {
         ["api", v, rest @ ..] => resource_route("", v, rest),
         ["apis", g, v, rest @ ..] => resource_route(g, v, rest),
         ["version"] => Route::Version,
-        ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
         _ => Route::Unknown,
@@ -184,6 +188,18 @@ impl Query {
     pub fn flag(&self, key: &str) -> bool {
         matches!(self.get(key), Some("true" | "1" | "True" | "TRUE"))
     }
+}
+
+/// Every value of a repeatable query parameter (`exclude=a&exclude=b`), decoded, in order.
+pub fn query_values(query: Option<&str>, key: &str) -> Vec<String> {
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(k, true) == key).then(|| decode(v, true))
+        })
+        .collect()
 }
 
 /// kube-apiserver's request-deadline check (`WithRequestDeadline`, which runs before

@@ -870,7 +870,9 @@ fn kubectl_auth_and_certificates() {
 /// What the shared RBAC table (`apiserver/tests/data/rbac_cases.json`) needs around it: the
 /// `team` namespace of its namespaced objects, a served `widgets.example.com` resource (kubectl
 /// sends unknown resources with the group folded into the name), and an aggregated role.
-const RBAC_FIXTURE: &str = r#"{apiVersion: v1, kind: Namespace, metadata: {name: team}}
+const RBAC_FIXTURE: &str = r#"apiVersion: v1
+kind: Namespace
+metadata: {name: team}
 ---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -943,7 +945,8 @@ fn kubectl_auth_can_i_follows_every_rule_field_and_subject_kind() {
     let (code, _, stderr) = kubectl(&home, &kc, &["create", "-f", "-"], Some(RBAC_FIXTURE));
     assert_eq!(code, 0, "{stderr}");
     // One document per object (a `kind: List` would need OpenAPI v2 for kubectl's
-    // client-side validation, which the server does not serve).
+    // client-side validation, which the server does not serve), as a stream of JSON objects:
+    // kubectl before 1.33 reads a stream that starts with `{` as JSON only, so no `---`.
     let objects: Vec<String> = table["objects"]
         .as_array()
         .unwrap()
@@ -954,7 +957,7 @@ fn kubectl_auth_can_i_follows_every_rule_field_and_subject_kind() {
         &home,
         &kc,
         &["create", "-f", "-"],
-        Some(&objects.join("\n---\n")),
+        Some(&objects.join("\n")),
     );
     assert_eq!(code, 0, "{stderr}");
     let (code, _, stderr) = kubectl(

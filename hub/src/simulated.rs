@@ -46,7 +46,7 @@ pub async fn prepare(spoke: &kube::Client) -> anyhow::Result<()> {
             "capacity": resources, "allocatable": resources,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "simulated kubelet is posting ready status"}],
-            "nodeInfo": {"kubeletVersion": "v1.33.0", "architecture": "amd64",
+            "nodeInfo": {"kubeletVersion": ocm_apiserver::discovery::git_version(), "architecture": "amd64",
                          "operatingSystem": "linux", "bootID": "", "containerRuntimeVersion": "",
                          "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
                          "osImage": "ocm simulated", "systemUUID": ""},

@@ -166,7 +166,7 @@ pub(crate) async fn delete_collection(
             "kind": req.res.list_kind,
             "apiVersion": req.res.api_version(&req.path.version),
             "metadata": {"resourceVersion": ctx.revision().to_string()},
-            "items": items,
+            "items": super::list_items::list_items(&req.res, items),
         }),
     ))
 }

@@ -3,6 +3,7 @@
 
 mod apply;
 mod delete;
+mod list_items;
 mod read;
 mod token;
 mod watch;
@@ -72,8 +73,10 @@ pub(crate) enum Output {
     PartialMeta,
 }
 
-/// Picks the output format from an `Accept` header.
-pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
+/// Picks the output format from an `Accept` header. Without `tables`, `as=Table` clauses are
+/// not acceptable (kube's endpoint restrictions: a resource without a table convertor, or a
+/// watch-list request), so a later clause is used or the answer is 406.
+pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Output::Json);
     };
@@ -95,7 +98,7 @@ pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
         }
         match (param("as"), param("g"), param("v")) {
             (None, _, _) => return Ok(Output::Json),
-            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => {
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) if tables => {
                 return Ok(Output::Table);
             }
             (
@@ -128,6 +131,14 @@ pub(crate) struct ResourceRequest {
 }
 
 impl ResourceRequest {
+    /// The output format the `Accept` header asks for, as this request may be answered: no
+    /// Table for resources that have none (the create-only reviews) and none for a watch-list
+    /// (`watch` with `sendInitialEvents=true`), as in kube.
+    pub fn output(&self) -> Result<Output, ApiError> {
+        let watch_list = self.query.flag("watch") && self.query.flag("sendInitialEvents");
+        negotiate(self.accept.as_deref(), self.res.has_table() && !watch_list)
+    }
+
     pub fn namespace(&self) -> &str {
         self.path.namespace.as_deref().unwrap_or("")
     }
@@ -236,6 +247,8 @@ pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, A
     } else if !req.res.allows(verb) {
         return Err(ApiError::method_not_allowed());
     }
+    // kube negotiates the response format before it reads the body or options.
+    req.output()?;
     if let Some(version) = req.res.version(&req.path.version)
         && let Some(warning) = &version.deprecation_warning
     {
@@ -337,7 +350,7 @@ pub(crate) fn object_reply(
     status: StatusCode,
     obj: &Value,
 ) -> Result<Reply, ApiError> {
-    match negotiate(req.accept.as_deref())? {
+    match req.output()? {
         Output::Json => Ok(Reply::json(status, obj)),
         Output::PartialMeta => Ok(Reply::json(status, &partial_metadata(obj))),
         Output::Table => {

@@ -4,7 +4,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Output, Reply, ResourceRequest, negotiate, object_reply, partial_metadata};
+use super::{Output, Reply, ResourceRequest, object_reply, partial_metadata};
 use crate::error::ApiError;
 use crate::meta;
 use crate::selector::{FieldSelector, FieldSet, LabelSelector, Operator};
@@ -310,7 +310,7 @@ pub(crate) fn collect_page(req: &ResourceRequest, filter: &Filter) -> Result<Pag
 
 /// GET of a collection.
 pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
-    let output = negotiate(req.accept.as_deref())?;
+    let output = req.output()?;
     let filter = Filter::from_request(req)?;
     let page = collect_page(req, &filter)?;
     let ctx = req.ctx()?;
@@ -339,11 +339,16 @@ pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
         );
         buf.put_slice(&head.as_bytes()[..head.len() - 1]);
         buf.put_slice(b",\"items\":[");
+        let strip = super::list_items::strips_type_meta(&req.res);
         for (i, (object, _)) in page.items.iter().enumerate() {
             if i > 0 {
                 buf.put_u8(b',');
             }
-            buf.put_slice(&object.value);
+            if strip {
+                super::list_items::put_without_type_meta(&mut buf, &object.value);
+            } else {
+                buf.put_slice(&object.value);
+            }
         }
         buf.put_slice(b"]}");
         return Ok(Reply::bytes(StatusCode::OK, Bytes::from(buf)));
@@ -369,7 +374,7 @@ pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
                 "kind": req.res.list_kind,
                 "apiVersion": req.res.api_version(&req.path.version),
                 "metadata": list_meta,
-                "items": objects,
+                "items": super::list_items::list_items(&req.res, objects),
             }),
         )),
         Output::PartialMeta => {

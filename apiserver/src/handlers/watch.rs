@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::read::Filter;
-use super::{Output, Reply, ReplyBody, ResourceRequest, negotiate, partial_metadata};
+use super::{Output, Reply, ReplyBody, ResourceRequest, partial_metadata};
 use crate::error::ApiError;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
@@ -191,7 +191,7 @@ impl Watcher {
 
 /// GET with `watch=true`.
 pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
-    let output = negotiate(req.accept.as_deref())?;
+    let output = req.output()?;
     let filter = Filter::from_request(req)?;
     let ctx = req.ctx()?;
     let bookmarks = req.query.flag("allowWatchBookmarks");

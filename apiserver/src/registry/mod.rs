@@ -138,6 +138,13 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
+    /// Whether the resource can be shown as a `meta.k8s.io` Table: every stored kind can; the
+    /// create-only reviews have no table convertor in kube, so Table requests for them are
+    /// 406 NotAcceptable.
+    pub fn has_table(&self) -> bool {
+        !self.builtin().is_some_and(|kind| kind.is_virtual())
+    }
+
     /// `group/plural`, the storage bucket's resource part.
     pub fn storage_resource(&self) -> String {
         if self.builtin() == Some(BuiltinKind::EventsEvent) {

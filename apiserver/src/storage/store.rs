@@ -216,6 +216,8 @@ impl State {
 struct Shared {
     state: RwLock<State>,
     config: StoreConfig,
+    /// Why the last commit to the backend failed; `None` once one succeeds.
+    commit_error: Mutex<Option<String>>,
 }
 
 /// The revisioned object store. Cheap to clone; all clones share one index and committer.
@@ -292,6 +294,7 @@ impl Store {
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
             config,
+            commit_error: Mutex::new(None),
         });
         let (tx, rx) = std_mpsc::channel::<Request>();
         let committer_shared = shared.clone();
@@ -320,6 +323,20 @@ impl Store {
             object_bytes,
             history_events: state.history.len(),
             history_bytes: state.history_bytes,
+        }
+    }
+
+    /// Whether the store takes writes: `Err` with the backend's reason when its last commit
+    /// failed (the health checks' `etcd`), `Ok` once a commit succeeds again.
+    pub fn health(&self) -> Result<(), String> {
+        match &*self
+            .shared
+            .commit_error
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+        {
+            Some(reason) => Err(reason.clone()),
+            None => Ok(()),
         }
     }
 
@@ -686,9 +703,19 @@ fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Rece
                 pending.push(Pending { reply, result });
             }
         }
-        if !changes.is_empty()
-            && let Err(err) = backend.commit(&changes, revision)
-        {
+        let committed = if changes.is_empty() {
+            Ok(())
+        } else {
+            backend.commit(&changes, revision)
+        };
+        if !changes.is_empty() {
+            *shared
+                .commit_error
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner()) =
+                committed.as_ref().err().map(ToString::to_string);
+        }
+        if let Err(err) = committed {
             tracing::error!(%err, "storage commit failed");
             for p in pending {
                 let result = match p.result {

@@ -12,24 +12,11 @@ use crate::handlers::Reply;
 use crate::registry::{ResourceInfo, compare_versions};
 use crate::server::Inner;
 
-/// The Kubernetes version the server claims to be.
-pub fn version() -> Value {
-    json!({
-        "major": "1",
-        "minor": "33",
-        "emulationMajor": "1",
-        "emulationMinor": "33",
-        "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "32",
-        "gitVersion": "v1.33.0",
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "2025-04-23T00:00:00Z",
-        "goVersion": "go1.24.2",
-        "compiler": "gc",
-        "platform": "linux/amd64",
-    })
-}
+mod storage_hash;
+mod version;
+
+pub use storage_hash::{resource_storage_hash, storage_version_hash};
+pub use version::{KUBERNETES_MINOR, git_version, version};
 
 /// Which aggregated discovery version the client asked for, if any.
 fn aggregated(accept: Option<&str>) -> Option<&'static str> {
@@ -133,6 +120,9 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
         }
         if !res.categories.is_empty() {
             entry["categories"] = json!(res.categories);
+        }
+        if let Some(hash) = resource_storage_hash(res) {
+            entry["storageVersionHash"] = json!(hash);
         }
         out.push(entry);
         for sub in res.subresources(version) {

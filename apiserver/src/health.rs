@@ -1,0 +1,210 @@
+//! `/healthz`, `/livez` and `/readyz` as kube-apiserver serves them: each endpoint runs a list
+//! of named checks; the endpoint answers `ok`, or with `?verbose` one `[+]<check> ok` line per
+//! check and `<endpoint> check passed`; a failed check makes it a 500 that always lists the
+//! checks (`[-]<check> failed: reason withheld`) and ends `<endpoint> check failed`.
+//! `?exclude=<check>` (repeatable) skips a check (`[+]<check> excluded: ok`), and every check
+//! is also served alone at `/<endpoint>/<check>` (`ok`, or a 500 with the reason).
+//!
+//! The checks carry kube's names where this server has the same thing: `etcd` is the store
+//! taking writes, the post-start hooks are the bootstrapping of the logical cluster (system
+//! namespaces, default RBAC, stored CRDs served, the controllers that keep
+//! `default/kubernetes` and `extension-apiserver-authentication`), and `/readyz`'s `shutdown`
+//! fails once the server is stopping. kube's checks of things this server does not have (`log`,
+//! `informer-sync`, KMS, aggregation, flow control...) are not listed.
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use http::StatusCode;
+
+use crate::error::ApiError;
+use crate::handlers::{Reply, ReplyBody};
+use crate::request::{Query, query_values};
+use crate::server::Inner;
+
+/// The three health endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/healthz` (deprecated in kube in favour of the other two, still served).
+    Healthz,
+    /// `/livez`: whether the process should be restarted.
+    Livez,
+    /// `/readyz`: whether the server should get traffic.
+    Readyz,
+}
+
+impl Endpoint {
+    /// The endpoint of a path's first segment.
+    pub fn from_segment(segment: &str) -> Option<Endpoint> {
+        match segment {
+            "healthz" => Some(Endpoint::Healthz),
+            "livez" => Some(Endpoint::Livez),
+            "readyz" => Some(Endpoint::Readyz),
+            _ => None,
+        }
+    }
+
+    /// The path segment, also the word of `<name> check passed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Healthz => "healthz",
+            Endpoint::Livez => "livez",
+            Endpoint::Readyz => "readyz",
+        }
+    }
+}
+
+/// A named check over the server and the logical cluster asked about.
+struct Check {
+    name: &'static str,
+    run: fn(&Inner, &str) -> Result<(), String>,
+}
+
+fn ping(_: &Inner, _: &str) -> Result<(), String> {
+    Ok(())
+}
+
+fn storage(inner: &Inner, _: &str) -> Result<(), String> {
+    inner.store.health()
+}
+
+/// The server answers only once it has started (stored CRDs loaded, controllers running).
+fn started(_: &Inner, _: &str) -> Result<(), String> {
+    Ok(())
+}
+
+fn cluster_bootstrapped(inner: &Inner, cluster: &str) -> Result<(), String> {
+    if inner.cluster_known(cluster) {
+        Ok(())
+    } else {
+        Err("not finished".to_owned())
+    }
+}
+
+fn not_shutting_down(inner: &Inner, _: &str) -> Result<(), String> {
+    if *inner.shutdown.borrow() {
+        Err("process is shutting down".to_owned())
+    } else {
+        Ok(())
+    }
+}
+
+const fn check(name: &'static str, run: fn(&Inner, &str) -> Result<(), String>) -> Check {
+    Check { name, run }
+}
+
+/// The checks of an endpoint, in kube's order.
+fn checks(endpoint: Endpoint) -> Vec<Check> {
+    let mut list = vec![check("ping", ping), check("etcd", storage)];
+    if endpoint == Endpoint::Readyz {
+        list.push(check("etcd-readiness", storage));
+    }
+    list.extend([
+        check("poststarthook/crd-informer-synced", started),
+        check(
+            "poststarthook/start-system-namespaces-controller",
+            cluster_bootstrapped,
+        ),
+        check(
+            "poststarthook/start-cluster-authentication-info-controller",
+            started,
+        ),
+        check("poststarthook/rbac/bootstrap-roles", cluster_bootstrapped),
+        check("poststarthook/bootstrap-controller", started),
+    ]);
+    if endpoint == Endpoint::Readyz {
+        list.push(check("shutdown", not_shutting_down));
+    }
+    list
+}
+
+fn text(status: StatusCode, body: String) -> Reply {
+    Reply {
+        status,
+        content_type: "text/plain; charset=utf-8".into(),
+        body: ReplyBody::Full(Bytes::from(body)),
+        warnings: Vec::new(),
+    }
+}
+
+/// `GET /<endpoint>` (`check` = `None`) or `GET /<endpoint>/<check>` for logical cluster
+/// `cluster`; `raw_query` is the URL's query string.
+pub(crate) fn serve(
+    inner: &Inner,
+    cluster: &str,
+    endpoint: Endpoint,
+    check: Option<&str>,
+    raw_query: Option<&str>,
+) -> Result<Reply, ApiError> {
+    let list = checks(endpoint);
+    if let Some(name) = check {
+        let Some(found) = list.iter().find(|c| c.name == name) else {
+            return Err(ApiError::route_not_found());
+        };
+        return Ok(match (found.run)(inner, cluster) {
+            Ok(()) => text(StatusCode::OK, "ok".to_owned()),
+            Err(reason) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal server error: {reason}\n"),
+            ),
+        });
+    }
+    let mut excluded: BTreeSet<String> = query_values(raw_query, "exclude").into_iter().collect();
+    let mut lines = String::new();
+    let mut failed = false;
+    for c in &list {
+        if excluded.remove(c.name) {
+            lines.push_str(&format!("[+]{} excluded: ok\n", c.name));
+            continue;
+        }
+        match (c.run)(inner, cluster) {
+            Ok(()) => lines.push_str(&format!("[+]{} ok\n", c.name)),
+            Err(reason) => {
+                tracing::info!(check = c.name, reason, "{} check failed", endpoint.name());
+                lines.push_str(&format!("[-]{} failed: reason withheld\n", c.name));
+                failed = true;
+            }
+        }
+    }
+    if !excluded.is_empty() {
+        let names: Vec<String> = excluded.iter().map(|e| format!("{e:?}")).collect();
+        lines.push_str(&format!(
+            "warn: some health checks cannot be excluded: no matches for {}\n",
+            names.join(",")
+        ));
+    }
+    if failed {
+        return Ok(text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{lines}{} check failed\n", endpoint.name()),
+        ));
+    }
+    if Query::parse(raw_query).get("verbose").is_none() {
+        return Ok(text(StatusCode::OK, "ok".to_owned()));
+    }
+    Ok(text(
+        StatusCode::OK,
+        format!("{lines}{} check passed\n", endpoint.name()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_names_are_unique_and_ordered_like_kube() {
+        for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
+            let names: Vec<&str> = checks(endpoint).iter().map(|c| c.name).collect();
+            assert_eq!(names[0], "ping");
+            let mut unique = names.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), names.len());
+            assert_eq!(
+                names.last() == Some(&"shutdown"),
+                endpoint == Endpoint::Readyz
+            );
+        }
+    }
+}
