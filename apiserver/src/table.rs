@@ -516,6 +516,58 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             col("Holder", "string", 0, "The holder of the lease."),
             AGE,
         ],
+        FlowSchema => vec![
+            NAME,
+            col(
+                "PriorityLevel",
+                "string",
+                0,
+                "The priority level requests go to.",
+            ),
+            col(
+                "MatchingPrecedence",
+                "string",
+                0,
+                "Lower values are matched first.",
+            ),
+            col(
+                "DistinguisherMethod",
+                "string",
+                0,
+                "How flows are told apart.",
+            ),
+            AGE,
+            col(
+                "MissingPL",
+                "string",
+                0,
+                "Whether the priority level does not exist.",
+            ),
+        ],
+        PriorityLevelConfiguration => vec![
+            NAME,
+            col("Type", "string", 0, "Exempt or Limited."),
+            col(
+                "NominalConcurrencyShares",
+                "string",
+                0,
+                "Share of the concurrency limit.",
+            ),
+            col("Queues", "string", 0, "Number of queues."),
+            col(
+                "HandSize",
+                "string",
+                0,
+                "Queues a flow is shuffle-sharded over.",
+            ),
+            col(
+                "QueueLengthLimit",
+                "string",
+                0,
+                "Requests a queue may hold.",
+            ),
+            AGE,
+        ],
         CertificateSigningRequest => vec![
             NAME,
             AGE,
@@ -890,6 +942,43 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
             or_none(s(obj.pointer("/spec/holderIdentity"))),
             age(obj),
         ],
+        FlowSchema => {
+            let distinguisher = obj
+                .pointer("/spec/distinguisherMethod/type")
+                .map(|v| s(Some(v)))
+                .unwrap_or_else(|| "*".into());
+            let dangling = obj
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| s(c.get("type")) == "Dangling"))
+                .map(|c| s(c.get("status")))
+                .unwrap_or_else(|| "?".into());
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/priorityLevelConfiguration/name"))),
+                json!(s(obj.pointer("/spec/matchingPrecedence"))),
+                json!(distinguisher),
+                age(obj),
+                json!(dangling),
+            ]
+        }
+        PriorityLevelConfiguration => {
+            let limited = obj.pointer("/spec/limited");
+            let queuing = limited
+                .and_then(|l| l.pointer("/limitResponse"))
+                .filter(|r| s(r.get("type")) == "Queue")
+                .and_then(|r| r.get("queuing"));
+            let queued = |field: &str| or_none(s(queuing.and_then(|q| q.get(field))));
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/type"))),
+                or_none(s(limited.and_then(|l| l.get("nominalConcurrencyShares")))),
+                queued("queues"),
+                queued("handSize"),
+                queued("queueLengthLimit"),
+                age(obj),
+            ]
+        }
         CertificateSigningRequest => {
             let mut conditions: Vec<String> = obj
                 .pointer("/status/conditions")

@@ -5,7 +5,8 @@
 use k8s_openapi::api::{
     admissionregistration::v1 as admreg, apps::v1 as apps, authentication::v1 as authn,
     authorization::v1 as authz, batch::v1 as batch, certificates::v1 as certs,
-    coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+    coordination::v1 as coordination, core::v1 as core, events::v1 as events,
+    flowcontrol::v1 as flowcontrol, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use serde_json::Value;
@@ -45,6 +46,8 @@ pub enum BuiltinKind {
     SelfSubjectRulesReview,
     SelfSubjectReview,
     TokenReview,
+    FlowSchema,
+    PriorityLevelConfiguration,
     ValidatingWebhookConfiguration,
     MutatingWebhookConfiguration,
 }
@@ -92,6 +95,10 @@ impl BuiltinKind {
             SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
             SelfSubjectReview => roundtrip::<authn::SelfSubjectReview>(value),
             TokenReview => roundtrip::<authn::TokenReview>(value),
+            FlowSchema => roundtrip::<flowcontrol::FlowSchema>(value),
+            PriorityLevelConfiguration => {
+                roundtrip::<flowcontrol::PriorityLevelConfiguration>(value)
+            }
             ValidatingWebhookConfiguration => {
                 roundtrip::<admreg::ValidatingWebhookConfiguration>(value)
             }
@@ -343,6 +350,28 @@ fn defs() -> Vec<Def> {
             categories: ALL,
             status: true,
             ..def(K::CronJob, "batch", "v1", "cronjobs", "CronJob", true)
+        },
+        Def {
+            status: true,
+            ..def(
+                K::FlowSchema,
+                "flowcontrol.apiserver.k8s.io",
+                "v1",
+                "flowschemas",
+                "FlowSchema",
+                false,
+            )
+        },
+        Def {
+            status: true,
+            ..def(
+                K::PriorityLevelConfiguration,
+                "flowcontrol.apiserver.k8s.io",
+                "v1",
+                "prioritylevelconfigurations",
+                "PriorityLevelConfiguration",
+                false,
+            )
         },
         def(
             K::Lease,

@@ -212,6 +212,8 @@ impl ResourceInfo {
                     | BuiltinKind::Job
                     | BuiltinKind::CronJob
                     | BuiltinKind::PodTemplate
+                    | BuiltinKind::FlowSchema
+                    | BuiltinKind::PriorityLevelConfiguration
                     | BuiltinKind::CustomResourceDefinition
             ),
         }
