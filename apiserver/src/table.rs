@@ -516,6 +516,17 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             col("Holder", "string", 0, "The holder of the lease."),
             AGE,
         ],
+        ResourceQuota => vec![
+            NAME,
+            AGE,
+            col(
+                "Request",
+                "string",
+                0,
+                "Used over hard, for what is not a limit.",
+            ),
+            col("Limit", "string", 0, "Used over hard, for limits."),
+        ],
         FlowSchema => vec![
             NAME,
             col(
@@ -942,6 +953,31 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
             or_none(s(obj.pointer("/spec/holderIdentity"))),
             age(obj),
         ],
+        ResourceQuota => {
+            let hard = obj.pointer("/status/hard").and_then(Value::as_object);
+            let used = obj.pointer("/status/used");
+            let mut requests = Vec::new();
+            let mut limits = Vec::new();
+            for (key, limit) in hard.into_iter().flatten() {
+                let now = s(used.and_then(|u| u.get(key)));
+                let text = format!(
+                    "{key}: {}/{}",
+                    if now.is_empty() { "0".into() } else { now },
+                    s(Some(limit))
+                );
+                if key.starts_with("limits.") {
+                    limits.push(text);
+                } else {
+                    requests.push(text);
+                }
+            }
+            vec![
+                name,
+                age(obj),
+                json!(requests.join(", ")),
+                json!(limits.join(", ")),
+            ]
+        }
         FlowSchema => {
             let distinguisher = obj
                 .pointer("/spec/distinguisherMethod/type")

@@ -9,6 +9,7 @@ mod gc;
 mod namespace;
 mod published;
 mod publisher;
+mod quota;
 mod rbac;
 mod simulator;
 
@@ -26,6 +27,7 @@ pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(rbac::run(inner.clone()));
     tokio::spawn(simulator::run(inner.clone()));
     tokio::spawn(publisher::run(inner.clone()));
+    tokio::spawn(quota::run(inner.clone()));
     tokio::spawn(gc::run(inner));
 }
 

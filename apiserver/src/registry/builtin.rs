@@ -26,6 +26,7 @@ pub enum BuiltinKind {
     Pod,
     Service,
     PodTemplate,
+    ResourceQuota,
     Deployment,
     ReplicaSet,
     StatefulSet,
@@ -75,6 +76,7 @@ impl BuiltinKind {
             Pod => roundtrip::<core::Pod>(value),
             Service => roundtrip::<core::Service>(value),
             PodTemplate => roundtrip::<core::PodTemplate>(value),
+            ResourceQuota => roundtrip::<core::ResourceQuota>(value),
             Deployment => roundtrip::<apps::Deployment>(value),
             ReplicaSet => roundtrip::<apps::ReplicaSet>(value),
             StatefulSet => roundtrip::<apps::StatefulSet>(value),
@@ -281,6 +283,18 @@ fn defs() -> Vec<Def> {
                 "watch",
             ],
             ..def(K::Service, "", "v1", "services", "Service", true)
+        },
+        Def {
+            short: &["quota"],
+            status: true,
+            ..def(
+                K::ResourceQuota,
+                "",
+                "v1",
+                "resourcequotas",
+                "ResourceQuota",
+                true,
+            )
         },
         def(
             K::PodTemplate,
