@@ -69,10 +69,41 @@ async fn quota_usage_follows_the_objects_of_its_namespace() {
         .unwrap();
     used(&quotas, "count/configmaps", "2").await;
 
+    // At the limit, one more is refused as kube's quota admission refuses it.
+    for name in ["c", "d", "e"] {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    }
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "f"}})).unwrap();
+    match configmaps.create(&PostParams::default(), &cm).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
+            assert_eq!(
+                s.message,
+                "configmaps \"f\" is forbidden: exceeded quota: objects, requested: \
+                 count/configmaps=1, used: count/configmaps=5, limited: count/configmaps=5"
+            );
+        }
+        other => panic!("the sixth ConfigMap must be refused, got {other:?}"),
+    }
+    used(&quotas, "count/configmaps", "5").await;
+    configmaps
+        .delete("c", &DeleteParams::default())
+        .await
+        .unwrap();
+    configmaps
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    used(&quotas, "count/configmaps", "5").await;
+
     if kubectl::available() {
         let (code, out, err) = kubectl::run(&server, &["get", "quota", "-n", "team"], None).await;
         assert_eq!(code, 0, "{err}");
-        assert!(out.contains("count/configmaps: 2/5"), "{out}");
+        assert!(out.contains("count/configmaps: 5/5"), "{out}");
         assert!(out.contains("REQUEST"), "{out}");
     }
 }

@@ -9,7 +9,7 @@ mod gc;
 mod namespace;
 mod published;
 mod publisher;
-mod quota;
+pub(crate) mod quota;
 mod rbac;
 mod simulator;
 

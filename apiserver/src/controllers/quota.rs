@@ -83,6 +83,68 @@ fn count_objects(inner: &Inner, cluster: &str, namespace: &str, resource: &str) 
     items.len() as u64
 }
 
+/// A quota's hard limit as a whole number (object counts are written as plain integers).
+fn hard_count(limit: &Value) -> Option<u64> {
+    limit
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .or_else(|| limit.as_u64())
+}
+
+/// Why creating one more object of `resource` in `namespace` would exceed a quota there, as
+/// kube's quota admission words it (`exceeded quota: <quota>, requested: <key>=1, used:
+/// <key>=<n>, limited: <key>=<hard>`); `None` when every quota still has room.
+pub(crate) fn exceeded(
+    inner: &Inner,
+    cluster: &str,
+    namespace: &str,
+    resource: &str,
+    obj: &Value,
+) -> Option<String> {
+    if resource == PODS && !pod_counts(obj) {
+        return None;
+    }
+    let (_, quotas) =
+        inner
+            .store
+            .list(&Bucket::new(cluster, QUOTA_RESOURCE), Some(namespace), None);
+    let mut used = None;
+    for (_, name, stored) in quotas {
+        let Ok(quota) = serde_json::from_slice::<Value>(&stored.value) else {
+            continue;
+        };
+        let Some(hard) = quota.pointer("/spec/hard").and_then(Value::as_object) else {
+            continue;
+        };
+        let mut over: Vec<(&String, u64)> = hard
+            .iter()
+            .filter(|(key, _)| counted_resource(key).as_deref() == Some(resource))
+            .filter_map(|(key, limit)| Some((key, hard_count(limit)?)))
+            .collect();
+        if over.is_empty() {
+            continue;
+        }
+        let now = *used.get_or_insert_with(|| count_objects(inner, cluster, namespace, resource));
+        if over.iter().all(|(_, limit)| now < *limit) {
+            continue;
+        }
+        over.sort();
+        let list = |value: &dyn Fn(u64) -> u64| {
+            over.iter()
+                .map(|(key, limit)| format!("{key}={}", value(*limit)))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        return Some(format!(
+            "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
+            list(&|_| 1),
+            list(&|_| now),
+            list(&|limit| limit),
+        ));
+    }
+    None
+}
+
 /// Brings one quota's status up to date; false when the write failed (to be retried).
 async fn sync_quota(inner: &Arc<Inner>, cluster: &str, namespace: &str, name: &str) -> bool {
     let bucket = Bucket::new(cluster, QUOTA_RESOURCE);

@@ -329,6 +329,18 @@ impl Ctx {
             None,
         )
         .await?;
+        // Quota admission comes last, as in kube-apiserver (dry runs are refused too).
+        if self.res.namespaced
+            && let Some(why) = crate::controllers::quota::exceeded(
+                &self.inner,
+                &self.cluster,
+                namespace,
+                &self.res.storage_resource(),
+                &obj,
+            )
+        {
+            return Err(ApiError::forbidden(self.gr(), &name, &why));
+        }
         if managed == Managed::RecordUpdate {
             admission::record_managed(self, &mut obj, None, &Target::Main);
         }
