@@ -4,7 +4,6 @@
 //! until stdin closes; [`ManagerProcess`] starts it with a ServiceAccount token of the hub.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -73,28 +72,14 @@ impl ManagerProcess {
         let token = account_token(admin).await?;
         let path = dir.join("addon-manager.kubeconfig");
         std::fs::write(&path, token_kubeconfig(&token))?;
-        let exe = std::env::current_exe().context("finding the ocm executable")?;
-        let mut child = tokio::process::Command::new(exe)
-            // A profiler preloaded into the measured process stays out of this one.
-            .env_remove("LD_PRELOAD")
+        let mut command = super::bench::ocm_child()?;
+        command
             .args(["bench", "addon-manager", "--addons", &addons.to_string()])
             .arg("--kubeconfig")
-            .arg(&path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting the addon manager process")?;
+            .arg(&path);
+        let (mut child, _) =
+            super::bench::spawn_until_ready(command, "addon manager", |l| l == "running").await?;
         let stdin = child.stdin.take().context("addon manager stdin")?;
-        let stdout = child.stdout.take().context("addon manager stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next_line().await? {
-                Some(line) if line.trim() == "running" => break,
-                Some(_) => {}
-                None => anyhow::bail!("the addon manager process exited before it ran"),
-            }
-        }
         Ok(ManagerProcess { child, stdin })
     }
 

@@ -43,6 +43,9 @@ enum What {
     /// Certificate rotation with short-lived certificates: rotations, renewal CSRs,
     /// rebootstraps and 401s over a while.
     Rotation(super::rotation_bench::BenchRotationArgs),
+    /// The cluster-proxy addon: requests/s and MB/s through the tunnel against direct access,
+    /// and one proxy server process holding many clusters' tunnels (its RSS).
+    Proxy(super::proxy_bench::BenchProxyArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
@@ -82,6 +85,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Addons(args) => super::addon_bench::bench(args).await,
         What::Rotation(args) => super::rotation_bench::bench(args).await,
         What::Operator(args) => super::operator_bench::bench(args).await,
+        What::Proxy(args) => super::proxy_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
         What::AddonManager(args) => super::addon_bench_manager::run(args).await,
     }
@@ -121,6 +125,48 @@ fn rss_from(path: &str) -> u64 {
                 .and_then(|v| v.parse::<u64>().ok())
         })
         .unwrap_or(0)
+}
+
+/// A command that runs this `ocm` executable again (stdin and stdout piped, killed when
+/// dropped), for benchmarks' child processes. A profiler preloaded into the measured process
+/// (heaptrack) stays out of the children.
+pub(crate) fn ocm_child() -> anyhow::Result<tokio::process::Command> {
+    let exe = std::env::current_exe().context("finding the ocm executable")?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .env_remove("LD_PRELOAD")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// Spawns `command` (see [`ocm_child`]) and waits until it prints a line that `ready` accepts;
+/// returns the child and that line. The rest of its output is read and dropped, so it never
+/// blocks on a full pipe.
+pub(crate) async fn spawn_until_ready(
+    mut command: tokio::process::Command,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> anyhow::Result<(tokio::process::Child, String)> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting the {what} process"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .with_context(|| format!("{what} stdout"))?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = loop {
+        match lines.next_line().await? {
+            Some(line) if ready(line.trim()) => break line,
+            Some(_) => {}
+            None => anyhow::bail!("the {what} process exited before it was ready"),
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, line))
 }
 
 /// Prepares `names` as simulated clusters of `hub`'s server with `bootstrap` in place, and

@@ -8,7 +8,6 @@
 //! and exits when stdin closes. `ocm bench addons --fleet-process` uses it with work agents.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use anyhow::Context;
 use clap::Args;
@@ -140,12 +139,8 @@ impl FleetProcess {
         clusters: usize,
         work_status_sync: Option<std::time::Duration>,
     ) -> anyhow::Result<Self> {
-        let exe = std::env::current_exe().context("finding the ocm executable")?;
-        let mut command = tokio::process::Command::new(exe);
+        let mut command = super::bench::ocm_child()?;
         command
-            // A profiler preloaded into the measured process (heaptrack) stays out of the
-            // fleet's processes.
-            .env_remove("LD_PRELOAD")
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
             .args(["--first", &first.to_string()])
             .arg("--bootstrap-kubeconfig")
@@ -156,22 +151,9 @@ impl FleetProcess {
                 &interval.as_secs().to_string(),
             ]);
         }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting the fleet process")?;
+        let (mut child, _) =
+            super::bench::spawn_until_ready(command, "fleet", |l| l == "prepared").await?;
         let stdin = child.stdin.take().context("fleet stdin")?;
-        let stdout = child.stdout.take().context("fleet stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next_line().await? {
-                Some(line) if line.trim() == "prepared" => break,
-                Some(_) => {}
-                None => anyhow::bail!("the fleet process exited before its clusters were prepared"),
-            }
-        }
         Ok(FleetProcess { child, stdin })
     }
 

@@ -218,7 +218,7 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
 
 /// The user's hub kubeconfig turned towards the proxy: same user entry (same credentials),
 /// server `<proxy>/<suffix>` trusted through the proxy's CA.
-fn retarget(
+pub(crate) fn retarget(
     config: &Kubeconfig,
     endpoint: &Endpoint,
     suffix: &str,
@@ -318,7 +318,7 @@ async fn kubectl(args: KubectlArgs) -> anyhow::Result<()> {
 }
 
 /// The proxy's open tunnels, asked with the caller's hub credentials.
-async fn tunnels(hub_kubeconfig: &Path) -> anyhow::Result<Vec<TunnelInfo>> {
+pub(crate) async fn tunnels(hub_kubeconfig: &Path) -> anyhow::Result<Vec<TunnelInfo>> {
     let (config, endpoint) = endpoint_and_config(hub_kubeconfig).await?;
     let proxied = retarget(&config, &endpoint, "", "cluster-proxy")?;
     let client = ocm_runtime::kubeconfig::client_from_kubeconfig(proxied).await?;
