@@ -133,6 +133,23 @@ fn tls_config(
     Ok(config)
 }
 
+/// The URL to publish: `--public-url`, else `https://<first hostname>:<port>`, else the bound
+/// address — loopback for a wildcard listen address, which is no address to dial (the serving
+/// certificate always names loopback).
+fn public_url(options: &ProxyServerOptions, addr: SocketAddr) -> String {
+    if let Some(url) = &options.public_url {
+        return url.clone();
+    }
+    let host = options.hostnames.first().cloned().unwrap_or_else(|| {
+        if addr.ip().is_unspecified() {
+            "127.0.0.1".to_owned()
+        } else {
+            addr.ip().to_string()
+        }
+    });
+    format!("https://{host}:{}", addr.port())
+}
+
 /// Starts the proxy server for `hub` (a client allowed to read the client CA, manage the
 /// proxy's namespace and create TokenReviews and SubjectAccessReviews); it runs until
 /// `shutdown` or [`RunningProxy::stop`].
@@ -149,14 +166,7 @@ pub async fn start(
         .await
         .map_err(io(format!("listening on {}", options.listen)))?;
     let addr = listener.local_addr().map_err(io("local address"))?;
-    let url = options.public_url.clone().unwrap_or_else(|| {
-        let host = options
-            .hostnames
-            .first()
-            .cloned()
-            .unwrap_or_else(|| addr.ip().to_string());
-        format!("https://{host}:{}", addr.port())
-    });
+    let url = public_url(&options, addr);
     let endpoint = Endpoint {
         url,
         ca_pem: ca.cert_pem.clone(),
@@ -487,5 +497,30 @@ async fn forward(
             StatusCode::BAD_GATEWAY,
             &format!("the tunnel to cluster {cluster} failed during the request: {err}"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_url_is_one_agents_can_dial() {
+        let wildcard = SocketAddr::from(([0, 0, 0, 0], 8090));
+        let options = ProxyServerOptions::default();
+        assert_eq!(public_url(&options, wildcard), "https://127.0.0.1:8090");
+        let named = ProxyServerOptions {
+            hostnames: vec!["proxy.example.com".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            public_url(&named, wildcard),
+            "https://proxy.example.com:8090"
+        );
+        let explicit = ProxyServerOptions {
+            public_url: Some("https://lb.example.com".into()),
+            ..named
+        };
+        assert_eq!(public_url(&explicit, wildcard), "https://lb.example.com");
     }
 }

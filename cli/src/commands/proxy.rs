@@ -164,8 +164,8 @@ async fn run_server(args: ServerArgs) -> anyhow::Result<()> {
         hub.clone(),
         server::ProxyServerOptions {
             listen: args.listen,
-            hostnames: args.hostnames,
-            public_url: args.public_url,
+            hostnames: args.hostnames.clone(),
+            public_url: args.public_url.clone(),
             ..Default::default()
         },
         shutdown.child(),
@@ -173,6 +173,12 @@ async fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     .await?;
     ensure_cluster_management_addon(&hub).await?;
     println!("cluster proxy server at {}", running.endpoint.url);
+    if args.hostnames.is_empty() && args.public_url.is_none() {
+        println!(
+            "agents on other machines need an address they can dial: pass --hostname (or \
+             --public-url)"
+        );
+    }
     println!("enable it on clusters with `ocm addon enable --names {ADDON_NAME} --clusters …`");
     ocm_addon_framework::manager::AddonManager::new(hub)
         .with_addon(Arc::new(ocm_cluster_proxy::addon::ClusterProxy::new(
