@@ -40,6 +40,27 @@ pub trait AgentAddon: Send + Sync {
         addon: &ManagedClusterAddOn,
         configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError>;
+
+    /// The install namespace this addon prefers on a cluster when neither its options nor its
+    /// AddOnDeploymentConfig name one (template addons: the namespace of their agent's
+    /// Deployment). `None` (the default): the framework's default namespace.
+    fn default_install_namespace(
+        &self,
+        _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
+    ) -> Option<String> {
+        None
+    }
+
+    /// The `manifestConfigs` entries (update strategies, feedback rules) of the addon's works
+    /// on a cluster; by default the options' [`AddonOptions::manifest_configs`].
+    fn manifest_configs(
+        &self,
+        _addon: &ManagedClusterAddOn,
+        _configs: &AddonConfigs,
+    ) -> Vec<Value> {
+        self.options().manifest_configs.clone()
+    }
 }
 
 /// The config objects in effect for an addon on one cluster.
@@ -74,14 +95,10 @@ impl AddonConfigs {
     /// `image` as the AddOnDeploymentConfig's `registries` rewrite it: a mirror replaces the
     /// leading `source` it stands for (the last matching entry wins); unchanged otherwise.
     pub fn image(&self, image: &str) -> String {
-        let mut out = image.to_owned();
-        for registry in self.deployment.iter().flat_map(|d| &d.registries) {
-            let source = registry.source.as_deref().unwrap_or_default();
-            if let Some(rest) = image.strip_prefix(source) {
-                out = format!("{}{rest}", registry.mirror.trim_end_matches('/'));
-            }
+        match &self.deployment {
+            Some(deployment) => override_image(&deployment.registries, image),
+            None => image.to_owned(),
         }
-        out
     }
 
     /// The AddOnDeploymentConfig's node placement: (`nodeSelector`, `tolerations`) for the
@@ -143,6 +160,19 @@ impl AddonConfigs {
             })
             .map(|r| &r.resources)
     }
+}
+
+/// `image` as `registries` rewrite it: a mirror replaces the leading `source` it stands for
+/// (the last matching entry wins; an entry without `source` matches every image).
+pub fn override_image(registries: &[ocm_api::addon::v1alpha1::ImageMirror], image: &str) -> String {
+    let mut out = image.to_owned();
+    for registry in registries {
+        let source = registry.source.as_deref().unwrap_or_default();
+        if let Some(rest) = image.strip_prefix(source) {
+            out = format!("{}{rest}", registry.mirror.trim_end_matches('/'));
+        }
+    }
+    out
 }
 
 /// Pod-template settings from an AddOnDeploymentConfig ([`AddonConfigs::pod_settings`]).

@@ -13,8 +13,13 @@ use ocm_runtime::shutdown::Shutdown;
 use crate::agent::AgentAddon;
 use crate::manager::ManagerError;
 
+/// How often CSRs whose handling failed (a hub error, a signing CA not readable yet) are
+/// tried again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Approves (and for custom signers signs) the CSRs of the addons' agents, per
-/// [`crate::csr::decide`].
+/// [`crate::csr::decide`]. A CSR whose handling failed is tried again every [`RETRY`] until it
+/// is decided or gone.
 pub(crate) async fn run_csr_approval(
     client: kube::Client,
     addons: Vec<Arc<dyn AgentAddon>>,
@@ -26,10 +31,36 @@ pub(crate) async fn run_csr_approval(
         .default_backoff()
         .applied_objects();
     let mut events = std::pin::pin!(events.take_until(shutdown.cancelled()));
-    while let Some(event) = events.next().await {
-        let Ok(csr) = event else { continue };
-        if let Err(err) = handle_csr(&client, &addons, &csrs, &csr).await {
-            tracing::debug!(%err, "addon CSR not handled yet");
+    let mut failed: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut retry = tokio::time::interval(RETRY);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else { break };
+                let Ok(csr) = event else { continue };
+                let name = csr.metadata.name.clone().unwrap_or_default();
+                match handle_csr(&client, &addons, &csrs, &csr).await {
+                    Ok(()) => { failed.remove(&name); }
+                    Err(err) => {
+                        tracing::debug!(csr = name, %err, "addon CSR not handled yet");
+                        failed.insert(name);
+                    }
+                }
+            }
+            _ = retry.tick(), if !failed.is_empty() => {
+                for name in std::mem::take(&mut failed) {
+                    let csr = match csrs.get_opt(&name).await {
+                        Ok(Some(csr)) => csr,
+                        Ok(None) => continue,
+                        Err(_) => { failed.insert(name); continue; }
+                    };
+                    if let Err(err) = handle_csr(&client, &addons, &csrs, &csr).await {
+                        tracing::debug!(csr = name, %err, "addon CSR still not handled");
+                        failed.insert(name);
+                    }
+                }
+            }
         }
     }
 }
@@ -87,6 +118,20 @@ async fn handle_csr(
         CsrDecision::Approve => false,
         CsrDecision::ApproveAndSign => true,
     };
+    // A custom signer's certificate is made before the approval: a CSR approved but never
+    // signed would be left alone from then on.
+    let certificate = if sign {
+        let Some(signer) = registration.sign.as_ref() else {
+            tracing::info!(
+                csr = name,
+                "custom-signer CSR left alone: the addon has no signer"
+            );
+            return Ok(());
+        };
+        Some(signer(&managed, &mca, &info).map_err(ManagerError::Sign)?)
+    } else {
+        None
+    };
     let mut approved = csr.clone();
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
     approved
@@ -107,26 +152,14 @@ async fn handle_csr(
     let approved = csrs
         .replace_subresource("approval", &name, &PostParams::default(), &approved)
         .await?;
-    if sign {
-        let Some(signer) = registration.sign.as_ref() else {
-            tracing::info!(
-                csr = name,
-                "custom-signer CSR approved but the addon has no signer"
-            );
-            return Ok(());
-        };
-        match signer(&managed, &mca, &info) {
-            Ok(certificate) => {
-                let mut signed = approved;
-                signed
-                    .status
-                    .get_or_insert_with(Default::default)
-                    .certificate = Some(k8s_openapi::ByteString(certificate.into_bytes()));
-                csrs.replace_status(&name, &PostParams::default(), &signed)
-                    .await?;
-            }
-            Err(err) => tracing::warn!(csr = name, %err, "signing the addon CSR failed"),
-        }
+    if let Some(certificate) = certificate {
+        let mut signed = approved;
+        signed
+            .status
+            .get_or_insert_with(Default::default)
+            .certificate = Some(k8s_openapi::ByteString(certificate.into_bytes()));
+        csrs.replace_status(&name, &PostParams::default(), &signed)
+            .await?;
     }
     Ok(())
 }

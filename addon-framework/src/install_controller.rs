@@ -153,8 +153,67 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
             let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
             let _ = api.delete(&name, &DeleteParams::default()).await;
         }
+        adopt_addons(client, caches, &cma).await;
     }
     Ok(())
+}
+
+/// Whether the central addon manager runs `cma` (its lifecycle annotation says so).
+fn managed_by_addon_manager(cma: &ClusterManagementAddOn) -> bool {
+    use ocm_api::addon::names::annotations::{LIFECYCLE, LIFECYCLE_ADDON_MANAGER};
+    cma.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LIFECYCLE))
+        .is_some_and(|v| v == LIFECYCLE_ADDON_MANAGER)
+}
+
+/// Makes the ClusterManagementAddOn the owner of each of its ManagedClusterAddOns, when the
+/// central addon manager runs it (as upstream): deleting the ClusterManagementAddOn then
+/// removes the addon from every cluster, whoever enabled it.
+async fn adopt_addons(client: &kube::Client, caches: &Caches, cma: &ClusterManagementAddOn) {
+    let (Some(name), Some(uid)) = (cma.metadata.name.as_deref(), cma.metadata.uid.as_deref())
+    else {
+        return;
+    };
+    if !managed_by_addon_manager(cma) || cma.metadata.deletion_timestamp.is_some() {
+        return;
+    }
+    let orphans = caches.mcas.state_filter(|m| {
+        m.metadata.name.as_deref() == Some(name)
+            && m.metadata.deletion_timestamp.is_none()
+            && !m
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid)
+    });
+    for mca in orphans {
+        let cluster = mca.metadata.namespace.clone().unwrap_or_default();
+        let mut owners = mca.metadata.owner_references.clone().unwrap_or_default();
+        owners.push(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "addon.open-cluster-management.io/v1beta1".into(),
+                kind: "ClusterManagementAddOn".into(),
+                name: name.to_owned(),
+                uid: uid.to_owned(),
+                controller: Some(true),
+                // Blocking would need the finalizers permission on the owner; nothing waits on it.
+                block_owner_deletion: None,
+            },
+        );
+        let patch = json!({"metadata": {
+            "resourceVersion": mca.metadata.resource_version,
+            "ownerReferences": owners}});
+        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+        if let Err(err) = api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(addon = name, cluster, %err, "adopting the addon failed; retrying later");
+        }
+    }
 }
 
 /// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and

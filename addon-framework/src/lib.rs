@@ -18,6 +18,7 @@ pub mod install;
 mod install_controller;
 pub mod manager;
 pub mod registration;
+pub mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod work_applier;

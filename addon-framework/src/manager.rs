@@ -50,6 +50,9 @@ pub enum ManagerError {
     /// An object did not (de)serialize.
     #[error("encoding")]
     Encoding(#[from] serde_json::Error),
+    /// The addon could not sign a custom-signer CSR (yet).
+    #[error("signing: {0}")]
+    Sign(crate::agent::AddonError),
 }
 
 /// The finalizer that holds a deleting addon until its pre-delete hook finished.
@@ -339,12 +342,13 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         return Ok(Action::requeue(RESYNC));
     }
     let (configs, hashes) = load_configs(&ctx.client, &mca).await;
-    // The addon's choice, else its AddOnDeploymentConfig's, else the namespace a v1alpha1
-    // client set on this addon, else the default.
+    // The addon's choice, else its AddOnDeploymentConfig's, else the addon's preference for
+    // this cluster, else the namespace a v1alpha1 client set on this addon, else the default.
     let install_namespace = options
         .install_namespace
         .clone()
         .or_else(|| configs.install_namespace().map(str::to_owned))
+        .or_else(|| ctx.addon.default_install_namespace(&mca, &configs))
         .or_else(|| {
             mca.metadata
                 .annotations
@@ -442,7 +446,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             return Ok(Action::requeue(RESYNC));
         }
     };
-    let mut manifest_configs = options.manifest_configs.clone();
+    let mut manifest_configs = ctx.addon.manifest_configs(&mca, &configs);
     manifest_configs.extend(crate::health::probe_configs(&options.health, &manifests));
     let uid = mca.metadata.uid.clone().unwrap_or_default();
     let planned = match plan(&WorkInput {
@@ -743,9 +747,11 @@ pub(crate) async fn fetch_config(client: &kube::Client, config: &ConfigRef) -> O
                 "addondeploymentconfigs",
             )
         } else {
+            // Each resource at its most stable version: a kind may be served only in a version
+            // the group does not prefer (AddOnTemplate is v1alpha1 only).
             let group = kube::discovery::group(client, &config.group).await.ok()?;
             group
-                .recommended_resources()
+                .resources_by_stability()
                 .into_iter()
                 .find(|(r, _)| r.plural == config.resource)
                 .map(|(r, _)| r)?

@@ -559,3 +559,16 @@ pub async fn start_process_kubelet_with(
     tokio::spawn(ocm::process_kubelet::run(client, options, shutdown.clone()));
     Ok(shutdown)
 }
+
+/// Condition `type_` of a ManagedClusterAddOn as (status, reason, message), if present.
+pub fn addon_condition(
+    mca: &ocm_api::addon::v1beta1::ManagedClusterAddOn,
+    type_: &str,
+) -> Option<(String, String, String)> {
+    mca.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}

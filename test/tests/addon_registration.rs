@@ -26,6 +26,7 @@ use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, He
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::addon_condition as condition;
 use ocm_e2e::{wait_for, wait_gone};
 use ocm_registration::agent::AgentOptions;
 use ocm_runtime::shutdown::Shutdown;
@@ -141,15 +142,6 @@ fn custom_signer_addon(
             ..AddonOptions::new("signed")
         },
     }
-}
-
-fn condition(mca: &ManagedClusterAddOn, type_: &str) -> Option<(String, String, String)> {
-    mca.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 fn has_condition(mca: &ManagedClusterAddOn, type_: &str, status: &str, reason: &str) -> bool {

@@ -17,6 +17,7 @@ use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::Placement;
 use ocm_api::work::v1::ManifestWork;
+use ocm_e2e::addon_condition as condition;
 use ocm_e2e::{bind_namespace, wait_for, wait_gone};
 use serde_json::{Value, json};
 
@@ -78,15 +79,6 @@ impl AgentAddon for Broken {
     ) -> Result<Vec<Value>, AddonError> {
         Err(AddonError::new("the image registry is not configured"))
     }
-}
-
-fn condition(mca: &ManagedClusterAddOn, type_: &str) -> Option<(String, String, String)> {
-    mca.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

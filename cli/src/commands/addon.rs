@@ -1,4 +1,4 @@
-//! `ocm addon enable|disable` and `ocm get addons`: turn an addon on or off for clusters by
+//! `ocm addon enable|disable|create` and `ocm get addons`: turn an addon on or off for clusters by
 //! creating or deleting their ManagedClusterAddOns, and list them with the columns kubectl
 //! shows.
 
@@ -23,6 +23,8 @@ enum AddonCommand {
     Enable(EnableArgs),
     /// Disable addons on clusters (delete their ManagedClusterAddOns).
     Disable(DisableArgs),
+    /// Create an addon from plain manifests: an AddOnTemplate and its ClusterManagementAddOn.
+    Create(super::addon_create::CreateArgs),
 }
 
 /// Flags of `ocm addon enable`.
@@ -69,6 +71,7 @@ pub async fn run(args: AddonArgs) -> anyhow::Result<()> {
     match args.command {
         AddonCommand::Enable(args) => enable(args).await,
         AddonCommand::Disable(args) => disable(args).await,
+        AddonCommand::Create(args) => super::addon_create::create(args).await,
     }
 }
 

@@ -4,6 +4,7 @@ pub mod accept;
 pub mod addon;
 pub mod addon_bench;
 pub mod addon_bench_manager;
+pub mod addon_create;
 pub mod agent;
 pub mod apiserver;
 pub mod bench;

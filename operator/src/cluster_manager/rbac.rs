@@ -197,6 +197,47 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["placementdecisions", "managedclusters"],
                 &["list", "watch"],
             ),
+            // Template addons: the addon manager renders AddOnTemplates into ManifestWorks,
+            // adopts and finalizes their addons, approves and signs their agents' CSRs (custom
+            // signers with the CA Secret a template names) and binds their hub roles.
+            rule(&[ADDON], &["addontemplates"], &["get", "list", "watch"]),
+            rule(
+                &[ADDON],
+                &["clustermanagementaddons", "managedclusteraddons"],
+                &["get", "update", "patch"],
+            ),
+            rule(
+                &[WORK],
+                &["manifestworks"],
+                &[
+                    "get", "list", "watch", "create", "update", "patch", "delete",
+                ],
+            ),
+            rule(
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests"],
+                &["get", "list", "watch"],
+            ),
+            rule(
+                &["certificates.k8s.io"],
+                &[
+                    "certificatesigningrequests/approval",
+                    "certificatesigningrequests/status",
+                ],
+                &["update"],
+            ),
+            rule(&["certificates.k8s.io"], &["signers"], &["approve", "sign"]),
+            rule(&[""], &["secrets"], &["get"]),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["rolebindings"],
+                &["get", "list", "create", "update", "patch", "delete"],
+            ),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["roles", "clusterroles"],
+                &["bind"],
+            ),
         ],
         Component::Webhook => vec![
             rule(
