@@ -220,6 +220,10 @@ pub struct AddonOptions {
     /// Whether a change of the ManagedCluster (old, new) redeploys the agent; `None`: only
     /// changes that the framework itself tracks (none of the cluster's fields).
     pub redeploy_on_cluster_change: Option<ClusterChangeFilter>,
+    /// Whether the addon runs in hosted mode when a ManagedClusterAddOn asks for it with the
+    /// `addon.open-cluster-management.io/hosting-cluster-name` annotation (see
+    /// [`crate::hosted`]); default `false`: the annotation is ignored.
+    pub hosted_mode: bool,
 }
 
 impl std::fmt::Debug for AddonOptions {

@@ -14,6 +14,7 @@ pub mod configs;
 pub mod csr;
 mod csr_approval;
 pub mod health;
+pub mod hosted;
 pub mod install;
 mod install_controller;
 pub mod manager;

@@ -25,10 +25,11 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
-    AVAILABLE, HOOK_MANIFEST_COMPLETED, MANIFEST_APPLIED, PROGRESSING, REGISTRATION_APPLIED,
-    manifest_applied, progressing, registration_applied,
+    AVAILABLE, HOOK_MANIFEST_COMPLETED, HOSTING_CLUSTER_VALIDITY, MANIFEST_APPLIED, PROGRESSING,
+    REGISTRATION_APPLIED, hosting_cluster_validity, manifest_applied, progressing,
+    registration_applied,
 };
-use ocm_api::addon::names::labels::ADDON_NAME;
+use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::ManifestWork;
@@ -57,6 +58,10 @@ pub enum ManagerError {
 
 /// The finalizer that holds a deleting addon until its pre-delete hook finished.
 const PRE_DELETE_FINALIZER: &str = ocm_api::addon::names::finalizers::ADDON_PRE_DELETE_HOOK;
+
+/// The finalizer that holds a deleting hosted addon until its hosting works are gone.
+const HOSTING_CLEANUP_FINALIZER: &str =
+    ocm_api::addon::names::finalizers::HOSTING_MANIFESTS_CLEANUP;
 
 /// How often every addon is reconciled even without a change (works' status feeds health).
 const RESYNC: Duration = Duration::from_secs(30);
@@ -298,6 +303,9 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         ..Outcome::default()
     };
     let deleting = mca.metadata.deletion_timestamp.is_some();
+    if deleting && has(&mca, HOSTING_CLEANUP_FINALIZER) && !clean_up_hosting(&ctx, &mca).await? {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
     if deleting && !has_finalizer(&mca) {
         return Ok(Action::await_change());
     }
@@ -340,6 +348,30 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         );
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::requeue(RESYNC));
+    }
+    // Hosted mode: only on a hosting cluster the target's klusterlet can observe.
+    let hosting = crate::hosted::hosting_cluster(&mca, options.hosted_mode);
+    if let Some(hosting) = &hosting {
+        let hosting_cluster = ctx.clusters.get(&ObjectRef::new(hosting));
+        let verdict = crate::hosted::validity(&cluster, hosting, hosting_cluster.as_deref());
+        let (status, reason, message) = match &verdict {
+            Ok(message) => ("True", hosting_cluster_validity::VALID, message.clone()),
+            Err((reason, message)) => ("False", *reason, message.clone()),
+        };
+        set_condition(
+            &mut outcome.conditions,
+            condition(
+                HOSTING_CLUSTER_VALIDITY,
+                status,
+                reason,
+                &message,
+                generation,
+            ),
+        );
+        if verdict.is_err() && !deleting {
+            write_status(&ctx, &mca, &outcome).await?;
+            return Ok(Action::requeue(RESYNC));
+        }
     }
     let (configs, hashes) = load_configs(&ctx.client, &mca).await;
     // The addon's choice, else its AddOnDeploymentConfig's, else the addon's preference for
@@ -446,34 +478,35 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             return Ok(Action::requeue(RESYNC));
         }
     };
-    let mut manifest_configs = ctx.addon.manifest_configs(&mca, &configs);
-    manifest_configs.extend(crate::health::probe_configs(&options.health, &manifests));
+    let manifest_configs = ctx.addon.manifest_configs(&mca, &configs);
     let uid = mca.metadata.uid.clone().unwrap_or_default();
-    let planned = match plan(&WorkInput {
+    let input = WorkInput {
         addon: &options.name,
         cluster: &namespace,
         owner_uid: &uid,
-        manifests: &manifests,
+        manifests: &[],
         manifest_configs: &manifest_configs,
         config_hash: (!hashes.is_empty()).then(|| crate::configs::hash_annotation(&hashes)),
         limit: WorkInput::DEFAULT_LIMIT,
-    }) {
-        Ok(planned) => planned,
-        Err(err) => {
-            set_condition(
-                &mut outcome.conditions,
-                condition(
-                    MANIFEST_APPLIED,
-                    "False",
-                    manifest_applied::APPLY_FAILED,
-                    &err.0,
-                    generation,
-                ),
-            );
-            write_status(&ctx, &mca, &outcome).await?;
-            return Ok(Action::requeue(RESYNC));
-        }
     };
+    let (planned, hosting_works) =
+        match plan_works(&input, &options.health, manifests, hosting.as_deref()) {
+            Ok(planned) => planned,
+            Err(err) => {
+                set_condition(
+                    &mut outcome.conditions,
+                    condition(
+                        MANIFEST_APPLIED,
+                        "False",
+                        manifest_applied::APPLY_FAILED,
+                        &err.0,
+                        generation,
+                    ),
+                );
+                write_status(&ctx, &mca, &outcome).await?;
+                return Ok(Action::requeue(RESYNC));
+            }
+        };
     let works: Api<ocm_api::work::v1::ManifestWork> =
         Api::namespaced(ctx.client.clone(), &namespace);
     let params = PatchParams::apply(&format!("addon-manager-{}", options.name)).force();
@@ -491,66 +524,29 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     if planned.pre_delete.is_some() {
         set_pre_delete_finalizer(&ctx, &mca, true).await?;
     }
-    let mut applied = Vec::new();
     let mut failure = None;
-    for work in &planned.deploy {
-        let name = work["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let live = ctx.works.get(&ObjectRef::new(&name).within(&namespace));
-        let identity = live.as_deref().map(|w| LiveWork {
-            uid: w.metadata.uid.as_deref().unwrap_or_default(),
-            generation: w.metadata.generation.unwrap_or_default(),
-        });
-        if let Some(live) = &live
-            && ctx.applier.is_current(&namespace, work, identity)
-        {
-            // The cache keeps no manifests: those are `work`'s; the rest is the live work's.
-            let mut seen = work.clone();
-            seen["metadata"]["uid"] = json!(live.metadata.uid);
-            seen["metadata"]["generation"] = json!(live.metadata.generation);
-            seen["status"] = serde_json::to_value(&live.status)?;
-            applied.push(seen);
-            continue;
+    let mut applied = match apply_works(&ctx, &namespace, &planned.deploy, &params).await {
+        Ok(applied) => applied,
+        Err(err) => {
+            failure = Some(err);
+            Vec::new()
         }
-        match works.patch(&name, &params, &Patch::Apply(work)).await {
-            Ok(written) => {
-                ctx.applier.record(
-                    &namespace,
-                    work,
-                    LiveWork {
-                        uid: written.metadata.uid.as_deref().unwrap_or_default(),
-                        generation: written.metadata.generation.unwrap_or_default(),
-                    },
-                );
-                applied.push(serde_json::to_value(written)?);
-            }
-            Err(err) => {
-                failure = Some(format!("failed to apply work {name}: {err}"));
-                break;
-            }
-        }
-    }
+    };
     if failure.is_none() {
-        let keep: BTreeSet<&str> = planned
-            .deploy
-            .iter()
-            .filter_map(|w| w["metadata"]["name"].as_str())
-            .collect();
         let prefix = format!("addon-{}-deploy-", options.name);
-        let stale = ctx.works.state_filter(|w| {
-            w.metadata.namespace.as_deref() == Some(namespace.as_str())
-                && w.metadata.labels.as_ref().and_then(|l| l.get(ADDON_NAME)) == Some(&options.name)
-                && w.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with(&prefix) && !keep.contains(n))
-        });
-        for work in stale {
-            let name = work.metadata.name.clone().unwrap_or_default();
-            ctx.applier.forget(&namespace, &name);
-            let _ = works.delete(&name, &DeleteParams::default()).await;
+        delete_stale(&ctx, &namespace, &prefix, &planned.deploy, None).await;
+    }
+    if let (Some(hosting), None) = (&hosting, &failure) {
+        if !hosting_works.is_empty() {
+            set_finalizer(&ctx, &mca, HOSTING_CLEANUP_FINALIZER, true).await?;
+        }
+        match apply_works(&ctx, hosting, &hosting_works, &params).await {
+            Ok(more) => {
+                applied.extend(more);
+                let prefix = crate::hosted::hosting_work_prefix(&options.name, &namespace);
+                delete_stale(&ctx, hosting, &prefix, &hosting_works, Some(&namespace)).await;
+            }
+            Err(err) => failure = Some(err),
         }
     }
     match &failure {
@@ -605,12 +601,54 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     Ok(Action::requeue(RESYNC))
 }
 
+/// The works of `manifests`: for the managed cluster, and (hosted mode, `hosting` named) for
+/// the hosting cluster. `input` gives everything but the manifests.
+fn plan_works(
+    input: &WorkInput<'_>,
+    health: &crate::agent::HealthProber,
+    manifests: Vec<Value>,
+    hosting: Option<&str>,
+) -> Result<(crate::works::WorkPlan, Vec<Value>), crate::agent::AddonError> {
+    let (managed, on_hosting) = match hosting {
+        Some(_) => crate::hosted::split(manifests)?,
+        None => (manifests, Vec::new()),
+    };
+    let with_probes = |manifests: &[Value]| {
+        let mut configs = input.manifest_configs.to_vec();
+        configs.extend(crate::health::probe_configs(health, manifests));
+        configs
+    };
+    let configs = with_probes(&managed);
+    let planned = plan(&WorkInput {
+        manifests: &managed,
+        manifest_configs: &configs,
+        ..input.clone()
+    })?;
+    let hosting_works = match hosting {
+        Some(hosting) if !on_hosting.is_empty() => {
+            let configs = with_probes(&on_hosting);
+            let hosting_plan = plan(&WorkInput {
+                manifests: &on_hosting,
+                manifest_configs: &configs,
+                ..input.clone()
+            })?;
+            crate::hosted::to_hosting(hosting_plan, input.addon, input.cluster, hosting)
+        }
+        _ => Vec::new(),
+    };
+    Ok((planned, hosting_works))
+}
+
 fn has_finalizer(mca: &ManagedClusterAddOn) -> bool {
+    has(mca, PRE_DELETE_FINALIZER)
+}
+
+fn has(mca: &ManagedClusterAddOn, finalizer: &str) -> bool {
     mca.metadata
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == PRE_DELETE_FINALIZER)
+        .any(|f| f == finalizer)
 }
 
 /// Adds or removes the pre-delete finalizer (conditionally on the object's resourceVersion).
@@ -619,7 +657,17 @@ async fn set_pre_delete_finalizer(
     mca: &ManagedClusterAddOn,
     present: bool,
 ) -> Result<(), ManagerError> {
-    if has_finalizer(mca) == present {
+    set_finalizer(ctx, mca, PRE_DELETE_FINALIZER, present).await
+}
+
+/// Adds or removes `finalizer` (conditionally on the object's resourceVersion).
+async fn set_finalizer(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    finalizer: &str,
+    present: bool,
+) -> Result<(), ManagerError> {
+    if has(mca, finalizer) == present {
         return Ok(());
     }
     let mut finalizers: Vec<String> = mca
@@ -628,10 +676,10 @@ async fn set_pre_delete_finalizer(
         .clone()
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| f != PRE_DELETE_FINALIZER)
+        .filter(|f| f != finalizer)
         .collect();
     if present {
-        finalizers.push(PRE_DELETE_FINALIZER.to_owned());
+        finalizers.push(finalizer.to_owned());
     }
     let api: Api<ManagedClusterAddOn> = Api::namespaced(
         ctx.client.clone(),
@@ -646,6 +694,122 @@ async fn set_pre_delete_finalizer(
     )
     .await?;
     Ok(())
+}
+
+/// A deleting hosted addon: removes its works on the hosting cluster (found by their labels,
+/// wherever they are), then its cleanup finalizer. `Ok(true)` once done.
+async fn clean_up_hosting(ctx: &Ctx, mca: &ManagedClusterAddOn) -> Result<bool, ManagerError> {
+    let addon = &ctx.addon.options().name;
+    let cluster = mca.metadata.namespace.as_deref().unwrap_or_default();
+    let left = ctx.works.state_filter(|w| {
+        let labels = w.metadata.labels.as_ref();
+        labels.and_then(|l| l.get(ADDON_NAME)) == Some(addon)
+            && labels
+                .and_then(|l| l.get(ADDON_NAMESPACE))
+                .map(String::as_str)
+                == Some(cluster)
+    });
+    for work in &left {
+        let (Some(ns), Some(name)) = (&work.metadata.namespace, &work.metadata.name) else {
+            continue;
+        };
+        let api: Api<ManifestWork> = Api::namespaced(ctx.client.clone(), ns);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    if !left.is_empty() {
+        return Ok(false);
+    }
+    set_finalizer(ctx, mca, HOSTING_CLEANUP_FINALIZER, false).await?;
+    Ok(true)
+}
+
+/// Applies the `planned` works in `namespace` (server-side apply, skipping those the cache shows
+/// as already written): the works as they are now (with status), or why one failed.
+async fn apply_works(
+    ctx: &Ctx,
+    namespace: &str,
+    planned: &[Value],
+    params: &PatchParams,
+) -> Result<Vec<Value>, String> {
+    let works: Api<ManifestWork> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut applied = Vec::new();
+    for work in planned {
+        let name = work["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let live = ctx.works.get(&ObjectRef::new(&name).within(namespace));
+        let identity = live.as_deref().map(|w| LiveWork {
+            uid: w.metadata.uid.as_deref().unwrap_or_default(),
+            generation: w.metadata.generation.unwrap_or_default(),
+        });
+        if let Some(live) = &live
+            && ctx.applier.is_current(namespace, work, identity)
+        {
+            // The cache keeps no manifests: those are `work`'s; the rest is the live work's.
+            let mut seen = work.clone();
+            seen["metadata"]["uid"] = json!(live.metadata.uid);
+            seen["metadata"]["generation"] = json!(live.metadata.generation);
+            seen["status"] = serde_json::to_value(&live.status).unwrap_or_default();
+            applied.push(seen);
+            continue;
+        }
+        match works.patch(&name, params, &Patch::Apply(work)).await {
+            Ok(written) => {
+                ctx.applier.record(
+                    namespace,
+                    work,
+                    LiveWork {
+                        uid: written.metadata.uid.as_deref().unwrap_or_default(),
+                        generation: written.metadata.generation.unwrap_or_default(),
+                    },
+                );
+                applied.push(serde_json::to_value(written).unwrap_or_default());
+            }
+            Err(err) => return Err(format!("failed to apply work {name}: {err}")),
+        }
+    }
+    Ok(applied)
+}
+
+/// Deletes this addon's works in `namespace` named `prefix…` that are not in `keep`: with
+/// `hosted_for` the hosting works of that cluster, else the managed cluster's own works
+/// (hosting works of other clusters kept there are not this pass's).
+async fn delete_stale(
+    ctx: &Ctx,
+    namespace: &str,
+    prefix: &str,
+    keep: &[Value],
+    hosted_for: Option<&str>,
+) {
+    let addon = &ctx.addon.options().name;
+    let keep: BTreeSet<&str> = keep
+        .iter()
+        .filter_map(|w| w["metadata"]["name"].as_str())
+        .collect();
+    let stale = ctx.works.state_filter(|w| {
+        let labels = w.metadata.labels.as_ref();
+        w.metadata.namespace.as_deref() == Some(namespace)
+            && labels.and_then(|l| l.get(ADDON_NAME)) == Some(addon)
+            && labels
+                .and_then(|l| l.get(ADDON_NAMESPACE))
+                .map(String::as_str)
+                == hosted_for
+            && w.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(prefix) && !keep.contains(n))
+    });
+    let works: Api<ManifestWork> = Api::namespaced(ctx.client.clone(), namespace);
+    for work in stale {
+        let name = work.metadata.name.clone().unwrap_or_default();
+        ctx.applier.forget(namespace, &name);
+        let _ = works.delete(&name, &DeleteParams::default()).await;
+    }
 }
 
 /// A deleting addon with pre-delete hook objects: apply the hook work and let the addon go

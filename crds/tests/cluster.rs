@@ -289,7 +289,7 @@ fn well_known_names() {
         names::labels::CLUSTER_SET,
         "cluster.open-cluster-management.io/clusterset"
     );
-    assert_eq!(names::claims::RESERVED.len(), 4);
+    assert_eq!(names::claims::RESERVED.len(), 5);
     assert_eq!(names::MAX_CLUSTER_DECISIONS, 100);
     assert_eq!(
         names::conditions::placement_misconfigured::SUCCEED_CONFIGURED,

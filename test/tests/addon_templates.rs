@@ -747,3 +747,274 @@ spec:
     assert_ne!(code, 0);
     assert!(err.contains("needs --hub-registration"), "{err}");
 }
+
+/// The agent manifests of the hosted test: everything on the hosting cluster, one object
+/// nowhere.
+fn hosted_template() -> Value {
+    let hosting = json!({"addon.open-cluster-management.io/hosted-manifest-location": "hosting"});
+    json!({
+        "addonName": "hello-hosted",
+        "agentSpec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "hello-hosted-ns", "annotations": hosting}},
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "hello-hosted-agent", "namespace": "hello-hosted-ns",
+                          "annotations": hosting},
+             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "hosted"}},
+                      "template": {"metadata": {"labels": {"app": "hosted"}},
+                                   "spec": {"containers": [{"name": "agent",
+                                       "image": "quay.io/example/hello:v1",
+                                       "args": ["--managed-cluster={{CLUSTER_NAME}}"]}]}}}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "hello-hosted-nowhere",
+                          "annotations": {"addon.open-cluster-management.io/hosted-manifest-location": "none"}},
+             "rules": []}
+        ]}},
+        "registration": [{"type": "KubeClient"}]
+    })
+}
+
+/// Creates the ClusterClaim a klusterlet reports where its agents run with.
+async fn claim_hosting_cluster(spoke: &kube::Client, value: &str) {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            "cluster.open-cluster-management.io",
+            "v1alpha1",
+            "ClusterClaim",
+        ),
+        "clusterclaims",
+    );
+    let claims: Api<DynamicObject> = Api::all_with(spoke.clone(), &resource);
+    create(
+        &claims,
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "ClusterClaim",
+               "metadata": {"name": "hosting-cluster.open-cluster-management.io"},
+               "spec": {"value": value}}),
+    )
+    .await;
+}
+
+async fn wait_claim(client: &kube::Client, cluster: &str, value: &str) {
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    wait_for(
+        &clusters,
+        cluster,
+        "the hosting-cluster claim reported",
+        |c| {
+            c.status.as_ref().is_some_and(|s| {
+                s.cluster_claims.iter().any(|claim| {
+                    claim.name == "hosting-cluster.open-cluster-management.io"
+                        && claim.value == value
+                })
+            })
+        },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // c01 hosts; c02 runs its own klusterlet.
+    let (hub, names, _agents) = ocm_e2e::fleet(dir.path(), 2).await.unwrap();
+    let (hosting, own) = (names[0].clone(), names[1].clone());
+    let client = hub.admin_client();
+    let _stop = start_controllers(&client);
+    let hosting_spoke = ocm_e2e::simulated_spoke(&hub, &hosting).await.unwrap();
+    let own_spoke = ocm_e2e::simulated_spoke(&hub, &own).await.unwrap();
+
+    // Cluster "hosted" runs its klusterlet on c01 (Hosted mode): its registration agent runs
+    // there, keeping its secrets (and its hosted addons' secrets) on c01.
+    let hosted_spoke = ocm_e2e::simulated_spoke(&hub, "hosted").await.unwrap();
+    let bootstrap = ocm_e2e::bootstrap_kubeconfig(&hub).await.unwrap();
+    ocm::commands::join::prepare_spoke(&hosted_spoke, &bootstrap)
+        .await
+        .unwrap();
+    ensure_namespace(&hosting_spoke, "klusterlet-hosted").await;
+    let secrets: Api<Secret> = Api::namespaced(hosting_spoke.clone(), "klusterlet-hosted");
+    create(
+        &secrets,
+        json!({"metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": "klusterlet-hosted"},
+               "stringData": {"kubeconfig": bootstrap}}),
+    )
+    .await;
+    let agent = ocm_registration::agent::Agent::new(
+        hosted_spoke.clone(),
+        ocm_registration::agent::AgentOptions {
+            agent_namespace: "klusterlet-hosted".into(),
+            ..ocm_e2e::fast_agent_options("hosted")
+        },
+    )
+    .with_secrets_on(hosting_spoke.clone());
+    let agent_stop = Shutdown::new();
+    tokio::spawn(agent.run(agent_stop.child()));
+    tokio::time::timeout(
+        WAIT,
+        ocm::accept::accept_when_asked(&client, "hosted", false),
+    )
+    .await
+    .expect("the hosted cluster asks to join")
+    .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    wait_for(
+        &clusters,
+        "hosted",
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    // Each klusterlet reports where it runs.
+    claim_hosting_cluster(&hosted_spoke, &hosting).await;
+    claim_hosting_cluster(&own_spoke, &own).await;
+    wait_claim(&client, "hosted", &hosting).await;
+    wait_claim(&client, &own, &own).await;
+
+    create(
+        &templates(&client),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "AddOnTemplate",
+               "metadata": {"name": "hello-hosted"}, "spec": hosted_template()}),
+    )
+    .await;
+    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
+    create(
+        &cmas,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+               "kind": "ClusterManagementAddOn", "metadata": {"name": "hello-hosted"},
+               "spec": {"defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                        "resource": "addontemplates", "name": "hello-hosted"}]}}),
+    )
+    .await;
+    let enable_hosted_on = |cluster: String| {
+        let client = client.clone();
+        let hosting = hosting.clone();
+        async move {
+            let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client, &cluster);
+            create(
+                &mcas,
+                json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+                       "kind": "ManagedClusterAddOn",
+                       "metadata": {"name": "hello-hosted", "namespace": cluster,
+                                    "annotations": {"addon.open-cluster-management.io/hosting-cluster-name": hosting}},
+                       "spec": {}}),
+            )
+            .await;
+            mcas
+        }
+    };
+
+    // Valid: hosted on the cluster its klusterlet runs on.
+    let mcas = enable_hosted_on("hosted".to_owned()).await;
+    let mca = wait_addon(&mcas, "hello-hosted", "the hosted addon Available", |m| {
+        condition(m, "Available").is_some_and(|(s, _, _)| s == "True")
+    })
+    .await;
+    let validity = condition(&mca, "HostingClusterValidity").unwrap();
+    assert_eq!(
+        (validity.0.as_str(), validity.1.as_str()),
+        ("True", "HostingClusterValid")
+    );
+    assert!(
+        mca.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"addon.open-cluster-management.io/hosting-manifests-cleanup".to_owned())
+    );
+    let hosting_works: Api<ManifestWork> = Api::namespaced(client.clone(), &hosting);
+    let work = hosting_works
+        .get("addon-hello-hosted-deploy-hosting-hosted-0")
+        .await
+        .unwrap();
+    assert_eq!(
+        work.metadata.labels.unwrap()["open-cluster-management.io/addon-namespace"],
+        "hosted"
+    );
+    let manifests = &work.spec.workload.manifests;
+    assert_eq!(manifests.len(), 2, "the `none` manifest goes nowhere");
+    let own_works: Api<ManifestWork> = Api::namespaced(client.clone(), "hosted");
+    assert!(
+        own_works
+            .get_opt("addon-hello-hosted-deploy-0")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The agent runs on the hosting cluster, with its hub credentials there.
+    let deployments: Api<Deployment> = Api::namespaced(hosting_spoke.clone(), "hello-hosted-ns");
+    let deployment = wait_for(
+        &deployments,
+        "hello-hosted-agent",
+        "the hosted agent",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        deployment.spec.unwrap().template.spec.unwrap().containers[0]
+            .args
+            .as_ref()
+            .unwrap()[0],
+        "--managed-cluster=hosted"
+    );
+    let agent_secrets: Api<Secret> = Api::namespaced(hosting_spoke.clone(), "hello-hosted-ns");
+    wait_for(
+        &agent_secrets,
+        "hello-hosted-hub-kubeconfig",
+        "the hosted agent's hub credentials on the hosting cluster",
+        |s| {
+            s.data
+                .as_ref()
+                .is_some_and(|d| d.contains_key("kubeconfig"))
+        },
+    )
+    .await
+    .unwrap();
+    let on_target: Api<Secret> = Api::namespaced(hosted_spoke.clone(), "hello-hosted-ns");
+    assert!(
+        on_target
+            .get_opt("hello-hosted-hub-kubeconfig")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Invalid: c02's klusterlet runs on c02, so an agent hosted on c01 could never be observed.
+    let refused = enable_hosted_on(own.clone()).await;
+    let mca = wait_addon(&refused, "hello-hosted", "the topology refused", |m| {
+        condition(m, "HostingClusterValidity").is_some_and(|(s, _, _)| s == "False")
+    })
+    .await;
+    let (_, reason, message) = condition(&mca, "HostingClusterValidity").unwrap();
+    assert_eq!(reason, "HostingClusterMismatch");
+    assert!(
+        message.contains(&format!("runs on cluster {own}")),
+        "{message}"
+    );
+    assert!(
+        hosting_works
+            .get_opt(&format!("addon-hello-hosted-deploy-hosting-{own}-0"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let own_cluster_works: Api<ManifestWork> = Api::namespaced(client.clone(), &own);
+    assert!(
+        own_cluster_works
+            .get_opt("addon-hello-hosted-deploy-0")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Removing the hosted addon removes its agent from the hosting cluster.
+    mcas.delete("hello-hosted", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&mcas, "hello-hosted").await.unwrap();
+    wait_gone(&hosting_works, "addon-hello-hosted-deploy-hosting-hosted-0")
+        .await
+        .unwrap();
+    wait_gone(&deployments, "hello-hosted-agent").await.unwrap();
+    agent_stop.cancel();
+}

@@ -150,6 +150,7 @@ impl TemplateAddon {
         let options = AddonOptions {
             registration: Some(registration),
             health: HealthProber::WorkloadAvailability,
+            hosted_mode: true,
             supported_configs: vec![
                 (ocm_api::addon::GROUP.into(), TEMPLATE_RESOURCE.into()),
                 (

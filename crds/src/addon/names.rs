@@ -273,5 +273,7 @@ pub mod conditions {
         pub const VALID: &str = "HostingClusterValid";
         /// The hosting cluster is not a valid managed cluster.
         pub const INVALID: &str = "HostingClusterInvalid";
+        /// The hosting cluster is not where the target's klusterlet reports it runs.
+        pub const MISMATCH: &str = "HostingClusterMismatch";
     }
 }

@@ -163,9 +163,13 @@ pub mod claims {
     /// Product claim (e.g. OpenShift, EKS).
     pub const PRODUCT: &str = "product.open-cluster-management.io";
 
+    /// Where the klusterlet's agents run (its own cluster, or in Hosted mode the management
+    /// cluster), as the klusterlet reports it: hosted addons must be hosted there.
+    pub const HOSTING_CLUSTER: &str = "hosting-cluster.open-cluster-management.io";
+
     /// Claim names always reported, before custom ones, and not counted against the custom
     /// claim limit.
-    pub const RESERVED: [&str; 4] = [ID, KUBE_VERSION, PLATFORM, PRODUCT];
+    pub const RESERVED: [&str; 5] = [ID, KUBE_VERSION, PLATFORM, PRODUCT, HOSTING_CLUSTER];
 
     /// Most custom (non-reserved) claims reported in the ManagedCluster status by default.
     pub const DEFAULT_MAX_CUSTOM_CLAIMS: usize = 20;

@@ -99,10 +99,9 @@ pub(crate) async fn run(env: AddonEnv, mut seen: SeenAddons) -> std::convert::In
                 continue;
             };
             let addon = mca.metadata.name.clone().unwrap_or_default();
-            let lease = match Api::<Lease>::namespaced(env.spoke.clone(), ns)
-                .get_opt(&addon)
-                .await
-            {
+            // A hosted addon's agent renews its Lease where it runs.
+            let cluster = env.agent_cluster(super::addons::is_hosted(&mca));
+            let lease = match Api::<Lease>::namespaced(cluster, ns).get_opt(&addon).await {
                 Ok(lease) => lease,
                 Err(err) => {
                     tracing::warn!(error = %err, addon, "reading the addon's lease");

@@ -42,8 +42,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::addon::names::annotations::HOSTING_CLUSTER_NAME;
 use ocm_api::addon::names::conditions::CLUSTER_CERTIFICATE_ROTATED;
-use ocm_api::addon::names::labels::ADDON_NAME;
+use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
 use ocm_api::addon::v1beta1::{ManagedClusterAddOn, RegistrationType};
 use ocm_api::cluster::names::conditions::certificate_rotated;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
@@ -117,6 +118,9 @@ pub struct AddonCredential {
     pub organization_units: Vec<String>,
     /// Name of the secret holding it.
     pub secret: String,
+    /// The addon runs in hosted mode (its ManagedClusterAddOn names a hosting cluster): the
+    /// secret goes to the cluster the agent runs on, not the managed cluster.
+    pub hosted: bool,
 }
 
 impl AddonCredential {
@@ -124,6 +128,15 @@ impl AddonCredential {
     pub fn is_kube_client(&self) -> bool {
         self.signer == CLIENT_SIGNER
     }
+}
+
+/// Whether `mca` runs in hosted mode: it names a hosting cluster.
+pub fn is_hosted(mca: &ManagedClusterAddOn) -> bool {
+    mca.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(HOSTING_CLUSTER_NAME))
+        .is_some_and(|h| !h.is_empty())
 }
 
 /// The certificates `mca` asks for on `cluster`: one per registration, once the hub wrote the
@@ -140,6 +153,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
     if addon.is_empty() {
         return Vec::new();
     }
+    let hosted = is_hosted(mca);
     let mut out: Vec<AddonCredential> = Vec::new();
     for registration in &status.registrations {
         let credential = match registration.type_ {
@@ -164,6 +178,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     },
                     organization_units: Vec::new(),
                     secret: hub_kubeconfig_secret_name(&addon),
+                    hosted,
                 }
             }
             RegistrationType::CustomSigner => {
@@ -185,6 +200,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     groups: subject.groups,
                     organization_units: subject.organization_units,
                     secret: client_cert_secret_name(&addon, &custom.signer_name),
+                    hosted,
                 }
             }
         };
@@ -373,6 +389,9 @@ fn pending(csr: &CertificateSigningRequest) -> bool {
 #[derive(Clone)]
 pub(crate) struct AddonEnv {
     pub(crate) spoke: kube::Client,
+    /// The cluster the agent runs on (the managed cluster, or in Hosted mode the management
+    /// cluster): where hosted addons' agents run, so where their secrets and Leases are.
+    pub(crate) management: kube::Client,
     pub(crate) hub: watch::Receiver<kube::Client>,
     pub(crate) cluster: String,
     pub(crate) server: ServerInfo,
@@ -382,6 +401,16 @@ pub(crate) struct AddonEnv {
 impl AddonEnv {
     pub(crate) fn hub(&self) -> kube::Client {
         self.hub.borrow().clone()
+    }
+
+    /// The cluster where an addon's agent runs: the management cluster for a hosted addon,
+    /// else the managed cluster.
+    pub(crate) fn agent_cluster(&self, hosted: bool) -> kube::Client {
+        if hosted {
+            self.management.clone()
+        } else {
+            self.spoke.clone()
+        }
     }
 }
 
@@ -484,7 +513,11 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
             }
             let keys: BTreeSet<(String, String)> = wanted.keys().cloned().collect();
             if sweep_failed || periodic || swept.as_ref() != Some(&keys) {
-                sweep_failed = match sweep_secrets(&env.spoke, &wanted).await {
+                let swept_all = match sweep_secrets(&env.spoke, None, &wanted).await {
+                    Ok(()) => sweep_secrets(&env.management, Some(&env.cluster), &wanted).await,
+                    Err(err) => Err(err),
+                };
+                sweep_failed = match swept_all {
                     Ok(()) => false,
                     Err(err) => {
                         tracing::warn!(error = %err, "deleting secrets of removed addon registrations");
@@ -512,12 +545,14 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
 }
 
 /// Deletes the registration secrets (labelled with an addon name, named as this module names
-/// them) that no wanted credential uses.
+/// them) that no wanted credential uses: on `cluster`, those of hosted addons of cluster `owner`
+/// (labelled with it), or with `owner` `None` those of the cluster's own addons (no such label).
 async fn sweep_secrets(
-    spoke: &kube::Client,
+    cluster: &kube::Client,
+    owner: Option<&str>,
     wanted: &BTreeMap<(String, String), AddonCredential>,
 ) -> Result<(), kube::Error> {
-    let api = Api::<Secret>::all(spoke.clone());
+    let api = Api::<Secret>::all(cluster.clone());
     let list = api.list(&ListParams::default().labels(ADDON_NAME)).await?;
     for secret in list.items {
         let (Some(ns), Some(name)) = (
@@ -526,6 +561,15 @@ async fn sweep_secrets(
         ) else {
             continue;
         };
+        let hosted_for = secret
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(ADDON_NAMESPACE))
+            .map(String::as_str);
+        if hosted_for != owner {
+            continue;
+        }
         let addon = secret
             .metadata
             .labels
@@ -544,7 +588,7 @@ async fn sweep_secrets(
             addon,
             "deleting the secret of a removed addon registration"
         );
-        match Api::<Secret>::namespaced(spoke.clone(), &ns)
+        match Api::<Secret>::namespaced(cluster.clone(), &ns)
             .delete(&name, &DeleteParams::default())
             .await
         {
@@ -561,7 +605,8 @@ async fn keep_certificate(env: AddonEnv, credential: AddonCredential) {
     let mut schedule = RotationSchedule::new(env.options.rotation_threshold);
     let mut received: Option<(String, Timestamp)> = None;
     let mut backoff = Backoff::default();
-    let secrets_api = Api::<Secret>::namespaced(env.spoke.clone(), &credential.namespace);
+    let secrets_api =
+        Api::<Secret>::namespaced(env.agent_cluster(credential.hosted), &credential.namespace);
     loop {
         let now = Timestamp::now();
         let stored = match secrets_api.get_opt(&credential.secret).await {
@@ -655,13 +700,14 @@ async fn refresh_kubeconfig(env: &AddonEnv, credential: &AddonCredential, stored
         return;
     }
     let patch = json!({"data": {keys::KUBECONFIG: ByteString(want.into_bytes())}});
-    if let Err(err) = Api::<Secret>::namespaced(env.spoke.clone(), &credential.namespace)
-        .patch(
-            &credential.secret,
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        )
-        .await
+    if let Err(err) =
+        Api::<Secret>::namespaced(env.agent_cluster(credential.hosted), &credential.namespace)
+            .patch(
+                &credential.secret,
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await
     {
         tracing::warn!(error = %err, secret = credential.secret, "updating an addon kubeconfig");
     }
@@ -768,7 +814,7 @@ async fn write_secret(
     cert_pem: &str,
     key_pem: &str,
 ) -> Result<(), kube::Error> {
-    let namespaces = Api::<Namespace>::all(env.spoke.clone());
+    let namespaces = Api::<Namespace>::all(env.agent_cluster(credential.hosted));
     if namespaces.get_opt(&credential.namespace).await?.is_none() {
         let ns = Namespace {
             metadata: ObjectMeta {
@@ -784,10 +830,15 @@ async fn write_secret(
         }
     }
     let data = secret_data(credential, &env.server, cert_pem, key_pem);
-    let labels: BTreeMap<String, String> = [(ADDON_NAME.to_owned(), credential.addon.clone())]
+    let mut labels: BTreeMap<String, String> = [(ADDON_NAME.to_owned(), credential.addon.clone())]
         .into_iter()
         .collect();
-    let api = Api::<Secret>::namespaced(env.spoke.clone(), &credential.namespace);
+    if credential.hosted {
+        // On a cluster that may run other clusters' agents (and its own): whose secret it is.
+        labels.insert(ADDON_NAMESPACE.to_owned(), env.cluster.clone());
+    }
+    let api =
+        Api::<Secret>::namespaced(env.agent_cluster(credential.hosted), &credential.namespace);
     super::secrets::upsert_opaque_secret(
         &api,
         &credential.secret,

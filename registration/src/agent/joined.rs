@@ -71,6 +71,7 @@ pub(crate) async fn run(
     let (hub, hub_rx) = watch::channel(client);
     let addon_env = super::addons::AddonEnv {
         spoke: ctx.spoke.clone(),
+        management: ctx.secrets.clone(),
         hub: hub_rx,
         cluster: cluster.to_owned(),
         server: creds.server.clone(),
