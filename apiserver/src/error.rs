@@ -56,6 +56,10 @@ pub struct ApiError {
     pub message: String,
     /// Details, when there are any.
     pub details: Option<Box<Details>>,
+    /// `Warning` headers to send with the error: kube-apiserver answers a failed request with
+    /// the warnings recorded before it failed (e.g. unknown fields under
+    /// `fieldValidation=Warn`). Not part of the Status body.
+    pub warnings: Vec<String>,
 }
 
 /// What a resource-level error names: group and plural resource, e.g. `("apps", "deployments")`.
@@ -86,7 +90,14 @@ impl ApiError {
             reason: reason.to_owned(),
             message: message.into(),
             details: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Adds `Warning` headers to send with this error.
+    pub fn with_warnings(mut self, warnings: &[String]) -> Self {
+        self.warnings.extend(warnings.iter().cloned());
+        self
     }
 
     fn with_object(mut self, gr: Gr<'_>, name: &str) -> Self {
@@ -212,6 +223,7 @@ impl ApiError {
                 causes,
                 ..Details::default()
             })),
+            warnings: Vec::new(),
         }
     }
 

@@ -192,9 +192,19 @@ fn into_response(reply: Reply, head: bool) -> Response<ResponseBody> {
     if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
         headers.insert("audit-id", id);
     }
-    for warning in reply.warnings {
-        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+    let mut sent: Vec<&str> = Vec::new();
+    for warning in &reply.warnings {
+        // kube-apiserver sends each warning text once; Go's header writer turns line breaks
+        // into spaces.
+        if sent.contains(&warning.as_str()) {
+            continue;
+        }
+        sent.push(warning);
+        let escaped = warning
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace(['\n', '\r'], " ");
+        if let Ok(v) = HeaderValue::from_bytes(format!("299 - \"{escaped}\"").as_bytes()) {
             headers.append(header::WARNING, v);
         }
     }

@@ -27,6 +27,7 @@ mod authz;
 mod controllers;
 pub mod discovery;
 pub mod error;
+mod fieldvalidation;
 mod handlers;
 pub mod health;
 pub mod http;

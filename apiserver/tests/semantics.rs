@@ -540,7 +540,8 @@ async fn dry_run_and_field_validation() {
             .unwrap()
             .contains_key("x")
     );
-    // Unknown fields: Strict fails, Warn/Ignore drop them.
+    // Unknown fields: Strict fails (for a patch, kube's 422 with a `patch` cause holding the
+    // patched object), Warn/Ignore drop them.
     let strict = PatchParams {
         field_validation: Some(kube::api::ValidationDirective::Strict),
         ..PatchParams::default()
@@ -551,8 +552,19 @@ async fn dry_run_and_field_validation() {
         .unwrap_err();
     match err {
         kube::Error::Api(s) => {
-            assert_eq!(s.code, 400);
-            assert_eq!(s.message, "strict decoding error: unknown field \"bogus\"");
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            assert!(
+                s.message
+                    .starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+                "{}",
+                s.message
+            );
+            assert!(
+                s.message
+                    .ends_with("\": strict decoding error: unknown field \"bogus\""),
+                "{}",
+                s.message
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{Reply, ResourceRequest, object_reply};
 use crate::error::{ApiError, Cause};
 use crate::meta;
-use crate::ops::{Ctx, Managed, Target};
+use crate::ops::{Ctx, FieldValidation, Managed, Target};
 
 fn manager_required() -> ApiError {
     ApiError::invalid(
@@ -23,13 +23,16 @@ fn manager_required() -> ApiError {
 }
 
 /// Applies a configuration: creates the object when missing, else merges it into the live
-/// object with field ownership.
+/// object with field ownership. `duplicates` is the repeated-key report of the configuration
+/// ([`crate::fieldvalidation::apply_duplicates`]): under `fieldValidation=Strict` it fails an
+/// apply that would otherwise succeed, under `Warn` it becomes a warning.
 pub(crate) async fn apply(
     req: &ResourceRequest,
     ctx: &mut Ctx,
     name: &str,
     applied: Value,
     types: crate::patch::ObjectType,
+    duplicates: Option<String>,
 ) -> Result<Reply, ApiError> {
     if req.query.non_empty("fieldManager").is_none() {
         return Err(manager_required());
@@ -69,6 +72,7 @@ pub(crate) async fn apply(
         let manager = ctx.manager.clone();
         let reset = crate::patch::default_reset_fields(None, req.res.has_status(&req.path.version));
         let created = crate::ops::apply_create(&types, &applied, &manager, &api_version, reset)?;
+        strict_duplicates(ctx.field_validation, duplicates.as_deref())?;
         match ctx
             .create(req.namespace(), created, Managed::Computed)
             .await
@@ -76,10 +80,13 @@ pub(crate) async fn apply(
             Ok(obj) => {
                 let mut reply = object_reply(req, StatusCode::CREATED, &obj)?;
                 reply.warnings.extend(ctx.warnings.iter().cloned());
+                reply
+                    .warnings
+                    .extend(warn_duplicates(ctx.field_validation, duplicates));
                 return Ok(reply);
             }
             Err(err) if err.reason == "AlreadyExists" => {}
-            Err(err) => return Err(err),
+            Err(err) => return Err(err.with_warnings(&ctx.warnings)),
         }
     }
     let manager = ctx.manager.clone();
@@ -87,8 +94,9 @@ pub(crate) async fn apply(
         subresource.as_deref(),
         req.res.has_status(&req.path.version),
     );
+    let validation = ctx.field_validation;
     let mut mutate = |_: &mut Ctx, old: &Value| {
-        crate::ops::apply_update(
+        let merged = crate::ops::apply_update(
             &types,
             old,
             &applied,
@@ -97,7 +105,9 @@ pub(crate) async fn apply(
             subresource.as_deref(),
             force,
             reset,
-        )
+        )?;
+        strict_duplicates(validation, duplicates.as_deref())?;
+        Ok(merged)
     };
     let updated = ctx
         .update(
@@ -108,8 +118,30 @@ pub(crate) async fn apply(
             false,
             &mut mutate,
         )
-        .await?;
+        .await
+        .map_err(|err| err.with_warnings(&ctx.warnings))?;
     let mut reply = object_reply(req, StatusCode::OK, &updated.object)?;
     reply.warnings.extend(ctx.warnings.iter().cloned());
+    reply
+        .warnings
+        .extend(warn_duplicates(ctx.field_validation, duplicates));
     Ok(reply)
+}
+
+/// Under `fieldValidation=Strict`, kube's 400 for an applied configuration with repeated keys.
+fn strict_duplicates(
+    validation: FieldValidation,
+    duplicates: Option<&str>,
+) -> Result<(), ApiError> {
+    match duplicates {
+        Some(dup) if validation == FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "error strict decoding patch: {dup}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Under `fieldValidation=Warn`, the repeated-key report as a warning.
+fn warn_duplicates(validation: FieldValidation, duplicates: Option<String>) -> Option<String> {
+    duplicates.filter(|_| validation == FieldValidation::Warn)
 }

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::auth::Identity;
 use crate::error::ApiError;
+use crate::fieldvalidation::BodyCheck;
 use crate::ops::{Ctx, FieldValidation};
 use crate::registry::ResourceInfo;
 use crate::request::{Query, ResourcePath};
@@ -58,7 +59,9 @@ impl Reply {
 
     pub fn error(err: &ApiError) -> Reply {
         let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Reply::json(status, &err.to_status())
+        let mut reply = Reply::json(status, &err.to_status());
+        reply.warnings.clone_from(&err.warnings);
+        reply
     }
 }
 
@@ -161,21 +164,24 @@ impl ResourceRequest {
                 )));
             }
         }
-        ctx.field_validation = match self.query.get("fieldValidation") {
-            None | Some("") | Some("Warn") => FieldValidation::Warn,
-            Some("Ignore") => FieldValidation::Ignore,
-            Some("Strict") => FieldValidation::Strict,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "fieldValidation parameter unsupported: {other}. Supported values: Ignore, Warn, Strict"
-                )));
-            }
-        };
+        ctx.field_validation = self.field_validation()?;
         ctx.manager = match self.query.non_empty("fieldManager") {
             Some(m) => m.to_owned(),
             None => default_manager(&self.user_agent),
         };
         Ok(ctx)
+    }
+
+    /// The `fieldValidation` parameter (`Warn` when absent).
+    pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
+        match self.query.get("fieldValidation") {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}. Supported values: Ignore, Warn, Strict"
+            ))),
+        }
     }
 
     fn verb(&self) -> &'static str {
@@ -273,8 +279,18 @@ async fn dispatch(req: &ResourceRequest, verb: &str, body: Bytes) -> Result<Repl
     }
 }
 
-/// Parses a JSON request body into an object.
+/// Parses a request body (JSON, YAML or protobuf) into an object.
 pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, ApiError> {
+    decode_body(req, body).map(|(value, _)| value)
+}
+
+/// Parses a create or update body into an object, with what strict decoding needs to know
+/// about the body as written (repeated keys, key order).
+pub(crate) fn decode_body(
+    req: &ResourceRequest,
+    body: &[u8],
+) -> Result<(Value, BodyCheck), ApiError> {
+    let validation = req.field_validation().unwrap_or(FieldValidation::Warn);
     let mime = req
         .content_type
         .split(';')
@@ -285,7 +301,7 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
     if mime == "application/yaml" {
         let text = std::str::from_utf8(body)
             .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
-        let value: Value = serde_saphyr::from_str(text)
+        let (value, check) = crate::fieldvalidation::decode_yaml_body(text, validation)
             .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
         if !value.is_object() {
             return Err(ApiError::bad_request(format!(
@@ -293,10 +309,11 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
                 req.res.kind
             )));
         }
-        return Ok(value);
+        return Ok((value, check));
     }
     if mime == crate::protobuf::MEDIA_TYPE && req.res.builtin().is_some() {
         return crate::protobuf::decode_body(body)
+            .map(|value| (value, BodyCheck::None))
             .map_err(|err| ApiError::bad_request(err.to_string()));
     }
     if !mime.is_empty() && mime != "application/json" && mime != "*/*" {
@@ -308,12 +325,14 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
             },
         ));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|err| {
-        ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {}",
-            req.res.kind, err
-        ))
-    })?;
+    let typed = req.res.builtin().is_some();
+    let (value, check) = crate::fieldvalidation::decode_json_body(body, typed, validation)
+        .map_err(|err| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {}",
+                req.res.kind, err
+            ))
+        })?;
     if !value.is_object() {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
@@ -321,7 +340,7 @@ pub(crate) fn decode_json(req: &ResourceRequest, body: &[u8]) -> Result<Value, A
             json_type(&value)
         )));
     }
-    Ok(value)
+    Ok((value, check))
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -3,10 +3,11 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Reply, ResourceRequest, decode_json, object_reply};
+use super::{Reply, ResourceRequest, decode_body, object_reply};
 use crate::error::{ApiError, Cause};
+use crate::fieldvalidation::BodyCheck;
 use crate::meta;
-use crate::ops::{Ctx, Managed, Target};
+use crate::ops::{Ctx, FieldValidation, Managed, Target};
 use crate::patch::PatchError;
 use crate::registry::BuiltinKind;
 
@@ -41,16 +42,18 @@ pub(crate) async fn create(req: &ResourceRequest, body: bytes::Bytes) -> Result<
     if req.path.name.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    let obj = decode_json(req, &body)?;
+    let (obj, check) = decode_body(req, &body)?;
     if let Some(kind) = req.res.builtin()
         && kind.is_virtual()
     {
         return access_review(req, kind, obj);
     }
     let mut ctx = req.ctx()?;
+    ctx.body = check;
     let created = ctx
         .create(req.namespace(), obj, Managed::RecordUpdate)
-        .await?;
+        .await
+        .map_err(|err| err.with_warnings(&ctx.warnings))?;
     Ok(with_warnings(
         object_reply(req, StatusCode::CREATED, &created)?,
         &ctx,
@@ -160,11 +163,12 @@ fn token_review(req: &ResourceRequest, obj: Value) -> Result<Reply, ApiError> {
 /// PUT on an object or subresource.
 pub(crate) async fn update(req: &ResourceRequest, body: bytes::Bytes) -> Result<Reply, ApiError> {
     let name = req.path.name.clone().unwrap_or_default();
-    let obj = decode_json(req, &body)?;
+    let (obj, check) = decode_body(req, &body)?;
     let mut ctx = req.ctx()?;
     if req.path.subresource.as_deref() == Some("scale") {
         return scale_write(req, &mut ctx, &name, &mut |_old_scale| Ok(obj.clone())).await;
     }
+    ctx.body = check;
     let target = target(req);
     let mut mutate = |_: &mut Ctx, _: &Value| Ok(obj.clone());
     let updated = ctx
@@ -176,7 +180,8 @@ pub(crate) async fn update(req: &ResourceRequest, body: bytes::Bytes) -> Result<
             true,
             &mut mutate,
         )
-        .await?;
+        .await
+        .map_err(|err| err.with_warnings(&ctx.warnings))?;
     Ok(with_warnings(
         object_reply(req, StatusCode::OK, &updated.object)?,
         &ctx,
@@ -231,15 +236,36 @@ fn unsupported_patch(req: &ResourceRequest, mime: &str) -> ApiError {
     ))
 }
 
-/// Parses an apply body: YAML or JSON.
+/// Parses an apply body: YAML or JSON (a repeated key's later value wins).
 fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }
     let text = std::str::from_utf8(body)
         .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
-    serde_saphyr::from_str::<Value>(text)
+    crate::fieldvalidation::yaml::decode(text)
         .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))
+}
+
+/// What strict decoding checks of a JSON, merge or strategic merge patch document.
+fn patch_check(
+    kind: PatchType,
+    validation: FieldValidation,
+    body: &[u8],
+    patch: &Value,
+) -> BodyCheck {
+    if validation == FieldValidation::Ignore {
+        return BodyCheck::None;
+    }
+    match kind {
+        PatchType::Json => BodyCheck::Patch(crate::fieldvalidation::patch_errors(body, true)),
+        PatchType::Merge => BodyCheck::Patch(crate::fieldvalidation::patch_errors(body, false)),
+        PatchType::Strategic => BodyCheck::Strategic {
+            patch: patch.clone(),
+            errors: crate::fieldvalidation::patch_errors(body, false),
+        },
+        PatchType::Apply => BodyCheck::None,
+    }
 }
 
 /// The object types the patch algorithms need for this resource version.
@@ -289,7 +315,10 @@ pub(crate) async fn patch(req: &ResourceRequest, body: bytes::Bytes) -> Result<R
     };
     let types = object_type(req);
     if kind == PatchType::Apply {
-        return super::apply::apply(req, &mut ctx, &name, patch, types).await;
+        let duplicates = (ctx.field_validation != FieldValidation::Ignore)
+            .then(|| crate::fieldvalidation::apply_duplicates(&body))
+            .flatten();
+        return super::apply::apply(req, &mut ctx, &name, patch, types, duplicates).await;
     }
     if req.path.subresource.as_deref() == Some("scale") {
         return scale_write(req, &mut ctx, &name, &mut |old_scale| {
@@ -297,6 +326,7 @@ pub(crate) async fn patch(req: &ResourceRequest, body: bytes::Bytes) -> Result<R
         })
         .await;
     }
+    ctx.body = patch_check(kind, ctx.field_validation, &body, &patch);
     let target = target(req);
     let mut mutate = |_: &mut Ctx, old: &Value| apply_patch(kind, &types, old, &patch);
     let updated = ctx
@@ -308,7 +338,8 @@ pub(crate) async fn patch(req: &ResourceRequest, body: bytes::Bytes) -> Result<R
             false,
             &mut mutate,
         )
-        .await?;
+        .await
+        .map_err(|err| err.with_warnings(&ctx.warnings))?;
     Ok(with_warnings(
         object_reply(req, StatusCode::OK, &updated.object)?,
         &ctx,
@@ -442,6 +473,7 @@ async fn scale_write(
             false,
             &mut mutate,
         )
-        .await?;
+        .await
+        .map_err(|err| err.with_warnings(&ctx.warnings))?;
     Ok(Reply::json(StatusCode::OK, &scale_of(req, &updated.object)))
 }

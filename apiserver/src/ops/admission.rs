@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Ctx, FieldValidation, Target};
+use super::{Ctx, Target};
 use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::registry::{BuiltinKind, resource_from_crd};
@@ -108,6 +108,9 @@ pub(crate) fn normalize(
     obj: &mut Value,
     _old: Option<&Value>,
 ) -> Result<(), ApiError> {
+    // The object as decoding received it: the value of a patch's strict 422.
+    let patched = (ctx.field_validation == super::FieldValidation::Strict && ctx.body.is_patch())
+        .then(|| obj.clone());
     let mut unknown: Vec<String> = crate::validation::coerce_object_meta(obj, "")
         .map_err(|err| ApiError::bad_request(err.to_string()))?;
     if let Some(kind) = ctx.res.builtin() {
@@ -135,30 +138,24 @@ pub(crate) fn normalize(
         unknown.extend(pruned);
         schema.apply_defaults(obj);
     }
-    unknown.sort();
-    unknown.dedup();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    match ctx.field_validation {
-        FieldValidation::Ignore => Ok(()),
-        FieldValidation::Warn => {
-            for path in unknown {
-                ctx.warnings.push(format!("unknown field \"{path}\""));
-            }
-            Ok(())
-        }
-        FieldValidation::Strict => {
-            let list: Vec<String> = unknown
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect();
-            Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
-                list.join(", ")
-            )))
-        }
-    }
+    let warnings = crate::fieldvalidation::report(
+        ctx.field_validation,
+        &ctx.body,
+        unknown,
+        crate::fieldvalidation::Subject {
+            kind: &ctx.res.kind,
+            version: &ctx.version,
+            typed: ctx.res.builtin().is_some(),
+        },
+        || {
+            patched
+                .as_ref()
+                .and_then(|p| serde_json::to_string(p).ok())
+                .unwrap_or_default()
+        },
+    )?;
+    ctx.warnings.extend(warnings);
+    Ok(())
 }
 
 /// What kube-apiserver does when it decodes a v1 Secret: every `stringData` entry is written,

@@ -123,6 +123,8 @@ pub(crate) struct Ctx {
     pub field_validation: FieldValidation,
     pub manager: String,
     pub warnings: Vec<String>,
+    /// What strict decoding knows about the request body (see [`crate::fieldvalidation`]).
+    pub body: crate::fieldvalidation::BodyCheck,
 }
 
 impl Ctx {
@@ -137,6 +139,7 @@ impl Ctx {
             field_validation: FieldValidation::Ignore,
             manager: String::new(),
             warnings: Vec::new(),
+            body: crate::fieldvalidation::BodyCheck::None,
         }
     }
 

@@ -5,8 +5,9 @@
 //! resource write kube-apiserver runs, in this order:
 //!
 //! 1. decoding: [`StructuralSchema::prune`] — drops unknown fields (their paths become
-//!    `Warning: unknown field "spec.x"` headers, or a 400 under `fieldValidation=Strict`, see
-//!    [`strict_decoding_message`]), drops non-nullable `null`s, coerces `metadata`;
+//!    `Warning: unknown field "spec.x"` headers, or a 400 under `fieldValidation=Strict`; the
+//!    request's `fieldValidation` handling words and orders them), drops non-nullable `null`s,
+//!    coerces `metadata`;
 //! 2. defaulting: [`StructuralSchema::apply_defaults`] (also done when reading from storage);
 //! 3. the server-set fields (uid, generation, ...) and `ValidateObjectMeta`
 //!    ([`crate::validation::validate_object_meta`]), then [`StructuralSchema::validate`] (or
@@ -27,7 +28,6 @@ mod validate;
 use serde_json::Value;
 
 pub use listtype::{ListType, MapType, SchemaNode};
-pub use prune::{strict_decoding_message, unknown_field_message};
 
 use crate::validation::{Cause, coerce_object_meta};
 use node::Node;
@@ -228,8 +228,8 @@ impl StructuralSchema {
     ///   decoded like the object's.
     ///
     /// Returns the paths of the unknown fields (`metadata.foo`, `spec.bar`, `spec.list[0].x`),
-    /// for `Warning: unknown field "…"` headers or, under `fieldValidation=Strict`, a 400 with
-    /// [`strict_decoding_message`].
+    /// for `Warning: unknown field "…"` headers or, under `fieldValidation=Strict`, a 400
+    /// `strict decoding error`.
     pub fn prune(&self, obj: &mut Value) -> Result<Vec<String>, DecodeError> {
         let mut unknown = coerce_object_meta(obj, "").map_err(|e| DecodeError { message: e.0 })?;
         let mut pruned = Vec::new();
@@ -312,10 +312,6 @@ mod tests {
             "spec": {"name": null, "extra": true}});
         let unknown = schema.prune(&mut obj).unwrap();
         assert_eq!(unknown, vec!["metadata.junk", "spec.extra"]);
-        assert_eq!(
-            strict_decoding_message(&unknown),
-            "strict decoding error: unknown field \"metadata.junk\", unknown field \"spec.extra\""
-        );
         schema.apply_defaults(&mut obj);
         assert_eq!(obj["spec"], json!({"size": 1}));
         assert!(schema.validate(&obj).is_empty());

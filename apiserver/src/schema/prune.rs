@@ -204,22 +204,6 @@ pub(crate) fn coerce_embedded(
     }
 }
 
-/// `unknown field "spec.x"`: the text of the `Warning` header (fieldValidation=Warn) and of
-/// each strict decoding error (fieldValidation=Strict) for an unknown field.
-pub fn unknown_field_message(path: &str) -> String {
-    format!("unknown field \"{path}\"")
-}
-
-/// `strict decoding error: unknown field "spec.x", unknown field "spec.y"`: the message of the
-/// 400 BadRequest kube-apiserver returns under `fieldValidation=Strict`.
-pub fn strict_decoding_message<S: AsRef<str>>(unknown_paths: &[S]) -> String {
-    let parts: Vec<String> = unknown_paths
-        .iter()
-        .map(|p| unknown_field_message(p.as_ref()))
-        .collect();
-    format!("strict decoding error: {}", parts.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,15 +307,6 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "spec.t.apiVersion: Invalid value: 1: must be a string"
-        );
-    }
-
-    #[test]
-    fn messages() {
-        assert_eq!(unknown_field_message("spec.x"), "unknown field \"spec.x\"");
-        assert_eq!(
-            strict_decoding_message(&["spec.x", "spec.y"]),
-            "strict decoding error: unknown field \"spec.x\", unknown field \"spec.y\""
         );
     }
 }
