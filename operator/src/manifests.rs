@@ -138,6 +138,12 @@ pub fn klusterlet_operator_rules() -> Value {
             &["appliedmanifestworks"],
             &["list", "patch", "delete"],
         ),
+        // The hosting-cluster self-report (reportHostingCluster: Enable).
+        rule(
+            &["cluster.open-cluster-management.io"],
+            &["clusterclaims"],
+            &["get", "create", "patch", "update"],
+        ),
     ];
     for granted in [
         rbac::registration_rules(),

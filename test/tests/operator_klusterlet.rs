@@ -508,7 +508,8 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     create_klusterlet(
         &mgmt,
         "klusterlet",
-        json!({"clusterName": "c4", "deployOption": {"mode": "Hosted"}}),
+        json!({"clusterName": "c4", "deployOption": {"mode": "Hosted",
+            "reportHostingCluster": "Enable", "hosted": {"managementClusterName": "management"}}}),
     )
     .await
     .unwrap();
@@ -537,6 +538,18 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
         .await
         .unwrap();
     wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    // It reports where its agents run (the hub checks hosted addons against it).
+    let clusters: Api<ocm_api::cluster::v1::ManagedCluster> = Api::all(hub.admin_client());
+    wait_for(&clusters, "c4", "the hosting-cluster claim", |c| {
+        c.status.as_ref().is_some_and(|s| {
+            s.cluster_claims.iter().any(|claim| {
+                claim.name == "hosting-cluster.open-cluster-management.io"
+                    && claim.value == "management"
+            })
+        })
+    })
+    .await
+    .unwrap();
     // The hub credentials stay on the management cluster; the managed cluster runs no agent.
     secrets.get("hub-kubeconfig-secret").await.unwrap();
     let on_managed: Api<Deployment> = Api::all(managed.client());

@@ -433,10 +433,23 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     });
     let crd_objects = crds();
     let crds_applied = apply_all(&managed, FIELD_MANAGER, &crd_objects).await;
-    let applied = match &crds_applied.failure {
+    let mut applied = match &crds_applied.failure {
         None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
         Some(_) => crds_applied,
     };
+    if applied.failure.is_none() {
+        // Where the agents run, for the hub's check of hosted addons (when asked to report).
+        match super::hosting_report::hosting_claim(&k) {
+            Ok(None) => {}
+            Ok(Some(claim)) => {
+                let reported = apply_all(&managed, FIELD_MANAGER, &[claim]).await;
+                if reported.failure.is_some() {
+                    applied.failure = reported.failure;
+                }
+            }
+            Err(message) => applied.failure = Some(message),
+        }
+    }
     match &applied.failure {
         None => set(
             "Applied",

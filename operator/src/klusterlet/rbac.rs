@@ -208,7 +208,9 @@ pub fn objects(owner: &str, namespace: &str, agent: Agent, label: &Value) -> Vec
 }
 
 /// The RBAC objects of one Hosted agent, on the management cluster: its secrets in the agent
-/// namespace, nothing else (the managed cluster it reaches with the external kubeconfig).
+/// namespace, and for the registration agent the credentials and Leases of the cluster's
+/// hosted addons (which run on the management cluster); nothing else (the managed cluster it
+/// reaches with the external kubeconfig).
 pub fn hosted_objects(owner: &str, namespace: &str, agent: Agent, label: &Value) -> Vec<Value> {
     let account = agent.service_account();
     let subjects = json!([{"kind": "ServiceAccount", "name": account, "namespace": namespace}]);
@@ -225,12 +227,39 @@ pub fn hosted_objects(owner: &str, namespace: &str, agent: Agent, label: &Value)
             Agent::Singleton => "agent",
         }
     );
-    vec![
+    let mut out = vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                "metadata": {"name": role, "namespace": namespace, "labels": label},
                "rules": [rule(&[""], &["secrets"], verbs)]}),
         binding(&role, Some(namespace), ("Role", &role), &subjects, label),
-    ]
+    ];
+    if agent.registers() {
+        // Hosted addons of this cluster run their agents here: the registration agent writes
+        // their credentials into their install namespaces and watches their Leases.
+        let addons =
+            format!("open-cluster-management:management:{owner}-registration:addon-management");
+        out.push(cluster_role(
+            &addons,
+            json!([
+                rule(&[""], &["secrets"], &ALL),
+                rule(&[""], &["namespaces"], &["get", "create"]),
+                rule(
+                    &["coordination.k8s.io"],
+                    &["leases"],
+                    &["get", "list", "watch"]
+                ),
+            ]),
+            label,
+        ));
+        out.push(binding(
+            &addons,
+            None,
+            ("ClusterRole", &addons),
+            &subjects,
+            label,
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -499,7 +499,19 @@ mod tests {
         assert_eq!(agent_namespace(&k), "klusterlet");
         let namespaces = objects.iter().filter(|o| o["kind"] == "Namespace").count();
         assert_eq!(namespaces, 1);
-        assert!(!objects.iter().any(|o| o["kind"] == "ClusterRole"));
+        // On the management cluster only the registration agent's hosted-addon role is
+        // cluster-wide: addon credentials and Leases.
+        let cluster_roles: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRole")
+            .collect();
+        assert_eq!(cluster_roles.len(), 1);
+        assert!(
+            cluster_roles[0]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .ends_with("-registration:addon-management")
+        );
         let found = deployments(&objects);
         assert_eq!(found.len(), 2);
         let pod = &found[0]["spec"]["template"]["spec"];

@@ -132,6 +132,27 @@ pub struct KlusterletDeployOption {
     #[serde(default)]
     #[schemars(transform = crate::schema::no_default)]
     pub mode: String,
+
+    /// `Enable`: the klusterlet reports where its agents run — `spec.clusterName`, or in the
+    /// Hosted modes `hosted.managementClusterName` — as the ClusterClaim
+    /// `hosting-cluster.open-cluster-management.io`, against which the hub checks hosted
+    /// addons. Absent or `Disable`: nothing is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(Enable|Disable)$"))]
+    pub report_hosting_cluster: Option<String>,
+
+    /// Settings of the Hosted modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosted: Option<KlusterletHostedConfiguration>,
+}
+
+/// Settings of a klusterlet whose agents run on a separate management cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KlusterletHostedConfiguration {
+    /// Name (as the hub knows it) of the managed cluster the agents run on.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub management_cluster_name: String,
 }
 
 /// Settings of the registration agent.
