@@ -5,7 +5,9 @@
 //! Manifests annotated `addon.open-cluster-management.io/hosted-manifest-location: hosting`
 //! go to the hosting cluster, in works `addon-<addon>-deploy-hosting-<cluster>-<i>` in the
 //! hosting cluster's namespace (labelled with the addon's cluster, not owned: the manager
-//! removes them behind the `hosting-manifests-cleanup` finalizer); `none` goes nowhere;
+//! removes them behind the `hosting-manifests-cleanup` finalizer), their pre-delete hooks in
+//! `addon-<addon>-pre-delete-hosting-<cluster>` (run behind `hosting-addon-pre-delete`
+//! before anything goes); `none` goes nowhere;
 //! everything else (`managed`, or no annotation) to the managed cluster as usual.
 //!
 //! The hosting cluster must be a managed cluster of the hub and, when the target's klusterlet
@@ -144,25 +146,45 @@ pub fn hosting_work_prefix(addon: &str, cluster: &str) -> String {
     format!("addon-{addon}-deploy-hosting-{cluster}-")
 }
 
-/// `plan` (made for the hosting manifests) moved to the hosting cluster: renamed
-/// `addon-<addon>-deploy-hosting-<cluster>-<i>`, in `hosting`'s namespace, labelled with the
-/// addon's cluster and owned by no one. Its pre-delete hook is dropped (hosted pre-delete hooks
-/// are not run).
-pub fn to_hosting(plan: WorkPlan, addon: &str, cluster: &str, hosting: &str) -> Vec<Value> {
-    plan.deploy
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut work)| {
-            let meta = &mut work["metadata"];
-            meta["name"] = json!(format!("{}{i}", hosting_work_prefix(addon, cluster)));
-            meta["namespace"] = json!(hosting);
-            meta["labels"][ADDON_NAMESPACE] = json!(cluster);
-            if let Some(meta) = meta.as_object_mut() {
-                meta.remove("ownerReferences");
-            }
-            work
-        })
-        .collect()
+/// Name of the pre-delete hook work of `addon` on `cluster`, on its hosting cluster.
+pub fn hosting_hook_work_name(addon: &str, cluster: &str) -> String {
+    format!("addon-{addon}-pre-delete-hosting-{cluster}")
+}
+
+/// The works of a hosted addon on its hosting cluster.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostingWorks {
+    /// `addon-<addon>-deploy-hosting-<cluster>-<i>`.
+    pub deploy: Vec<Value>,
+    /// `addon-<addon>-pre-delete-hosting-<cluster>`, when hook objects go to the hosting
+    /// cluster.
+    pub pre_delete: Option<Value>,
+}
+
+/// `plan` (made for the hosting manifests) moved to the hosting cluster: renamed, in
+/// `hosting`'s namespace, labelled with the addon's cluster and owned by no one.
+pub fn to_hosting(plan: WorkPlan, addon: &str, cluster: &str, hosting: &str) -> HostingWorks {
+    let relocate = |mut work: Value, name: String| {
+        let meta = &mut work["metadata"];
+        meta["name"] = json!(name);
+        meta["namespace"] = json!(hosting);
+        meta["labels"][ADDON_NAMESPACE] = json!(cluster);
+        if let Some(meta) = meta.as_object_mut() {
+            meta.remove("ownerReferences");
+        }
+        work
+    };
+    HostingWorks {
+        deploy: plan
+            .deploy
+            .into_iter()
+            .enumerate()
+            .map(|(i, work)| relocate(work, format!("{}{i}", hosting_work_prefix(addon, cluster))))
+            .collect(),
+        pre_delete: plan
+            .pre_delete
+            .map(|work| relocate(work, hosting_hook_work_name(addon, cluster))),
+    }
 }
 
 #[cfg(test)]
@@ -233,12 +255,26 @@ mod tests {
         })
         .unwrap();
         let works = to_hosting(planned, "hello", "t", "h");
-        assert_eq!(
-            works[0]["metadata"]["name"],
-            "addon-hello-deploy-hosting-t-0"
-        );
-        assert_eq!(works[0]["metadata"]["namespace"], "h");
-        assert_eq!(works[0]["metadata"]["labels"][ADDON_NAMESPACE], "t");
-        assert!(works[0]["metadata"].get("ownerReferences").is_none());
+        let work = &works.deploy[0];
+        assert_eq!(work["metadata"]["name"], "addon-hello-deploy-hosting-t-0");
+        assert_eq!(work["metadata"]["namespace"], "h");
+        assert_eq!(work["metadata"]["labels"][ADDON_NAMESPACE], "t");
+        assert!(work["metadata"].get("ownerReferences").is_none());
+        assert!(works.pre_delete.is_none());
+        let hook = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bye",
+            "annotations": {"addon.open-cluster-management.io/addon-pre-delete": ""}}});
+        let planned = plan(&WorkInput {
+            addon: "hello",
+            cluster: "t",
+            owner_uid: "u",
+            manifests: &[hook],
+            manifest_configs: &[],
+            config_hash: None,
+            limit: WorkInput::DEFAULT_LIMIT,
+        })
+        .unwrap();
+        let hook = to_hosting(planned, "hello", "t", "h").pre_delete.unwrap();
+        assert_eq!(hook["metadata"]["name"], "addon-hello-pre-delete-hosting-t");
+        assert_eq!(hook["metadata"]["namespace"], "h");
     }
 }

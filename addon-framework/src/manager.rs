@@ -59,6 +59,11 @@ pub enum ManagerError {
 /// The finalizer that holds a deleting addon until its pre-delete hook finished.
 const PRE_DELETE_FINALIZER: &str = ocm_api::addon::names::finalizers::ADDON_PRE_DELETE_HOOK;
 
+/// The finalizer that holds a deleting hosted addon until its hook on the hosting cluster
+/// finished.
+const HOSTING_PRE_DELETE_FINALIZER: &str =
+    ocm_api::addon::names::finalizers::HOSTING_ADDON_PRE_DELETE_HOOK;
+
 /// The finalizer that holds a deleting hosted addon until its hosting works are gone.
 const HOSTING_CLEANUP_FINALIZER: &str =
     ocm_api::addon::names::finalizers::HOSTING_MANIFESTS_CLEANUP;
@@ -303,15 +308,21 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         ..Outcome::default()
     };
     let deleting = mca.metadata.deletion_timestamp.is_some();
-    if deleting && has(&mca, HOSTING_CLEANUP_FINALIZER) && !clean_up_hosting(&ctx, &mca).await? {
+    let hooks_pending = has_finalizer(&mca) || has(&mca, HOSTING_PRE_DELETE_FINALIZER);
+    // The hosting works go once the hooks ran.
+    if deleting
+        && !hooks_pending
+        && has(&mca, HOSTING_CLEANUP_FINALIZER)
+        && !clean_up_hosting(&ctx, &mca).await?
+    {
         return Ok(Action::requeue(Duration::from_secs(2)));
     }
-    if deleting && !has_finalizer(&mca) {
+    if deleting && !hooks_pending {
         return Ok(Action::await_change());
     }
     let Some(cluster) = ctx.clusters.get(&ObjectRef::new(&namespace)) else {
         if deleting {
-            set_pre_delete_finalizer(&ctx, &mca, false).await?;
+            release_hooks(&ctx, &mca).await?;
             return Ok(Action::await_change());
         }
         set_condition(
@@ -457,7 +468,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         Err(err) if deleting => {
             tracing::warn!(addon = options.name, cluster = namespace, %err,
                 "no manifests to run the pre-delete hook from; letting the addon go");
-            set_pre_delete_finalizer(&ctx, &mca, false).await?;
+            release_hooks(&ctx, &mca).await?;
             return Ok(Action::await_change());
         }
         Err(err) => {
@@ -507,22 +518,58 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                 return Ok(Action::requeue(RESYNC));
             }
         };
-    let works: Api<ocm_api::work::v1::ManifestWork> =
-        Api::namespaced(ctx.client.clone(), &namespace);
     let params = PatchParams::apply(&format!("addon-manager-{}", options.name)).force();
     if deleting {
-        return run_pre_delete(
-            &ctx,
-            &mca,
-            planned.pre_delete.as_ref(),
-            &works,
-            &params,
-            outcome,
-        )
-        .await;
+        // The hosting cluster's hook first, then the managed cluster's.
+        let hooks = [
+            (
+                hosting_works.pre_delete.as_ref(),
+                hosting.as_deref().unwrap_or_default(),
+                HOSTING_PRE_DELETE_FINALIZER,
+            ),
+            (
+                planned.pre_delete.as_ref(),
+                namespace.as_str(),
+                PRE_DELETE_FINALIZER,
+            ),
+        ];
+        // One hook per pass: its finalizer going wakes the next pass.
+        if let Some((work, work_namespace, finalizer)) = hooks
+            .into_iter()
+            .find(|(_, _, finalizer)| has(&mca, finalizer))
+            && !run_pre_delete(
+                &ctx,
+                &mca,
+                work,
+                work_namespace,
+                finalizer,
+                &params,
+                &mut outcome,
+            )
+            .await?
+        {
+            write_status(&ctx, &mca, &outcome).await?;
+            return Ok(Action::requeue(Duration::from_secs(2)));
+        }
+        return Ok(Action::await_change());
     }
-    if planned.pre_delete.is_some() {
-        set_pre_delete_finalizer(&ctx, &mca, true).await?;
+    // The finalizers this addon needs, in one write.
+    let hosted_any = hosting.is_some()
+        && (!hosting_works.deploy.is_empty() || hosting_works.pre_delete.is_some());
+    let needed: Vec<&str> = [
+        (planned.pre_delete.is_some(), PRE_DELETE_FINALIZER),
+        (
+            hosting_works.pre_delete.is_some(),
+            HOSTING_PRE_DELETE_FINALIZER,
+        ),
+        (hosted_any, HOSTING_CLEANUP_FINALIZER),
+    ]
+    .into_iter()
+    .filter(|(wanted, finalizer)| *wanted && !has(&mca, finalizer))
+    .map(|(_, finalizer)| finalizer)
+    .collect();
+    if !needed.is_empty() {
+        add_finalizers(&ctx, &mca, &needed).await?;
     }
     let mut failure = None;
     let mut applied = match apply_works(&ctx, &namespace, &planned.deploy, &params).await {
@@ -537,14 +584,12 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         delete_stale(&ctx, &namespace, &prefix, &planned.deploy, None).await;
     }
     if let (Some(hosting), None) = (&hosting, &failure) {
-        if !hosting_works.is_empty() {
-            set_finalizer(&ctx, &mca, HOSTING_CLEANUP_FINALIZER, true).await?;
-        }
-        match apply_works(&ctx, hosting, &hosting_works, &params).await {
+        let deploy = &hosting_works.deploy;
+        match apply_works(&ctx, hosting, deploy, &params).await {
             Ok(more) => {
                 applied.extend(more);
                 let prefix = crate::hosted::hosting_work_prefix(&options.name, &namespace);
-                delete_stale(&ctx, hosting, &prefix, &hosting_works, Some(&namespace)).await;
+                delete_stale(&ctx, hosting, &prefix, deploy, Some(&namespace)).await;
             }
             Err(err) => failure = Some(err),
         }
@@ -608,7 +653,7 @@ fn plan_works(
     health: &crate::agent::HealthProber,
     manifests: Vec<Value>,
     hosting: Option<&str>,
-) -> Result<(crate::works::WorkPlan, Vec<Value>), crate::agent::AddonError> {
+) -> Result<(crate::works::WorkPlan, crate::hosted::HostingWorks), crate::agent::AddonError> {
     let (managed, on_hosting) = match hosting {
         Some(_) => crate::hosted::split(manifests)?,
         None => (manifests, Vec::new()),
@@ -634,7 +679,7 @@ fn plan_works(
             })?;
             crate::hosted::to_hosting(hosting_plan, input.addon, input.cluster, hosting)
         }
-        _ => Vec::new(),
+        _ => crate::hosted::HostingWorks::default(),
     };
     Ok((planned, hosting_works))
 }
@@ -658,6 +703,29 @@ async fn set_pre_delete_finalizer(
     present: bool,
 ) -> Result<(), ManagerError> {
     set_finalizer(ctx, mca, PRE_DELETE_FINALIZER, present).await
+}
+
+/// Adds `finalizers` in one write (conditionally on the object's resourceVersion).
+async fn add_finalizers(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    finalizers: &[&str],
+) -> Result<(), ManagerError> {
+    let mut all = mca.metadata.finalizers.clone().unwrap_or_default();
+    all.extend(finalizers.iter().map(|f| (*f).to_owned()));
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(
+        ctx.client.clone(),
+        mca.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let patch = json!({"metadata": {"finalizers": all,
+                                    "resourceVersion": mca.metadata.resource_version}});
+    api.patch(
+        mca.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Adds or removes `finalizer` (conditionally on the object's resourceVersion).
@@ -812,27 +880,30 @@ async fn delete_stale(
     }
 }
 
-/// A deleting addon with pre-delete hook objects: apply the hook work and let the addon go
-/// once every hook Job or Pod has finished (its deploy works stay until then).
+/// A deleting addon's pre-delete hook held by `finalizer`: applies the hook `work` in
+/// `namespace` and lets the finalizer go once every hook Job or Pod has finished (or when
+/// there is no hook). `Ok(false)` while it runs (the condition says so in `outcome`).
 async fn run_pre_delete(
     ctx: &Ctx,
     mca: &ManagedClusterAddOn,
-    hook: Option<&Value>,
-    works: &Api<ocm_api::work::v1::ManifestWork>,
+    work: Option<&Value>,
+    namespace: &str,
+    finalizer: &str,
     params: &PatchParams,
-    mut outcome: Outcome,
-) -> Result<Action, ManagerError> {
-    let Some(hook) = hook else {
-        set_pre_delete_finalizer(ctx, mca, false).await?;
-        return Ok(Action::await_change());
+    outcome: &mut Outcome,
+) -> Result<bool, ManagerError> {
+    let Some(work) = work.filter(|_| !namespace.is_empty()) else {
+        set_finalizer(ctx, mca, finalizer, false).await?;
+        return Ok(true);
     };
-    let name = crate::works::pre_delete_work_name(&ctx.addon.options().name);
-    let written = serde_json::to_value(works.patch(&name, params, &Patch::Apply(hook)).await?)?;
-    let generation = mca.metadata.generation;
+    let name = work["metadata"]["name"].as_str().unwrap_or_default();
+    let works: Api<ManifestWork> = Api::namespaced(ctx.client.clone(), namespace);
+    let written = serde_json::to_value(works.patch(name, params, &Patch::Apply(work)).await?)?;
     if crate::works::hook_completed(&written) {
-        // The addon goes now; its works (owned by it) go with it.
-        set_pre_delete_finalizer(ctx, mca, false).await?;
-        return Ok(Action::await_change());
+        // The addon goes now; its works (owned by it, or cleaned up behind their finalizer) go
+        // with it.
+        set_finalizer(ctx, mca, finalizer, false).await?;
+        return Ok(true);
     }
     set_condition(
         &mut outcome.conditions,
@@ -841,11 +912,27 @@ async fn run_pre_delete(
             "False",
             "HookManifestIsNotCompleted",
             "waiting for the pre-delete hook manifests to complete",
-            generation,
+            mca.metadata.generation,
         ),
     );
-    write_status(ctx, mca, &outcome).await?;
-    Ok(Action::requeue(Duration::from_secs(2)))
+    Ok(false)
+}
+
+/// Lets a deleting addon go without its pre-delete hooks (nothing to run them from).
+async fn release_hooks(ctx: &Ctx, mca: &ManagedClusterAddOn) -> Result<(), ManagerError> {
+    set_pre_delete_finalizer(ctx, mca, false).await?;
+    // Re-read: the first patch changed the resourceVersion the second is conditional on.
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(
+        ctx.client.clone(),
+        mca.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    if let Some(fresh) = api
+        .get_opt(mca.metadata.name.as_deref().unwrap_or_default())
+        .await?
+    {
+        set_finalizer(ctx, &fresh, HOSTING_PRE_DELETE_FINALIZER, false).await?;
+    }
+    Ok(())
 }
 
 /// The config objects named by `mca`'s `status.configReferences` (desired configs), and their

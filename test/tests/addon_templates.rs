@@ -765,6 +765,13 @@ fn hosted_template() -> Value {
                                    "spec": {"containers": [{"name": "agent",
                                        "image": "quay.io/example/hello:v1",
                                        "args": ["--managed-cluster={{CLUSTER_NAME}}"]}]}}}},
+            {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": "hello-hosted-cleanup", "namespace": "hello-hosted-ns",
+                          "annotations": {
+                              "addon.open-cluster-management.io/hosted-manifest-location": "hosting",
+                              "addon.open-cluster-management.io/addon-pre-delete": ""}},
+             "spec": {"template": {"spec": {"restartPolicy": "Never",
+                      "containers": [{"name": "cleanup", "image": "quay.io/example/hello:v1"}]}}}},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
              "metadata": {"name": "hello-hosted-nowhere",
                           "annotations": {"addon.open-cluster-management.io/hosted-manifest-location": "none"}},
@@ -915,12 +922,13 @@ async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_
         (validity.0.as_str(), validity.1.as_str()),
         ("True", "HostingClusterValid")
     );
-    assert!(
-        mca.metadata
-            .finalizers
-            .unwrap_or_default()
-            .contains(&"addon.open-cluster-management.io/hosting-manifests-cleanup".to_owned())
-    );
+    let finalizers = mca.metadata.finalizers.unwrap_or_default();
+    for finalizer in [
+        "addon.open-cluster-management.io/hosting-manifests-cleanup",
+        "addon.open-cluster-management.io/hosting-addon-pre-delete",
+    ] {
+        assert!(finalizers.contains(&finalizer.to_owned()), "{finalizers:?}");
+    }
     let hosting_works: Api<ManifestWork> = Api::namespaced(client.clone(), &hosting);
     let work = hosting_works
         .get("addon-hello-hosted-deploy-hosting-hosted-0")
@@ -1007,11 +1015,34 @@ async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_
             .is_none()
     );
 
-    // Removing the hosted addon removes its agent from the hosting cluster.
+    // Removing the hosted addon runs its hook on the hosting cluster, then removes its agent
+    // from there.
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(hosting_spoke.clone(), "hello-hosted-ns");
+    let hook_ran = tokio::spawn(async move {
+        wait_for(
+            &jobs,
+            "hello-hosted-cleanup",
+            "the hosted pre-delete Job",
+            |job| job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0) >= 1,
+        )
+        .await
+        .is_ok()
+    });
     mcas.delete("hello-hosted", &DeleteParams::default())
         .await
         .unwrap();
     wait_gone(&mcas, "hello-hosted").await.unwrap();
+    assert!(
+        hook_ran.await.unwrap(),
+        "the hosted pre-delete hook never ran"
+    );
+    wait_gone(
+        &hosting_works,
+        "addon-hello-hosted-pre-delete-hosting-hosted",
+    )
+    .await
+    .unwrap();
     wait_gone(&hosting_works, "addon-hello-hosted-deploy-hosting-hosted-0")
         .await
         .unwrap();
