@@ -713,19 +713,7 @@ async fn add_finalizers(
 ) -> Result<(), ManagerError> {
     let mut all = mca.metadata.finalizers.clone().unwrap_or_default();
     all.extend(finalizers.iter().map(|f| (*f).to_owned()));
-    let api: Api<ManagedClusterAddOn> = Api::namespaced(
-        ctx.client.clone(),
-        mca.metadata.namespace.as_deref().unwrap_or_default(),
-    );
-    let patch = json!({"metadata": {"finalizers": all,
-                                    "resourceVersion": mca.metadata.resource_version}});
-    api.patch(
-        mca.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
-    Ok(())
+    write_finalizers(ctx, mca, all).await
 }
 
 /// Adds or removes `finalizer` (conditionally on the object's resourceVersion).
@@ -749,6 +737,15 @@ async fn set_finalizer(
     if present {
         finalizers.push(finalizer.to_owned());
     }
+    write_finalizers(ctx, mca, finalizers).await
+}
+
+/// Writes `mca`'s finalizers (conditionally on the object's resourceVersion).
+async fn write_finalizers(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    finalizers: Vec<String>,
+) -> Result<(), ManagerError> {
     let api: Api<ManagedClusterAddOn> = Api::namespaced(
         ctx.client.clone(),
         mca.metadata.namespace.as_deref().unwrap_or_default(),
