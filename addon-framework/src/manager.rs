@@ -245,8 +245,13 @@ async fn run_addon(
     Controller::for_stream(own, store)
         .watches_shared_stream(work_events, move |work| {
             let labels = work.metadata.labels.as_ref()?;
+            // A hosting work belongs to the addon of the cluster it is labelled with.
+            let cluster = labels
+                .get(ADDON_NAMESPACE)
+                .cloned()
+                .or_else(|| work.metadata.namespace.clone());
             (labels.get(ADDON_NAME) == Some(&work_name))
-                .then(|| work.metadata.namespace.clone())
+                .then_some(cluster)
                 .flatten()
                 .map(|ns| ObjectRef::new(&work_name).within(&ns))
         })

@@ -203,6 +203,15 @@ pub async fn accept_when_asked(
     .boxed();
     loop {
         match accept_cluster(client, cluster, skip_approve_check).await {
+            // Accepted already (a hub that accepts clusters by itself) with no CSR yet: the
+            // agent's CSR is still to come and to approve.
+            Ok(accepted)
+                if accepted.approved_csrs.is_empty()
+                    && !accepted.accepted_now
+                    && !has_credentials(client, cluster).await? =>
+            {
+                tracing::debug!(cluster, "accepted, waiting for the agent's CSR");
+            }
             Ok(accepted) => return Ok(accepted),
             Err(err) => tracing::debug!(%err, cluster, "not acceptable yet"),
         }
@@ -210,6 +219,35 @@ pub async fn accept_when_asked(
             anyhow::bail!("lost the watch on the hub");
         }
     }
+}
+
+/// Whether `cluster`'s agent holds (or is being given) hub credentials: the cluster has joined,
+/// or one of its CSRs is approved.
+async fn has_credentials(client: &kube::Client, cluster: &str) -> anyhow::Result<bool> {
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    let joined = clusters.get_opt(cluster).await?.is_some_and(|c| {
+        c.status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == ocm_api::cluster::names::conditions::JOINED && c.status == "True"
+            })
+        })
+    });
+    if joined {
+        return Ok(true);
+    }
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let list = csrs
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}")))
+        .await?;
+    Ok(list.items.iter().any(|csr| {
+        csr.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Approved" && c.status == "True")
+            })
+    }))
 }
 
 /// Base64 of a PEM CSR, for tests and tools.

@@ -854,24 +854,55 @@ async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_
         },
     )
     .with_secrets_on(hosting_spoke.clone());
+    let progress = agent.progress();
     let agent_stop = Shutdown::new();
     tokio::spawn(agent.run(agent_stop.child()));
-    tokio::time::timeout(
+    // The hub accepts clusters by itself here; the agent's CSR still needs approving.
+    let accepted = tokio::time::timeout(
         WAIT,
         ocm::accept::accept_when_asked(&client, "hosted", false),
     )
     .await
     .expect("the hosted cluster asks to join")
     .unwrap();
+    assert_eq!(accepted.approved_csrs.len(), 1);
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
-    wait_for(
+    if let Err(err) = wait_for(
         &clusters,
         "hosted",
         "Joined and Available",
         ocm_e2e::joined_and_available,
     )
     .await
-    .unwrap();
+    {
+        let now = clusters.get("hosted").await.unwrap();
+        let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+            Api::all(client.clone());
+        let list: Vec<String> = csrs
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:?} {:?} cert={}",
+                    c.metadata.name.clone().unwrap_or_default(),
+                    c.metadata.creation_timestamp,
+                    c.status.as_ref().and_then(|s| s.conditions.clone()),
+                    c.status
+                        .as_ref()
+                        .and_then(|s| s.certificate.as_ref())
+                        .is_some()
+                )
+            })
+            .collect();
+        panic!(
+            "{err}: agent at {:?}, cluster {:#?} csrs {list:#?}",
+            *progress.borrow(),
+            now.status
+        );
+    }
     // Each klusterlet reports where it runs.
     claim_hosting_cluster(&hosted_spoke, &hosting).await;
     claim_hosting_cluster(&own_spoke, &own).await;
