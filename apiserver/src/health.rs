@@ -124,6 +124,7 @@ fn text(status: StatusCode, body: String) -> Reply {
         content_type: "text/plain; charset=utf-8".into(),
         body: ReplyBody::Full(Bytes::from(body)),
         warnings: Vec::new(),
+        headers: http::HeaderMap::new(),
     }
 }
 

@@ -186,9 +186,12 @@ fn into_response(reply: Reply, head: bool) -> Response<ResponseBody> {
     let mut response = Response::new(body);
     *response.status_mut() = reply.status;
     let headers = response.headers_mut();
-    if let Ok(ct) = HeaderValue::from_str(&reply.content_type) {
+    if !reply.content_type.is_empty()
+        && let Ok(ct) = HeaderValue::from_str(&reply.content_type)
+    {
         headers.insert(header::CONTENT_TYPE, ct);
     }
+    headers.extend(reply.headers);
     if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
         headers.insert("audit-id", id);
     }
@@ -371,6 +374,12 @@ where
         Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),
         Route::Group(g) => crate::discovery::group(inner, &cluster, &g),
         Route::GroupVersion(g, v) => crate::discovery::group_version(inner, &cluster, &g, &v),
+        Route::OpenApiV2 => Ok(crate::openapi::v2::serve::serve(
+            inner,
+            &cluster,
+            accept.as_deref(),
+            header_str(header::IF_NONE_MATCH).as_deref(),
+        )),
         Route::OpenApiV3Root => Ok(Reply::json(
             StatusCode::OK,
             &crate::openapi::root(inner, &cluster),

@@ -38,6 +38,8 @@ pub(crate) struct Reply {
     pub content_type: String,
     pub body: ReplyBody,
     pub warnings: Vec<String>,
+    /// Further response headers (e.g. `ETag`, `Vary`).
+    pub headers: http::HeaderMap,
 }
 
 impl Reply {
@@ -54,6 +56,7 @@ impl Reply {
             content_type: "application/json".into(),
             body: ReplyBody::Full(body),
             warnings: Vec::new(),
+            headers: http::HeaderMap::new(),
         }
     }
 

@@ -290,6 +290,7 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
                     content_type: "application/json".into(),
                     body: ReplyBody::Full(body),
                     warnings: Vec::new(),
+                    headers: http::HeaderMap::new(),
                 });
             }
             Err(err) => return Err(ApiError::internal(err)),
@@ -394,5 +395,6 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
         content_type: "application/json".into(),
         body: ReplyBody::Stream(rx),
         warnings: Vec::new(),
+        headers: http::HeaderMap::new(),
     })
 }

@@ -42,6 +42,8 @@ pub(crate) struct Smp {
     pub(crate) merge: bool,
     /// `patchStrategy` contains `replace` (objects replace instead of merging).
     pub(crate) replace: bool,
+    /// `patchStrategy` contains `retainKeys` (the patch lists the keys an object keeps).
+    pub(crate) retain_keys: bool,
     /// `patchMergeKey`.
     pub(crate) merge_key: Option<String>,
 }
@@ -433,6 +435,7 @@ fn load_builtins(text: &str) -> Result<Builtins, String> {
             let smp = Smp {
                 merge: strategy.split(',').any(|s| s == "merge"),
                 replace: strategy.split(',').any(|s| s == "replace"),
+                retain_keys: strategy.split(',').any(|s| s == "retainKeys"),
                 merge_key: spec.get("mk").and_then(Value::as_str).map(str::to_string),
             };
             let t = spec

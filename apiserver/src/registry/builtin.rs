@@ -9,6 +9,7 @@ use k8s_openapi::api::{
     flowcontrol::v1 as flowcontrol, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+use k8s_openapi::schemars::JsonSchema;
 use serde_json::Value;
 
 use super::{NameKind, ResourceInfo, ScaleSpec, Source, VersionInfo};
@@ -53,61 +54,82 @@ pub enum BuiltinKind {
     MutatingWebhookConfiguration,
 }
 
-fn roundtrip<K>(value: Value) -> Result<Value, String>
-where
-    K: serde::de::DeserializeOwned + serde::Serialize,
-{
-    let typed: K = serde_json::from_value(value).map_err(|err| err.to_string())?;
-    serde_json::to_value(&typed).map_err(|err| err.to_string())
+/// Something done with the k8s-openapi type of a built-in kind (see [`BuiltinKind::with_type`]).
+pub(crate) trait TypeVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the kind's typed object `K`.
+    fn visit<K>(self) -> Self::Output
+    where
+        K: serde::de::DeserializeOwned + serde::Serialize + JsonSchema;
+}
+
+/// Decodes a value into the typed object and encodes it again.
+struct Roundtrip(Value);
+
+impl TypeVisitor for Roundtrip {
+    type Output = Result<Value, String>;
+
+    fn visit<K>(self) -> Self::Output
+    where
+        K: serde::de::DeserializeOwned + serde::Serialize + JsonSchema,
+    {
+        let typed: K = serde_json::from_value(self.0).map_err(|err| err.to_string())?;
+        serde_json::to_value(&typed).map_err(|err| err.to_string())
+    }
 }
 
 impl BuiltinKind {
+    /// Calls `visitor` with the k8s-openapi type of this kind: the one table from kinds to
+    /// Rust types (normalization, OpenAPI schemas).
+    pub(crate) fn with_type<V: TypeVisitor>(self, visitor: V) -> V::Output {
+        use BuiltinKind::*;
+        match self {
+            Namespace => visitor.visit::<core::Namespace>(),
+            Secret => visitor.visit::<core::Secret>(),
+            ConfigMap => visitor.visit::<core::ConfigMap>(),
+            ServiceAccount => visitor.visit::<core::ServiceAccount>(),
+            CoreEvent => visitor.visit::<core::Event>(),
+            Node => visitor.visit::<core::Node>(),
+            Pod => visitor.visit::<core::Pod>(),
+            Service => visitor.visit::<core::Service>(),
+            PodTemplate => visitor.visit::<core::PodTemplate>(),
+            ResourceQuota => visitor.visit::<core::ResourceQuota>(),
+            Deployment => visitor.visit::<apps::Deployment>(),
+            ReplicaSet => visitor.visit::<apps::ReplicaSet>(),
+            StatefulSet => visitor.visit::<apps::StatefulSet>(),
+            DaemonSet => visitor.visit::<apps::DaemonSet>(),
+            Job => visitor.visit::<batch::Job>(),
+            CronJob => visitor.visit::<batch::CronJob>(),
+            Lease => visitor.visit::<coordination::Lease>(),
+            EventsEvent => visitor.visit::<events::Event>(),
+            CertificateSigningRequest => visitor.visit::<certs::CertificateSigningRequest>(),
+            Role => visitor.visit::<rbac::Role>(),
+            RoleBinding => visitor.visit::<rbac::RoleBinding>(),
+            ClusterRole => visitor.visit::<rbac::ClusterRole>(),
+            ClusterRoleBinding => visitor.visit::<rbac::ClusterRoleBinding>(),
+            CustomResourceDefinition => visitor.visit::<apiext::CustomResourceDefinition>(),
+            SelfSubjectAccessReview => visitor.visit::<authz::SelfSubjectAccessReview>(),
+            SubjectAccessReview => visitor.visit::<authz::SubjectAccessReview>(),
+            LocalSubjectAccessReview => visitor.visit::<authz::LocalSubjectAccessReview>(),
+            SelfSubjectRulesReview => visitor.visit::<authz::SelfSubjectRulesReview>(),
+            SelfSubjectReview => visitor.visit::<authn::SelfSubjectReview>(),
+            TokenReview => visitor.visit::<authn::TokenReview>(),
+            FlowSchema => visitor.visit::<flowcontrol::FlowSchema>(),
+            PriorityLevelConfiguration => {
+                visitor.visit::<flowcontrol::PriorityLevelConfiguration>()
+            }
+            ValidatingWebhookConfiguration => {
+                visitor.visit::<admreg::ValidatingWebhookConfiguration>()
+            }
+            MutatingWebhookConfiguration => visitor.visit::<admreg::MutatingWebhookConfiguration>(),
+        }
+    }
+
     /// Decodes `value` into the typed object and encodes it again: unknown fields disappear,
     /// timestamps and byte strings are normalized; a type mismatch is an error message.
     pub fn normalize(self, value: Value) -> Result<Value, String> {
-        use BuiltinKind::*;
-        match self {
-            Namespace => roundtrip::<core::Namespace>(value),
-            Secret => roundtrip::<core::Secret>(value),
-            ConfigMap => roundtrip::<core::ConfigMap>(value),
-            ServiceAccount => roundtrip::<core::ServiceAccount>(value),
-            CoreEvent => roundtrip::<core::Event>(value),
-            Node => roundtrip::<core::Node>(value),
-            Pod => roundtrip::<core::Pod>(value),
-            Service => roundtrip::<core::Service>(value),
-            PodTemplate => roundtrip::<core::PodTemplate>(value),
-            ResourceQuota => roundtrip::<core::ResourceQuota>(value),
-            Deployment => roundtrip::<apps::Deployment>(value),
-            ReplicaSet => roundtrip::<apps::ReplicaSet>(value),
-            StatefulSet => roundtrip::<apps::StatefulSet>(value),
-            DaemonSet => roundtrip::<apps::DaemonSet>(value),
-            Job => roundtrip::<batch::Job>(value),
-            CronJob => roundtrip::<batch::CronJob>(value),
-            Lease => roundtrip::<coordination::Lease>(value),
-            EventsEvent => roundtrip::<events::Event>(value),
-            CertificateSigningRequest => roundtrip::<certs::CertificateSigningRequest>(value),
-            Role => roundtrip::<rbac::Role>(value),
-            RoleBinding => roundtrip::<rbac::RoleBinding>(value),
-            ClusterRole => roundtrip::<rbac::ClusterRole>(value),
-            ClusterRoleBinding => roundtrip::<rbac::ClusterRoleBinding>(value),
-            CustomResourceDefinition => roundtrip::<apiext::CustomResourceDefinition>(value),
-            SelfSubjectAccessReview => roundtrip::<authz::SelfSubjectAccessReview>(value),
-            SubjectAccessReview => roundtrip::<authz::SubjectAccessReview>(value),
-            LocalSubjectAccessReview => roundtrip::<authz::LocalSubjectAccessReview>(value),
-            SelfSubjectRulesReview => roundtrip::<authz::SelfSubjectRulesReview>(value),
-            SelfSubjectReview => roundtrip::<authn::SelfSubjectReview>(value),
-            TokenReview => roundtrip::<authn::TokenReview>(value),
-            FlowSchema => roundtrip::<flowcontrol::FlowSchema>(value),
-            PriorityLevelConfiguration => {
-                roundtrip::<flowcontrol::PriorityLevelConfiguration>(value)
-            }
-            ValidatingWebhookConfiguration => {
-                roundtrip::<admreg::ValidatingWebhookConfiguration>(value)
-            }
-            MutatingWebhookConfiguration => {
-                roundtrip::<admreg::MutatingWebhookConfiguration>(value)
-            }
-        }
+        self.with_type(Roundtrip(value))
     }
 
     /// Whether objects of this kind are never stored (access reviews).

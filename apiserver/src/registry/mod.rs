@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
+pub(crate) use builtin::TypeVisitor;
 pub use builtin::{BuiltinKind, builtin_resources};
 pub use crd::{CrdError, crd_conditions, resource_from_crd};
 pub use version::{compare_versions, sort_versions};

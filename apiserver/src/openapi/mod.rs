@@ -1,6 +1,10 @@
 //! OpenAPI v3 for kubectl: an index of every served group-version and one document per
 //! group-version with the operations kubectl inspects (`x-kubernetes-group-version-kind`, the
-//! `fieldValidation`/`dryRun` parameters) and the schemas of custom resources for `explain`.
+//! `fieldValidation`/`dryRun` parameters) and the schemas of custom resources for `explain`;
+//! and the OpenAPI v2 (Swagger 2.0) document of [`v2`], built from the same resources.
+
+mod endpoints;
+pub(crate) mod v2;
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -142,32 +146,52 @@ fn object_meta_schema() -> Value {
     })
 }
 
-/// A custom resource schema as kube-apiserver publishes it: with apiVersion, kind and metadata.
-fn published_schema(res: &ResourceInfo, version: &str, schema: &Value, meta_name: &str) -> Value {
+const API_VERSION_DESCRIPTION: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND_DESCRIPTION: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+const METADATA_DESCRIPTION: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// The `apiVersion` and `kind` properties every kind declares.
+fn type_meta_properties() -> [(String, Value); 2] {
+    [
+        (
+            "apiVersion".into(),
+            json!({"description": API_VERSION_DESCRIPTION, "type": "string"}),
+        ),
+        (
+            "kind".into(),
+            json!({"description": KIND_DESCRIPTION, "type": "string"}),
+        ),
+    ]
+}
+
+/// The `x-kubernetes-group-version-kind` extension of a definition: a list of one GVK.
+fn gvk_extension(group: &str, version: &str, kind: &str) -> Value {
+    json!([{"group": group, "version": version, "kind": kind}])
+}
+
+/// A custom resource schema as kube-apiserver publishes it: with apiVersion, kind, metadata
+/// (`metadata` is the property schema pointing at ObjectMeta) and the GVK extension.
+fn kube_native(res: &ResourceInfo, version: &str, schema: &Value, metadata: Value) -> Value {
     let mut s = schema.clone();
     if let Some(map) = s.as_object_mut() {
         map.entry("type").or_insert_with(|| json!("object"));
         let props = map.entry("properties").or_insert_with(|| json!({}));
         if let Some(props) = props.as_object_mut() {
-            props.insert(
-                "apiVersion".into(),
-                json!({"description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources", "type": "string"}),
-            );
-            props.insert(
-                "kind".into(),
-                json!({"description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds", "type": "string"}),
-            );
-            props.insert(
-                "metadata".into(),
-                json!({"description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata", "allOf": [{"$ref": format!("#/components/schemas/{meta_name}")}]}),
-            );
+            props.extend(type_meta_properties());
+            props.insert("metadata".into(), metadata);
         }
         map.insert(
             "x-kubernetes-group-version-kind".into(),
-            json!([{"group": res.group, "version": version, "kind": res.kind}]),
+            gvk_extension(&res.group, version, &res.kind),
         );
     }
     s
+}
+
+/// [`kube_native`] for OpenAPI v3: metadata as `allOf` of the ObjectMeta reference.
+fn published_schema(res: &ResourceInfo, version: &str, schema: &Value, meta_name: &str) -> Value {
+    let metadata = json!({"description": METADATA_DESCRIPTION, "allOf": [{"$ref": format!("#/components/schemas/{meta_name}")}]});
+    kube_native(res, version, schema, metadata)
 }
 
 fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
@@ -184,8 +208,9 @@ fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
     for res in &resources {
         let name = schema_name(group, version, &res.kind);
         let schema_ref = format!("#/components/schemas/{name}");
-        // Built-in kinds publish no schema: kubectl then falls back to its compiled-in types
-        // (strategic merge patch metadata included) instead of an incomplete schema.
+        // Built-in kinds publish no schema here: for apply patches kubectl then falls back to
+        // the v2 definitions (which carry the strategic-merge-patch extensions); `explain`
+        // finds them only with `--output=plaintext-openapiv2`.
         let published = res
             .version(version)
             .and_then(|v| v.schema.clone())
@@ -204,48 +229,12 @@ fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
                 "#/components/schemas/io.k8s.apimachinery.pkg.runtime.RawExtension".to_owned()
             }
         };
-        let prefix = if group.is_empty() {
-            format!("/api/{version}")
-        } else {
-            format!("/apis/{group}/{version}")
-        };
-        let collection = if res.namespaced {
-            format!("{prefix}/namespaces/{{namespace}}/{}", res.plural)
-        } else {
-            format!("{prefix}/{}", res.plural)
-        };
-        let item = format!("{collection}/{{name}}");
         let id = format!("{}{}", res.kind, version);
-        if res.allows("create") && !res.allows("get") {
-            paths.insert(collection.clone(), json!({"post": operation(res, version, "post", &format!("create{id}"), true, &schema_ref)}));
-            continue;
-        }
-        paths.insert(
-            collection.clone(),
-            json!({
-                "get": operation(res, version, "list", &format!("list{id}"), false, &schema_ref),
-                "post": operation(res, version, "post", &format!("create{id}"), true, &schema_ref),
-            }),
-        );
-        paths.insert(
-            item.clone(),
-            json!({
-                "get": operation(res, version, "get", &format!("read{id}"), false, &schema_ref),
-                "put": operation(res, version, "put", &format!("replace{id}"), true, &schema_ref),
-                "patch": operation(res, version, "patch", &format!("patch{id}"), true, &schema_ref),
-                "delete": operation(res, version, "delete", &format!("delete{id}"), false, &schema_ref),
-            }),
-        );
-        for sub in res.subresources(version) {
-            let path = format!("{item}/{sub}");
-            paths.insert(
-                path,
-                json!({
-                    "get": operation(res, version, "get", &format!("read{id}{sub}"), false, &schema_ref),
-                    "put": operation(res, version, "put", &format!("replace{id}{sub}"), true, &schema_ref),
-                    "patch": operation(res, version, "patch", &format!("patch{id}{sub}"), true, &schema_ref),
-                }),
-            );
+        for ep in endpoints::endpoints(res, version) {
+            let op_id = format!("{}{id}{}", ep.verb, ep.subresource.as_deref().unwrap_or(""));
+            let op = operation(res, version, ep.action, &op_id, ep.with_body(), &schema_ref);
+            let entry = paths.entry(ep.path).or_insert_with(|| json!({}));
+            entry[ep.method] = op;
         }
     }
     json!({
