@@ -944,9 +944,9 @@ fn kubectl_auth_can_i_follows_every_rule_field_and_subject_kind() {
         serde_json::from_str(include_str!("../../apiserver/tests/data/rbac_cases.json")).unwrap();
     let (code, _, stderr) = kubectl(&home, &kc, &["create", "-f", "-"], Some(RBAC_FIXTURE));
     assert_eq!(code, 0, "{stderr}");
-    // One document per object (a `kind: List` would need OpenAPI v2 for kubectl's
-    // client-side validation, which the server does not serve), as a stream of JSON objects:
-    // kubectl before 1.33 reads a stream that starts with `{` as JSON only, so no `---`.
+    // One document per object, as a stream of JSON objects (a `kind: List` works too since
+    // the server serves OpenAPI v2, see apiserver/tests/openapi_v2.rs): kubectl before 1.33
+    // reads a stream that starts with `{` as JSON only, so no `---`.
     let objects: Vec<String> = table["objects"]
         .as_array()
         .unwrap()
