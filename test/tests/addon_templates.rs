@@ -781,6 +781,60 @@ fn hosted_template() -> Value {
     })
 }
 
+/// Joins simulated cluster `options.cluster_name` with its klusterlet hosted on
+/// `hosting_spoke`: its registration agent keeps its secrets (and its hosted addons' secrets and
+/// Leases) there. Returns the cluster's client and the agent's stop token, once Joined and
+/// Available.
+async fn join_hosted_cluster(
+    hub: &EmbeddedHub,
+    hosting_spoke: &kube::Client,
+    options: ocm_registration::agent::AgentOptions,
+) -> (kube::Client, Shutdown) {
+    let name = options.cluster_name.clone();
+    let agent_namespace = format!("klusterlet-{name}");
+    let spoke = ocm_e2e::simulated_spoke(hub, &name).await.unwrap();
+    let bootstrap = ocm_e2e::bootstrap_kubeconfig(hub).await.unwrap();
+    ocm::commands::join::prepare_spoke(&spoke, &bootstrap)
+        .await
+        .unwrap();
+    ensure_namespace(hosting_spoke, &agent_namespace).await;
+    let secrets: Api<Secret> = Api::namespaced(hosting_spoke.clone(), &agent_namespace);
+    create(
+        &secrets,
+        json!({"metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_namespace},
+               "stringData": {"kubeconfig": bootstrap}}),
+    )
+    .await;
+    let agent = ocm_registration::agent::Agent::new(
+        spoke.clone(),
+        ocm_registration::agent::AgentOptions {
+            agent_namespace,
+            ..options
+        },
+    )
+    .with_secrets_on(hosting_spoke.clone());
+    let stop = Shutdown::new();
+    tokio::spawn(agent.run(stop.child()));
+    // The hub accepts clusters by itself here; the agent's CSR still needs approving.
+    let client = hub.admin_client();
+    let accepted =
+        tokio::time::timeout(WAIT, ocm::accept::accept_when_asked(&client, &name, false))
+            .await
+            .expect("the hosted cluster asks to join")
+            .unwrap();
+    assert_eq!(accepted.approved_csrs.len(), 1);
+    let clusters: Api<ManagedCluster> = Api::all(client);
+    wait_for(
+        &clusters,
+        &name,
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    (spoke, stop)
+}
+
 /// Creates the ClusterClaim a klusterlet reports where its agents run with.
 async fn claim_hosting_cluster(spoke: &kube::Client, value: &str) {
     let resource = ApiResource::from_gvk_with_plural(
@@ -831,78 +885,9 @@ async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_
     let hosting_spoke = ocm_e2e::simulated_spoke(&hub, &hosting).await.unwrap();
     let own_spoke = ocm_e2e::simulated_spoke(&hub, &own).await.unwrap();
 
-    // Cluster "hosted" runs its klusterlet on c01 (Hosted mode): its registration agent runs
-    // there, keeping its secrets (and its hosted addons' secrets) on c01.
-    let hosted_spoke = ocm_e2e::simulated_spoke(&hub, "hosted").await.unwrap();
-    let bootstrap = ocm_e2e::bootstrap_kubeconfig(&hub).await.unwrap();
-    ocm::commands::join::prepare_spoke(&hosted_spoke, &bootstrap)
-        .await
-        .unwrap();
-    ensure_namespace(&hosting_spoke, "klusterlet-hosted").await;
-    let secrets: Api<Secret> = Api::namespaced(hosting_spoke.clone(), "klusterlet-hosted");
-    create(
-        &secrets,
-        json!({"metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": "klusterlet-hosted"},
-               "stringData": {"kubeconfig": bootstrap}}),
-    )
-    .await;
-    let agent = ocm_registration::agent::Agent::new(
-        hosted_spoke.clone(),
-        ocm_registration::agent::AgentOptions {
-            agent_namespace: "klusterlet-hosted".into(),
-            ..ocm_e2e::fast_agent_options("hosted")
-        },
-    )
-    .with_secrets_on(hosting_spoke.clone());
-    let progress = agent.progress();
-    let agent_stop = Shutdown::new();
-    tokio::spawn(agent.run(agent_stop.child()));
-    // The hub accepts clusters by itself here; the agent's CSR still needs approving.
-    let accepted = tokio::time::timeout(
-        WAIT,
-        ocm::accept::accept_when_asked(&client, "hosted", false),
-    )
-    .await
-    .expect("the hosted cluster asks to join")
-    .unwrap();
-    assert_eq!(accepted.approved_csrs.len(), 1);
-    let clusters: Api<ManagedCluster> = Api::all(client.clone());
-    if let Err(err) = wait_for(
-        &clusters,
-        "hosted",
-        "Joined and Available",
-        ocm_e2e::joined_and_available,
-    )
-    .await
-    {
-        let now = clusters.get("hosted").await.unwrap();
-        let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
-            Api::all(client.clone());
-        let list: Vec<String> = csrs
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {:?} {:?} cert={}",
-                    c.metadata.name.clone().unwrap_or_default(),
-                    c.metadata.creation_timestamp,
-                    c.status.as_ref().and_then(|s| s.conditions.clone()),
-                    c.status
-                        .as_ref()
-                        .and_then(|s| s.certificate.as_ref())
-                        .is_some()
-                )
-            })
-            .collect();
-        panic!(
-            "{err}: agent at {:?}, cluster {:#?} csrs {list:#?}",
-            *progress.borrow(),
-            now.status
-        );
-    }
+    // Cluster "hosted" runs its klusterlet on c01 (Hosted mode).
+    let (hosted_spoke, agent_stop) =
+        join_hosted_cluster(&hub, &hosting_spoke, ocm_e2e::fast_agent_options("hosted")).await;
     // Each klusterlet reports where it runs.
     claim_hosting_cluster(&hosted_spoke, &hosting).await;
     claim_hosting_cluster(&own_spoke, &own).await;
@@ -1078,5 +1063,108 @@ async fn a_hosted_addon_lands_on_its_hosting_cluster_and_an_invalid_topology_is_
         .await
         .unwrap();
     wait_gone(&deployments, "hello-hosted-agent").await.unwrap();
+    agent_stop.cancel();
+}
+
+/// A trait addon in hosted mode with Lease health: nothing to deploy, its agent's Lease lives
+/// where the agent runs.
+struct LeaseHosted {
+    options: ocm_addon_framework::AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl ocm_addon_framework::AgentAddon for LeaseHosted {
+    fn options(&self) -> &ocm_addon_framework::AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        _cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+        _configs: &ocm_addon_framework::AddonConfigs,
+    ) -> Result<Vec<Value>, ocm_addon_framework::AddonError> {
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_addons_lease_is_observed_where_its_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, names, _agents) = ocm_e2e::fleet(dir.path(), 1).await.unwrap();
+    let hosting = names[0].clone();
+    let client = hub.admin_client();
+    let hosting_spoke = ocm_e2e::simulated_spoke(&hub, &hosting).await.unwrap();
+    let (hosted_spoke, agent_stop) = join_hosted_cluster(
+        &hub,
+        &hosting_spoke,
+        ocm_registration::agent::AgentOptions {
+            addon_lease_check_period: std::time::Duration::from_millis(500),
+            ..ocm_e2e::fast_agent_options("leased")
+        },
+    )
+    .await;
+    let stop = Shutdown::new();
+    let addon = LeaseHosted {
+        options: ocm_addon_framework::AddonOptions {
+            hosted_mode: true,
+            ..ocm_addon_framework::AddonOptions::new("leased")
+        },
+    };
+    tokio::spawn(
+        ocm_addon_framework::manager::AddonManager::new(client.clone())
+            .with_addon(std::sync::Arc::new(addon))
+            .run(stop.child()),
+    );
+    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
+    create(
+        &cmas,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+               "kind": "ClusterManagementAddOn", "metadata": {"name": "leased"}, "spec": {}}),
+    )
+    .await;
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "leased");
+    create(
+        &mcas,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+               "kind": "ManagedClusterAddOn",
+               "metadata": {"name": "leased", "namespace": "leased",
+                            "annotations": {"addon.open-cluster-management.io/hosting-cluster-name": hosting}},
+               "spec": {}}),
+    )
+    .await;
+    // No Lease anywhere yet: Unknown.
+    wait_addon(&mcas, "leased", "no Lease found", |m| {
+        condition(m, "Available")
+            .is_some_and(|(s, r, _)| s == "Unknown" && r == "ManagedClusterAddOnLeaseNotFound")
+    })
+    .await;
+    // The agent (here: the test) renews its Lease on the hosting cluster, where it runs.
+    let namespace = "open-cluster-management-agent-addon";
+    ensure_namespace(&hosting_spoke, namespace).await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(hosting_spoke.clone(), namespace);
+    create(
+        &leases,
+        json!({"metadata": {"name": "leased", "namespace": namespace},
+               "spec": {"renewTime": jiff::Timestamp::now().to_string()}}),
+    )
+    .await;
+    let mca = wait_addon(
+        &mcas,
+        "leased",
+        "the hosting cluster's Lease observed",
+        |m| condition(m, "Available").is_some_and(|(s, _, _)| s == "True"),
+    )
+    .await;
+    assert_eq!(
+        condition(&mca, "Available").unwrap().1,
+        "ManagedClusterAddOnLeaseUpdated"
+    );
+    // The managed cluster itself holds no such Lease.
+    let on_target: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(hosted_spoke, namespace);
+    assert!(on_target.get_opt("leased").await.unwrap().is_none());
+    stop.cancel();
     agent_stop.cancel();
 }
