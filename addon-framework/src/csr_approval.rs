@@ -11,7 +11,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::agent::AgentAddon;
-use crate::manager::ManagerError;
+use crate::error::ManagerError;
 
 /// How often CSRs whose handling failed (a hub error, a signing CA not readable yet) are
 /// tried again.

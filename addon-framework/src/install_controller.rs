@@ -27,7 +27,7 @@ use ocm_work::hub::rollout::{ClusterGroups, ClusterRolloutStatus, RolloutStatus,
 use serde_json::{Value, json};
 
 use crate::configs::ConfigRef;
-use crate::manager::ManagerError;
+use crate::error::ManagerError;
 
 /// How often the passes run without a change.
 const RESYNC: Duration = Duration::from_secs(30);

@@ -13,6 +13,7 @@ pub mod agent_helpers;
 pub mod configs;
 pub mod csr;
 mod csr_approval;
+mod error;
 pub mod health;
 pub mod hosted;
 pub mod install;

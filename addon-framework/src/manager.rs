@@ -42,19 +42,7 @@ use crate::configs::ConfigRef;
 use crate::work_applier::{LiveWork, WorkApplier};
 use crate::works::{WorkInput, plan};
 
-/// Why one reconcile failed (it is retried).
-#[derive(Debug, thiserror::Error)]
-pub enum ManagerError {
-    /// The hub refused or did not answer.
-    #[error("hub API")]
-    Api(#[from] kube::Error),
-    /// An object did not (de)serialize.
-    #[error("encoding")]
-    Encoding(#[from] serde_json::Error),
-    /// The addon could not sign a custom-signer CSR (yet).
-    #[error("signing: {0}")]
-    Sign(crate::agent::AddonError),
-}
+pub use crate::error::ManagerError;
 
 /// The finalizer that holds a deleting addon until its pre-delete hook finished.
 const PRE_DELETE_FINALIZER: &str = ocm_api::addon::names::finalizers::ADDON_PRE_DELETE_HOOK;
