@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::crd::{crd_from_json, install};
 use kube::api::{Api, DynamicObject, PostParams};

@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use ocm_apiserver::ApiServer;

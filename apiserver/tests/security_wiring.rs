@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SubjectAccessReview};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview};
 use k8s_openapi::api::core::v1::ServiceAccount;

@@ -1,7 +1,7 @@
 //! `addon.open-cluster-management.io`: typed round trips of every example, the schema
 //! defaults and CRD shape the reference names, and version conversion of the examples.
 
-mod common;
+use crate::common;
 
 use common::{Example, assert_roundtrip, schema_at, schema_for, valid_examples_of_group, validate};
 use ocm_api::addon::conversion::{V1ALPHA1, V1BETA1, convert};

@@ -1,7 +1,7 @@
 //! `operator.open-cluster-management.io`: typed round trips of every example, and the schema
 //! defaults, enums and limits the reference names for ClusterManager and Klusterlet.
 
-mod common;
+use crate::common;
 
 use common::{assert_roundtrip, schema_at, schema_for, valid_examples_of_group};
 use ocm_api::operator::v1;

@@ -1,7 +1,7 @@
 //! Every example object is accepted by its CRD's schema, every invalid example is rejected,
 //! and every served kind and version has at least one of each.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! `work.open-cluster-management.io`: typed round trips of every example, and the schema
 //! defaults the reference names.
 
-mod common;
+use crate::common;
 
 use common::{assert_roundtrip, schema_at, schema_for, valid_examples_of_group};
 use ocm_api::work::{v1, v1alpha1};

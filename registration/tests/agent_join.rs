@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support_agent;
+use crate::support_agent;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support_accept;
+use crate::support_accept;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support_accept;
+use crate::support_accept;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{

@@ -1,0 +1,45 @@
+//! The apiserver crate's integration tests, one module per file beside this one, built as one
+//! test binary (one link instead of one per file: less disk and build time).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod admission;
+mod all_errors;
+mod bad_input;
+mod cluster_objects;
+mod config_data;
+mod controller;
+mod crd;
+mod crud;
+mod discovery_health;
+mod field_validation;
+mod flowcontrol;
+mod openapi_v2;
+mod patch_props;
+mod podtemplates;
+mod protobuf_bodies;
+mod rbac_incremental;
+mod request_timeout;
+mod resource_quota;
+mod schema_corpus;
+mod schema_props;
+mod secrets;
+mod security_csr;
+mod security_fuzz;
+mod security_pki;
+mod security_rbac;
+mod security_tokens;
+mod security_wiring;
+mod selector_api;
+mod semantics;
+mod simulator;
+mod ssa_smp;
+mod subresource_metadata;
+mod subresources;
+mod tls;
+mod token_review;
+mod watch;
+mod webhooks;
+mod wire_format;

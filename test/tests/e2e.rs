@@ -1,0 +1,25 @@
+//! The test crate's integration tests, one module per file beside this one, built as one
+//! test binary (one link instead of one per file: less disk and build time).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod addon_registration;
+mod addon_templates;
+mod addons;
+mod cluster_proxy;
+mod hub_admission;
+mod hub_components;
+mod image;
+mod join_back_to_back;
+mod join_process;
+mod operator_cli;
+mod operator_hub;
+mod operator_klusterlet;
+mod operator_rbac;
+mod placement;
+mod placement_controller;
+mod process_kubelet;
+mod proxy_bench;
+mod registration;
+mod replicaset;
+mod work;
