@@ -152,6 +152,21 @@ where
 {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    let query = req.uri().query().map(str::to_owned);
+    // Only the default cluster's requests are counted: logical clusters are other clusters.
+    let counted_path = match split_cluster(&path) {
+        Some((cluster, rest)) => (cluster == DEFAULT_CLUSTER).then(|| rest.to_owned()),
+        None => fixed_cluster
+            .as_deref()
+            .is_none_or(|c| c == DEFAULT_CLUSTER)
+            .then(|| path.clone()),
+    };
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     let is_watch = req
         .uri()
         .query()
@@ -172,6 +187,15 @@ where
             .unwrap_or_else(|err| Reply::error(&err))
     };
     tracing::debug!(%method, path, status = reply.status.as_u16(), "request");
+    if let Some(counted_path) = counted_path {
+        let kind = crate::metrics::RequestKind::of(
+            method.as_str(),
+            &counted_path,
+            query.as_deref(),
+            &content_type,
+        );
+        inner.metrics.count(kind, reply.status);
+    }
     into_response(reply, method == Method::HEAD)
 }
 
@@ -370,6 +394,14 @@ where
             parts.uri.query(),
         ),
         Route::Version => Ok(Reply::json(StatusCode::OK, &crate::discovery::version())),
+        Route::Metrics if cluster == DEFAULT_CLUSTER => Ok(Reply {
+            status: StatusCode::OK,
+            content_type: "text/plain; version=0.0.4; charset=utf-8".into(),
+            body: ReplyBody::Full(Bytes::from(inner.metrics.render())),
+            warnings: Vec::new(),
+            headers: http::HeaderMap::new(),
+        }),
+        Route::Metrics => Err(ApiError::route_not_found()),
         Route::CoreRoot => crate::discovery::core_root(inner, &cluster, accept.as_deref()),
         Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),
         Route::Group(g) => crate::discovery::group(inner, &cluster, &g),

@@ -23,6 +23,8 @@ pub enum Route {
     Version,
     /// `/healthz`, `/livez`, `/readyz`, or one of their checks (`/readyz/etcd`).
     Health(crate::health::Endpoint, Option<String>),
+    /// `/metrics`.
+    Metrics,
     /// `/openapi/v2`.
     OpenApiV2,
     /// `/openapi/v3`.
@@ -83,6 +85,7 @@ pub fn parse_route(path: &str) -> Route {
         ["api", v, rest @ ..] => resource_route("", v, rest),
         ["apis", g, v, rest @ ..] => resource_route(g, v, rest),
         ["version"] => Route::Version,
+        ["metrics"] => Route::Metrics,
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),

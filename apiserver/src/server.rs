@@ -29,6 +29,10 @@ pub const DEFAULT_CLUSTER: &str = "";
 pub struct ApiServerConfig {
     /// Where the SQLite database lives; `None` keeps everything in memory.
     pub data_dir: Option<PathBuf>,
+    /// Largest the database may grow (etcd's `--quota-backend-bytes`): past it writes fail
+    /// with a 500 `InternalError` until objects are deleted, as on a full disk. `None`: as
+    /// large as the disk allows.
+    pub database_quota_bytes: Option<u64>,
     /// Store tuning.
     pub store: StoreConfig,
     /// Largest accepted request body.
@@ -73,6 +77,7 @@ impl Default for ApiServerConfig {
     fn default() -> Self {
         ApiServerConfig {
             data_dir: None,
+            database_quota_bytes: None,
             store: StoreConfig::default(),
             max_body_bytes: 3 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(60),
@@ -99,6 +104,17 @@ pub enum StartError {
     /// Storage could not be opened.
     #[error("opening storage: {0}")]
     Storage(#[from] StorageError),
+    /// The database in the data directory could not be read: the server refuses to start
+    /// rather than serve an empty or partial state.
+    #[error(
+        "reading the database {path}: {source} (restore it from a backup, or move the data directory away to start empty)"
+    )]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// The cause.
+        source: StorageError,
+    },
     /// Key material could not be loaded or generated.
     #[error("key material: {0}")]
     Pki(#[from] crate::pki::PkiError),
@@ -131,6 +147,8 @@ pub(crate) struct Inner {
     pub(crate) webhooks: crate::webhook::WebhookCache,
     /// The port the server serves on: the advertised one until a listener is bound.
     pub(crate) serving_port: watch::Sender<u16>,
+    /// Request counters of the default cluster, served at `/metrics`.
+    pub(crate) metrics: crate::metrics::Metrics,
 }
 
 /// An embedded Kubernetes-compatible API server. Cheap to clone.
@@ -160,11 +178,18 @@ impl ApiServer {
                 })?;
                 let path = dir.join("objects.db");
                 let store_config = config.store.clone();
+                let opening = path.clone();
+                let quota = config.database_quota_bytes;
                 tokio::task::spawn_blocking(move || {
-                    Store::open(SqliteBackend::open(&path)?, store_config)
+                    let mut backend = SqliteBackend::open(&opening)?;
+                    if let Some(bytes) = quota {
+                        backend.limit_size(bytes)?;
+                    }
+                    Store::open(backend, store_config)
                 })
                 .await
-                .map_err(|err| StorageError::Backend(err.to_string()))??
+                .map_err(|err| StorageError::Backend(err.to_string()))?
+                .map_err(|source| StartError::Database { path, source })?
             }
             None => Store::open(crate::storage::MemoryBackend, config.store.clone())?,
         };
@@ -202,6 +227,7 @@ impl ApiServer {
             policies: crate::authz::PolicyCache::default(),
             webhooks: crate::webhook::WebhookCache::default(),
             serving_port,
+            metrics: crate::metrics::Metrics::default(),
         });
         let server = ApiServer { inner };
         server.load_crds();

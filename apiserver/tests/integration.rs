@@ -23,6 +23,7 @@ mod protobuf_bodies;
 mod rbac_incremental;
 mod request_timeout;
 mod resource_quota;
+mod restart;
 mod schema_corpus;
 mod schema_props;
 mod secrets;

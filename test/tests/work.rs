@@ -996,3 +996,85 @@ async fn an_applied_work_whose_work_vanished_is_evicted_after_the_grace() {
     }
     hub.stop().await;
 }
+
+/// `apiserver_request_total` of the hub for a verb and resource over namespaced requests (an
+/// agent's: hub controllers list and watch across namespaces), whatever the code.
+async fn namespaced_requests(hub: &ocm::embedded::EmbeddedHub, verb: &str, resource: &str) -> u64 {
+    let metrics = hub
+        .admin_client()
+        .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(&format!("verb=\"{verb}\""))
+                && l.contains(&format!("resource=\"{resource}\""))
+                && l.contains("scope=\"namespace\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_hub_resumes_the_agents_watches_without_a_relist() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    create_work(
+        &works,
+        "before",
+        json!([config_map("before", "1")]),
+        json!({}),
+    )
+    .await;
+    wait_applied_generation(&works, "before", 1).await;
+
+    let listen = hub
+        .url
+        .trim_start_matches("https://")
+        .parse::<std::net::SocketAddr>()
+        .unwrap();
+    hub.stop().await;
+    let hub = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen,
+        hub: fast_hub_options(),
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    let restarted = std::time::Instant::now();
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    create_work(
+        &works,
+        "after",
+        json!([config_map("after", "1")]),
+        json!({}),
+    )
+    .await;
+    wait_applied_generation(&works, "after", 1).await;
+    eprintln!(
+        "a work created right after the hub restart applied in {:?}",
+        restarted.elapsed()
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
+    wait_for(&config_maps, "after", "on the cluster", |_| true)
+        .await
+        .unwrap();
+    // The work agent resumed its watch at the revision it had seen; it did not list again.
+    assert!(namespaced_requests(&hub, "WATCH", "manifestworks").await >= 1);
+    assert_eq!(
+        namespaced_requests(&hub, "LIST", "manifestworks").await,
+        0,
+        "the work agent relisted its works after the hub restart"
+    );
+
+    work_agent.stop().await;
+    for agent in agents {
+        let _ = agent.stop().await;
+    }
+    hub.stop().await;
+}

@@ -1,6 +1,6 @@
 //! The memory backend: nothing is persisted; the store's in-memory index is the only copy.
 
-use super::{Backend, Change, Loaded, Revision, StorageError};
+use super::{Backend, Batch, Loaded, StorageError};
 
 /// Keeps nothing: objects live only in the [`super::Store`]'s index and vanish with the process.
 #[derive(Debug, Default)]
@@ -11,7 +11,7 @@ impl Backend for MemoryBackend {
         Ok(Loaded::default())
     }
 
-    fn commit(&mut self, _changes: &[Change], _revision: Revision) -> Result<(), StorageError> {
+    fn commit(&mut self, _batch: Batch<'_>) -> Result<(), StorageError> {
         Ok(())
     }
 }

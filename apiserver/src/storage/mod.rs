@@ -93,15 +93,17 @@ pub struct Event {
     pub prev: Option<Bytes>,
 }
 
-/// A durable change handed to a [`Backend`]: the new value, or `None` for a deletion.
-#[derive(Clone, Debug)]
-pub struct Change {
-    /// Which object.
-    pub key: ObjectKey,
-    /// Revision of the change.
-    pub rev: Revision,
-    /// New JSON, or `None` when the object is deleted.
-    pub value: Option<Bytes>,
+/// One batch of committed changes handed to a [`Backend`], to be made durable atomically.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    /// The changes, oldest first. A created or modified object is stored as `object`; a deleted
+    /// one is removed (its event still carries its last state, for the history).
+    pub events: &'a [Arc<Event>],
+    /// The batch's last revision.
+    pub revision: Revision,
+    /// Events at or below this revision have left the history window; a backend that keeps the
+    /// window may drop them.
+    pub history_floor: Revision,
 }
 
 /// Everything a backend holds, read at start.
@@ -111,6 +113,11 @@ pub struct Loaded {
     pub revision: Revision,
     /// Every live object.
     pub objects: Vec<(ObjectKey, StoredObject)>,
+    /// The kept history window, oldest first: every event after `history_floor`, so that
+    /// watches and paged lists from before a restart resume instead of failing as too old.
+    pub history: Vec<Event>,
+    /// Events at or below this revision are not in `history` (`revision` when none are kept).
+    pub history_floor: Revision,
 }
 
 /// Errors of the storage layer.
@@ -153,8 +160,8 @@ impl From<rusqlite::Error> for StorageError {
 /// A durable home for objects. The [`Store`] serializes all calls to it on one thread and
 /// acknowledges a write only after `commit` has returned.
 pub trait Backend: Send + 'static {
-    /// Reads every object and the last committed revision.
+    /// Reads every object, the last committed revision and the kept history window.
     fn load(&mut self) -> Result<Loaded, StorageError>;
-    /// Makes a batch of changes durable atomically; `revision` is the batch's last revision.
-    fn commit(&mut self, changes: &[Change], revision: Revision) -> Result<(), StorageError>;
+    /// Makes a batch of changes durable atomically.
+    fn commit(&mut self, batch: Batch<'_>) -> Result<(), StorageError>;
 }

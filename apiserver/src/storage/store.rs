@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    Backend, Bucket, Change, Event, EventKind, ObjectKey, Revision, StorageError, StoredObject,
+    Backend, Batch, Bucket, Event, EventKind, ObjectKey, Revision, StorageError, StoredObject,
 };
 
 /// Tuning of the store.
@@ -282,15 +282,17 @@ impl Store {
                 .or_default()
                 .insert((key.namespace, key.name), object);
         }
-        let state = State {
+        let history_bytes = loaded.history.iter().map(event_bytes).sum();
+        let mut state = State {
             revision: loaded.revision,
-            compacted: loaded.revision,
+            compacted: loaded.history_floor.min(loaded.revision),
             buckets,
             bucket_writes,
-            history: VecDeque::new(),
-            history_bytes: 0,
+            history: loaded.history.into_iter().map(Arc::new).collect(),
+            history_bytes,
             watchers: Mutex::new(Watchers::default()),
         };
+        trim_history(&mut state, &config);
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
             config,
@@ -685,30 +687,34 @@ fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Rece
             }
         }
         let mut pending = Vec::with_capacity(batch.len());
-        let mut changes = Vec::new();
         let mut events = Vec::new();
         let mut revision;
+        let history_floor;
         {
             let state = read_state(&shared);
             revision = state.revision;
+            history_floor = state.compacted;
             let mut overlay: HashMap<ObjectKey, Option<StoredObject>> = HashMap::new();
             for Request { op, reply } in batch {
                 let result = prepare(&state, &mut overlay, &mut revision, op);
-                let result = result.map(|(change, event)| {
+                let result = result.map(|event| {
                     let event = Arc::new(event);
-                    changes.push(change);
                     events.push(event.clone());
                     event
                 });
                 pending.push(Pending { reply, result });
             }
         }
-        let committed = if changes.is_empty() {
+        let committed = if events.is_empty() {
             Ok(())
         } else {
-            backend.commit(&changes, revision)
+            backend.commit(Batch {
+                events: &events,
+                revision,
+                history_floor,
+            })
         };
-        if !changes.is_empty() {
+        if !events.is_empty() {
             *shared
                 .commit_error
                 .lock()
@@ -740,7 +746,7 @@ fn prepare(
     overlay: &mut HashMap<ObjectKey, Option<StoredObject>>,
     revision: &mut Revision,
     op: WriteOp,
-) -> Result<(Change, Event), StorageError> {
+) -> Result<Event, StorageError> {
     let key = match &op {
         WriteOp::Create { key, .. } | WriteOp::Update { key, .. } | WriteOp::Delete { key, .. } => {
             key.clone()
@@ -803,11 +809,6 @@ fn prepare(
             value: value.clone(),
         }),
     );
-    let change = Change {
-        key: key.clone(),
-        rev,
-        value: stored,
-    };
     let event = Event {
         rev,
         key,
@@ -815,7 +816,7 @@ fn prepare(
         object,
         prev: current.map(|c| c.value),
     };
-    Ok((change, event))
+    Ok(event)
 }
 
 /// What an event in the history keeps alive: its object, and the previous one (shared with an
@@ -824,9 +825,25 @@ fn event_bytes(event: &Event) -> usize {
     event.object.len() + event.prev.as_ref().map_or(0, |p| p.len())
 }
 
+/// Drops the oldest events while the history window is over its event count, or over its byte
+/// budget and above its minimum of events.
+fn trim_history(state: &mut State, config: &StoreConfig) {
+    let window = config.history_window.max(1);
+    let budget = config.history_bytes;
+    let keep = config.history_min_events;
+    while state.history.len() > window
+        || (state.history_bytes > budget && state.history.len() > keep)
+    {
+        let Some(old) = state.history.pop_front() else {
+            break;
+        };
+        state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
+        state.compacted = old.rev;
+    }
+}
+
 fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
     let mut state = write_state(shared);
-    let window = shared.config.history_window.max(1);
     for event in &events {
         state
             .bucket_writes
@@ -850,17 +867,7 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
         state.history_bytes += event_bytes(event);
         state.history.push_back(event.clone());
     }
-    let budget = shared.config.history_bytes;
-    let keep = shared.config.history_min_events;
-    while state.history.len() > window
-        || (state.history_bytes > budget && state.history.len() > keep)
-    {
-        let Some(old) = state.history.pop_front() else {
-            break;
-        };
-        state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
-        state.compacted = old.rev;
-    }
+    trim_history(&mut state, &shared.config);
     state.revision = revision;
     let mut watchers = lock_watchers(&state);
     for event in &events {
@@ -1207,5 +1214,138 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(next.rev, last + 1);
+    }
+
+    #[tokio::test]
+    async fn sqlite_keeps_the_history_window_across_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let bucket = Bucket::new("", "/configmaps");
+        let (seen, last) = {
+            let store =
+                Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+            store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+            let seen = store
+                .create(key("ns", "b"), cm("b", "1"))
+                .await
+                .unwrap()
+                .rev;
+            store
+                .update(key("ns", "a"), cm("a", "2"), None)
+                .await
+                .unwrap();
+            store.create(key("ns", "c"), cm("c", "1")).await.unwrap();
+            let last = store.delete(key("ns", "b"), None).await.unwrap().rev;
+            (seen, last)
+        };
+        let store =
+            Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+        assert_eq!(store.revision(), last);
+        // A watcher that had seen `b` created resumes: it gets exactly what came after.
+        let resumed = store
+            .watch_from(&bucket, seen, WatchScope::default())
+            .unwrap();
+        let got: Vec<_> = resumed
+            .replay
+            .iter()
+            .map(|e| (e.kind, e.key.name.clone(), revision_of(&e.object)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (EventKind::Modified, "a".to_owned(), Some(seen + 1)),
+                (EventKind::Added, "c".to_owned(), Some(seen + 2)),
+                (EventKind::Deleted, "b".to_owned(), Some(last)),
+            ]
+        );
+        // The previous versions came back too: `a` was at "1" before its update.
+        let prev: Value = serde_json::from_slice(resumed.replay[0].prev.as_ref().unwrap()).unwrap();
+        assert_eq!(prev["data"]["v"], "1");
+        // A paged list begun before the restart continues at its revision.
+        let then: Vec<_> = store
+            .list_at(&bucket, None, None, seen)
+            .unwrap()
+            .into_iter()
+            .map(|(_, name, _)| name)
+            .collect();
+        assert_eq!(then, vec!["a", "b"]);
+        // Writes after the reopen extend the same window.
+        let next = store.create(key("ns", "d"), cm("d", "1")).await.unwrap();
+        assert_eq!(next.rev, last + 1);
+        assert_eq!(store.changes_since(&bucket, seen).unwrap().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn the_reopened_window_keeps_to_its_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let bucket = Bucket::new("", "/configmaps");
+        let small = || StoreConfig {
+            history_window: 3,
+            ..StoreConfig::default()
+        };
+        let first = {
+            let store = Store::open(SqliteBackend::open(&path).unwrap(), small()).unwrap();
+            let first = store
+                .create(key("ns", "o"), cm("o", "0"))
+                .await
+                .unwrap()
+                .rev;
+            for i in 1..6 {
+                store
+                    .update(key("ns", "o"), cm("o", &i.to_string()), None)
+                    .await
+                    .unwrap();
+            }
+            first
+        };
+        // Reopened with the default (larger) window, only what the small one kept is there.
+        let store =
+            Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+        assert!(matches!(
+            store.watch_from(&bucket, first, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        let kept = store
+            .changes_since(&bucket, store.compacted_revision())
+            .unwrap();
+        assert!((3..=4).contains(&kept.len()), "kept {} events", kept.len());
+        assert_eq!(kept.last().map(|e| e.rev), Some(store.revision()));
+    }
+
+    #[tokio::test]
+    async fn a_database_without_a_kept_window_resumes_from_its_revision_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let bucket = Bucket::new("", "/configmaps");
+        let last = {
+            let store =
+                Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+            store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
+            store
+                .create(key("ns", "b"), cm("b", "1"))
+                .await
+                .unwrap()
+                .rev
+        };
+        // As written before the history table existed: no rows, no floor.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("DELETE FROM history; DELETE FROM meta WHERE key = 'history_floor';")
+            .unwrap();
+        drop(conn);
+        let store =
+            Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+        assert_eq!(store.compacted_revision(), last);
+        assert!(matches!(
+            store.watch_from(&bucket, last - 1, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        assert!(
+            store
+                .watch_from(&bucket, last, WatchScope::default())
+                .unwrap()
+                .replay
+                .is_empty()
+        );
     }
 }

@@ -74,6 +74,11 @@ pub struct RegistrationArgs {
     /// API server (their RSS and CPU are then reported apart).
     #[arg(long)]
     fleet_process: bool,
+    /// After the steady heartbeat, stop the hub and start it again on its data directory
+    /// (implies `--durable`): time until every agent renewed its lease on the new hub, and the
+    /// list and watch requests it served meanwhile.
+    #[arg(long)]
+    restart: bool,
 }
 
 /// Runs a benchmark.
@@ -248,16 +253,21 @@ pub(crate) fn start_agents(
 async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-{}", std::process::id()));
     let token = crate::bootstrap::BootstrapToken::generate()?;
-    let hub = EmbeddedHub::start(EmbeddedHubOptions {
-        memory: !args.durable,
+    let mut options = EmbeddedHubOptions {
+        memory: !(args.durable || args.restart),
         listen: ([127, 0, 0, 1], 0).into(),
         hub: HubOptions {
             auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
             ..HubOptions::default()
         },
         ..EmbeddedHubOptions::new(&dir)
-    })
-    .await?;
+    };
+    let hub = EmbeddedHub::start(options.clone()).await?;
+    options.listen = hub
+        .url
+        .trim_start_matches("https://")
+        .parse()
+        .context("the hub's address")?;
     let admin = hub.admin_client();
     crate::bootstrap::init_with_token(&admin, &token, None).await?;
     let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
@@ -418,6 +428,11 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         "  CPU in steady heartbeat ({holds}): {:.1} % of one core",
         cpu_share * 100.0,
     );
+    let hub = if args.restart {
+        super::restart_bench::measure(hub, options, &expected).await?
+    } else {
+        hub
+    };
     for process in fleet {
         process.stop().await;
     }

@@ -26,6 +26,7 @@ pub mod proxy;
 pub mod proxy_bench;
 pub mod proxy_bench_load;
 pub mod proxy_bench_tunnels;
+pub mod restart_bench;
 pub mod rotation_bench;
 pub mod unjoin;
 pub mod work;

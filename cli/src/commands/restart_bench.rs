@@ -1,0 +1,182 @@
+//! The restart phase of `ocm bench registration --restart`: the joined fleet's hub is stopped
+//! and started again on its data directory and address, and the benchmark reports how long
+//! until every agent has renewed its lease on the new hub, and how many list and watch
+//! requests the new hub served meanwhile (a relist storm shows as about one `LIST` per agent
+//! and resource).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::cluster::v1::ManagedCluster;
+
+use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+
+/// The lease each registration agent renews in its cluster namespace.
+const CLUSTER_LEASE: &str = "managed-cluster-lease";
+
+/// Stops `hub`, starts it again with `options` (same data directory and address) and measures
+/// the fleet `expected` coming back; returns the new hub.
+pub(crate) async fn measure(
+    hub: EmbeddedHub,
+    options: EmbeddedHubOptions,
+    expected: &BTreeSet<String>,
+) -> anyhow::Result<EmbeddedHub> {
+    println!("  restart: stopping the hub");
+    let stopping = Instant::now();
+    hub.stop().await;
+    let hub = EmbeddedHub::start(options)
+        .await
+        .context("starting the hub again")?;
+    let back = Instant::now();
+    let restarted_at = jiff::Timestamp::now();
+    println!(
+        "  restart: hub stopped and serving again in {:.1} s",
+        back.duration_since(stopping).as_secs_f64()
+    );
+    let renewed = all_leases_renewed(&hub, expected, restarted_at).await?;
+    println!(
+        "  restart: every cluster's lease renewed on the new hub {:.1} s after it came back",
+        renewed.as_secs_f64()
+    );
+    let unknown = not_available(&hub, expected).await?;
+    println!("  restart: clusters not Available now: {unknown}");
+    print_requests(&hub, expected.len()).await?;
+    Ok(hub)
+}
+
+/// Waits until the lease of every cluster in `expected` was renewed after `since`.
+async fn all_leases_renewed(
+    hub: &EmbeddedHub,
+    expected: &BTreeSet<String>,
+    since: jiff::Timestamp,
+) -> anyhow::Result<Duration> {
+    let began = Instant::now();
+    // Cluster-wide and unfiltered, so that this watch's own list is not an agent's.
+    let leases: Api<Lease> = Api::all(hub.admin_client());
+    let mut stream = watcher(leases, watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let mut renewed = BTreeSet::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event,
+            _ = tick.tick() => {
+                println!(
+                    "  restart: {:>4.0} s: {} of {} leases renewed",
+                    began.elapsed().as_secs_f64(), renewed.len(), expected.len()
+                );
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            anyhow::bail!("lost the watch on leases")
+        };
+        let Ok(lease) = event else { continue };
+        if lease.metadata.name.as_deref() != Some(CLUSTER_LEASE) {
+            continue;
+        }
+        let Some(namespace) = lease.metadata.namespace.clone() else {
+            continue;
+        };
+        let fresh = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.renew_time.as_ref())
+            .is_some_and(|t| t.0 > since);
+        if fresh && expected.contains(&namespace) {
+            renewed.insert(namespace);
+            if renewed.len() == expected.len() {
+                return Ok(began.elapsed());
+            }
+        }
+    }
+}
+
+/// How many clusters of `expected` are not Joined and Available.
+async fn not_available(hub: &EmbeddedHub, expected: &BTreeSet<String>) -> anyhow::Result<usize> {
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    let available = clusters
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .filter(|c| crate::clusters_table::joined_and_available(c))
+        .filter_map(|c| c.metadata.name.clone())
+        .filter(|n| expected.contains(n))
+        .count();
+    Ok(expected.len() - available)
+}
+
+/// Prints the new hub's `LIST` and `WATCH` requests by resource, from its `/metrics`.
+async fn print_requests(hub: &EmbeddedHub, clusters: usize) -> anyhow::Result<()> {
+    let metrics = hub
+        .admin_client()
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await?;
+    let counts = request_counts(&metrics);
+    println!("  restart: requests the new hub served, by verb and resource ({clusters} agents):");
+    for ((verb, resource), count) in counts {
+        println!("    {verb:<6} {resource:<34} {count}");
+    }
+    Ok(())
+}
+
+/// `apiserver_request_total` summed by (verb, resource) for `LIST` and `WATCH`.
+fn request_counts(metrics: &str) -> BTreeMap<(String, String), u64> {
+    let mut counts = BTreeMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let verb = label("verb");
+        if verb != "LIST" && verb != "WATCH" {
+            continue;
+        }
+        let Ok(value) = value.trim().parse::<u64>() else {
+            continue;
+        };
+        *counts.entry((verb, label("resource"))).or_default() += value;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_summed_by_verb_and_resource() {
+        let metrics = "\
+# HELP apiserver_request_total x
+apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 3
+apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"cluster\",component=\"apiserver\",code=\"200\"} 2
+apiserver_request_total{verb=\"WATCH\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 7
+apiserver_request_total{verb=\"GET\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"200\"} 9
+";
+        let counts = request_counts(metrics);
+        assert_eq!(
+            counts,
+            BTreeMap::from([
+                (("LIST".to_owned(), "secrets".to_owned()), 5),
+                (("WATCH".to_owned(), "secrets".to_owned()), 7),
+            ])
+        );
+    }
+}
