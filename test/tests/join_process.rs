@@ -593,6 +593,59 @@ fn registration_benchmark_runs_and_prints_its_figures() {
             "RSS of the fleet processes (simulated clusters and agents):",
         ],
     );
+    // The hub stopped and started again on its data directory, the agents resuming.
+    expect(
+        &bench(&["--fleet-process", "--restart"]),
+        &[
+            "restart: hub stopped and serving again",
+            "every cluster's lease renewed on the new hub",
+            "restart: clusters not Available now: 0",
+            "WATCH  managedclusters",
+        ],
+    );
+}
+
+#[test]
+fn soak_benchmark_runs_and_prints_its_figures() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "bench",
+            "soak",
+            "--clusters",
+            "3",
+            "--minutes",
+            "2",
+            "--warmup-minutes",
+            "1",
+            "--placements",
+            "2",
+            "--round-seconds",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "3 clusters joined",
+        "works and placements created; churning",
+        "RSS after the warm-up",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    // Two rows, no failed request, no 5xx, every cluster Available.
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() == 9 && f[0].parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for row in rows {
+        assert_eq!(&row[6..], ["0", "0", "0"], "{stdout}");
+    }
 }
 
 #[test]

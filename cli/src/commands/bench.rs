@@ -46,6 +46,8 @@ enum What {
     /// The cluster-proxy addon: requests/s and MB/s through the tunnel against direct access,
     /// and one proxy server process holding many clusters' tunnels (its RSS).
     Proxy(super::proxy_bench::BenchProxyArgs),
+    /// A hub under steady churn for a long while: RSS, CPU and errors every minute.
+    Soak(super::soak_bench::BenchSoakArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
@@ -91,6 +93,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Rotation(args) => super::rotation_bench::bench(args).await,
         What::Operator(args) => super::operator_bench::bench(args).await,
         What::Proxy(args) => super::proxy_bench::bench(args).await,
+        What::Soak(args) => super::soak_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
         What::AddonManager(args) => super::addon_bench_manager::run(args).await,
     }

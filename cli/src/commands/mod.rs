@@ -28,6 +28,7 @@ pub mod proxy_bench_load;
 pub mod proxy_bench_tunnels;
 pub mod restart_bench;
 pub mod rotation_bench;
+pub mod soak_bench;
 pub mod unjoin;
 pub mod work;
 pub mod work_agent;
