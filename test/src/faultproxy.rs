@@ -434,11 +434,24 @@ mod tests {
 
     async fn echo_round(stream: &mut TcpStream, message: &[u8]) -> io::Result<Vec<u8>> {
         stream.write_all(message).await?;
-        let mut back = vec![0u8; message.len()];
+        arrives(stream, message.len()).await
+    }
+
+    /// The next `n` bytes of `stream`, which must come.
+    async fn arrives(stream: &mut TcpStream, n: usize) -> io::Result<Vec<u8>> {
+        let mut back = vec![0u8; n];
         tokio::time::timeout(MUST, stream.read_exact(&mut back))
             .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no echo"))??;
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "nothing came"))??;
         Ok(back)
+    }
+
+    /// Sends `message` and checks that no answer comes for a while.
+    async fn unanswered(stream: &mut TcpStream, message: &[u8]) {
+        stream.write_all(message).await.unwrap();
+        let mut back = vec![0u8; message.len()];
+        let answer = tokio::time::timeout(MUST_NOT, stream.read_exact(&mut back)).await;
+        assert!(answer.is_err(), "an answer came through: {answer:?}");
     }
 
     /// Reads until the connection ends; the error kind, or `None` for an orderly end.
@@ -454,6 +467,16 @@ mod tests {
                 Err(err) => return Some(err.kind()),
             }
         }
+    }
+
+    /// An echo server, a proxy in front of it and a connection through the proxy that has
+    /// carried one echo.
+    async fn echo_behind_proxy() -> (Echo, FaultProxy, TcpStream) {
+        let echo = Echo::start().await;
+        let proxy = FaultProxy::start(echo.addr).await.unwrap();
+        let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(echo_round(&mut stream, b"x").await.unwrap(), b"x");
+        (echo, proxy, stream)
     }
 
     async fn wait_live(proxy: &FaultProxy, n: usize) {
@@ -499,9 +522,7 @@ mod tests {
 
     #[tokio::test]
     async fn delay_holds_every_chunk() {
-        let echo = Echo::start().await;
-        let proxy = FaultProxy::start(echo.addr).await.unwrap();
-        let mut a = TcpStream::connect(proxy.addr()).await.unwrap();
+        let (_echo, proxy, mut a) = echo_behind_proxy().await;
         let latency = Duration::from_millis(150);
         proxy.delay(latency);
         let started = std::time::Instant::now();
@@ -514,10 +535,7 @@ mod tests {
 
     #[tokio::test]
     async fn reset_aborts_live_connections_with_rst_and_keeps_accepting() {
-        let echo = Echo::start().await;
-        let proxy = FaultProxy::start(echo.addr).await.unwrap();
-        let mut a = TcpStream::connect(proxy.addr()).await.unwrap();
-        echo_round(&mut a, b"x").await.unwrap();
+        let (_echo, proxy, mut a) = echo_behind_proxy().await;
         proxy.reset().await;
         assert_eq!(proxy.stats().live, 0);
         assert_eq!(proxy.stats().aborted, 1);
@@ -528,10 +546,7 @@ mod tests {
 
     #[tokio::test]
     async fn drop_new_resets_new_connections_only() {
-        let echo = Echo::start().await;
-        let proxy = FaultProxy::start(echo.addr).await.unwrap();
-        let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
-        echo_round(&mut old, b"x").await.unwrap();
+        let (echo, proxy, mut old) = echo_behind_proxy().await;
         proxy.drop_new();
         let mut new = TcpStream::connect(proxy.addr()).await.unwrap();
         assert_eq!(end_of(&mut new).await, Some(io::ErrorKind::ConnectionReset));
@@ -545,20 +560,11 @@ mod tests {
 
     #[tokio::test]
     async fn blackhole_holds_everything_until_healed() {
-        let echo = Echo::start().await;
+        let (echo, proxy, mut old) = echo_behind_proxy().await;
         let mut connections = echo.connections.clone();
-        let proxy = FaultProxy::start(echo.addr).await.unwrap();
-        let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
-        echo_round(&mut old, b"x").await.unwrap();
         proxy.blackhole();
         // Live connections stay open but carry nothing.
-        old.write_all(b"held").await.unwrap();
-        let mut back = [0u8; 4];
-        assert!(
-            tokio::time::timeout(MUST_NOT, old.read_exact(&mut back))
-                .await
-                .is_err()
-        );
+        unanswered(&mut old, b"held").await;
         // New ones are accepted but do not reach the target.
         let mut new = TcpStream::connect(proxy.addr()).await.unwrap();
         new.write_all(b"later").await.unwrap();
@@ -568,36 +574,18 @@ mod tests {
         assert_eq!(proxy.stats().bytes_to_target, 1);
         proxy.heal();
         // What was held arrives.
-        tokio::time::timeout(MUST, old.read_exact(&mut back))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(&back, b"held");
-        let mut back = [0u8; 5];
-        tokio::time::timeout(MUST, new.read_exact(&mut back))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(&back, b"later");
+        assert_eq!(arrives(&mut old, 4).await.unwrap(), b"held");
+        assert_eq!(arrives(&mut new, 5).await.unwrap(), b"later");
         assert_eq!(*connections.borrow(), 2);
     }
 
     #[tokio::test]
     async fn partition_resets_what_is_open_and_holds_what_comes() {
-        let echo = Echo::start().await;
-        let proxy = FaultProxy::start(echo.addr).await.unwrap();
-        let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
-        echo_round(&mut old, b"x").await.unwrap();
+        let (echo, proxy, mut old) = echo_behind_proxy().await;
         proxy.partition().await;
         assert_eq!(end_of(&mut old).await, Some(io::ErrorKind::ConnectionReset));
         let mut new = TcpStream::connect(proxy.addr()).await.unwrap();
-        new.write_all(b"q").await.unwrap();
-        let mut back = [0u8; 1];
-        assert!(
-            tokio::time::timeout(MUST_NOT, new.read_exact(&mut back))
-                .await
-                .is_err()
-        );
+        unanswered(&mut new, b"q").await;
         // A reset during the partition also ends connections that never reached the target.
         proxy.reset().await;
         assert_eq!(end_of(&mut new).await, Some(io::ErrorKind::ConnectionReset));
