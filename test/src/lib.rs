@@ -2,6 +2,7 @@
 //! simulated managed clusters, with real `ocm` processes and real kubectl where a user would
 //! use them. This library holds the shared fixtures; the scenarios are in `tests/`.
 
+pub mod faultproxy;
 pub mod operator;
 pub mod process;
 
@@ -61,12 +62,36 @@ pub fn fast_hub_options() -> HubOptions {
 
 /// A bootstrap kubeconfig for `hub` with a fresh token from `ocm init`.
 pub async fn bootstrap_kubeconfig(hub: &EmbeddedHub) -> anyhow::Result<String> {
+    bootstrap_kubeconfig_via(hub, &hub.url).await
+}
+
+/// A bootstrap kubeconfig for `hub` with a fresh token, reaching it at `server` (a proxy in
+/// front of the hub, say; it must present the hub's certificate).
+pub async fn bootstrap_kubeconfig_via(hub: &EmbeddedHub, server: &str) -> anyhow::Result<String> {
     let token = ocm::bootstrap::init_hub(&hub.admin_client(), None).await?;
     Ok(ocm::commands::join::bootstrap_kubeconfig(
-        &hub.url,
+        server,
         &hub.ca_pem,
         &token.to_string(),
     ))
+}
+
+/// Makes the cluster's agent heartbeat every `seconds` (the agent follows spec changes).
+pub async fn set_lease_duration(
+    hub: &EmbeddedHub,
+    cluster: &str,
+    seconds: i32,
+) -> anyhow::Result<()> {
+    use kube::api::{Patch, PatchParams};
+    Api::<ManagedCluster>::all(hub.admin_client())
+        .patch(
+            cluster,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"leaseDurationSeconds": seconds}})),
+        )
+        .await
+        .with_context(|| format!("setting the lease duration of {cluster}"))?;
+    Ok(())
 }
 
 /// A simulated managed cluster: a logical cluster on the hub's embedded server.
@@ -114,6 +139,41 @@ pub fn start_agent(spoke: &kube::Client, options: AgentOptions) -> RunningAgent 
         progress,
         shutdown,
         task,
+    }
+}
+
+/// A work agent running in this process (status every 500 ms, eviction after 2 s).
+pub struct RunningWorkAgent {
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningWorkAgent {
+    /// Starts the work agent of `cluster` on `spoke`.
+    pub fn start(spoke: &kube::Client, cluster: &str) -> RunningWorkAgent {
+        let agent = ocm_work::agent::WorkAgent::new(
+            spoke.clone(),
+            ocm_work::agent::WorkAgentOptions {
+                cluster_name: cluster.to_owned(),
+                status_sync_interval: Duration::from_millis(500),
+                eviction_grace: Duration::from_secs(2),
+                ..Default::default()
+            },
+        );
+        let shutdown = Shutdown::new();
+        let token = shutdown.clone();
+        let task = tokio::spawn(async move {
+            if let Err(err) = agent.run(token).await {
+                tracing::error!(error = %err, "work agent");
+            }
+        });
+        RunningWorkAgent { shutdown, task }
+    }
+
+    /// Stops the agent and waits (up to [`WAIT`]) for it to end.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(WAIT, self.task).await;
     }
 }
 
@@ -206,35 +266,81 @@ pub async fn accepted_cluster_without_agent(
     Ok(())
 }
 
-/// Binds `ns` to the `global` set, creates Placement `p` there selecting every cluster (also
-/// unreachable ones) and waits until it decided on `cluster`.
-pub async fn wait_placed_on(client: &kube::Client, ns: &str, cluster: &str) -> anyhow::Result<()> {
+/// Creates or updates Placement `name` in `ns` with `spec` (server-side apply).
+pub async fn apply_placement(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    spec: serde_json::Value,
+) -> anyhow::Result<()> {
     use kube::api::{Patch, PatchParams};
-    bind_namespace(client, ns, "global").await?;
     Api::<ocm_api::cluster::v1beta1::Placement>::namespaced(client.clone(), ns)
         .patch(
-            "p",
+            name,
             &PatchParams::apply("ocm-e2e").force(),
             &Patch::Apply(serde_json::json!({
                 "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-                "metadata": {"name": "p"},
-                "spec": {"clusterSets": ["global"], "tolerations": [
-                    {"key": "cluster.open-cluster-management.io/unreachable",
-                     "operator": "Exists"}]}})),
+                "metadata": {"name": name}, "spec": spec})),
         )
         .await
-        .context("creating placement p")?;
+        .with_context(|| format!("applying placement {ns}/{name}"))?;
+    Ok(())
+}
+
+/// The clusters of one PlacementDecision page, in its order.
+pub fn decided_clusters(decision: &ocm_api::cluster::v1beta1::PlacementDecision) -> Vec<String> {
+    decision
+        .status
+        .iter()
+        .flat_map(|s| s.decisions.iter().map(|c| c.cluster_name.clone()))
+        .collect()
+}
+
+/// Waits until the first decision page of Placement `name` in `ns` holds exactly the clusters
+/// `want` (in any order).
+pub async fn wait_decided(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    want: &[&str],
+) -> anyhow::Result<()> {
+    let mut want: Vec<String> = want.iter().map(|s| (*s).to_owned()).collect();
+    want.sort();
+    let decisions: Api<ocm_api::cluster::v1beta1::PlacementDecision> =
+        Api::namespaced(client.clone(), ns);
+    wait_for(
+        &decisions,
+        &format!("{name}-decision-1"),
+        &format!("decided {want:?}"),
+        move |d| {
+            let mut decided = decided_clusters(d);
+            decided.sort();
+            decided == want
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Binds `ns` to the `global` set, creates Placement `p` there selecting every cluster (also
+/// unreachable ones) and waits until it decided on `cluster`.
+pub async fn wait_placed_on(client: &kube::Client, ns: &str, cluster: &str) -> anyhow::Result<()> {
+    bind_namespace(client, ns, "global").await?;
+    apply_placement(
+        client,
+        ns,
+        "p",
+        serde_json::json!({"clusterSets": ["global"], "tolerations": [
+            {"key": "cluster.open-cluster-management.io/unreachable", "operator": "Exists"}]}),
+    )
+    .await?;
     let decisions: Api<ocm_api::cluster::v1beta1::PlacementDecision> =
         Api::namespaced(client.clone(), ns);
     wait_for(
         &decisions,
         "p-decision-1",
         &format!("{cluster} decided"),
-        |d| {
-            d.status
-                .as_ref()
-                .is_some_and(|s| s.decisions.iter().any(|c| c.cluster_name == cluster))
-        },
+        |d| decided_clusters(d).iter().any(|c| c == cluster),
     )
     .await?;
     Ok(())
@@ -253,12 +359,22 @@ pub fn placement_condition<'a>(
         .find(|c| c.type_ == type_)
 }
 
-/// The status of condition `type_` of a ManagedCluster ("" when absent).
-pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
+/// Condition `type_` of a ManagedCluster, if it has one.
+pub fn managed_cluster_condition<'a>(
+    cluster: &'a ManagedCluster,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     cluster
         .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// The status of condition `type_` of a ManagedCluster ("" when absent).
+pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
+    managed_cluster_condition(cluster, type_)
         .map(|c| c.status.clone())
         .unwrap_or_default()
 }
@@ -298,23 +414,37 @@ pub async fn join_and_accept(
     (spoke, agent)
 }
 
+/// The entries of the agent's `hub-kubeconfig-secret` on its cluster, as text.
+async fn agent_hub_secret(
+    spoke: &kube::Client,
+) -> anyhow::Result<impl Fn(&str) -> anyhow::Result<String>> {
+    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
+        .get("hub-kubeconfig-secret")
+        .await
+        .context("reading hub-kubeconfig-secret")?;
+    let data = secret.data.unwrap_or_default();
+    Ok(move |key: &str| -> anyhow::Result<String> {
+        let bytes = data
+            .get(key)
+            .with_context(|| format!("hub-kubeconfig-secret has no {key}"))?;
+        Ok(String::from_utf8(bytes.0.clone())?)
+    })
+}
+
+/// The hub server the agent's stored hub kubeconfig points at.
+pub async fn hub_server_of_agent(spoke: &kube::Client) -> anyhow::Result<String> {
+    let text = agent_hub_secret(spoke).await?;
+    let kubeconfig = ocm_runtime::kubeconfig::parse(&text("kubeconfig")?)?;
+    Ok(ocm_runtime::kubeconfig::current_server(&kubeconfig)?.server)
+}
+
 /// The agent's hub credentials, read from the `hub-kubeconfig-secret` on its cluster, as a
 /// client of the hub over TLS.
 pub async fn hub_client_of_agent(
     spoke: &kube::Client,
     hub: &EmbeddedHub,
 ) -> anyhow::Result<kube::Client> {
-    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
-        .get("hub-kubeconfig-secret")
-        .await
-        .context("reading hub-kubeconfig-secret")?;
-    let data = secret.data.unwrap_or_default();
-    let text = |key: &str| -> anyhow::Result<String> {
-        let bytes = data
-            .get(key)
-            .with_context(|| format!("hub-kubeconfig-secret has no {key}"))?;
-        Ok(String::from_utf8(bytes.0.clone())?)
-    };
+    let text = agent_hub_secret(spoke).await?;
     Ok(ocm_runtime::kubeconfig::client_for(
         &ServerInfo {
             server: hub.url.clone(),
@@ -372,17 +502,35 @@ pub async fn agent_certificate(
     spoke: &kube::Client,
     ca_pem: &str,
 ) -> anyhow::Result<(Vec<u8>, jiff::Timestamp)> {
-    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
-        .get("hub-kubeconfig-secret")
-        .await
-        .context("reading hub-kubeconfig-secret")?;
-    let pem = secret
-        .data
-        .unwrap_or_default()
-        .get("tls.crt")
-        .map(|b| b.0.clone())
-        .context("hub-kubeconfig-secret has no tls.crt")?;
+    let pem = agent_hub_secret(spoke).await?("tls.crt")?.into_bytes();
     Ok((pem.clone(), certificate_not_after(&pem, ca_pem)?))
+}
+
+/// Waits (watching the hub, up to [`WAIT`]) until a CSR of `cluster` from a bootstrap identity
+/// waits for approval: the agent asks to join (again) with its bootstrap kubeconfig.
+pub async fn wait_for_bootstrap_csr(hub: &kube::Client, cluster: &str) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let csrs: Api<CertificateSigningRequest> = Api::all(hub.clone());
+    let config = watcher::Config::default().labels(&format!(
+        "open-cluster-management.io/cluster-name={cluster}"
+    ));
+    let asked = async {
+        let mut events = std::pin::pin!(watcher(csrs, config).applied_objects());
+        while let Some(event) = events.next().await {
+            if let Ok(csr) = event
+                && ocm::accept::is_pending(&csr)
+                && ocm::accept::from_bootstrap_identity(&csr)
+            {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("the CSR watch ended")
+    };
+    tokio::time::timeout(WAIT, asked)
+        .await
+        .with_context(|| format!("timed out waiting for a bootstrap CSR of {cluster}"))?
 }
 
 /// The end of validity of the first certificate of `pem`, verified against `ca_pem`.

@@ -6,47 +6,11 @@
 
 use kube::api::{Api, Patch, PatchParams};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
+use ocm_api::cluster::v1beta1::Placement;
 use ocm_e2e::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const NS: &str = "apps";
-
-fn decided(d: &PlacementDecision) -> Vec<String> {
-    let mut names: Vec<String> = d
-        .status
-        .iter()
-        .flat_map(|s| s.decisions.iter().map(|c| c.cluster_name.clone()))
-        .collect();
-    names.sort();
-    names
-}
-
-async fn place(client: &kube::Client, spec: Value) {
-    Api::<Placement>::namespaced(client.clone(), NS)
-        .patch(
-            "p",
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-                "metadata": {"name": "p"}, "spec": spec})),
-        )
-        .await
-        .unwrap();
-}
-
-async fn wait_decided(client: &kube::Client, want: &[&str]) {
-    let want: Vec<String> = want.iter().map(|s| (*s).to_owned()).collect();
-    let decisions: Api<PlacementDecision> = Api::namespaced(client.clone(), NS);
-    wait_for(
-        &decisions,
-        "p-decision-1",
-        &format!("decided {want:?}"),
-        move |d| decided(d) == want,
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
@@ -55,7 +19,7 @@ async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
     let client = hub.admin_client();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
     bind_namespace(&client, NS, "default").await.unwrap();
-    place(&client, json!({})).await;
+    apply_placement(&client, NS, "p", json!({})).await.unwrap();
     let placements: Api<Placement> = Api::namespaced(client.clone(), NS);
     wait_for(&placements, "p", "nothing to place yet", |p: &Placement| {
         placement_condition(p, "PlacementSatisfied").is_some_and(|c| c.status == "False")
@@ -66,7 +30,7 @@ async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
     // Clusters join: they are placed.
     let (_s1, a1) = join_and_accept(&hub, &bootstrap, "c1").await;
     let (_s2, a2) = join_and_accept(&hub, &bootstrap, "c2").await;
-    wait_decided(&client, &["c1", "c2"]).await;
+    wait_decided(&client, NS, "p", &["c1", "c2"]).await.unwrap();
 
     // c2's agent stops and its lease runs out: the hub taints it unreachable and the
     // placement drops it.
@@ -93,16 +57,19 @@ async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
     )
     .await
     .unwrap();
-    wait_decided(&client, &["c1"]).await;
+    wait_decided(&client, NS, "p", &["c1"]).await.unwrap();
 
     // Tolerated, it comes back; with tolerationSeconds it is dropped again when they run out.
-    place(
+    apply_placement(
         &client,
+        NS,
+        "p",
         json!({"tolerations": [{"key": "cluster.open-cluster-management.io/unreachable",
                                 "operator": "Exists"}]}),
     )
-    .await;
-    wait_decided(&client, &["c1", "c2"]).await;
+    .await
+    .unwrap();
+    wait_decided(&client, NS, "p", &["c1", "c2"]).await.unwrap();
     let taint_added = clusters
         .get("c2")
         .await
@@ -114,15 +81,18 @@ async fn joining_leaving_and_unreachable_clusters_change_the_decisions() {
         .and_then(|t| t.time_added.clone())
         .unwrap();
     let seconds = (jiff::Timestamp::now().as_second() - taint_added.0.as_second()) + 3;
-    place(
+    apply_placement(
         &client,
+        NS,
+        "p",
         json!({"tolerations": [{"key": "cluster.open-cluster-management.io/unreachable",
                                 "operator": "Exists", "tolerationSeconds": seconds}]}),
     )
-    .await;
-    wait_decided(&client, &["c1", "c2"]).await;
+    .await
+    .unwrap();
+    wait_decided(&client, NS, "p", &["c1", "c2"]).await.unwrap();
     // When the toleration runs out, c2 is dropped (the controller looks again at that time).
-    wait_decided(&client, &["c1"]).await;
+    wait_decided(&client, NS, "p", &["c1"]).await.unwrap();
 
     a1.stop().await.unwrap();
     hub.stop().await;

@@ -58,26 +58,6 @@ async fn create_clusters(client: &kube::Client, names: impl IntoIterator<Item = 
         .await;
 }
 
-async fn apply_placement(client: &kube::Client, ns: &str, name: &str, spec: Value) {
-    Api::<Placement>::namespaced(client.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-                "metadata": {"name": name}, "spec": spec})),
-        )
-        .await
-        .unwrap();
-}
-
-fn clusters_in(d: &PlacementDecision) -> Vec<String> {
-    d.status
-        .iter()
-        .flat_map(|s| s.decisions.iter().map(|c| c.cluster_name.clone()))
-        .collect()
-}
-
 /// The decisions of placement `name`, page name → clusters, as the server has them now.
 async fn pages(client: &kube::Client, ns: &str, name: &str) -> BTreeMap<String, Vec<String>> {
     Api::<PlacementDecision>::namespaced(client.clone(), ns)
@@ -86,7 +66,7 @@ async fn pages(client: &kube::Client, ns: &str, name: &str) -> BTreeMap<String, 
         .unwrap()
         .items
         .iter()
-        .map(|d| (d.metadata.name.clone().unwrap(), clusters_in(d)))
+        .map(|d| (d.metadata.name.clone().unwrap(), decided_clusters(d)))
         .collect()
 }
 
@@ -111,14 +91,14 @@ async fn wait_pages(client: &kube::Client, ns: &str, name: &str, want: &[Vec<Str
             match event {
                 watcher::Event::Init => init.clear(),
                 watcher::Event::InitApply(d) => {
-                    init.insert(d.metadata.name.clone().unwrap(), clusters_in(&d));
+                    init.insert(d.metadata.name.clone().unwrap(), decided_clusters(&d));
                 }
                 watcher::Event::InitDone => {
                     seen = std::mem::take(&mut init);
                     ready = true;
                 }
                 watcher::Event::Apply(d) => {
-                    seen.insert(d.metadata.name.clone().unwrap(), clusters_in(&d));
+                    seen.insert(d.metadata.name.clone().unwrap(), decided_clusters(&d));
                 }
                 watcher::Event::Delete(d) => {
                     seen.remove(d.metadata.name.as_deref().unwrap());
@@ -198,7 +178,9 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
     .await
     .unwrap();
 
-    apply_placement(&client, "apps", "p", json!({"tolerations": tolerations()})).await;
+    apply_placement(&client, "apps", "p", json!({"tolerations": tolerations()}))
+        .await
+        .unwrap();
     wait_pages(&client, "apps", "p", &[names(1..=100), names(101..=150)]).await;
 
     // A cluster that sorts first joins: c100 moves from page 1 to page 2. Every write is
@@ -221,7 +203,7 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
             while let Some(Ok(event)) = stream.next().await {
                 match event {
                     watcher::Event::InitApply(d) | watcher::Event::Apply(d) => {
-                        state.insert(d.metadata.name.clone().unwrap(), clusters_in(&d));
+                        state.insert(d.metadata.name.clone().unwrap(), decided_clusters(&d));
                     }
                     watcher::Event::Delete(d) => {
                         state.remove(d.metadata.name.as_deref().unwrap());
@@ -258,7 +240,8 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
         "p",
         json!({"tolerations": tolerations(), "numberOfClusters": 20}),
     )
-    .await;
+    .await
+    .unwrap();
     let placements: Api<Placement> = Api::namespaced(client.clone(), "apps");
     wait_for(&placements, "p", "20 selected", |p: &Placement| {
         p.status
@@ -284,7 +267,8 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
         "p",
         json!({"tolerations": tolerations(), "numberOfClusters": 120}),
     )
-    .await;
+    .await
+    .unwrap();
     wait_for(&placements, "p", "120 selected", |p: &Placement| {
         p.status
             .as_ref()
@@ -307,13 +291,15 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
         .await
         .unwrap();
     wait_for(&decisions, "p-decision-2", "re-created", move |d| {
-        clusters_in(d) == before
+        decided_clusters(d) == before
     })
     .await
     .unwrap();
 
     // An unknown prioritizer: Misconfigured, nothing selected; fixed: selected again.
-    apply_placement(&client, "apps", "p", five_by("NoSuchPrioritizer")).await;
+    apply_placement(&client, "apps", "p", five_by("NoSuchPrioritizer"))
+        .await
+        .unwrap();
     let misconfigured = wait_for(&placements, "p", "misconfigured", |p: &Placement| {
         placement_condition(p, "PlacementMisconfigured").is_some_and(|c| c.status == "True")
     })
@@ -327,7 +313,9 @@ async fn pages_count_changes_recreation_and_misconfiguration() {
         condition.message
     );
     wait_pages(&client, "apps", "p", &[vec![]]).await;
-    apply_placement(&client, "apps", "p", five_by("Steady")).await;
+    apply_placement(&client, "apps", "p", five_by("Steady"))
+        .await
+        .unwrap();
     wait_for(&placements, "p", "configured again", |p: &Placement| {
         p.status
             .as_ref()
@@ -370,14 +358,16 @@ async fn a_cluster_moving_between_sets_reaches_both_namespaces() {
         "p",
         json!({"tolerations": tolerations()}),
     )
-    .await;
+    .await
+    .unwrap();
     apply_placement(
         &client,
         "red-apps",
         "p",
         json!({"tolerations": tolerations()}),
     )
-    .await;
+    .await
+    .unwrap();
     wait_pages(&client, "default-apps", "p", &[names(1..=2)]).await;
     wait_pages(&client, "red-apps", "p", &[names(3..=3)]).await;
 

@@ -16,18 +16,6 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_e2e::*;
 use serde_json::json;
 
-/// Makes the cluster's agent heartbeat every `seconds` (the agent follows spec changes).
-async fn set_lease_duration(hub: &ocm::embedded::EmbeddedHub, cluster: &str, seconds: i32) {
-    Api::<ManagedCluster>::all(hub.admin_client())
-        .patch(
-            cluster,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"leaseDurationSeconds": seconds}})),
-        )
-        .await
-        .unwrap();
-}
-
 fn csr_label(cluster: &str) -> ListParams {
     ListParams::default().labels(&format!(
         "open-cluster-management.io/cluster-name={cluster}"
@@ -423,7 +411,7 @@ async fn a_stopped_agent_makes_its_cluster_unknown_and_a_restart_recovers_withou
     let (spoke, agent) = join_and_accept(&hub, &bootstrap, "c1").await;
     let admin = hub.admin_client();
     let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-    set_lease_duration(&hub, "c1", 1).await;
+    set_lease_duration(&hub, "c1", 1).await.unwrap();
     let csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
     let before = csrs.list(&csr_label("c1")).await.unwrap().items.len();
 
@@ -459,7 +447,7 @@ async fn short_lived_certificates_rotate_without_losing_heartbeats() {
         .unwrap();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
     let (spoke, agent) = join_and_accept(&hub, &bootstrap, "c1").await;
-    set_lease_duration(&hub, "c1", 2).await;
+    set_lease_duration(&hub, "c1", 2).await.unwrap();
     let admin = hub.admin_client();
     let secrets: Api<Secret> = Api::namespaced(spoke.clone(), "open-cluster-management-agent");
     let cert_of = |s: &Secret| {
@@ -611,7 +599,7 @@ async fn the_hub_restarting_from_its_data_dir_loses_no_cluster_and_agents_recove
     )
     .await
     .unwrap();
-    set_lease_duration(&hub, "c1", 2).await;
+    set_lease_duration(&hub, "c1", 2).await.unwrap();
     let port: u16 = hub.url.rsplit(':').next().unwrap().parse().unwrap();
     hub.stop().await;
 
@@ -718,7 +706,7 @@ async fn sixty_second_certificates_rotate_at_their_deadline_with_the_default_che
     let csrs = CsrLog::start(&hub.admin_client(), "c1");
     let spoke = simulated_spoke(&hub, "c1").await.unwrap();
     let agent = join_for_rotation(&hub, &spoke, "c1").await;
-    set_lease_duration(&hub, "c1", 5).await;
+    set_lease_duration(&hub, "c1", 5).await.unwrap();
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
     let mut progress = agent.progress.clone();
     let rebootstraps = tokio::spawn(async move {
@@ -904,26 +892,7 @@ async fn a_hub_down_past_expiry_sends_the_agent_back_to_bootstrap_and_it_says_wh
     .await
     .unwrap();
     // The agent asks again with the bootstrap token; the hub admin approves it again.
-    let csrs: Api<CertificateSigningRequest> = Api::all(hub.admin_client());
-    let asked = async {
-        use futures::StreamExt;
-        let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(
-            kube::runtime::watcher(
-                csrs.clone(),
-                kube::runtime::watcher::Config::default()
-                    .labels("open-cluster-management.io/cluster-name=c1"),
-            )
-        ));
-        while let Some(event) = events.next().await {
-            if let Ok(csr) = event
-                && ocm::accept::is_pending(&csr)
-                && ocm::accept::from_bootstrap_identity(&csr)
-            {
-                return;
-            }
-        }
-    };
-    tokio::time::timeout(WAIT, asked)
+    wait_for_bootstrap_csr(&hub.admin_client(), "c1")
         .await
         .expect("the agent asks again with the bootstrap token");
     let approved = ocm::accept::accept_cluster(&hub.admin_client(), "c1", false)

@@ -13,39 +13,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::*;
-use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
-
-/// A work agent running in this process.
-struct RunningWorkAgent {
-    shutdown: Shutdown,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl RunningWorkAgent {
-    fn start(spoke: &kube::Client, cluster: &str) -> RunningWorkAgent {
-        let agent = ocm_work::agent::WorkAgent::new(
-            spoke.clone(),
-            ocm_work::agent::WorkAgentOptions {
-                cluster_name: cluster.to_owned(),
-                status_sync_interval: Duration::from_millis(500),
-                eviction_grace: Duration::from_secs(2),
-                ..Default::default()
-            },
-        );
-        let shutdown = Shutdown::new();
-        let token = shutdown.clone();
-        let task = tokio::spawn(async move {
-            let _ = agent.run(token).await;
-        });
-        RunningWorkAgent { shutdown, task }
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = tokio::time::timeout(WAIT, self.task).await;
-    }
-}
 
 fn app_work(replicas: i64, with_config_map: bool) -> ManifestWork {
     let mut manifests = vec![
@@ -861,7 +829,7 @@ async fn bad_manifests_executors_restarts_and_an_absent_hub() {
         },
     );
     let mut stats = agent.stats();
-    let shutdown = Shutdown::new();
+    let shutdown = ocm_runtime::shutdown::Shutdown::new();
     let task = tokio::spawn(agent.run(shutdown.clone()));
     let settled = *tokio::time::timeout(WAIT, stats.wait_for(|s| s.passes >= 6))
         .await
