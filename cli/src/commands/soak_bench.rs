@@ -240,7 +240,7 @@ impl Driver<'_> {
             .each(self.names.clone(), |name, i| {
                 let clusters = clusters.clone();
                 async move {
-                    let zone = if i % 2 == 0 { "a" } else { "b" };
+                    let zone = if i.is_multiple_of(2) { "a" } else { "b" };
                     let patch = json!({"metadata": {"labels": {ZONE: zone}},
                                        "spec": {"leaseDurationSeconds": lease_seconds}});
                     clusters
@@ -314,7 +314,7 @@ impl Driver<'_> {
         let updated: Vec<_> = works
             .iter()
             .enumerate()
-            .filter(|(i, _)| (i + m) % 4 == 0)
+            .filter(|(i, _)| (i + m).is_multiple_of(4))
             .map(|(_, w)| w.clone())
             .collect();
         let mut failed = self
@@ -332,7 +332,7 @@ impl Driver<'_> {
         let recreated: Vec<_> = works
             .iter()
             .enumerate()
-            .filter(|(i, _)| (i + m) % 10 == 0)
+            .filter(|(i, _)| (i + m).is_multiple_of(10))
             .map(|(_, w)| w.clone())
             .collect();
         failed += self
@@ -358,7 +358,7 @@ impl Driver<'_> {
             .names
             .iter()
             .enumerate()
-            .filter(|(i, _)| (i + m) % 20 == 0)
+            .filter(|(i, _)| (i + m).is_multiple_of(20))
             .map(|(_, n)| n.clone())
             .collect();
         let clusters: Api<ManagedCluster> = Api::all(self.admin.clone());
@@ -366,7 +366,7 @@ impl Driver<'_> {
             .each(moved, |name, i| {
                 let clusters = clusters.clone();
                 async move {
-                    let zone = if (i + m) % 2 == 0 { "a" } else { "b" };
+                    let zone = if (i + m).is_multiple_of(2) { "a" } else { "b" };
                     let patch = json!({"metadata": {"labels": {ZONE: zone}}});
                     clusters
                         .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
@@ -377,7 +377,7 @@ impl Driver<'_> {
             .await;
         // Half of the placements change what they ask for.
         let placements: Api<Placement> = Api::namespaced(self.admin.clone(), NS);
-        for i in (0..self.args.placements).filter(|i| (i + m) % 2 == 0) {
+        for i in (0..self.args.placements).filter(|i| (i + m).is_multiple_of(2)) {
             let Ok(placement) = placement_of(i, minute) else {
                 failed += 1;
                 continue;
@@ -460,7 +460,7 @@ fn work_of(name: &str, round: u64) -> kube::Result<ManifestWork> {
 /// number turning with the round.
 fn placement_of(i: usize, round: u64) -> anyhow::Result<Placement> {
     let r = usize::try_from(round).unwrap_or(0);
-    let zone = if (i + r) % 2 == 0 { "a" } else { "b" };
+    let zone = if (i + r).is_multiple_of(2) { "a" } else { "b" };
     let number = 1 + (i + r) % 5;
     Ok(serde_json::from_value(json!({
         "apiVersion": "cluster.open-cluster-management.io/v1beta1",
