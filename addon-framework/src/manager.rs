@@ -318,8 +318,10 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             release_hooks(&ctx, &mca).await?;
             return Ok(Action::await_change());
         }
-        set_condition(
-            &mut outcome.conditions,
+        return settle(
+            &ctx,
+            &mca,
+            &mut outcome,
             condition(
                 MANIFEST_APPLIED,
                 "False",
@@ -329,15 +331,16 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                 ),
                 generation,
             ),
-        );
-        write_status(&ctx, &mca, &outcome).await?;
-        return Ok(Action::requeue(RESYNC));
+        )
+        .await;
     };
     // Configs of kinds the addon does not read: said so, and nothing deployed with them.
     let unsupported = crate::configs::unsupported_configs(&options.supported_configs, &mca);
     if !unsupported.is_empty() {
-        set_condition(
-            &mut outcome.conditions,
+        return settle(
+            &ctx,
+            &mca,
+            &mut outcome,
             condition(
                 PROGRESSING,
                 "False",
@@ -349,9 +352,8 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                 ),
                 generation,
             ),
-        );
-        write_status(&ctx, &mca, &outcome).await?;
-        return Ok(Action::requeue(RESYNC));
+        )
+        .await;
     }
     // Hosted mode: only on a hosting cluster the target's klusterlet can observe.
     let hosting = crate::hosted::hosting_cluster(&mca, options.hosted_mode);
@@ -465,8 +467,10 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             return Ok(Action::await_change());
         }
         Err(err) => {
-            set_condition(
-                &mut outcome.conditions,
+            return settle(
+                &ctx,
+                &mca,
+                &mut outcome,
                 condition(
                     MANIFEST_APPLIED,
                     "False",
@@ -477,9 +481,8 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                     ),
                     generation,
                 ),
-            );
-            write_status(&ctx, &mca, &outcome).await?;
-            return Ok(Action::requeue(RESYNC));
+            )
+            .await;
         }
     };
     let manifest_configs = ctx.addon.manifest_configs(&mca, &configs);
@@ -497,8 +500,10 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         match plan_works(&input, &options.health, manifests, hosting.as_deref()) {
             Ok(planned) => planned,
             Err(err) => {
-                set_condition(
-                    &mut outcome.conditions,
+                return settle(
+                    &ctx,
+                    &mca,
+                    &mut outcome,
                     condition(
                         MANIFEST_APPLIED,
                         "False",
@@ -506,9 +511,8 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
                         &err.0,
                         generation,
                     ),
-                );
-                write_status(&ctx, &mca, &outcome).await?;
-                return Ok(Action::requeue(RESYNC));
+                )
+                .await;
             }
         };
     let params = PatchParams::apply(&format!("addon-manager-{}", options.name)).force();
@@ -1095,6 +1099,19 @@ async fn write_permissions(
             .await?;
     }
     Ok(())
+}
+
+/// Sets `condition` (one that stops this reconcile: nothing more is deployed), writes the
+/// status and comes back after the resync period.
+async fn settle(
+    ctx: &Ctx,
+    mca: &ManagedClusterAddOn,
+    outcome: &mut Outcome,
+    condition: Condition,
+) -> Result<Action, ManagerError> {
+    set_condition(&mut outcome.conditions, condition);
+    write_status(ctx, mca, outcome).await?;
+    Ok(Action::requeue(RESYNC))
 }
 
 /// Writes the manager's status fields when they changed, conditionally on the object's
