@@ -90,6 +90,21 @@ impl Process {
         self.terminate();
     }
 
+    /// Crashes the process: SIGKILL (`kill -9`, no chance to finish anything) and waits until
+    /// it is gone, checking that the signal is what ended it.
+    pub fn kill_9(mut self) {
+        // `Child::kill` sends SIGKILL on Unix.
+        self.child.kill().expect("SIGKILL sent");
+        let status = self.child.wait().expect("killed process reaped");
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(status.signal(), Some(9), "ended by SIGKILL: {status:?}");
+        }
+        #[cfg(not(unix))]
+        assert!(!status.success(), "{status:?}");
+    }
+
     fn terminate(&mut self) {
         #[cfg(unix)]
         {
@@ -132,6 +147,48 @@ impl Drop for Process {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// An `ocm hub` process serving the embedded API server from a durable data directory.
+#[derive(Debug)]
+pub struct HubProcess {
+    /// The process.
+    pub process: Process,
+    /// Where its API server listens: `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// Its admin kubeconfig (in the data directory).
+    pub kubeconfig: std::path::PathBuf,
+}
+
+impl HubProcess {
+    /// Starts `ocm hub --data-dir DATA_DIR --listen LISTEN` (`127.0.0.1:0` for a free port)
+    /// and waits until it is ready.
+    pub fn start(bin: &str, home: &Path, data_dir: &Path, listen: &str) -> HubProcess {
+        let process = Process::spawn(
+            bin,
+            home,
+            &[
+                "hub",
+                "--data-dir",
+                data_dir.to_str().unwrap(),
+                "--listen",
+                listen,
+            ],
+        );
+        let line = process.wait_line("API server:");
+        let url = line.split_whitespace().last().unwrap().to_owned();
+        process.wait_line("ocm hub ready");
+        HubProcess {
+            process,
+            url,
+            kubeconfig: data_dir.join("admin.kubeconfig"),
+        }
+    }
+
+    /// The address it listens on (`127.0.0.1:<port>`), to start it again at the same URL.
+    pub fn listen_address(&self) -> String {
+        self.url.trim_start_matches("https://").to_owned()
     }
 }
 

@@ -7,6 +7,7 @@ mod addon_registration;
 mod addon_templates;
 mod addons;
 mod cluster_proxy;
+mod crashes;
 mod faults;
 mod hub_admission;
 mod hub_components;

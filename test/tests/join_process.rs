@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::api::{Api, ListParams};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_e2e::process::Process;
+use ocm_e2e::process::{HubProcess, Process};
 use ocm_e2e::{joined_and_available, wait_for};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
@@ -35,33 +35,8 @@ async fn admin_client(kubeconfig: &Path) -> kube::Client {
         .unwrap()
 }
 
-struct Hub {
-    process: Process,
-    url: String,
-    kubeconfig: PathBuf,
-}
-
-fn start_hub(home: &Path) -> Hub {
-    let data = home.join("hub");
-    let process = Process::spawn(
-        OCM,
-        home,
-        &[
-            "hub",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-    );
-    let line = process.wait_line("API server:");
-    let url = line.split_whitespace().last().unwrap().to_owned();
-    process.wait_line("ocm hub ready");
-    Hub {
-        process,
-        url,
-        kubeconfig: data.join("admin.kubeconfig"),
-    }
+fn start_hub(home: &Path) -> HubProcess {
+    HubProcess::start(OCM, home, &home.join("hub"), "127.0.0.1:0")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,6 +80,62 @@ pub(crate) fn orphaned(rules: &[OrphaningRule], res: &AppliedManifestResourceMet
     })
 }
 
+/// Whether two entries name the same object (group, resource, namespace, name; not the uid).
+pub(crate) fn same_identity(
+    a: &AppliedManifestResourceMeta,
+    b: &AppliedManifestResourceMeta,
+) -> bool {
+    a.group == b.group && a.resource == b.resource && a.namespace == b.namespace && a.name == b.name
+}
+
+/// The applied resources to record before a pass writes any object: `recorded` followed by
+/// the objects of `upcoming` it does not name yet, without a uid (they may not exist yet);
+/// `None` when `recorded` already names them all. Recording them first (write-ahead) means a
+/// pass cut short after creating an object (the agent killed, the cluster unreachable) still
+/// leaves that object in the AppliedManifestWork, so it is removed when its manifest leaves
+/// the work or the work is deleted, instead of being forgotten on the cluster.
+pub(crate) fn with_intents(
+    recorded: &[AppliedManifestResourceMeta],
+    upcoming: &[AppliedManifestResourceMeta],
+) -> Option<Vec<AppliedManifestResourceMeta>> {
+    let mut out = recorded.to_vec();
+    for id in upcoming {
+        if !out.iter().any(|r| same_identity(r, id)) {
+            out.push(AppliedManifestResourceMeta {
+                uid: String::new(),
+                ..id.clone()
+            });
+        }
+    }
+    (out.len() != recorded.len()).then_some(out)
+}
+
+/// Sorts out the objects a pass found recorded (`previous`) that it did not apply
+/// (`applied_now` are recorded anew): those the work still prescribes (`prescribed`) stay
+/// recorded as they are, since their apply failed and is retried, and the object is not
+/// removed for that; the others left the work and are to be released. Returns (kept, left).
+pub(crate) fn left_the_work(
+    previous: &[AppliedManifestResourceMeta],
+    applied_now: &[AppliedManifestResourceMeta],
+    prescribed: &[AppliedManifestResourceMeta],
+) -> (
+    Vec<AppliedManifestResourceMeta>,
+    Vec<AppliedManifestResourceMeta>,
+) {
+    previous
+        .iter()
+        .filter(|old| !applied_now.iter().any(|n| same_identity(n, old)))
+        .cloned()
+        .partition(|old| prescribed.iter().any(|p| same_identity(p, old)))
+}
+
+/// Whether the live object (uid `live_uid`) is the one an applied-resources entry recorded
+/// with `recorded_uid`. An entry recorded before its object was created has no uid and stands
+/// for whatever object has the name; whether that object is ours is the owner reference's say.
+pub(crate) fn same_object(recorded_uid: &str, live_uid: &str) -> bool {
+    recorded_uid.is_empty() || live_uid == recorded_uid
+}
+
 /// The outcome of removing one applied object.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Removal {
@@ -112,7 +168,8 @@ pub(crate) async fn release(
     let Some(live) = api.get_opt(&res.name).await? else {
         return Ok(Removal::Gone);
     };
-    if live.uid().as_deref() != Some(res.uid.as_str()) {
+    let live_uid = live.uid().unwrap_or_default();
+    if !same_object(&res.uid, &live_uid) {
         return Ok(Removal::Gone);
     }
     let owners = live.owner_references();
@@ -137,7 +194,7 @@ pub(crate) async fn release(
     }
     let params = DeleteParams {
         preconditions: Some(Preconditions {
-            uid: Some(res.uid.clone()),
+            uid: Some(live_uid),
             resource_version: None,
         }),
         ..DeleteParams::background()
@@ -281,6 +338,77 @@ mod tests {
         assert_eq!(h, hub_hash("https://127.0.0.1:6443"));
         assert_ne!(h, hub_hash("https://127.0.0.1:6444"));
         assert_eq!(applied_work_name("abc", "app"), "abc-app");
+    }
+
+    fn resource(name: &str, uid: &str) -> AppliedManifestResourceMeta {
+        AppliedManifestResourceMeta {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            namespace: "default".into(),
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+
+    #[test]
+    fn objects_about_to_be_applied_are_recorded_first_without_a_uid() {
+        let recorded = vec![resource("a", "uid-a")];
+        // Known ones keep their uid; new ones are appended without one.
+        assert_eq!(
+            with_intents(&recorded, &[resource("a", ""), resource("b", "")]),
+            Some(vec![resource("a", "uid-a"), resource("b", "")])
+        );
+        // Nothing to record: no write.
+        assert_eq!(with_intents(&recorded, &[resource("a", "")]), None);
+        assert_eq!(with_intents(&recorded, &[]), None);
+        // An identity is recorded once, whatever the version or uid it comes with.
+        let mut other_version = resource("b", "x");
+        other_version.version = "v2".into();
+        assert_eq!(
+            with_intents(&[], &[resource("b", ""), other_version]),
+            Some(vec![resource("b", "")])
+        );
+    }
+
+    #[test]
+    fn only_objects_whose_manifest_left_the_work_are_released() {
+        let previous = vec![
+            resource("applied", "u1"),
+            resource("failed", "u2"),
+            resource("failed-before-created", ""),
+            resource("dropped", "u3"),
+            resource("dropped-before-created", ""),
+        ];
+        let applied_now = vec![resource("applied", "u1"), resource("new", "u4")];
+        let prescribed = vec![
+            resource("applied", ""),
+            resource("new", ""),
+            resource("failed", ""),
+            resource("failed-before-created", ""),
+        ];
+        let (kept, left) = left_the_work(&previous, &applied_now, &prescribed);
+        assert_eq!(
+            kept,
+            vec![
+                resource("failed", "u2"),
+                resource("failed-before-created", "")
+            ]
+        );
+        assert_eq!(
+            left,
+            vec![
+                resource("dropped", "u3"),
+                resource("dropped-before-created", "")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_uid_stands_for_the_object_of_its_name() {
+        assert!(same_object("", "u1"));
+        assert!(same_object("u1", "u1"));
+        assert!(!same_object("u1", "u2"), "re-created by someone else");
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //!
 //! 1. adds the finalizer `cluster.open-cluster-management.io/manifest-work-cleanup`;
 //! 2. keeps the AppliedManifestWork `<hubHash>-<work>` on the managed cluster (hubHash =
-//!    lowercase hex SHA-256 of the hub URL), which owns every object applied;
+//!    lowercase hex SHA-256 of the hub URL), which owns every object applied and names each
+//!    in its status before first writing it, so a pass cut short (the agent killed) forgets
+//!    none of the objects it created;
 //! 3. applies the manifests in upstream's kind order with their update strategy (`Update`,
 //!    `CreateOnly`, `ServerSideApply`, `ReadOnly`), checking the executor's permissions with
 //!    SubjectAccessReviews when the work names one; a manifest that fails does not stop the
 //!    others;
 //! 4. deletes objects whose manifest left the work (unless orphaned, and only its own claim
-//!    when another work shares the object);
+//!    when another work shares the object) — not those whose manifest failed to apply;
 //! 5. writes status — per-manifest `Applied`, `Available`, feedback, rule conditions, and the
 //!    work's `Applied` / `Available` — only when it changed;
 //! 6. on deletion sets `Deleting`, removes what it applied (Foreground) or leaves it

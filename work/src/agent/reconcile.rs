@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use super::WorkAgentOptions;
 use super::applied::{self, clean_up, owner_reference, release};
-use super::apply::{Discovery, apply};
+use super::apply::{Discovery, Resolved, apply};
 use crate::status::{
     LiveObject, manifest_config, merge_conditions, observe_manifest, work_conditions,
 };
@@ -180,33 +180,46 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
     let mut retry_soon = false;
     let mut writes = 0u64;
     let mut seen_keys: Vec<String> = Vec::new();
-    for index in super::order::apply_order(&kinds) {
-        let manifest = &spec.workload.manifests[index].0;
-        let mut meta = ManifestResourceMeta {
-            ordinal: index as i32,
-            group: kinds[index].0.clone(),
-            kind: kinds[index].1.clone(),
-            version: manifest["apiVersion"]
-                .as_str()
-                .map(|v| v.rsplit('/').next().unwrap_or(v).to_owned())
-                .unwrap_or_default(),
-            name: manifest
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            namespace: manifest
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            resource: String::new(),
-        };
-        let api_version = manifest["apiVersion"].as_str().unwrap_or("");
+    let mut prescribed: Vec<AppliedManifestResourceMeta> = Vec::new();
+
+    // Write-ahead: the AppliedManifestWork names every object of the work before any is
+    // written, so a pass cut short still knows what it may have created.
+    let mut recorded = amw
+        .status
+        .as_ref()
+        .map(|s| s.applied_resources.clone())
+        .unwrap_or_default();
+    let mut resolved_first = Vec::with_capacity(kinds.len());
+    let mut upcoming = Vec::new();
+    for (index, manifest) in spec.workload.manifests.iter().enumerate() {
         let resolved = ctx
             .discovery
-            .resolve(&ctx.spoke, api_version, &meta.kind)
+            .resolve(&ctx.spoke, api_version_of(&manifest.0), &kinds[index].1)
             .await;
+        if let Ok(resolved) = &resolved {
+            let meta = resolved_meta(manifest_meta(index, &manifest.0, &kinds[index]), resolved);
+            if !read_only(manifest_config(&spec.manifest_configs, &meta)) {
+                upcoming.push(object_id(&meta));
+            }
+        }
+        resolved_first.push(resolved.ok());
+    }
+    record_intents(&ctx, &amw, &mut recorded, &upcoming)
+        .await
+        .map_err(PassError::Spoke)?;
+
+    for index in super::order::apply_order(&kinds) {
+        let manifest = &spec.workload.manifests[index].0;
+        let mut meta = manifest_meta(index, manifest, &kinds[index]);
+        // A kind unknown before this pass (a CRD applied earlier in it) is resolved again.
+        let resolved = match resolved_first[index].clone() {
+            Some(resolved) => Ok(resolved),
+            None => {
+                ctx.discovery
+                    .resolve(&ctx.spoke, api_version_of(manifest), &meta.kind)
+                    .await
+            }
+        };
         let mut conditions = Vec::new();
         let (live, applied_condition) = match resolved {
             Err(message) => {
@@ -223,20 +236,15 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                 )
             }
             Ok(resolved) => {
-                meta.resource = resolved.resource.plural.clone();
-                if !resolved.namespaced {
-                    meta.namespace = String::new();
-                } else if meta.namespace.is_empty() {
-                    meta.namespace = "default".into();
+                meta = resolved_meta(meta, &resolved);
+                let id = object_id(&meta);
+                let config = manifest_config(&spec.manifest_configs, &meta);
+                if !read_only(config) {
+                    record_intents(&ctx, &amw, &mut recorded, std::slice::from_ref(&id))
+                        .await
+                        .map_err(PassError::Spoke)?;
+                    prescribed.push(id.clone());
                 }
-                let id = AppliedManifestResourceMeta {
-                    group: meta.group.clone(),
-                    version: meta.version.clone(),
-                    resource: meta.resource.clone(),
-                    namespace: meta.namespace.clone(),
-                    name: meta.name.clone(),
-                    uid: String::new(),
-                };
                 let orphan = is_orphaned(policy, &rules, &id);
                 let mut desired = manifest.clone();
                 if let Some(meta_obj) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -255,7 +263,6 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                         meta_obj.insert("ownerReferences".into(), Value::Array(owners));
                     }
                 }
-                let config = manifest_config(&spec.manifest_configs, &meta);
                 let key = format!(
                     "{name}/{}/{}/{}/{}",
                     id.group, id.resource, id.namespace, id.name
@@ -278,11 +285,6 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                             m.insert(key, content);
                         }
                         writes += u64::from(result.wrote);
-                        let read_only = config
-                            .and_then(|c| c.update_strategy.as_ref())
-                            .is_some_and(|s| {
-                                s.type_ == ocm_api::work::v1::UpdateStrategyType::ReadOnly
-                            });
                         let uid = result
                             .live
                             .as_ref()
@@ -290,7 +292,7 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
                             .and_then(Value::as_str)
                             .unwrap_or_default()
                             .to_owned();
-                        if !read_only && !uid.is_empty() {
+                        if !read_only(config) && !uid.is_empty() {
                             applied_now.push(AppliedManifestResourceMeta { uid, ..id });
                         }
                         let observed = observe_manifest(
@@ -360,23 +362,12 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
             &b.name,
         ))
     });
-    let previous = amw
-        .status
-        .as_ref()
-        .map(|s| s.applied_resources.clone())
-        .unwrap_or_default();
+    let previous = recorded;
     let amw_uid = amw.uid().unwrap_or_default();
+    let (failed, left) = applied::left_the_work(&previous, &applied_now, &prescribed);
     let mut keep = applied_now.clone();
-    for old in &previous {
-        let still = applied_now.iter().any(|n| {
-            n.group == old.group
-                && n.resource == old.resource
-                && n.namespace == old.namespace
-                && n.name == old.name
-        });
-        if still {
-            continue;
-        }
+    keep.extend(failed);
+    for old in &left {
         let orphan = policy == DeletePropagationPolicyType::Orphan
             || (policy == DeletePropagationPolicyType::SelectivelyOrphan
                 && applied::orphaned(&rules, old));
@@ -453,6 +444,90 @@ async fn reconcile(work: Arc<ManifestWork>, ctx: Arc<Ctx>) -> Result<Action, Pas
         ctx.options.status_sync_interval
     };
     Ok(Action::requeue(next))
+}
+
+/// `apiVersion` of a manifest ("" when it has none).
+fn api_version_of(manifest: &Value) -> &str {
+    manifest["apiVersion"].as_str().unwrap_or("")
+}
+
+/// What a manifest says about its object before its resource is resolved: `kind` is its
+/// (group, kind).
+fn manifest_meta(index: usize, manifest: &Value, kind: &(String, String)) -> ManifestResourceMeta {
+    let api_version = api_version_of(manifest);
+    let text = |pointer: &str| {
+        manifest
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    ManifestResourceMeta {
+        ordinal: index as i32,
+        group: kind.0.clone(),
+        kind: kind.1.clone(),
+        version: api_version
+            .rsplit('/')
+            .next()
+            .unwrap_or(api_version)
+            .to_owned(),
+        name: text("/metadata/name"),
+        namespace: text("/metadata/namespace"),
+        resource: String::new(),
+    }
+}
+
+/// `meta` with its resolved resource: the plural, no namespace when cluster-scoped, `default`
+/// when namespaced and the manifest names none.
+fn resolved_meta(mut meta: ManifestResourceMeta, resolved: &Resolved) -> ManifestResourceMeta {
+    meta.resource = resolved.resource.plural.clone();
+    if !resolved.namespaced {
+        meta.namespace = String::new();
+    } else if meta.namespace.is_empty() {
+        meta.namespace = "default".into();
+    }
+    meta
+}
+
+/// The applied-resources entry of a resolved manifest's object (no uid).
+fn object_id(meta: &ManifestResourceMeta) -> AppliedManifestResourceMeta {
+    AppliedManifestResourceMeta {
+        group: meta.group.clone(),
+        version: meta.version.clone(),
+        resource: meta.resource.clone(),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: String::new(),
+    }
+}
+
+/// Whether a manifest's config makes it `ReadOnly` (never written, so never recorded).
+fn read_only(config: Option<&ocm_api::work::v1::ManifestConfigOption>) -> bool {
+    config
+        .and_then(|c| c.update_strategy.as_ref())
+        .is_some_and(|s| s.type_ == ocm_api::work::v1::UpdateStrategyType::ReadOnly)
+}
+
+/// Records `upcoming` in the AppliedManifestWork's status before they are written (see
+/// [`applied::with_intents`]); no write when it names them already.
+async fn record_intents(
+    ctx: &Ctx,
+    amw: &AppliedManifestWork,
+    recorded: &mut Vec<AppliedManifestResourceMeta>,
+    upcoming: &[AppliedManifestResourceMeta],
+) -> Result<(), kube::Error> {
+    let Some(next) = applied::with_intents(recorded, upcoming) else {
+        return Ok(());
+    };
+    Api::<AppliedManifestWork>::all(ctx.spoke.clone())
+        .patch_status(
+            &amw.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"appliedResources": next}})),
+        )
+        .await?;
+    *recorded = next;
+    Ok(())
 }
 
 /// Whether the work's delete option leaves `res` on the cluster.
