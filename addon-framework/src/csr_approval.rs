@@ -8,6 +8,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::addon::names::labels::ADDON_NAME;
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::agent::AgentAddon;
@@ -28,7 +29,7 @@ pub(crate) async fn run_csr_approval(
     use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
     let events = watcher(csrs.clone(), watcher::Config::default().labels(ADDON_NAME))
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects();
     let mut events = std::pin::pin!(events.take_until(shutdown.cancelled()));
     let mut failed: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();

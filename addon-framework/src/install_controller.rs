@@ -20,6 +20,7 @@ use ocm_api::addon::v1beta1::{
 };
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::PlacementDecision;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use ocm_work::hub::replicaset::placement_groups;
@@ -730,7 +731,7 @@ where
     let shutdown = shutdown.clone();
     let feed = tokio::spawn(async move {
         watcher(api, watcher::Config::default())
-            .default_backoff()
+            .backoff_on_errors()
             .modify(|object: &mut K| object.meta_mut().managed_fields = None)
             .reflect(writer)
             .take_until(shutdown.cancelled())

@@ -33,6 +33,7 @@ use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::ManifestWork;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
@@ -203,7 +204,7 @@ async fn feed<K>(
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     watcher(api, config)
-        .default_backoff()
+        .backoff_on_errors()
         .modify(trim)
         .reflect_shared(writer)
         .take_until(shutdown.cancelled())
@@ -226,7 +227,7 @@ async fn run_addon(
     let seen: Mutex<HashMap<String, Arc<ManagedCluster>>> = Mutex::new(HashMap::new());
     let (store, writer) = reflector::store();
     let own = watcher(addons, by_name)
-        .default_backoff()
+        .backoff_on_errors()
         .modify(|mca: &mut ManagedClusterAddOn| mca.metadata.managed_fields = None)
         .reflect(writer)
         .touched_objects();

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::work::v1::ManifestWork;
+use ocm_runtime::backoff::WatchBackoffExt;
 use serde_json::{Value, json};
 
 /// Namespace on the hub holding the placement and the replica set.
@@ -194,7 +195,7 @@ pub async fn wait_running(admin: &kube::Client, clusters: &[String]) -> anyhow::
     let api: Api<ManifestWork> = Api::all(admin.clone());
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     let mut stream = watcher(api, watcher::Config::default().labels(WORK_SELECTOR))
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects()
         .boxed();
     while let Some(event) = stream.next().await {

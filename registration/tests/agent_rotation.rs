@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_registration::agent::{AgentOptions, DEFAULT_AGENT_NAMESPACE, HUB_KUBECONFIG_SECRET};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::find_condition;
 use support_agent::*;
 
@@ -39,7 +40,7 @@ async fn short_lived_certificates_are_rotated_without_losing_the_lease() {
             secrets,
             watcher::Config::default().fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"))
         )
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects()
     );
     let rotations = async {

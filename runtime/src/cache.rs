@@ -9,6 +9,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+use crate::backoff::WatchBackoffExt;
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, reflector};
@@ -31,7 +32,7 @@ where
     let stream = reflector(
         writer,
         watcher(api, config)
-            .default_backoff()
+            .backoff_on_errors()
             .modify(strip_managed_fields),
     )
     .applied_objects();

@@ -1,8 +1,10 @@
 //! What every ocm-rs controller process needs, and nothing more: clients built from
-//! kubeconfigs ([`kubeconfig`]), condition helpers ([`conditions`]), lease-based leader
-//! election ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]),
-//! tracing setup ([`telemetry`]) and cooperative shutdown ([`shutdown`]).
+//! kubeconfigs ([`kubeconfig`]), watch backoff that grows while a watch keeps failing
+//! ([`backoff`]), condition helpers ([`conditions`]), lease-based leader election
+//! ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]), tracing setup
+//! ([`telemetry`]) and cooperative shutdown ([`shutdown`]).
 
+pub mod backoff;
 pub mod cache;
 pub mod client;
 pub mod conditions;

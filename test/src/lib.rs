@@ -18,6 +18,7 @@ use ocm::embedded::{EmbeddedHub, EmbeddedHubOptions};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{Agent, AgentOptions, AgentProgress};
 use ocm_registration::hub::HubOptions;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, ServerInfo};
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
@@ -585,7 +586,7 @@ impl CsrLog {
         let log = seen.clone();
         let task = tokio::spawn(async move {
             let mut events =
-                std::pin::pin!(watcher(api, config).default_backoff().applied_objects());
+                std::pin::pin!(watcher(api, config).backoff_on_errors().applied_objects());
             while let Some(event) = events.next().await {
                 let Ok(csr) = event else { continue };
                 let status = csr.status.as_ref();

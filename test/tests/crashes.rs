@@ -21,6 +21,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::process::{HubProcess, Process};
 use ocm_e2e::*;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -44,7 +45,7 @@ where
 {
     let key = |o: &K| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any());
     let mut events =
-        std::pin::pin!(watcher(api.clone(), watcher::Config::default()).default_backoff());
+        std::pin::pin!(watcher(api.clone(), watcher::Config::default()).backoff_on_errors());
     let mut objects = BTreeMap::new();
     let mut listing = BTreeMap::new();
     let mut missing = "nothing listed yet".to_owned();

@@ -17,6 +17,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_TEMPLATE_NAME};
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use super::addon::{TEMPLATE_RESOURCE, TemplateAddon, TemplateHistory};
@@ -65,14 +66,14 @@ pub async fn run_template_addons(
         Api::<ClusterManagementAddOn>::all(client.clone()),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .reflect(cma_writer)
     .map(|_| ());
     let mca_events = watcher(
         Api::<ManagedClusterAddOn>::all(client.clone()),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .modify(|m: &mut ManagedClusterAddOn| {
         m.metadata.managed_fields = None;
         m.status = None;
@@ -147,7 +148,7 @@ fn feed_history(
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     tokio::spawn(async move {
         watcher(api, watcher::Config::default())
-            .default_backoff()
+            .backoff_on_errors()
             .applied_objects()
             .take_until(shutdown.cancelled())
             .for_each(|object| {

@@ -16,6 +16,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{Agent, AgentOptions};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
@@ -390,7 +391,7 @@ pub(crate) async fn wait_all_available(
     names: &[String],
 ) -> anyhow::Result<()> {
     let mut stream = watcher(clusters.clone(), watcher::Config::default())
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects()
         .boxed();
     let mut ready: BTreeMap<String, bool> = names.iter().map(|n| (n.clone(), false)).collect();
@@ -410,7 +411,7 @@ pub(crate) async fn wait_all_available(
 async fn live_table(clusters: &Api<ManagedCluster>, shutdown: &Shutdown) {
     let (reader, writer) = kube::runtime::reflector::store();
     let mut stream = watcher(clusters.clone(), watcher::Config::default())
-        .default_backoff()
+        .backoff_on_errors()
         .reflect(writer)
         .touched_objects()
         .boxed();

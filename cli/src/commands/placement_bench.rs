@@ -18,6 +18,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1alpha1::AddOnPlacementScore;
 use ocm_api::cluster::v1beta1::Placement;
+use ocm_runtime::backoff::WatchBackoffExt;
 use serde_json::json;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
@@ -150,7 +151,7 @@ pub async fn bench(args: BenchPlacementArgs) -> anyhow::Result<()> {
         tokio::spawn(async move {
             let mut done = BTreeSet::new();
             let mut stream = watcher(api, watcher::Config::default())
-                .default_backoff()
+                .backoff_on_errors()
                 .applied_objects()
                 .boxed();
             while let Some(event) = stream.next().await {

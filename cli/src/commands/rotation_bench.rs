@@ -19,6 +19,7 @@ use ocm_registration::agent::{
     Agent, AgentOptions, AgentProgress, DEFAULT_AGENT_NAMESPACE, HUB_KUBECONFIG_SECRET,
 };
 use ocm_registration::hub::HubOptions;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
@@ -218,7 +219,7 @@ async fn watch_secret(spoke: kube::Client, cluster: String, counts: Arc<Mutex<Co
     let api: Api<Secret> = Api::namespaced(spoke, DEFAULT_AGENT_NAMESPACE);
     let config =
         watcher::Config::default().fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff().applied_objects());
+    let mut events = std::pin::pin!(watcher(api, config).backoff_on_errors().applied_objects());
     let mut last: Option<Vec<u8>> = None;
     while let Some(event) = events.next().await {
         let Ok(secret) = event else { continue };
@@ -245,7 +246,7 @@ async fn watch_csrs(admin: kube::Client, counts: Arc<Mutex<Counts>>) {
     let api: Api<CertificateSigningRequest> = Api::all(admin);
     let mut events = std::pin::pin!(
         watcher(api, watcher::Config::default())
-            .default_backoff()
+            .backoff_on_errors()
             .applied_objects()
     );
     while let Some(event) = events.next().await {
@@ -295,7 +296,7 @@ async fn watch_progress(
 async fn watch_availability(clusters: Api<ManagedCluster>, counts: Arc<Mutex<Counts>>) {
     let mut events = std::pin::pin!(
         watcher(clusters, watcher::Config::default())
-            .default_backoff()
+            .backoff_on_errors()
             .applied_objects()
     );
     let mut up: BTreeMap<String, bool> = BTreeMap::new();

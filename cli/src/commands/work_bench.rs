@@ -20,6 +20,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::work::v1::ManifestWork;
 use ocm_registration::hub::HubOptions;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
@@ -180,7 +181,7 @@ async fn watch_works(
     let mut available = BTreeSet::new();
     let mut applied_at = None;
     let mut stream = watcher(Api::<ManifestWork>::all(admin), watcher::Config::default())
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects()
         .boxed();
     let mut tick = tokio::time::interval(Duration::from_secs(5));

@@ -29,7 +29,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::kubeconfig::ServerInfo;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
@@ -116,14 +117,14 @@ pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown:
             Api::<Deployment>::all(client.clone()),
             watcher::Config::default(),
         )
-        .default_backoff(),
+        .backoff_on_errors(),
     )
     .boxed();
     let pods = watcher(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default().labels(&selector),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .boxed();
     let (changed, mut changes) = mpsc::unbounded_channel();
     let mut kubelet = Kubelet {

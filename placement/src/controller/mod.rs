@@ -38,6 +38,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1alpha1::AddOnPlacementScore;
 use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -74,7 +75,7 @@ where
         watcher(api, watcher::Config::default().any_semantic())
             .modify(ocm_runtime::cache::strip_managed_fields),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .touched_objects();
     let token = shutdown.clone();
     tokio::spawn(async move {

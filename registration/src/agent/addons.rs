@@ -41,13 +41,14 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use ocm_api::addon::names::annotations::HOSTING_CLUSTER_NAME;
 use ocm_api::addon::names::conditions::CLUSTER_CERTIFICATE_ROTATED;
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
 use ocm_api::addon::v1beta1::{ManagedClusterAddOn, RegistrationType};
 use ocm_api::cluster::names::conditions::certificate_rotated;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::kubeconfig::ServerInfo;
 use rcgen::{
@@ -437,7 +438,8 @@ async fn watch_addons(
     loop {
         let client = clients.borrow_and_update().clone();
         let api = Api::<ManagedClusterAddOn>::namespaced(client, &env.cluster);
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+        let mut events =
+            std::pin::pin!(watcher(api, watcher::Config::default()).backoff_on_errors());
         let mut building: BTreeMap<String, ManagedClusterAddOn> = BTreeMap::new();
         loop {
             let event = tokio::select! {

@@ -16,6 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::names::{MANAGED_CLUSTER_LEASE, conditions, labels};
 use ocm_api::cluster::v1::{ManagedCluster, ManagedClusterStatus, ManagedClusterVersion};
 use ocm_api::cluster::v1alpha1::ClusterClaim;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, is_true, set_condition};
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -190,7 +191,7 @@ impl Joined<'_> {
             let api = Api::<ManagedCluster>::all(client);
             let config =
                 watcher::Config::default().fields(&format!("metadata.name={}", self.cluster));
-            let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+            let mut events = std::pin::pin!(watcher(api, config).backoff_on_errors());
             loop {
                 let event = tokio::select! {
                     changed = clients.changed() => {
@@ -703,14 +704,14 @@ impl Joined<'_> {
             Api::<Node>::all(self.ctx.spoke.clone()),
             watcher::Config::default(),
         )
-        .default_backoff()
+        .backoff_on_errors()
         .touched_objects()
         .map(|r| r.is_ok());
         let claims = watcher(
             Api::<ClusterClaim>::all(self.ctx.spoke.clone()),
             watcher::Config::default(),
         )
-        .default_backoff()
+        .backoff_on_errors()
         .touched_objects()
         .map(|r| r.is_ok());
         let mut merged = std::pin::pin!(futures::stream::select(nodes, claims));

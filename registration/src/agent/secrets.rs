@@ -8,6 +8,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::kubeconfig::{self, KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde_json::json;
 
@@ -238,7 +239,7 @@ pub(crate) async fn wait_for_change(
 ) {
     let api = Api::<Secret>::namespaced(spoke.clone(), ns);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff().applied_objects());
+    let mut events = std::pin::pin!(watcher(api, config).backoff_on_errors().applied_objects());
     while let Some(event) = events.next().await {
         match event {
             Ok(secret) => {
@@ -260,7 +261,7 @@ pub(crate) async fn wait_for_hub_secret_change(spoke: &kube::Client, ns: &str, c
     let api = Api::<Secret>::namespaced(spoke.clone(), ns);
     let config =
         watcher::Config::default().fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut events = std::pin::pin!(watcher(api, config).backoff_on_errors());
     while let Some(event) = events.next().await {
         match event {
             Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {

@@ -23,13 +23,14 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::CLEANUP_PRIORITY;
 use ocm_api::cluster::names::conditions::{DELETING, deleting};
 use ocm_api::cluster::names::finalizers::{API_RESOURCE_CLEANUP, RESOURCE_CLEANUP};
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::condition;
 use tracing::{debug, info, warn};
 
@@ -367,7 +368,7 @@ async fn run_sweeper(ctx: Arc<HubContext>) {
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .filter_map(|ev| {
         futures::future::ready(match ev {
             Ok(watcher::Event::Delete(_)) => Some(()),

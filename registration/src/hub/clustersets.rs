@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::core::Selector;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::AUTOUPDATE;
@@ -35,6 +35,8 @@ use ocm_api::cluster::v1beta2::{
     ManagedClusterSelector, ManagedClusterSet, ManagedClusterSetBinding, ManagedClusterSetSpec,
     SelectorType,
 };
+use ocm_runtime::backoff::WatchBackoffExt;
+use ocm_runtime::cache::strip_managed_fields;
 use ocm_runtime::conditions::{condition, set_condition};
 use serde_json::json;
 use tracing::info;
@@ -194,7 +196,7 @@ async fn ensure_builtin_sets(ctx: &HubContext) -> Result<(), HealthError> {
 async fn run_builtin_sets(ctx: Arc<HubContext>) {
     let api: Api<ManagedClusterSet> = Api::all(ctx.client.clone());
     let mut events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+        .backoff_on_errors()
         .boxed();
     let mut pending = true;
     loop {
@@ -312,41 +314,38 @@ impl ClusterLabels {
     }
 }
 
-/// The label selector (query string) listing a set's clusters, or `None` when the set
-/// selects nothing.
-pub(crate) fn member_selector(set: &ManagedClusterSet) -> Option<String> {
+/// The label selector choosing a set's clusters, or `None` when the set selects nothing.
+pub(crate) fn member_selector(set: &ManagedClusterSet) -> Option<Selector> {
     let selector = set.spec.cluster_selector.clone().unwrap_or_default();
     match selector.selector_type {
-        SelectorType::ExclusiveClusterSetLabel => Some(format!("{CLUSTER_SET}={}", set.name_any())),
-        SelectorType::LabelSelector => {
-            let parsed = Selector::try_from(selector.label_selector?).ok()?;
-            Some(parsed.to_string())
-        }
+        SelectorType::ExclusiveClusterSetLabel => Some(Selector::from_iter([(
+            CLUSTER_SET.to_owned(),
+            set.name_any(),
+        )])),
+        SelectorType::LabelSelector => Selector::try_from(selector.label_selector?).ok(),
     }
 }
 
-/// How many clusters `set` selects, counted by the server.
-async fn count_members(
-    client: &kube::Client,
+/// How many of `clusters` the set selects.
+pub(crate) fn count_members<'a>(
     set: &ManagedClusterSet,
-) -> Result<usize, HealthError> {
+    clusters: impl IntoIterator<Item = &'a ManagedCluster>,
+) -> usize {
     let Some(selector) = member_selector(set) else {
-        return Ok(0);
+        return 0;
     };
-    let api: Api<ManagedCluster> = Api::all(client.clone());
-    let mut params = ListParams::default();
-    if !selector.is_empty() {
-        params = params.labels(&selector);
-    }
-    let list = api
-        .list_metadata(&params)
-        .await
-        .map_err(|e| HealthError::kube(format!("list clusters of set {}", set.name_any()), e))?;
-    Ok(list.items.len())
+    clusters
+        .into_iter()
+        .filter(|c| selector.matches(c.labels()))
+        .count()
 }
 
 struct SetCtx {
     hub: Arc<HubContext>,
+    /// Every ManagedCluster, as the set controller's cluster watch has them: sets count their
+    /// members here rather than listing the clusters for each reconcile (at 10,000 joining
+    /// clusters every join changed membership, and each reconcile listed all of them).
+    clusters: Store<ManagedCluster>,
 }
 
 async fn reconcile_set(
@@ -357,7 +356,11 @@ async fn reconcile_set(
     if set.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let count = count_members(&ctx.hub.client, &set).await?;
+    // Count only once the cluster cache holds its first full list.
+    if ctx.clusters.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
+    let count = count_members(&set, ctx.clusters.state().iter().map(|c| &**c));
     let conditions = set
         .status
         .as_ref()
@@ -390,28 +393,38 @@ async fn run_set_status(ctx: Arc<HubContext>) {
     .with_config(kube::runtime::controller::Config::default().debounce(Duration::from_millis(200)));
     let sets: Store<ManagedClusterSet> = controller.store();
     let observer = Arc::new(ClusterLabels::default());
-    controller
-        .watches(
+    let (clusters, writer) = reflector::store();
+    let cluster_events = reflector(
+        writer,
+        watcher(
             Api::<ManagedCluster>::all(ctx.client.clone()),
             watcher::Config::default().any_semantic(),
-            move |cluster| {
-                let changed = observer.observe(&cluster);
-                let refs: Vec<ObjectRef<ManagedClusterSet>> = if changed {
-                    sets.state()
-                        .iter()
-                        .map(|s| ObjectRef::from_obj(&**s))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                refs
-            },
         )
+        .backoff_on_errors()
+        .modify(strip_managed_fields),
+    )
+    .touched_objects();
+    controller
+        .watches_stream(cluster_events, move |cluster| {
+            let changed = observer.observe(&cluster);
+            let refs: Vec<ObjectRef<ManagedClusterSet>> = if changed {
+                sets.state()
+                    .iter()
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            refs
+        })
         .reconcile_all_on(ticks(ctx.options.resync))
         .run(
             reconcile_set,
             set_error_policy,
-            Arc::new(SetCtx { hub: ctx.clone() }),
+            Arc::new(SetCtx {
+                hub: ctx.clone(),
+                clusters,
+            }),
         )
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -644,26 +657,42 @@ mod tests {
     }
 
     #[test]
-    fn member_selectors_for_the_server() {
+    fn members_are_counted_by_each_selector_type() {
+        let cluster = |name: &str, pairs: &[(&str, &str)]| {
+            let mut c = ManagedCluster::new(name, ManagedClusterSpec::default());
+            c.metadata.labels = Some(labels(pairs));
+            c
+        };
+        let clusters = [
+            cluster("a", &[(CLUSTER_SET, "dev"), ("env", "prod")]),
+            cluster("b", &[(CLUSTER_SET, "dev")]),
+            cluster("c", &[(CLUSTER_SET, "default"), ("env", "prod")]),
+        ];
+        assert_eq!(count_members(&set("dev", None), &clusters), 2);
+        assert_eq!(count_members(&set("other", None), &clusters), 0);
+        let by_label = |selector: Option<LabelSelector>| {
+            set(
+                "s",
+                Some(ManagedClusterSelector {
+                    selector_type: SelectorType::LabelSelector,
+                    label_selector: selector,
+                }),
+            )
+        };
         assert_eq!(
-            member_selector(&set("dev", None)).as_deref(),
-            Some("cluster.open-cluster-management.io/clusterset=dev")
+            count_members(&by_label(Some(LabelSelector::default())), &clusters),
+            3,
+            "an empty selector selects every cluster"
         );
-        let everything = set(
-            "global",
-            Some(ManagedClusterSelector {
-                selector_type: SelectorType::LabelSelector,
-                label_selector: Some(LabelSelector::default()),
-            }),
+        let prod = LabelSelector {
+            match_labels: Some(labels(&[("env", "prod")])),
+            ..LabelSelector::default()
+        };
+        assert_eq!(count_members(&by_label(Some(prod)), &clusters), 2);
+        assert_eq!(
+            count_members(&by_label(None), &clusters),
+            0,
+            "no selector selects nothing"
         );
-        assert_eq!(member_selector(&everything).as_deref(), Some(""));
-        let nothing = set(
-            "none",
-            Some(ManagedClusterSelector {
-                selector_type: SelectorType::LabelSelector,
-                label_selector: None,
-            }),
-        );
-        assert_eq!(member_selector(&nothing), None);
     }
 }

@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use ocm_api::cluster::names::conditions::{AVAILABLE, HUB_ACCEPTED, JOINED};
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::find_condition;
 use ocm_runtime::metrics::ControllerMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -143,7 +144,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
     let family = family(&ctx.metrics);
     let api: Api<ManagedCluster> = Api::all(ctx.client.clone());
     let mut events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
+        .backoff_on_errors()
         .boxed();
     let mut tally = Tally::default();
     let mut relisting: Option<Tally> = None;

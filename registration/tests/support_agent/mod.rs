@@ -30,6 +30,7 @@ use ocm_registration::agent::{
     Agent, AgentError, AgentOptions, AgentProgress, BOOTSTRAP_KUBECONFIG_SECRET,
     DEFAULT_AGENT_NAMESPACE,
 };
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo, render};
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
@@ -495,7 +496,7 @@ impl Bench {
             let (reader, writer) = reflector::store();
             let mut events = std::pin::pin!(
                 watcher(api.clone(), watcher::Config::default().labels(&selector))
-                    .default_backoff()
+                    .backoff_on_errors()
                     .reflect(writer)
                     .touched_objects()
             );
@@ -678,7 +679,7 @@ where
     let (reader, writer) = reflector::store();
     let mut events = std::pin::pin!(
         watcher(api.clone(), config)
-            .default_backoff()
+            .backoff_on_errors()
             .reflect(writer)
             .touched_objects()
     );

@@ -8,6 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use super::WorkAgentOptions;
@@ -56,7 +57,7 @@ pub(crate) async fn run_with_hub_credentials(
         .fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"))
         .any_semantic();
     let mut stream = watcher(secrets, config)
-        .default_backoff()
+        .backoff_on_errors()
         .touched_objects()
         .boxed();
     let mut current: Option<(Credentials, Shutdown)> = None;
