@@ -12,9 +12,7 @@ use serde_json::Value;
 use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::ops::{Ctx, Target as OpsTarget};
-use crate::rbac::{
-    Attributes, Forbidden, LivePolicy, Policy, PolicyError, RBAC_GROUP, request_attributes,
-};
+use crate::rbac::{Attributes, Forbidden, LivePolicy, Policy, PolicyError, RBAC_GROUP};
 use crate::server::Inner;
 use crate::storage::{Bucket, Event, EventKind, Revision};
 
@@ -168,20 +166,21 @@ pub(crate) fn check(inner: &Inner, cluster: &str, attrs: &Attributes) -> Result<
     }
 }
 
-/// Authorizes a request of `identity` (path without the cluster prefix).
+/// Authorizes a request whose attributes were read from its path (`attrs.user` is ignored:
+/// the request is `identity`'s).
 pub(crate) fn authorize(
     inner: &Inner,
     cluster: &str,
     identity: &Identity,
-    method: &str,
-    path: &str,
-    query: Option<&str>,
+    attrs: &Attributes,
 ) -> Result<(), ApiError> {
     if identity.is_master() {
         return Ok(());
     }
-    let decoded = crate::request::percent_decode(path);
-    let attrs = request_attributes(identity.clone(), method, &decoded, query);
+    let attrs = Attributes {
+        user: identity.clone(),
+        ..attrs.clone()
+    };
     check(inner, cluster, &attrs)
 }
 

@@ -153,13 +153,24 @@ where
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().map(str::to_owned);
+    let (path_cluster, cluster_path) = match split_cluster(&path) {
+        Some((cluster, rest)) => (Some(cluster), rest),
+        None => (None, path.as_str()),
+    };
+    // What the request addresses, read once: authorization, the long-running check and the
+    // request counter all use it.
+    let attrs = crate::rbac::request_attributes(
+        Identity::system(),
+        method.as_str(),
+        &crate::request::percent_decode(cluster_path),
+        query.as_deref(),
+    );
     // Only the default cluster's requests are counted: logical clusters are other clusters.
-    let counted_path = match split_cluster(&path) {
-        Some((cluster, rest)) => (cluster == DEFAULT_CLUSTER).then(|| rest.to_owned()),
+    let counted = match path_cluster {
+        Some(cluster) => cluster == DEFAULT_CLUSTER,
         None => fixed_cluster
             .as_deref()
-            .is_none_or(|c| c == DEFAULT_CLUSTER)
-            .then(|| path.clone()),
+            .is_none_or(|c| c == DEFAULT_CLUSTER),
     };
     let content_type = req
         .headers()
@@ -177,23 +188,19 @@ where
         inner.in_flight.fetch_sub(1, Ordering::Relaxed);
         Reply::error(&ApiError::too_many_requests())
     } else if is_watch {
-        route(&inner, fixed_cluster, req)
+        route(&inner, fixed_cluster, &attrs, req)
             .await
             .unwrap_or_else(|err| Reply::error(&err))
     } else {
         let _guard = InFlight(&inner);
-        route(&inner, fixed_cluster, req)
+        route(&inner, fixed_cluster, &attrs, req)
             .await
             .unwrap_or_else(|err| Reply::error(&err))
     };
     tracing::debug!(%method, path, status = reply.status.as_u16(), "request");
-    if let Some(counted_path) = counted_path {
-        let kind = crate::metrics::RequestKind::of(
-            method.as_str(),
-            &counted_path,
-            query.as_deref(),
-            &content_type,
-        );
+    if counted {
+        let kind =
+            crate::metrics::RequestKind::of(&attrs, cluster_path, query.as_deref(), &content_type);
         inner.metrics.count(kind, reply.status);
     }
     into_response(reply, method == Method::HEAD)
@@ -253,8 +260,7 @@ fn valid_cluster_name(name: &str) -> bool {
 
 /// kube's `BasicLongRunningRequestCheck`: watch and proxy verbs, and the attach, exec, log,
 /// portforward and proxy subresources.
-fn long_running(method: &str, path: &str, query: Option<&str>) -> bool {
-    let attrs = crate::rbac::request_attributes(Identity::system(), method, path, query);
+fn long_running(attrs: &crate::rbac::Attributes) -> bool {
     matches!(attrs.verb.as_str(), "watch" | "proxy")
         || matches!(&attrs.target, crate::rbac::Target::Resource(r)
             if matches!(r.subresource.as_str(), "attach" | "exec" | "log" | "portforward" | "proxy"))
@@ -286,6 +292,7 @@ where
 async fn route<B>(
     inner: &Arc<Inner>,
     fixed_cluster: Option<String>,
+    attrs: &crate::rbac::Attributes,
     req: Request<B>,
 ) -> Result<Reply, ApiError>
 where
@@ -306,7 +313,7 @@ where
     }
     let query = Query::parse(parts.uri.query());
     if let Some(message) = crate::request::invalid_timeout(&query)
-        && !long_running(parts.method.as_str(), &path, parts.uri.query())
+        && !long_running(attrs)
     {
         return Err(ApiError::bad_request(message));
     }
@@ -327,14 +334,7 @@ where
     if unknown && (!inner.config.auto_create_clusters || !identity.is_master()) {
         return Err(ApiError::route_not_found());
     }
-    crate::authz::authorize(
-        inner,
-        &cluster,
-        &identity,
-        parts.method.as_str(),
-        &path,
-        parts.uri.query(),
-    )?;
+    crate::authz::authorize(inner, &cluster, &identity, attrs)?;
     if unknown {
         inner.ensure_cluster(&cluster).await?;
     }

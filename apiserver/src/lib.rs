@@ -32,7 +32,7 @@ mod handlers;
 pub mod health;
 pub mod http;
 pub mod meta;
-mod metrics;
+pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod patch;

@@ -10,8 +10,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::auth::Identity;
-use crate::rbac::Target;
+use crate::rbac::{Attributes, Target};
 
 /// The labels of `apiserver_request_total`, as kube-apiserver names them.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -67,11 +66,29 @@ pub(crate) struct RequestKind {
 impl RequestKind {
     /// Classifies a request from its method, path (without a `/clusters/{name}` prefix), query
     /// and content type.
-    pub(crate) fn of(method: &str, path: &str, query: Option<&str>, content_type: &str) -> Self {
-        let attrs = crate::rbac::request_attributes(Identity::system(), method, path, query);
-        let Target::Resource(target) = attrs.target else {
+    #[cfg(test)]
+    pub(crate) fn classify(
+        method: &str,
+        path: &str,
+        query: Option<&str>,
+        content_type: &str,
+    ) -> Self {
+        let attrs =
+            crate::rbac::request_attributes(crate::auth::Identity::system(), method, path, query);
+        RequestKind::of(&attrs, path, query, content_type)
+    }
+
+    /// Classifies a request from the attributes read from its path, the path itself (without a
+    /// `/clusters/{name}` prefix), query and content type.
+    pub(crate) fn of(
+        attrs: &Attributes,
+        path: &str,
+        query: Option<&str>,
+        content_type: &str,
+    ) -> Self {
+        let Target::Resource(target) = &attrs.target else {
             return RequestKind {
-                verb: method.to_owned(),
+                verb: attrs.verb.to_uppercase(),
                 ..RequestKind::default()
             };
         };
@@ -99,10 +116,10 @@ impl RequestKind {
         });
         RequestKind {
             verb,
-            group: target.group,
+            group: target.group.clone(),
             version,
-            resource: target.resource,
-            subresource: target.subresource,
+            resource: target.resource.clone(),
+            subresource: target.subresource.clone(),
             scope: scope.to_owned(),
             dry_run,
         }
@@ -140,12 +157,81 @@ impl Metrics {
     }
 }
 
+/// One `apiserver_request_total` sample read back from a `/metrics` document.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestCount {
+    /// The sample's labels, by name (`verb`, `resource`, `scope`, `code`, …).
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// How many requests had those labels.
+    pub value: u64,
+}
+
+impl RequestCount {
+    /// The value of one label, empty when the sample lacks it.
+    pub fn label(&self, name: &str) -> &str {
+        self.labels.get(name).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// Reads every `apiserver_request_total` sample of a Prometheus text document (ours or
+/// kube-apiserver's); other metrics and malformed lines are skipped.
+pub fn request_counts(text: &str) -> Vec<RequestCount> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("apiserver_request_total{")?;
+            let (labels, value) = rest.rsplit_once('}')?;
+            let value = value.split_whitespace().next()?.parse::<f64>().ok()?;
+            Some(RequestCount {
+                labels: parse_labels(labels),
+                value: value as u64,
+            })
+        })
+        .collect()
+}
+
+/// Sums the samples of a `/metrics` document that `keep` accepts.
+pub fn sum_requests(text: &str, keep: impl Fn(&RequestCount) -> bool) -> u64 {
+    request_counts(text)
+        .iter()
+        .filter(|c| keep(c))
+        .map(|c| c.value)
+        .sum()
+}
+
+/// `name="value",…` with the text format's escapes (`\\`, `\"`, `\n`).
+fn parse_labels(text: &str) -> std::collections::BTreeMap<String, String> {
+    let mut labels = std::collections::BTreeMap::new();
+    let mut rest = text;
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => {}
+                },
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                other => value.push(other),
+            }
+        }
+        labels.insert(name.trim_start_matches(',').trim().to_owned(), value);
+        rest = &after[end..];
+    }
+    labels
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn verb(method: &str, path: &str, query: Option<&str>, content_type: &str) -> String {
-        RequestKind::of(method, path, query, content_type).verb
+        RequestKind::classify(method, path, query, content_type).verb
     }
 
     #[test]
@@ -190,7 +276,7 @@ mod tests {
 
     #[test]
     fn labels_name_the_resource_and_scope() {
-        let kind = RequestKind::of(
+        let kind = RequestKind::classify(
             "GET",
             "/apis/work.open-cluster-management.io/v1/namespaces/c1/manifestworks/w/status",
             Some("dryRun=All"),
@@ -203,7 +289,7 @@ mod tests {
         assert_eq!(kind.scope, "resource");
         assert!(kind.dry_run);
         assert_eq!(
-            RequestKind::of("GET", "/api/v1/nodes", None, "").scope,
+            RequestKind::classify("GET", "/api/v1/nodes", None, "").scope,
             "cluster"
         );
     }
@@ -212,7 +298,7 @@ mod tests {
     fn the_document_has_kubes_metric_name() {
         let metrics = Metrics::default();
         metrics.count(
-            RequestKind::of("GET", "/api/v1/namespaces/a/configmaps", None, ""),
+            RequestKind::classify("GET", "/api/v1/namespaces/a/configmaps", None, ""),
             StatusCode::OK,
         );
         let text = metrics.render();
@@ -225,5 +311,38 @@ mod tests {
                     && l.ends_with(" 1")),
             "{text}"
         );
+    }
+    #[test]
+    fn samples_read_back_with_their_labels() {
+        let metrics = Metrics::default();
+        let list = || RequestKind::classify("GET", "/api/v1/namespaces/a/configmaps", None, "");
+        metrics.count(list(), StatusCode::OK);
+        metrics.count(list(), StatusCode::OK);
+        metrics.count(
+            RequestKind::classify("GET", "/api/v1/namespaces/a/configmaps/x", None, ""),
+            StatusCode::NOT_FOUND,
+        );
+        let counts = request_counts(&metrics.render());
+        assert_eq!(counts.len(), 2, "{counts:?}");
+        let listed = sum_requests(&metrics.render(), |c| {
+            c.label("verb") == "LIST" && c.label("scope") == "namespace"
+        });
+        assert_eq!(listed, 2);
+        let missing = sum_requests(&metrics.render(), |c| c.label("code") == "404");
+        assert_eq!(missing, 1);
+    }
+
+    #[test]
+    fn label_values_keep_escaped_quotes_and_commas() {
+        let text = "# TYPE apiserver_request_total counter\n\
+                    apiserver_request_total{verb=\"GET\",resource=\"a\\\"b,c\",code=\"200\"} 7\n\
+                    apiserver_request_total{broken 3\n\
+                    other_total{verb=\"GET\"} 9\n";
+        let counts = request_counts(text);
+        assert_eq!(counts.len(), 1, "{counts:?}");
+        assert_eq!(counts[0].label("resource"), "a\"b,c");
+        assert_eq!(counts[0].label("code"), "200");
+        assert_eq!(counts[0].label("absent"), "");
+        assert_eq!(counts[0].value, 7);
     }
 }

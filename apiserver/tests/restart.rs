@@ -112,16 +112,9 @@ async fn a_watch_and_a_paged_list_from_before_a_restart_resume_after_it() {
 
 /// The value of `apiserver_request_total` for a verb, resource and code (0 when absent).
 fn requests(metrics: &str, verb: &str, resource: &str, code: &str) -> u64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
-        .filter(|l| {
-            l.contains(&format!("verb=\"{verb}\""))
-                && l.contains(&format!("resource=\"{resource}\""))
-                && l.contains(&format!("code=\"{code}\""))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
+    ocm_apiserver::metrics::sum_requests(metrics, |c| {
+        c.label("verb") == verb && c.label("resource") == resource && c.label("code") == code
+    })
 }
 
 #[tokio::test]

@@ -973,16 +973,11 @@ async fn namespaced_requests(hub: &ocm::embedded::EmbeddedHub, verb: &str, resou
         .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
         .await
         .unwrap();
-    metrics
-        .lines()
-        .filter(|l| {
-            l.starts_with("apiserver_request_total{")
-                && l.contains(&format!("verb=\"{verb}\""))
-                && l.contains(&format!("resource=\"{resource}\""))
-                && l.contains("scope=\"namespace\"")
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
+    ocm_apiserver::metrics::sum_requests(&metrics, |c| {
+        c.label("verb") == verb
+            && c.label("resource") == resource
+            && c.label("scope") == "namespace"
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

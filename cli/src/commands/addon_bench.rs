@@ -22,12 +22,12 @@ use ocm_addon_framework::manager::AddonManager;
 use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_registration::hub::HubOptions;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
-use super::bench::process_usage;
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use super::bench::{BenchHub, process_usage, start_bench_hub};
+use crate::embedded::EmbeddedHubOptions;
 
 /// Flags of `ocm bench addons`.
 #[derive(Debug, Args)]
@@ -104,21 +104,13 @@ impl AgentAddon for BenchAddon {
 /// Runs the benchmark.
 pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-addons-{}", std::process::id()));
-    let token = crate::bootstrap::BootstrapToken::generate()?;
-    let hub = EmbeddedHub::start(EmbeddedHubOptions {
+    let BenchHub { hub, bootstrap, .. } = start_bench_hub(EmbeddedHubOptions {
         memory: true,
-        listen: ([127, 0, 0, 1], 0).into(),
-        hub: HubOptions {
-            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
-            ..HubOptions::default()
-        },
         extra_controllers: super::hub::addon_controllers(),
         ..EmbeddedHubOptions::new(&dir)
     })
     .await?;
     let admin = hub.admin_client();
-    crate::bootstrap::init_with_token(&admin, &token, None).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
     let names: Vec<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
     println!(
         "ocm bench addons: {} addons x {} clusters, status sync {} s, hub {}",
@@ -129,19 +121,14 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let status_sync = Duration::from_secs(args.status_sync_seconds);
     let mut fleet = Vec::new();
     if args.fleet_process {
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join("bootstrap.kubeconfig");
-        std::fs::write(&path, &bootstrap)?;
-        fleet = super::fleet_bench::FleetProcess::start_all(&path, names.len(), Some(status_sync))
-            .await?;
-        let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-        let waiting = names.clone();
-        let waiter =
-            tokio::spawn(async move { super::demo::wait_all_available(&clusters, &waiting).await });
-        for process in &mut fleet {
-            process.go().await?;
-        }
-        waiter.await.context("waiting for the fleet")??;
+        fleet = super::fleet_bench::FleetProcess::join_all(
+            &admin,
+            &dir,
+            &bootstrap,
+            names.len(),
+            Some(status_sync),
+        )
+        .await?;
     } else {
         let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
         super::fleet_bench::start_work_agents(&spokes, status_sync, &shutdown);
@@ -322,7 +309,7 @@ async fn watch_addons(
         Api::<ManagedClusterAddOn>::all(admin),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff_on_errors()
     .applied_objects()
     .boxed();
     let mut tick = tokio::time::interval(Duration::from_secs(5));

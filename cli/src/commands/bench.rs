@@ -15,7 +15,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{Agent, AgentOptions};
-use ocm_registration::hub::HubOptions;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
@@ -253,27 +253,52 @@ pub(crate) fn start_agents(
         .collect()
 }
 
-async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("ocm-bench-{}", std::process::id()));
+/// A hub for benchmarks: it auto-approves the clusters of one bootstrap token.
+pub(crate) struct BenchHub {
+    /// The running hub.
+    pub hub: EmbeddedHub,
+    /// The options it runs with (its address filled in), to start it again on the same data.
+    pub options: EmbeddedHubOptions,
+    /// The bootstrap kubeconfig simulated clusters join with.
+    pub bootstrap: String,
+}
+
+/// Starts an embedded hub on a loopback port that auto-approves a new bootstrap token's
+/// clusters, and sets the token up on it.
+pub(crate) async fn start_bench_hub(mut options: EmbeddedHubOptions) -> anyhow::Result<BenchHub> {
     let token = crate::bootstrap::BootstrapToken::generate()?;
-    let mut options = EmbeddedHubOptions {
-        memory: !(args.durable || args.restart),
-        listen: ([127, 0, 0, 1], 0).into(),
-        hub: HubOptions {
-            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
-            ..HubOptions::default()
-        },
-        ..EmbeddedHubOptions::new(&dir)
-    };
+    options.listen = ([127, 0, 0, 1], 0).into();
+    options
+        .hub
+        .auto_approved_users
+        .push(format!("system:bootstrap:{}", token.id));
     let hub = EmbeddedHub::start(options.clone()).await?;
     options.listen = hub
         .url
         .trim_start_matches("https://")
         .parse()
         .context("the hub's address")?;
-    let admin = hub.admin_client();
-    crate::bootstrap::init_with_token(&admin, &token, None).await?;
+    crate::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
     let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    Ok(BenchHub {
+        hub,
+        options,
+        bootstrap,
+    })
+}
+
+async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("ocm-bench-{}", std::process::id()));
+    let BenchHub {
+        hub,
+        options,
+        bootstrap,
+    } = start_bench_hub(EmbeddedHubOptions {
+        memory: !(args.durable || args.restart),
+        ..EmbeddedHubOptions::new(&dir)
+    })
+    .await?;
+    let admin = hub.admin_client();
     let (rss_start, _) = process_usage();
     println!(
         "ocm bench registration: {} clusters, {} s leases, hub {}",
@@ -291,7 +316,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         let mut patched = BTreeSet::new();
         let mut seen: std::collections::BTreeMap<String, (bool, bool)> = Default::default();
         let mut stream = watcher(watch_clusters.clone(), watcher::Config::default())
-            .default_backoff()
+            .backoff_on_errors()
             .applied_objects()
             .boxed();
         let mut tick = tokio::time::interval(Duration::from_secs(10));

@@ -131,6 +131,32 @@ impl FleetProcess {
             .collect()
     }
 
+    /// Joins clusters `bench-1` … `bench-<clusters>` to the hub from fleet processes: writes
+    /// the bootstrap kubeconfig under `dir`, starts the processes, lets them go and returns
+    /// once every cluster is Available.
+    pub async fn join_all(
+        admin: &kube::Client,
+        dir: &std::path::Path,
+        bootstrap: &str,
+        clusters: usize,
+        work_status_sync: Option<std::time::Duration>,
+    ) -> anyhow::Result<Vec<Self>> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("bootstrap.kubeconfig");
+        std::fs::write(&path, bootstrap)?;
+        let mut fleet = Self::start_all(&path, clusters, work_status_sync).await?;
+        let managed: kube::Api<ocm_api::cluster::v1::ManagedCluster> =
+            kube::Api::all(admin.clone());
+        let names: Vec<String> = (1..=clusters).map(|i| format!("bench-{i}")).collect();
+        let waiter =
+            tokio::spawn(async move { super::demo::wait_all_available(&managed, &names).await });
+        for process in &mut fleet {
+            process.go().await?;
+        }
+        waiter.await.context("waiting for the fleet")??;
+        Ok(fleet)
+    }
+
     /// Starts `ocm bench fleet` for clusters `first` … `first + clusters - 1` and waits until
     /// they are prepared.
     pub async fn start(

@@ -13,6 +13,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::backoff::WatchBackoffExt;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
@@ -59,7 +60,7 @@ async fn all_leases_renewed(
     // Cluster-wide and unfiltered, so that this watch's own list is not an agent's.
     let leases: Api<Lease> = Api::all(hub.admin_client());
     let mut stream = watcher(leases, watcher::Config::default())
-        .default_backoff()
+        .backoff_on_errors()
         .applied_objects()
         .boxed();
     let mut renewed = BTreeSet::new();
@@ -131,28 +132,13 @@ async fn print_requests(hub: &EmbeddedHub, clusters: usize) -> anyhow::Result<()
 /// `apiserver_request_total` summed by (verb, resource) for `LIST` and `WATCH`.
 fn request_counts(metrics: &str) -> BTreeMap<(String, String), u64> {
     let mut counts = BTreeMap::new();
-    for line in metrics.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_owned())
-                .unwrap_or_default()
-        };
-        let verb = label("verb");
-        if verb != "LIST" && verb != "WATCH" {
-            continue;
+    for sample in ocm_apiserver::metrics::request_counts(metrics) {
+        let verb = sample.label("verb");
+        if verb == "LIST" || verb == "WATCH" {
+            *counts
+                .entry((verb.to_owned(), sample.label("resource").to_owned()))
+                .or_default() += sample.value;
         }
-        let Ok(value) = value.trim().parse::<u64>() else {
-            continue;
-        };
-        *counts.entry((verb, label("resource"))).or_default() += value;
     }
     counts
 }

@@ -22,11 +22,10 @@ use kube::runtime::wait::{await_condition, conditions::is_deleted};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::Placement;
 use ocm_api::work::v1::ManifestWork;
-use ocm_registration::hub::HubOptions;
 use serde_json::json;
 
-use super::bench::{process_usage, rss_of};
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use super::bench::{BenchHub, process_usage, rss_of, start_bench_hub};
+use crate::embedded::EmbeddedHubOptions;
 
 /// Namespace of the soak's placements.
 const NS: &str = "soak";
@@ -82,20 +81,12 @@ pub async fn bench(args: BenchSoakArgs) -> anyhow::Result<()> {
         "--minutes must be more than --warmup-minutes"
     );
     let dir = std::env::temp_dir().join(format!("ocm-bench-soak-{}", std::process::id()));
-    let token = crate::bootstrap::BootstrapToken::generate()?;
-    let hub = EmbeddedHub::start(EmbeddedHubOptions {
-        listen: ([127, 0, 0, 1], 0).into(),
-        hub: HubOptions {
-            auto_approved_users: vec![format!("system:bootstrap:{}", token.id)],
-            ..HubOptions::default()
-        },
+    let BenchHub { hub, bootstrap, .. } = start_bench_hub(EmbeddedHubOptions {
         extra_controllers: super::hub::addon_controllers(),
         ..EmbeddedHubOptions::new(&dir)
     })
     .await?;
     let admin = hub.admin_client();
-    crate::bootstrap::init_with_token(&admin, &token, None).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
     let names: Vec<String> = (1..=args.clusters).map(|i| format!("bench-{i}")).collect();
     println!(
         "ocm bench soak: {} clusters, {} min ({} warm-up), {} s leases, {} works per cluster, {} placements, hub {} (durable)",
@@ -108,23 +99,15 @@ pub async fn bench(args: BenchSoakArgs) -> anyhow::Result<()> {
         hub.url
     );
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("bootstrap.kubeconfig");
-    std::fs::write(&path, &bootstrap)?;
     let joining = Instant::now();
-    let mut fleet = super::fleet_bench::FleetProcess::start_all(
-        &path,
+    let fleet = super::fleet_bench::FleetProcess::join_all(
+        &admin,
+        &dir,
+        &bootstrap,
         names.len(),
         Some(Duration::from_secs(args.status_sync_seconds)),
     )
     .await?;
-    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-    let waiting = names.clone();
-    let waiter =
-        tokio::spawn(async move { super::demo::wait_all_available(&clusters, &waiting).await });
-    for process in &mut fleet {
-        process.go().await?;
-    }
-    waiter.await.context("waiting for the fleet")??;
     println!(
         "  {} clusters joined in {:.1} s (clusters and agents in other processes)",
         names.len(),
@@ -216,11 +199,9 @@ async fn server_errors(admin: &kube::Client) -> anyhow::Result<u64> {
     let metrics = admin
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await?;
-    Ok(metrics
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains("code=\"5"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum())
+    Ok(ocm_apiserver::metrics::sum_requests(&metrics, |c| {
+        c.label("code").starts_with('5')
+    }))
 }
 
 /// Makes the churn.
