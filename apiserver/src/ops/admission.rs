@@ -129,6 +129,13 @@ pub(crate) fn normalize(
         if let Some(mutating) = webhook_configuration(kind) {
             crate::webhook::apply_defaults(obj, mutating);
         }
+        match kind {
+            BuiltinKind::ValidatingAdmissionPolicy => crate::policy::apply_policy_defaults(obj),
+            BuiltinKind::ValidatingAdmissionPolicyBinding => {
+                crate::policy::apply_binding_defaults(obj)
+            }
+            _ => {}
+        }
         // Metadata went through the typed ObjectMeta too; drop what Go omits.
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
@@ -503,6 +510,15 @@ pub(crate) fn validate(
     }
     if let Some(mutating) = ctx.res.builtin().and_then(webhook_configuration) {
         causes.extend(crate::webhook::validate_configuration(obj, mutating));
+    }
+    match (ctx.res.builtin(), target) {
+        (Some(BuiltinKind::ValidatingAdmissionPolicy), Target::Main) => {
+            causes.extend(crate::policy::validate_policy(obj));
+        }
+        (Some(BuiltinKind::ValidatingAdmissionPolicyBinding), _) => {
+            causes.extend(crate::policy::validate_binding(obj));
+        }
+        _ => {}
     }
     match (ctx.res.builtin(), old) {
         (Some(BuiltinKind::ConfigMap), None) => {
