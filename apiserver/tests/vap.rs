@@ -630,6 +630,90 @@ async fn a_binding_to_a_missing_policy_has_no_effect() {
 }
 
 #[tokio::test]
+async fn writers_must_be_able_to_read_the_params() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let server = TlsServer::start().await;
+    let admin = server.client().await;
+    // bob may manage policies and bindings, but read no ConfigMaps.
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "policy-author"},
+        "rules": [{"apiGroups": ["admissionregistration.k8s.io"], "verbs": ["*"],
+                   "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let grant: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "bob-policy-author"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "policy-author"},
+        "subjects": [{"kind": "User", "name": "bob"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &grant)
+        .await
+        .unwrap();
+    let bob = kube::Client::new(
+        server.server.service_as(ocm_apiserver::Identity {
+            user: "bob".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }),
+        "default",
+    );
+    let with_params = policy(
+        "with-params",
+        json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": [{"expression": "true"}]}),
+    );
+    let (code, reason, message) = status_of(
+        Api::<ValidatingAdmissionPolicy>::all(bob.clone())
+            .create(&PostParams::default(), &with_params)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"with-params\" is invalid: spec.paramKind: Forbidden: user &{bob  [system:authenticated] map[]} must have \"get\" permission on all objects of the referenced paramKind (kind=ConfigMap, apiVersion=v1)"
+    );
+    // Written by an admin, the policy can be bound by bob only without a paramRef.
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&PostParams::default(), &with_params)
+        .await
+        .unwrap();
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(bob.clone());
+    let (code, _, message) = status_of(
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding(
+                    "with-params",
+                    json!({"policyName": "with-params", "validationActions": ["Deny"], "paramRef": {"name": "limits"}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("spec.paramRef: Forbidden: user &{bob  [system:authenticated] map[]} does not have \"get\" permission on the object referenced by paramRef"),
+        "{message}"
+    );
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "plain",
+                json!({"policyName": "with-params", "validationActions": ["Deny"]}),
+            ),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
 async fn kubectl_shows_the_denial() {
     if !kubectl::available() {
         return;

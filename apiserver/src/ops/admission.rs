@@ -545,10 +545,73 @@ pub(crate) fn validate(
             .extend(crate::validation::finalizer_warnings(obj, old));
     }
     if causes.is_empty() {
+        // A well-formed policy or binding is also checked for read access to its params.
+        causes.extend(param_access(ctx, obj, old, target));
+    }
+    if causes.is_empty() {
         return Ok(());
     }
     let name = meta::meta_str(obj, "name").to_owned();
     Err(validation_error(ctx, &name, causes))
+}
+
+/// kube's check that the writer of a ValidatingAdmissionPolicy (`paramKind`) or of a binding
+/// (`paramRef`) may read the params (see [`crate::policy::authz`]).
+fn param_access(
+    ctx: &Ctx,
+    obj: &Value,
+    old: Option<&Value>,
+    target: &Target,
+) -> Option<crate::validation::Cause> {
+    use crate::policy::spec::ParamKind;
+    let kind = ctx.res.builtin()?;
+    let resolve = |k: &ParamKind| {
+        ctx.inner
+            .registry
+            .lookup_kind(&ctx.cluster, k.group(), &k.kind)
+            .filter(|r| r.version(k.version()).is_some())
+            .map(|r| r.plural.clone())
+    };
+    let allowed = |t: &crate::rbac::ResourceAttributes| {
+        crate::authz::policy(&ctx.inner, &ctx.cluster)
+            .authorize(&crate::rbac::Attributes {
+                user: ctx.identity.clone(),
+                verb: "get".to_owned(),
+                target: crate::rbac::Target::Resource(t.clone()),
+            })
+            .allowed
+    };
+    match (kind, target) {
+        (BuiltinKind::ValidatingAdmissionPolicy, Target::Main) => {
+            crate::policy::authz::check_policy(obj, old, &ctx.identity, &resolve, &allowed)
+        }
+        (BuiltinKind::ValidatingAdmissionPolicyBinding, _) => {
+            let policy_name = obj
+                .pointer("/spec/policyName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let key = crate::storage::ObjectKey::new(
+                crate::storage::Bucket::new(&ctx.cluster, crate::policy::admit::POLICIES),
+                "",
+                policy_name,
+            );
+            let policy_kind = ctx
+                .inner
+                .store
+                .get(&key)
+                .and_then(|o| serde_json::from_slice::<Value>(&o.value).ok())
+                .and_then(|p| ParamKind::of_policy(&p));
+            crate::policy::authz::check_binding(
+                obj,
+                old,
+                policy_kind.as_ref(),
+                &ctx.identity,
+                &resolve,
+                &allowed,
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Records the write in `metadata.managedFields` for the request's field manager.

@@ -8,6 +8,7 @@
 //!   `validations`, messages and `failurePolicy` (pure).
 //! - [`admit`]: the cached policies of a logical cluster and the run of a write (matching
 //!   with [`crate::webhook::matching`], params, validation actions).
+//! - [`authz`]: who may name a `paramKind` or `paramRef` (kube's read-access check).
 //! - [`status`]: what the server writes in a policy's `status`.
 //!
 //! A write meets the policies after object validation and before the validating webhooks, as
@@ -17,6 +18,7 @@
 //! and the stored version, and type checking reports no warnings.
 
 pub mod admit;
+pub mod authz;
 pub mod cel;
 pub mod evaluate;
 pub mod spec;

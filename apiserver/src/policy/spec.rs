@@ -124,6 +124,16 @@ pub struct ParamKind {
 }
 
 impl ParamKind {
+    /// The `spec.paramKind` of a policy object, if set.
+    pub fn of_policy(obj: &Value) -> Option<ParamKind> {
+        obj.pointer("/spec/paramKind")
+            .filter(|p| p.is_object())
+            .map(|p| ParamKind {
+                api_version: str_of(p, "apiVersion").to_owned(),
+                kind: str_of(p, "kind").to_owned(),
+            })
+    }
+
     /// The API group of `api_version`.
     pub fn group(&self) -> &str {
         self.api_version
@@ -233,13 +243,7 @@ impl Policy {
             } else {
                 FailurePolicy::Fail
             },
-            param_kind: spec
-                .get("paramKind")
-                .filter(|p| p.is_object())
-                .map(|p| ParamKind {
-                    api_version: str_of(p, "apiVersion").to_owned(),
-                    kind: str_of(p, "kind").to_owned(),
-                }),
+            param_kind: ParamKind::of_policy(&obj),
             match_constraints: spec
                 .get("matchConstraints")
                 .filter(|m| m.is_object())
