@@ -340,16 +340,16 @@ pub fn admit(
                     continue;
                 };
                 for failure in failures {
-                    if binding.actions.deny {
+                    if binding.actions.deny || failure.denies_always {
                         first.get_or_insert_with(|| deny(&failure.message, &failure.reason));
                     }
-                    if binding.actions.warn {
+                    if binding.actions.warn && !failure.denies_always {
                         warnings.push(format!(
                             "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
                             policy.name, binding.name, failure.message
                         ));
                     }
-                    if binding.actions.audit {
+                    if binding.actions.audit && !failure.denies_always {
                         tracing::info!(
                             policy = policy.name,
                             binding = binding.name,

@@ -30,6 +30,9 @@ pub struct Failure {
     pub message: String,
     /// The Status reason (`Invalid`, `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`).
     pub reason: String,
+    /// An audit annotation that could not be computed: it denies the request whatever the
+    /// binding's `validationActions` say.
+    pub denies_always: bool,
 }
 
 /// The result of evaluating a policy.
@@ -49,6 +52,55 @@ fn error_failure(message: String) -> Failure {
     Failure {
         message,
         reason: "Invalid".to_owned(),
+        denies_always: false,
+    }
+}
+
+/// The CEL type name of a value, as cel-go prints it.
+fn type_name(value: &cel::Value) -> &'static str {
+    match value {
+        cel::Value::List(_) => "list",
+        cel::Value::Map(_) => "map",
+        cel::Value::Int(_) => "int",
+        cel::Value::UInt(_) => "uint",
+        cel::Value::Float(_) => "double",
+        cel::Value::String(_) => "string",
+        cel::Value::Bytes(_) => "bytes",
+        cel::Value::Bool(_) => "bool",
+        cel::Value::Null => "null_type",
+        _ => "dyn",
+    }
+}
+
+/// Audit annotations publish nothing here (there is no audit log), but one that fails to
+/// evaluate under `failurePolicy: Fail`, or yields neither a string nor null, denies.
+fn audit_annotation_failures(policy: &Policy, act: &Activation, fail: bool) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    for annotation in &policy.audit_annotations {
+        let result = run(act, &annotation.program);
+        let message = match result {
+            Ok(cel::Value::String(_) | cel::Value::Null) => continue,
+            Ok(other) => format!(
+                "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                annotation.expression,
+                type_name(&other)
+            ),
+            Err(_) if !fail => continue,
+            Err(err) => resulted_in_error(&annotation.expression, &err),
+        };
+        failures.push(Failure {
+            denies_always: true,
+            ..error_failure(message)
+        });
+    }
+    failures
+}
+
+/// Evaluates a compiled expression (one that did not compile is an evaluation error).
+fn run(act: &Activation, program: &super::cel::CompiledExpression) -> Result<cel::Value, String> {
+    match program {
+        Ok(program) => act.eval(program),
+        Err(err) => Err(format!("compilation failed: {err}")),
     }
 }
 
@@ -61,10 +113,7 @@ fn resulted_in_error(expression: &str, err: &str) -> String {
 fn match_conditions(conditions: &[Named], act: &Activation) -> Result<bool, String> {
     let mut errors = Vec::new();
     for condition in conditions {
-        let result = match &condition.program {
-            Ok(program) => act.eval(program),
-            Err(err) => Err(format!("compilation failed: {err}")),
-        };
+        let result = run(act, &condition.program);
         match result {
             Ok(cel::Value::Bool(true)) => {}
             Ok(cel::Value::Bool(false)) => return Ok(false),
@@ -105,10 +154,7 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
     // uses it reports its error.
     let mut variable_errors: Vec<(String, String)> = Vec::new();
     for variable in &policy.variables {
-        let value = match &variable.program {
-            Ok(program) => act.eval(program),
-            Err(err) => Err(format!("compilation failed: {err}")),
-        };
+        let value = run(&act, &variable.program);
         match value {
             Ok(v) => act.add_variable(&variable.name, v),
             Err(err) => variable_errors.push((variable.name.clone(), err)),
@@ -128,10 +174,7 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
     };
     let mut failures = Vec::new();
     for validation in &policy.validations {
-        let result = match &validation.program {
-            Ok(program) => act.eval(program),
-            Err(err) => Err(format!("compilation failed: {err}")),
-        };
+        let result = run(&act, &validation.program);
         let passed = match result {
             Ok(cel::Value::Bool(b)) => b,
             Ok(_) => false,
@@ -164,8 +207,10 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
             } else {
                 validation.reason.clone()
             },
+            denies_always: false,
         });
     }
+    failures.extend(audit_annotation_failures(policy, &act, fail));
     Outcome::Evaluated(failures)
 }
 
@@ -227,13 +272,35 @@ mod tests {
             Outcome::Evaluated(vec![Failure {
                 message: "expression 'object.missing == 1' resulted in error: no such key: missing"
                     .into(),
-                reason: "Invalid".into()
+                reason: "Invalid".into(),
+                denies_always: false,
             }])
         );
         assert_eq!(
             run(&policy(spec("Ignore")), json!({}), Value::Null),
             Outcome::Evaluated(vec![])
         );
+    }
+
+    #[test]
+    fn audit_annotations_that_cannot_be_computed_deny() {
+        let p = policy(json!({"auditAnnotations": [
+            {"key": "a", "valueExpression": "'fine'"},
+            {"key": "b", "valueExpression": "1"},
+            {"key": "c", "valueExpression": "object.nope"},
+        ]}));
+        let Outcome::Evaluated(f) = run(&p, json!({}), Value::Null) else {
+            panic!("not evaluated");
+        };
+        let messages: Vec<&str> = f.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null.",
+                "expression 'object.nope' resulted in error: no such key: nope",
+            ]
+        );
+        assert!(f.iter().all(|f| f.denies_always));
     }
 
     #[test]

@@ -194,6 +194,8 @@ pub struct Policy {
     pub variables: Vec<Named>,
     /// `validations`.
     pub validations: Vec<Validation>,
+    /// `auditAnnotations`, as (key, `valueExpression`).
+    pub audit_annotations: Vec<Named>,
 }
 
 fn named(v: Option<&Value>) -> Vec<Named> {
@@ -251,6 +253,20 @@ impl Policy {
             match_conditions: named(spec.get("matchConditions")),
             variables: named(spec.get("variables")),
             validations,
+            audit_annotations: spec
+                .get("auditAnnotations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| {
+                    let expression = str_of(a, "valueExpression").trim().to_owned();
+                    Named {
+                        name: str_of(a, "key").to_owned(),
+                        program: compile(&expression),
+                        expression,
+                    }
+                })
+                .collect(),
         }
     }
 }
