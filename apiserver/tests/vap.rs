@@ -225,6 +225,25 @@ async fn deny_refuses_a_violating_configmap_and_allows_a_good_one() {
     );
     assert_eq!(code, 403);
 
+    // Admission configuration is exempt: a policy on every resource cannot lock itself in.
+    install(
+        &client,
+        serde_json::from_value(json!({"metadata": {"name": "nothing"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["*"], "apiGroups": ["*"],
+                                                    "apiVersions": ["*"], "resources": ["*"]}]},
+            "validations": [{"expression": "false"}]}}))
+        .unwrap(),
+        binding(
+            "nothing",
+            json!({"policyName": "nothing", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .delete("nothing", &Default::default())
+        .await
+        .unwrap();
+
     // Each logical cluster has its own policies.
     let c1 = server
         .client_for(&format!("{}/clusters/c1", server.url))

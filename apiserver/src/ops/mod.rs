@@ -758,6 +758,9 @@ impl Ctx {
         old: Option<&Value>,
         delete: Option<&DeleteOptions>,
     ) -> Result<(), ApiError> {
+        if crate::webhook::matching::is_exempt_configuration(&self.res.group, &self.res.kind) {
+            return Ok(());
+        }
         let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
         let hooks = match phase {
             Phase::Mutating => webhooks.mutating,

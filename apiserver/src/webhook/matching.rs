@@ -34,6 +34,20 @@ impl RequestAttributes<'_> {
     }
 }
 
+/// Whether writes of this kind never reach admission webhooks or policies: kube-apiserver
+/// exempts its admission configuration objects, so a broken webhook or policy cannot lock
+/// itself in.
+pub fn is_exempt_configuration(group: &str, kind: &str) -> bool {
+    group == "admissionregistration.k8s.io"
+        && matches!(
+            kind,
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+        )
+}
+
 fn listed(values: &[String], want: &str) -> bool {
     values.iter().any(|v| v == "*" || v == want)
 }
@@ -274,6 +288,24 @@ mod tests {
         assert!(rules_match(
             &namespaced.rules,
             &attrs("CREATE", "widgets", "", "ns")
+        ));
+    }
+
+    #[test]
+    fn admission_configuration_is_exempt() {
+        let group = "admissionregistration.k8s.io";
+        assert!(is_exempt_configuration(
+            group,
+            "ValidatingAdmissionPolicyBinding"
+        ));
+        assert!(is_exempt_configuration(
+            group,
+            "MutatingWebhookConfiguration"
+        ));
+        assert!(!is_exempt_configuration(group, "Other"));
+        assert!(!is_exempt_configuration(
+            "",
+            "ValidatingWebhookConfiguration"
         ));
     }
 
