@@ -565,6 +565,31 @@ async fn evaluation_errors_follow_the_failure_policy() {
     // A false result is still a denial under Ignore.
     let (code, _, _) = refused(&client, "default", &cm("b", json!({"mode": "off"}))).await;
     assert_eq!(code, 422);
+    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .delete("strict", &Default::default())
+        .await
+        .unwrap();
+
+    // A paramKind that is not served is a configuration error, under Fail a denial.
+    install(
+        &client,
+        policy(
+            "unknown-params",
+            json!({"paramKind": {"apiVersion": "example.com/v1", "kind": "Missing"},
+                   "validations": [{"expression": "true"}]}),
+        ),
+        binding(
+            "unknown-params",
+            json!({"policyName": "unknown-params", "validationActions": ["Deny"], "paramRef": {"name": "x"}}),
+        ),
+    )
+    .await;
+    let (code, _, message) = refused(&client, "default", &cm("c", json!({}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("ValidatingAdmissionPolicy 'unknown-params' with binding 'unknown-params' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=Missing'"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -141,6 +141,17 @@ fn resources_match(
     m.rules.is_empty() || covers(&m.rules)
 }
 
+/// Why a policy or a binding cannot be used for a request (subject to the failure policy).
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    /// The policy's `paramKind` is not served.
+    #[error("failed to configure policy: {0}")]
+    Policy(String),
+    /// The binding's params cannot be found.
+    #[error("failed to configure binding: {0}")]
+    Binding(String),
+}
+
 /// Where the params of a binding come from.
 struct ParamSource<'a> {
     store: &'a Store,
@@ -150,9 +161,13 @@ struct ParamSource<'a> {
 }
 
 impl ParamSource<'_> {
-    /// The params to evaluate with (`[Null]` without paramKind or paramRef), or a
-    /// configuration error.
-    fn collect(&self, policy: &Policy, param_ref: Option<&ParamRef>) -> Result<Vec<Value>, String> {
+    /// The params to evaluate with (`[Null]` without paramKind or paramRef), or why the policy
+    /// or the binding cannot be used.
+    fn collect(
+        &self,
+        policy: &Policy,
+        param_ref: Option<&ParamRef>,
+    ) -> Result<Vec<Value>, ConfigError> {
         let (Some(kind), Some(param_ref)) = (&policy.param_kind, param_ref) else {
             return Ok(vec![Value::Null]);
         };
@@ -161,17 +176,19 @@ impl ParamSource<'_> {
             .lookup_kind(self.cluster, kind.group(), &kind.kind)
             .filter(|r| r.version(kind.version()).is_some())
         else {
-            return Err(format!(
-                "paramKind kind `{}, Kind={}` not known",
-                kind.api_version, kind.kind
-            ));
+            return Err(ConfigError::Policy(format!(
+                "failed to find resource referenced by paramKind: '{}/{}, Kind={}'",
+                kind.group(),
+                kind.version(),
+                kind.kind
+            )));
         };
         let namespace = if !res.namespaced {
             if !param_ref.namespace.is_empty() {
-                return Err(
+                return Err(ConfigError::Binding(
                     "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
                         .to_owned(),
-                );
+                ));
             }
             String::new()
         } else if !param_ref.namespace.is_empty() {
@@ -179,7 +196,10 @@ impl ParamSource<'_> {
         } else if !self.namespace.is_empty() {
             self.namespace.to_owned()
         } else {
-            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".to_owned());
+            return Err(ConfigError::Binding(
+                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+                    .to_owned(),
+            ));
         };
         let bucket = res.bucket(self.cluster);
         let params: Vec<Value> = if !param_ref.name.is_empty() {
@@ -199,9 +219,9 @@ impl ParamSource<'_> {
                 .collect()
         };
         if params.is_empty() && param_ref.deny_when_missing {
-            return Err(
+            return Err(ConfigError::Binding(
                 "no params found for policy binding with `Deny` parameterNotFoundAction".to_owned(),
-            );
+            ));
         }
         Ok(params)
     }
@@ -320,9 +340,7 @@ pub fn admit(
                 Ok(v) => v,
                 Err(err) => {
                     if policy.failure_policy == FailurePolicy::Fail {
-                        first.get_or_insert_with(|| {
-                            deny(&format!("failed to configure binding: {err}"), "Invalid")
-                        });
+                        first.get_or_insert_with(|| deny(&err.to_string(), "Invalid"));
                     }
                     continue;
                 }
