@@ -103,6 +103,30 @@ async fn policies_are_served_defaulted_and_observed() {
                 .any(|(r, _)| r.plural == "validatingadmissionpolicybindings")
     }));
 
+    let v2 = client
+        .request_text(
+            http::Request::get("/openapi/v2")
+                .header("accept", "application/json")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        v2.contains("\"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding\"")
+    );
+    let v3 = client
+        .request_text(
+            http::Request::get("/openapi/v3/apis/admissionregistration.k8s.io/v1")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(v3.contains(
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}/status"
+    ));
+
     install(
         &client,
         policy(

@@ -503,6 +503,27 @@ mod tests {
     }
 
     #[test]
+    fn param_kinds_variables_and_messages_are_checked() {
+        let got = policy(json!({
+            "matchConstraints": rules(),
+            "paramKind": {"apiVersion": "a/b/c", "kind": "Not_A_Kind"},
+            "variables": [{"name": "1x", "expression": "true"}, {"name": "ok", "expression": ""}],
+            "validations": [{"expression": "true", "message": "two\nlines", "messageExpression": " "}],
+        }));
+        assert_eq!(
+            got,
+            [
+                "spec.paramKind.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+                "spec.paramKind.kind: Invalid value: \"Not_A_Kind\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                "spec.variables[0].name: Invalid value: \"1x\": name is not a valid CEL identifier",
+                "spec.variables[1].expression: Required value: expression is not specified",
+                "spec.validations[0].messageExpression: Invalid value: \" \": must be non-empty if specified",
+                "spec.validations[0].message: Invalid value: \"two\\nlines\": message must not contain line breaks",
+            ]
+        );
+    }
+
+    #[test]
     fn bindings_need_a_policy_and_actions() {
         assert_eq!(
             binding(json!({})),
