@@ -37,6 +37,7 @@ pub mod openapi;
 pub mod ops;
 pub mod patch;
 pub mod pki;
+pub mod policy;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;

@@ -145,6 +145,8 @@ pub(crate) struct Inner {
     pub(crate) client_signer: Option<crate::pki::CertificateAuthority>,
     pub(crate) policies: crate::authz::PolicyCache,
     pub(crate) webhooks: crate::webhook::WebhookCache,
+    /// The bound ValidatingAdmissionPolicies of each logical cluster.
+    pub(crate) admission_policies: crate::policy::PolicyCache,
     /// The port the server serves on: the advertised one until a listener is bound.
     pub(crate) serving_port: watch::Sender<u16>,
     /// Request counters of the default cluster, served at `/metrics`.
@@ -226,6 +228,7 @@ impl ApiServer {
             client_signer,
             policies: crate::authz::PolicyCache::default(),
             webhooks: crate::webhook::WebhookCache::default(),
+            admission_policies: crate::policy::PolicyCache::default(),
             serving_port,
             metrics: crate::metrics::Metrics::default(),
         });

@@ -511,6 +511,38 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             ),
             AGE,
         ],
+        ValidatingAdmissionPolicy => vec![
+            NAME,
+            col(
+                "Validations",
+                "integer",
+                0,
+                "Validations indicates the number of validation rules defined in this configuration",
+            ),
+            col(
+                "ParamKind",
+                "string",
+                0,
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
+            AGE,
+        ],
+        ValidatingAdmissionPolicyBinding => vec![
+            NAME,
+            col(
+                "PolicyName",
+                "string",
+                0,
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
+            col(
+                "ParamRef",
+                "string",
+                0,
+                "ParamRef indicates the param resource which sets the configration param",
+            ),
+            AGE,
+        ],
         Lease => vec![
             NAME,
             col("Holder", "string", 0, "The holder of the lease."),
@@ -947,6 +979,39 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
         }
         ValidatingWebhookConfiguration | MutatingWebhookConfiguration => {
             vec![name, json!(count(obj.get("webhooks"))), age(obj)]
+        }
+        ValidatingAdmissionPolicy => {
+            let param_kind = match obj.pointer("/spec/paramKind") {
+                Some(pk) if pk.is_object() => {
+                    format!("{}/{}", s(pk.get("apiVersion")), s(pk.get("kind")))
+                }
+                _ => "<unset>".to_owned(),
+            };
+            vec![
+                name,
+                json!(count(obj.pointer("/spec/validations"))),
+                json!(param_kind),
+                age(obj),
+            ]
+        }
+        ValidatingAdmissionPolicyBinding => {
+            let param_ref = match obj.pointer("/spec/paramRef") {
+                Some(pr) if !s(pr.get("name")).is_empty() => {
+                    let ns = s(pr.get("namespace"));
+                    let ns = if ns.is_empty() { "*".to_owned() } else { ns };
+                    format!("{ns}/{}", s(pr.get("name")))
+                }
+                Some(pr) if pr.get("selector").is_some_and(|v| !v.is_null()) => {
+                    selector_string(pr.get("selector"))
+                }
+                _ => "<unset>".to_owned(),
+            };
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/policyName"))),
+                json!(param_ref),
+                age(obj),
+            ]
         }
         Lease => vec![
             name,

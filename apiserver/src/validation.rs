@@ -31,4 +31,6 @@ pub use names::{
 pub(crate) use cause::{child, index, key};
 pub(crate) use cause::{go_float, go_json, go_quote};
 pub(crate) use meta::validate_meta_at;
-pub(crate) use names::{dns1035_label_errors, dns1123_subdomain_errors, qualified_name_errors};
+pub(crate) use names::{
+    dns1035_label_errors, dns1123_subdomain_errors, path_segment_name_errors, qualified_name_errors,
+};

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use common::{cm, status_of};
 
 use std::sync::{Arc, Mutex};
 
@@ -43,17 +44,6 @@ fn toy_hook(seen: Arc<Mutex<Vec<(AdmissionOperation, String)>>>) -> AdmissionHoo
         obj["metadata"]["labels"]["admitted"] = json!(req.operation.as_str().to_lowercase());
         AdmissionResult::Mutate(obj)
     })
-}
-
-fn cm(name: &str, data: Value) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap()
-}
-
-fn status_of(err: kube::Error) -> (u16, String, String) {
-    match err {
-        kube::Error::Api(s) => (s.code, s.reason.clone(), s.message.clone()),
-        other => panic!("expected an API error, got {other}"),
-    }
 }
 
 #[tokio::test]

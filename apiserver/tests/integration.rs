@@ -41,6 +41,7 @@ mod subresource_metadata;
 mod subresources;
 mod tls;
 mod token_review;
+mod vap;
 mod watch;
 mod webhooks;
 mod wire_format;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use common::{create_cm, status_of};
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -269,22 +270,6 @@ fn cm(name: &str, labels: Value) -> ConfigMap {
         json!({"metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}),
     )
     .unwrap()
-}
-
-fn status_of(err: kube::Error) -> (u16, String, String) {
-    match err {
-        kube::Error::Api(s) => (s.code, s.reason.clone(), s.message.clone()),
-        other => panic!("expected an API error, got {other}"),
-    }
-}
-
-async fn create_cm(
-    client: &kube::Client,
-    ns: &str,
-    obj: &ConfigMap,
-) -> Result<ConfigMap, kube::Error> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    api.create(&PostParams::default(), obj).await
 }
 
 #[tokio::test]

@@ -129,6 +129,13 @@ pub(crate) fn normalize(
         if let Some(mutating) = webhook_configuration(kind) {
             crate::webhook::apply_defaults(obj, mutating);
         }
+        match kind {
+            BuiltinKind::ValidatingAdmissionPolicy => crate::policy::apply_policy_defaults(obj),
+            BuiltinKind::ValidatingAdmissionPolicyBinding => {
+                crate::policy::apply_binding_defaults(obj)
+            }
+            _ => {}
+        }
         // Metadata went through the typed ObjectMeta too; drop what Go omits.
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
@@ -504,6 +511,15 @@ pub(crate) fn validate(
     if let Some(mutating) = ctx.res.builtin().and_then(webhook_configuration) {
         causes.extend(crate::webhook::validate_configuration(obj, mutating));
     }
+    match (ctx.res.builtin(), target) {
+        (Some(BuiltinKind::ValidatingAdmissionPolicy), Target::Main) => {
+            causes.extend(crate::policy::validate_policy(obj));
+        }
+        (Some(BuiltinKind::ValidatingAdmissionPolicyBinding), _) => {
+            causes.extend(crate::policy::validate_binding(obj));
+        }
+        _ => {}
+    }
     match (ctx.res.builtin(), old) {
         (Some(BuiltinKind::ConfigMap), None) => {
             causes.extend(crate::validation::validate_config_map(obj));
@@ -529,10 +545,73 @@ pub(crate) fn validate(
             .extend(crate::validation::finalizer_warnings(obj, old));
     }
     if causes.is_empty() {
+        // A well-formed policy or binding is also checked for read access to its params.
+        causes.extend(param_access(ctx, obj, old, target));
+    }
+    if causes.is_empty() {
         return Ok(());
     }
     let name = meta::meta_str(obj, "name").to_owned();
     Err(validation_error(ctx, &name, causes))
+}
+
+/// kube's check that the writer of a ValidatingAdmissionPolicy (`paramKind`) or of a binding
+/// (`paramRef`) may read the params (see [`crate::policy::authz`]).
+fn param_access(
+    ctx: &Ctx,
+    obj: &Value,
+    old: Option<&Value>,
+    target: &Target,
+) -> Option<crate::validation::Cause> {
+    use crate::policy::spec::ParamKind;
+    let kind = ctx.res.builtin()?;
+    let resolve = |k: &ParamKind| {
+        ctx.inner
+            .registry
+            .lookup_kind(&ctx.cluster, k.group(), &k.kind)
+            .filter(|r| r.version(k.version()).is_some())
+            .map(|r| r.plural.clone())
+    };
+    let allowed = |t: &crate::rbac::ResourceAttributes| {
+        crate::authz::policy(&ctx.inner, &ctx.cluster)
+            .authorize(&crate::rbac::Attributes {
+                user: ctx.identity.clone(),
+                verb: "get".to_owned(),
+                target: crate::rbac::Target::Resource(t.clone()),
+            })
+            .allowed
+    };
+    match (kind, target) {
+        (BuiltinKind::ValidatingAdmissionPolicy, Target::Main) => {
+            crate::policy::authz::check_policy(obj, old, &ctx.identity, &resolve, &allowed)
+        }
+        (BuiltinKind::ValidatingAdmissionPolicyBinding, _) => {
+            let policy_name = obj
+                .pointer("/spec/policyName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let key = crate::storage::ObjectKey::new(
+                crate::storage::Bucket::new(&ctx.cluster, crate::policy::admit::POLICIES),
+                "",
+                policy_name,
+            );
+            let policy_kind = ctx
+                .inner
+                .store
+                .get(&key)
+                .and_then(|o| serde_json::from_slice::<Value>(&o.value).ok())
+                .and_then(|p| ParamKind::of_policy(&p));
+            crate::policy::authz::check_binding(
+                obj,
+                old,
+                policy_kind.as_ref(),
+                &ctx.identity,
+                &resolve,
+                &allowed,
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Records the write in `metadata.managedFields` for the request's field manager.

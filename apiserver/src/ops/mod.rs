@@ -320,6 +320,9 @@ impl Ctx {
         meta::set_meta(&mut obj, "deletionTimestamp", None);
         meta::set_meta(&mut obj, "deletionGracePeriodSeconds", None);
         meta::set_meta(&mut obj, "selfLink", None);
+        if self.res.builtin() == Some(crate::registry::BuiltinKind::ValidatingAdmissionPolicy) {
+            crate::policy::status::observe(&mut obj);
+        }
         admission::validate(self, &obj, None, &Target::Main)?;
         self.call_webhooks(
             Phase::Validating,
@@ -564,6 +567,11 @@ impl Ctx {
         } else {
             meta::set_meta(&mut new, "generation", old_meta.get("generation").cloned());
         }
+        if *target == Target::Main
+            && self.res.builtin() == Some(crate::registry::BuiltinKind::ValidatingAdmissionPolicy)
+        {
+            crate::policy::status::observe(&mut new);
+        }
         admission::validate(self, &new, Some(old), target)?;
         self.call_webhooks(
             Phase::Validating,
@@ -618,7 +626,12 @@ impl Ctx {
             }
             if attempt == 0 {
                 let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
-                if !webhooks.mutating.is_empty() || !webhooks.validating.is_empty() {
+                let policies = self
+                    .inner
+                    .admission_policies
+                    .get(&self.inner.store, &self.cluster)
+                    .is_some_and(|p| !p.entries.is_empty());
+                if policies || !webhooks.mutating.is_empty() || !webhooks.validating.is_empty() {
                     let presented = self.present(obj.clone())?;
                     for phase in [Phase::Mutating, Phase::Validating] {
                         self.call_webhooks(
@@ -745,12 +758,24 @@ impl Ctx {
         old: Option<&Value>,
         delete: Option<&DeleteOptions>,
     ) -> Result<(), ApiError> {
+        if crate::webhook::matching::is_exempt_configuration(&self.res.group, &self.res.kind) {
+            return Ok(());
+        }
         let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
         let hooks = match phase {
             Phase::Mutating => webhooks.mutating,
             Phase::Validating => webhooks.validating,
         };
-        if hooks.is_empty() {
+        // ValidatingAdmissionPolicies run with the validating webhooks, just before them.
+        let policies = match phase {
+            Phase::Mutating => None,
+            Phase::Validating => self
+                .inner
+                .admission_policies
+                .get(&self.inner.store, &self.cluster)
+                .filter(|p| !p.entries.is_empty()),
+        };
+        if hooks.is_empty() && policies.is_none() {
             return Ok(());
         }
         let res = self.res.clone();
@@ -801,6 +826,34 @@ impl Ctx {
         };
         let mut warnings = Vec::new();
         let store = &self.inner.store;
+        if let Some(policies) = &policies {
+            let mut request =
+                invocation.review_request(&uuid::Uuid::new_v4().to_string(), None, None);
+            if let Some(map) = request.as_object_mut() {
+                map.remove("object");
+                map.remove("oldObject");
+            }
+            let env = crate::policy::Env {
+                store,
+                registry: &self.inner.registry,
+                gr: Gr {
+                    group: &res.group,
+                    resource: &res.plural,
+                },
+            };
+            let req = crate::policy::Request {
+                attrs: invocation.attrs,
+                cluster: &self.cluster,
+                name: &object_name,
+                is_namespace,
+                object: object.as_deref(),
+                old_object: old,
+                request: &request,
+            };
+            let result = crate::policy::admit(env, policies, &req, &mut warnings);
+            self.warnings.extend(std::mem::take(&mut warnings));
+            result?;
+        }
         let result = match phase {
             Phase::Mutating => {
                 let mut object = object;

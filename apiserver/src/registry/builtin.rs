@@ -52,6 +52,8 @@ pub enum BuiltinKind {
     PriorityLevelConfiguration,
     ValidatingWebhookConfiguration,
     MutatingWebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
 }
 
 /// Something done with the k8s-openapi type of a built-in kind (see [`BuiltinKind::with_type`]).
@@ -123,6 +125,10 @@ impl BuiltinKind {
                 visitor.visit::<admreg::ValidatingWebhookConfiguration>()
             }
             MutatingWebhookConfiguration => visitor.visit::<admreg::MutatingWebhookConfiguration>(),
+            ValidatingAdmissionPolicy => visitor.visit::<admreg::ValidatingAdmissionPolicy>(),
+            ValidatingAdmissionPolicyBinding => {
+                visitor.visit::<admreg::ValidatingAdmissionPolicyBinding>()
+            }
         }
     }
 
@@ -518,6 +524,29 @@ fn defs() -> Vec<Def> {
                 "v1",
                 "validatingwebhookconfigurations",
                 "ValidatingWebhookConfiguration",
+                false,
+            )
+        },
+        Def {
+            categories: &["api-extensions"],
+            status: true,
+            ..def(
+                K::ValidatingAdmissionPolicy,
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingadmissionpolicies",
+                "ValidatingAdmissionPolicy",
+                false,
+            )
+        },
+        Def {
+            categories: &["api-extensions"],
+            ..def(
+                K::ValidatingAdmissionPolicyBinding,
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingadmissionpolicybindings",
+                "ValidatingAdmissionPolicyBinding",
                 false,
             )
         },

@@ -215,6 +215,8 @@ impl ResourceInfo {
                     | BuiltinKind::PodTemplate
                     | BuiltinKind::FlowSchema
                     | BuiltinKind::PriorityLevelConfiguration
+                    | BuiltinKind::ValidatingAdmissionPolicy
+                    | BuiltinKind::ValidatingAdmissionPolicyBinding
                     | BuiltinKind::CustomResourceDefinition
             ),
         }

@@ -327,7 +327,11 @@ fn denial(hook: &Webhook, status: Option<&Value>) -> ApiError {
     err
 }
 
-fn namespace_labels(store: &Store, cluster: &str, namespace: &str) -> Map<String, Value> {
+pub(crate) fn namespace_labels(
+    store: &Store,
+    cluster: &str,
+    namespace: &str,
+) -> Map<String, Value> {
     let key = ObjectKey::new(Bucket::new(cluster, "/namespaces"), "", namespace);
     store
         .get(&key)
@@ -354,19 +358,24 @@ fn decide(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Decision {
-    if !matching::rules_match(hook, &inv.attrs) {
+    if !matching::rules_match(&hook.rules, &inv.attrs) {
         return Decision::Skip;
     }
-    let labels = matching::needs_namespace_labels(hook, &inv.attrs)
+    let labels = matching::needs_namespace_labels(&hook.namespace_selector, &inv.attrs)
         .then(|| namespace_labels(store, inv.cluster, inv.attrs.namespace));
-    if !matching::namespace_selector_matches(hook, &inv.attrs, object, old, labels.as_ref())
-        || !matching::object_selector_matches(hook, object, old)
+    if !matching::namespace_selector_matches(
+        &hook.namespace_selector,
+        &inv.attrs,
+        object,
+        old,
+        labels.as_ref(),
+    ) || !matching::object_selector_matches(&hook.object_selector, object, old)
     {
         return Decision::Skip;
     }
     if !hook.match_conditions.is_empty() {
         let request = inv.review_request("", object, old);
-        match matching::match_conditions(hook, object, old, &request) {
+        match matching::match_conditions(&hook.match_conditions, object, old, &request) {
             Ok(true) => {}
             Ok(false) => return Decision::Skip,
             Err(err) => {

@@ -89,6 +89,22 @@ pub struct Rule {
     pub scope: String,
 }
 
+impl Rule {
+    /// Reads a `RuleWithOperations` (a missing scope is `*`).
+    pub fn from_value(r: &Value) -> Rule {
+        Rule {
+            operations: strings(r.get("operations")),
+            api_groups: strings(r.get("apiGroups")),
+            api_versions: strings(r.get("apiVersions")),
+            resources: strings(r.get("resources")),
+            scope: match str_of(r, "scope") {
+                "" => "*".to_owned(),
+                s => s.to_owned(),
+            },
+        }
+    }
+}
+
 /// A `matchConditions` entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatchCondition {
@@ -127,11 +143,13 @@ pub struct Webhook {
     pub match_conditions: Vec<MatchCondition>,
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+/// The string at `key` of an object ("" when absent or not a string).
+pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (others skipped; none when absent).
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -312,10 +330,16 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool, causes: &mut Vec<C
             }
         }
     }
-    validate_match_conditions(hook, path, causes);
+    let compile = |expression: &str| {
+        kube_cel::cel::Program::compile(expression)
+            .map(drop)
+            .map_err(|err| format!("compilation failed: {err}"))
+    };
+    validate_match_conditions(hook, path, &compile, causes);
 }
 
-fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
+/// Validates one `RuleWithOperations` at `path` (operations, groups, versions, resources, scope).
+pub(crate) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
     let ops = strings(rule.get("operations"));
     let ops_path = format!("{path}.operations");
     if ops.is_empty() {
@@ -493,7 +517,14 @@ fn validate_url(url: &str, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn validate_match_conditions(hook: &Value, path: &str, causes: &mut Vec<Cause>) {
+/// Validates the `matchConditions` of `hook` (a webhook, or a policy's spec) under `path`;
+/// `compile` checks an expression and gives the detail of its `Invalid` cause.
+pub(crate) fn validate_match_conditions(
+    hook: &Value,
+    path: &str,
+    compile: &dyn Fn(&str) -> Result<(), String>,
+    causes: &mut Vec<Cause>,
+) {
     let Some(conditions) = hook.get("matchConditions").and_then(Value::as_array) else {
         return;
     };
@@ -522,11 +553,11 @@ fn validate_match_conditions(hook: &Value, path: &str, causes: &mut Vec<Cause>) 
         let expression = str_of(c, "expression");
         if expression.is_empty() {
             causes.push(Cause::required(format!("{p}.expression"), ""));
-        } else if let Err(err) = kube_cel::cel::Program::compile(expression) {
+        } else if let Err(detail) = compile(expression) {
             causes.push(Cause::invalid(
                 format!("{p}.expression"),
                 expression,
-                &format!("compilation failed: {err}"),
+                &detail,
             ));
         }
     }
@@ -553,16 +584,7 @@ pub fn parse_configuration(obj: &Value, mutating: bool) -> Vec<Webhook> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|r| Rule {
-                operations: strings(r.get("operations")),
-                api_groups: strings(r.get("apiGroups")),
-                api_versions: strings(r.get("apiVersions")),
-                resources: strings(r.get("resources")),
-                scope: match str_of(r, "scope") {
-                    "" => "*".to_owned(),
-                    s => s.to_owned(),
-                },
-            })
+            .map(Rule::from_value)
             .collect();
         let match_conditions = hook
             .get("matchConditions")

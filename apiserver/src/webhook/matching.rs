@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::config::{Rule, Webhook};
+use super::config::{MatchCondition, Rule};
+use crate::selector::LabelSelector;
 
 /// The request as rules see it.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +32,20 @@ impl RequestAttributes<'_> {
     fn is_namespace_object(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces"
     }
+}
+
+/// Whether writes of this kind never reach admission webhooks or policies: kube-apiserver
+/// exempts its admission configuration objects, so a broken webhook or policy cannot lock
+/// itself in.
+pub fn is_exempt_configuration(group: &str, kind: &str) -> bool {
+    group == "admissionregistration.k8s.io"
+        && matches!(
+            kind,
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+        )
 }
 
 fn listed(values: &[String], want: &str) -> bool {
@@ -60,30 +75,27 @@ pub fn rule_matches(rule: &Rule, attrs: &RequestAttributes<'_>) -> bool {
     }
 }
 
-/// Whether any rule of the webhook covers the request.
-pub fn rules_match(webhook: &Webhook, attrs: &RequestAttributes<'_>) -> bool {
-    webhook.rules.iter().any(|r| rule_matches(r, attrs))
+/// Whether any of the rules (a webhook's, or a policy's `resourceRules`) covers the request.
+pub fn rules_match(rules: &[Rule], attrs: &RequestAttributes<'_>) -> bool {
+    rules.iter().any(|r| rule_matches(r, attrs))
 }
 
 /// Whether the namespace selector needs the labels of the request's Namespace object
 /// (namespaced requests with a selector that is not `{}`).
-pub fn needs_namespace_labels(webhook: &Webhook, attrs: &RequestAttributes<'_>) -> bool {
-    !webhook.namespace_selector.is_everything()
-        && !attrs.namespace.is_empty()
-        && !attrs.is_namespace_object()
+pub fn needs_namespace_labels(selector: &LabelSelector, attrs: &RequestAttributes<'_>) -> bool {
+    !selector.is_everything() && !attrs.namespace.is_empty() && !attrs.is_namespace_object()
 }
 
 /// The namespace selector: cluster-scoped objects other than namespaces always match; a
 /// Namespace object is selected by its own labels (the new object's, or the old one's on
 /// delete); others by `namespace_labels`, the labels of their Namespace.
 pub fn namespace_selector_matches(
-    webhook: &Webhook,
+    selector: &LabelSelector,
     attrs: &RequestAttributes<'_>,
     object: Option<&Value>,
     old_object: Option<&Value>,
     namespace_labels: Option<&Map<String, Value>>,
 ) -> bool {
-    let selector = &webhook.namespace_selector;
     if selector.is_everything() {
         return true;
     }
@@ -100,11 +112,10 @@ pub fn namespace_selector_matches(
 
 /// The object selector: matches when the object's or the old object's labels match.
 pub fn object_selector_matches(
-    webhook: &Webhook,
+    selector: &LabelSelector,
     object: Option<&Value>,
     old_object: Option<&Value>,
 ) -> bool {
-    let selector = &webhook.object_selector;
     selector.is_everything()
         || object.is_some_and(|o| selector.matches_value(o))
         || old_object.is_some_and(|o| selector.matches_value(o))
@@ -114,12 +125,12 @@ pub fn object_selector_matches(
 /// are true (or there are none), `Ok(false)` when one is false, `Err` when one cannot be
 /// evaluated (then the failure policy decides).
 pub fn match_conditions(
-    webhook: &Webhook,
+    conditions: &[MatchCondition],
     object: Option<&Value>,
     old_object: Option<&Value>,
     request: &Value,
 ) -> Result<bool, String> {
-    if webhook.match_conditions.is_empty() {
+    if conditions.is_empty() {
         return Ok(true);
     }
     use kube_cel::KubeCelExt as _;
@@ -135,7 +146,7 @@ pub fn match_conditions(
             .map_err(|err| format!("cannot bind {name}: {err}"))?;
     }
     let mut errors = Vec::new();
-    for condition in &webhook.match_conditions {
+    for condition in conditions {
         let program = match cel::Program::compile(&condition.expression) {
             Ok(p) => p,
             Err(err) => {
@@ -168,7 +179,7 @@ pub fn match_conditions(
 mod tests {
     use serde_json::json;
 
-    use super::super::config::parse_configuration;
+    use super::super::config::{Webhook, parse_configuration};
     use super::*;
 
     fn webhook(extra: Value) -> Webhook {
@@ -206,31 +217,49 @@ mod tests {
     #[test]
     fn rules_cover_operations_resources_and_subresources() {
         let w = webhook(json!({}));
-        assert!(rules_match(&w, &attrs("CREATE", "widgets", "", "ns")));
-        assert!(rules_match(&w, &attrs("UPDATE", "widgets", "status", "ns")));
-        assert!(!rules_match(&w, &attrs("DELETE", "widgets", "", "ns")));
-        assert!(!rules_match(&w, &attrs("UPDATE", "widgets", "scale", "ns")));
-        assert!(!rules_match(&w, &attrs("CREATE", "gadgets", "", "ns")));
+        assert!(rules_match(&w.rules, &attrs("CREATE", "widgets", "", "ns")));
+        assert!(rules_match(
+            &w.rules,
+            &attrs("UPDATE", "widgets", "status", "ns")
+        ));
+        assert!(!rules_match(
+            &w.rules,
+            &attrs("DELETE", "widgets", "", "ns")
+        ));
+        assert!(!rules_match(
+            &w.rules,
+            &attrs("UPDATE", "widgets", "scale", "ns")
+        ));
+        assert!(!rules_match(
+            &w.rules,
+            &attrs("CREATE", "gadgets", "", "ns")
+        ));
         let all = webhook(
             json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]}),
         );
-        assert!(rules_match(&all, &attrs("DELETE", "gadgets", "", "")));
-        assert!(rules_match(&all, &attrs("UPDATE", "gadgets", "status", "")));
+        assert!(rules_match(&all.rules, &attrs("DELETE", "gadgets", "", "")));
+        assert!(rules_match(
+            &all.rules,
+            &attrs("UPDATE", "gadgets", "status", "")
+        ));
         let main = webhook(
             json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]}),
         );
         assert!(!rules_match(
-            &main,
+            &main.rules,
             &attrs("UPDATE", "gadgets", "status", "")
         ));
         let status = webhook(
             json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}]}),
         );
         assert!(rules_match(
-            &status,
+            &status.rules,
             &attrs("UPDATE", "gadgets", "status", "")
         ));
-        assert!(!rules_match(&status, &attrs("UPDATE", "gadgets", "", "")));
+        assert!(!rules_match(
+            &status.rules,
+            &attrs("UPDATE", "gadgets", "", "")
+        ));
     }
 
     #[test]
@@ -238,9 +267,12 @@ mod tests {
         let cluster = webhook(
             json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}]}),
         );
-        assert!(rules_match(&cluster, &attrs("CREATE", "widgets", "", "")));
+        assert!(rules_match(
+            &cluster.rules,
+            &attrs("CREATE", "widgets", "", "")
+        ));
         assert!(!rules_match(
-            &cluster,
+            &cluster.rules,
             &attrs("CREATE", "widgets", "", "ns")
         ));
         let ns_obj = RequestAttributes {
@@ -248,14 +280,32 @@ mod tests {
             resource: "namespaces",
             ..attrs("CREATE", "", "", "ns1")
         };
-        assert!(rules_match(&cluster, &ns_obj));
+        assert!(rules_match(&cluster.rules, &ns_obj));
         let namespaced = webhook(
             json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}]}),
         );
-        assert!(!rules_match(&namespaced, &ns_obj));
+        assert!(!rules_match(&namespaced.rules, &ns_obj));
         assert!(rules_match(
-            &namespaced,
+            &namespaced.rules,
             &attrs("CREATE", "widgets", "", "ns")
+        ));
+    }
+
+    #[test]
+    fn admission_configuration_is_exempt() {
+        let group = "admissionregistration.k8s.io";
+        assert!(is_exempt_configuration(
+            group,
+            "ValidatingAdmissionPolicyBinding"
+        ));
+        assert!(is_exempt_configuration(
+            group,
+            "MutatingWebhookConfiguration"
+        ));
+        assert!(!is_exempt_configuration(group, "Other"));
+        assert!(!is_exempt_configuration(
+            "",
+            "ValidatingWebhookConfiguration"
         ));
     }
 
@@ -265,19 +315,25 @@ mod tests {
             json!({"namespaceSelector": {"matchLabels": {"team": "a"}}, "objectSelector": {"matchLabels": {"x": "1"}}}),
         );
         let a = attrs("CREATE", "widgets", "", "ns");
-        assert!(needs_namespace_labels(&w, &a));
+        assert!(needs_namespace_labels(&w.namespace_selector, &a));
         let labels = json!({"team": "a"});
         assert!(namespace_selector_matches(
-            &w,
+            &w.namespace_selector,
             &a,
             None,
             None,
             labels.as_object()
         ));
-        assert!(!namespace_selector_matches(&w, &a, None, None, None));
+        assert!(!namespace_selector_matches(
+            &w.namespace_selector,
+            &a,
+            None,
+            None,
+            None
+        ));
         // Cluster-scoped objects are never excluded by the namespace selector.
         assert!(namespace_selector_matches(
-            &w,
+            &w.namespace_selector,
             &attrs("CREATE", "widgets", "", ""),
             None,
             None,
@@ -285,9 +341,21 @@ mod tests {
         ));
         let with = json!({"metadata": {"labels": {"x": "1"}}});
         let without = json!({"metadata": {}});
-        assert!(object_selector_matches(&w, Some(&with), None));
-        assert!(object_selector_matches(&w, Some(&without), Some(&with)));
-        assert!(!object_selector_matches(&w, Some(&without), None));
+        assert!(object_selector_matches(
+            &w.object_selector,
+            Some(&with),
+            None
+        ));
+        assert!(object_selector_matches(
+            &w.object_selector,
+            Some(&without),
+            Some(&with)
+        ));
+        assert!(!object_selector_matches(
+            &w.object_selector,
+            Some(&without),
+            None
+        ));
     }
 
     #[test]
@@ -299,11 +367,17 @@ mod tests {
         let req = json!({"operation": "CREATE"});
         let plain = json!({"metadata": {"name": "a"}});
         let skip = json!({"metadata": {"name": "a", "labels": {"skip": "yes"}}});
-        assert_eq!(match_conditions(&w, Some(&plain), None, &req), Ok(true));
-        assert_eq!(match_conditions(&w, Some(&skip), None, &req), Ok(false));
+        assert_eq!(
+            match_conditions(&w.match_conditions, Some(&plain), None, &req),
+            Ok(true)
+        );
+        assert_eq!(
+            match_conditions(&w.match_conditions, Some(&skip), None, &req),
+            Ok(false)
+        );
         let bad = webhook(
             json!({"matchConditions": [{"name": "bad", "expression": "object.nope.deeper"}]}),
         );
-        assert!(match_conditions(&bad, Some(&plain), None, &req).is_err());
+        assert!(match_conditions(&bad.match_conditions, Some(&plain), None, &req).is_err());
     }
 }

@@ -24,6 +24,30 @@ pub async fn server_with(config: ApiServerConfig) -> (ApiServer, Client) {
     (server, client)
 }
 
+/// (code, reason, message) of an API error; panics on other errors.
+pub fn status_of(err: kube::Error) -> (u16, String, String) {
+    match err {
+        kube::Error::Api(s) => (s.code, s.reason.clone(), s.message.clone()),
+        other => panic!("expected an API error, got {other}"),
+    }
+}
+
+/// A ConfigMap named `name` with `data`.
+pub fn cm(name: &str, data: serde_json::Value) -> k8s_openapi::api::core::v1::ConfigMap {
+    serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": data})).unwrap()
+}
+
+/// Creates a ConfigMap in `ns`.
+pub async fn create_cm(
+    client: &Client,
+    ns: &str,
+    obj: &k8s_openapi::api::core::v1::ConfigMap,
+) -> Result<k8s_openapi::api::core::v1::ConfigMap, kube::Error> {
+    kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), ns)
+        .create(&kube::api::PostParams::default(), obj)
+        .await
+}
+
 /// Polls `check` until it returns `Some`, failing after 10 seconds.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where

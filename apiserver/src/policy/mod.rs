@@ -1,0 +1,30 @@
+//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding
+//! (`admissionregistration.k8s.io/v1`), enforced with CEL as kube-apiserver does.
+//!
+//! - [`spec`]: kube's v1 defaults and the parsed, compiled policies and bindings (pure).
+//! - [`validate`]: write-time validation with kube's field paths and messages (pure).
+//! - [`cel`]: compiling (with the declared-variable check), JSON to CEL, evaluation.
+//! - [`evaluate`]: one policy for one request and param: `matchConditions`, `variables`,
+//!   `validations`, messages and `failurePolicy` (pure).
+//! - [`admit`]: the cached policies of a logical cluster and the run of a write (matching
+//!   with [`crate::webhook::matching`], params, validation actions).
+//! - [`authz`]: who may name a `paramKind` or `paramRef` (kube's read-access check).
+//! - [`status`]: what the server writes in a policy's `status`.
+//!
+//! A write meets the policies after object validation and before the validating webhooks, as
+//! in kube-apiserver's admission chain; dry runs too. Deviations: `matchPolicy: Equivalent`
+//! matches like `Exact` (as for webhooks), the `authorizer` variable is declared but not bound
+//! (an expression using it fails to evaluate), objects and params are seen in the request's
+//! and the stored version, and type checking reports no warnings.
+
+pub mod admit;
+pub mod authz;
+pub mod cel;
+pub mod evaluate;
+pub mod spec;
+pub mod status;
+pub mod validate;
+
+pub use admit::{ClusterPolicies, Env, PolicyCache, Request, admit};
+pub use spec::{Binding, Policy, apply_binding_defaults, apply_policy_defaults};
+pub use validate::{validate_binding, validate_policy};

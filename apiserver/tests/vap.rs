@@ -1,0 +1,845 @@
+//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding
+//! (`admissionregistration.k8s.io/v1`) through real HTTPS clients: served with kube's
+//! defaults, validated at write (CEL compiled), and enforced on writes with kube's codes,
+//! reasons, messages and warnings.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+use common::{cm, create_cm, status_of};
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::{Value, json};
+
+use common::kubectl;
+use common::tls::TlsServer;
+
+/// A policy on ConfigMap creates and updates with these extra spec fields.
+fn policy(name: &str, spec: Value) -> ValidatingAdmissionPolicy {
+    let mut full = json!({"matchConstraints": {"resourceRules": [{
+        "operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+        "resources": ["configmaps"]}]}});
+    for (k, v) in spec.as_object().unwrap() {
+        full[k] = v.clone();
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": full})).unwrap()
+}
+
+fn binding(name: &str, spec: Value) -> ValidatingAdmissionPolicyBinding {
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+async fn install(
+    client: &kube::Client,
+    policy: ValidatingAdmissionPolicy,
+    binding: ValidatingAdmissionPolicyBinding,
+) {
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+/// (code, reason, message) of a ConfigMap create that must fail.
+async fn refused(client: &kube::Client, ns: &str, obj: &ConfigMap) -> (u16, String, String) {
+    status_of(create_cm(client, ns, obj).await.unwrap_err())
+}
+
+async fn namespace(client: &kube::Client, name: &str, labels: Value) {
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn policies_are_served_defaulted_and_observed() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let group = client
+        .list_api_group_resources("admissionregistration.k8s.io/v1")
+        .await
+        .unwrap();
+    for (plural, kind) in [
+        ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+        (
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+        ),
+    ] {
+        let listed = group.resources.iter().find(|r| r.name == plural).unwrap();
+        assert_eq!((listed.kind.as_str(), listed.namespaced), (kind, false));
+        assert!(listed.short_names.as_ref().is_none_or(Vec::is_empty));
+        assert_eq!(listed.categories, Some(vec!["api-extensions".to_owned()]));
+    }
+    assert!(
+        group
+            .resources
+            .iter()
+            .any(|r| r.name == "validatingadmissionpolicies/status")
+    );
+    let discovery = kube::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    assert!(discovery.groups().any(|g| {
+        g.name() == "admissionregistration.k8s.io"
+            && g.recommended_resources()
+                .iter()
+                .any(|(r, _)| r.plural == "validatingadmissionpolicybindings")
+    }));
+
+    let v2 = client
+        .request_text(
+            http::Request::get("/openapi/v2")
+                .header("accept", "application/json")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        v2.contains("\"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding\"")
+    );
+    let v3 = client
+        .request_text(
+            http::Request::get("/openapi/v3/apis/admissionregistration.k8s.io/v1")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(v3.contains(
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}/status"
+    ));
+
+    install(
+        &client,
+        policy(
+            "p",
+            json!({"validations": [{"expression": "true"}], "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}),
+        ),
+        binding(
+            "b",
+            json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"name": "x"}, "matchResources": {}}),
+        ),
+    )
+    .await;
+    let stored = Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .get("p")
+        .await
+        .unwrap();
+    let v = serde_json::to_value(&stored).unwrap();
+    assert_eq!(v["spec"]["failurePolicy"], "Fail");
+    assert_eq!(v["spec"]["matchConstraints"]["matchPolicy"], "Equivalent");
+    assert_eq!(
+        v["spec"]["matchConstraints"]["namespaceSelector"],
+        json!({})
+    );
+    assert_eq!(v["spec"]["matchConstraints"]["objectSelector"], json!({}));
+    assert_eq!(
+        v["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+        "*"
+    );
+    assert_eq!(v["metadata"]["generation"], 1);
+    assert_eq!(
+        v["status"],
+        json!({"observedGeneration": 1, "typeChecking": {}})
+    );
+    let b = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .get("b")
+        .await
+        .unwrap();
+    let b = serde_json::to_value(&b).unwrap();
+    assert_eq!(b["spec"]["paramRef"]["parameterNotFoundAction"], "Deny");
+    assert_eq!(b["spec"]["matchResources"]["matchPolicy"], "Equivalent");
+}
+
+#[tokio::test]
+async fn deny_refuses_a_violating_configmap_and_allows_a_good_one() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    install(
+        &client,
+        policy(
+            "small",
+            json!({"validations": [
+                {"expression": "size(object.data) <= 2"},
+                {"expression": "!('forbidden' in object.data)", "reason": "Forbidden",
+                 "messageExpression": "'key forbidden is not allowed in ' + object.metadata.name"},
+            ]}),
+        ),
+        binding(
+            "small",
+            json!({"policyName": "small", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    create_cm(&client, "default", &cm("good", json!({"a": "1"})))
+        .await
+        .unwrap();
+
+    let err = create_cm(
+        &client,
+        "default",
+        &cm("big", json!({"a": "1", "b": "2", "c": "3"})),
+    )
+    .await
+    .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let text = "ValidatingAdmissionPolicy 'small' with binding 'small' denied request: failed expression: size(object.data) <= 2";
+    assert_eq!(
+        status.message,
+        format!("configmaps \"big\" is forbidden: {text}")
+    );
+    let details = status.details.clone().unwrap();
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str()),
+        ("big", "configmaps")
+    );
+    assert_eq!(details.causes[0].message, text);
+
+    let (code, reason, message) =
+        refused(&client, "default", &cm("f", json!({"forbidden": "x"}))).await;
+    assert_eq!((code, reason.as_str()), (403, "Forbidden"));
+    assert!(
+        message.ends_with("denied request: key forbidden is not allowed in f"),
+        "{message}"
+    );
+
+    // Dry runs are checked too, and updates.
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let (code, _, _) = status_of(
+        api.create(&dry, &cm("dry", json!({"a": "1", "b": "2", "c": "3"})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    let mut good = api.get("good").await.unwrap();
+    good.data = Some(
+        [("forbidden".to_owned(), "1".to_owned())]
+            .into_iter()
+            .collect(),
+    );
+    let (code, _, _) = status_of(
+        api.replace("good", &PostParams::default(), &good)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 403);
+
+    // Admission configuration is exempt: a policy on every resource cannot lock itself in.
+    install(
+        &client,
+        serde_json::from_value(json!({"metadata": {"name": "nothing"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["*"], "apiGroups": ["*"],
+                                                    "apiVersions": ["*"], "resources": ["*"]}]},
+            "validations": [{"expression": "false"}]}}))
+        .unwrap(),
+        binding(
+            "nothing",
+            json!({"policyName": "nothing", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .delete("nothing", &Default::default())
+        .await
+        .unwrap();
+
+    // Each logical cluster has its own policies.
+    let c1 = server
+        .client_for(&format!("{}/clusters/c1", server.url))
+        .await;
+    create_cm(
+        &c1,
+        "default",
+        &cm("big", json!({"a": "1", "b": "2", "c": "3"})),
+    )
+    .await
+    .unwrap();
+    install(
+        &c1,
+        policy(
+            "no-x",
+            json!({"validations": [{"expression": "!('x' in object.data)"}]}),
+        ),
+        binding(
+            "no-x",
+            json!({"policyName": "no-x", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let (code, _, _) = refused(&c1, "default", &cm("x", json!({"x": "1"}))).await;
+    assert_eq!(code, 422);
+    create_cm(&client, "default", &cm("x", json!({"x": "1"})))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn warn_gives_a_warning_header() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    install(
+        &client,
+        policy(
+            "warned",
+            json!({"validations": [{"expression": "has(object.data) && 'owner' in object.data", "message": "every ConfigMap needs an owner"}]}),
+        ),
+        binding(
+            "warned",
+            json!({"policyName": "warned", "validationActions": ["Warn", "Audit"]}),
+        ),
+    )
+    .await;
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(Bytes::from(body.to_string()).to_vec())
+        .unwrap();
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let warnings: Vec<String> = resp
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"Validation failed for ValidatingAdmissionPolicy 'warned' with binding 'warned': every ConfigMap needs an owner\""
+        ]
+    );
+    let _ = resp.into_body().collect().await;
+}
+
+#[tokio::test]
+async fn params_come_from_a_configmap() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    namespace(&client, "team-a", json!({})).await;
+    namespace(&client, "team-b", json!({})).await;
+    // Params are looked up before match conditions run, so the params themselves are
+    // excluded by name.
+    let mut limited = policy(
+        "limited",
+        json!({
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "variables": [{"name": "max", "expression": "int(params.data.maxKeys)"}],
+                "validations": [{"expression": "size(object.data) <= variables.max",
+                                 "messageExpression": "'at most ' + params.data.maxKeys + ' keys'"}],
+        }),
+    );
+    let constraints = limited
+        .spec
+        .as_mut()
+        .unwrap()
+        .match_constraints
+        .as_mut()
+        .unwrap();
+    constraints.exclude_resource_rules = Some(vec![
+        serde_json::from_value(json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "resourceNames": ["limits", "strict"]})).unwrap(),
+    ]);
+    install(
+        &client,
+        limited,
+        binding(
+            "limited",
+            json!({"policyName": "limited", "validationActions": ["Deny"],
+                   "paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}),
+        ),
+    )
+    .await;
+    // Without params in the request's namespace, the binding cannot be configured.
+    let (code, reason, message) = refused(&client, "team-a", &cm("a", json!({"k": "v"}))).await;
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        "configmaps \"a\" is forbidden: ValidatingAdmissionPolicy 'limited' with binding 'limited' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+    create_cm(&client, "team-a", &cm("limits", json!({"maxKeys": "1"})))
+        .await
+        .unwrap();
+    create_cm(&client, "team-b", &cm("limits", json!({"maxKeys": "2"})))
+        .await
+        .unwrap();
+    create_cm(&client, "team-a", &cm("one", json!({"k": "v"})))
+        .await
+        .unwrap();
+    let (code, _, message) =
+        refused(&client, "team-a", &cm("two", json!({"k": "v", "l": "w"}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: at most 1 keys"),
+        "{message}"
+    );
+    // Each namespace reads its own params.
+    create_cm(&client, "team-b", &cm("two", json!({"k": "v", "l": "w"})))
+        .await
+        .unwrap();
+
+    // A selector picks params in a fixed namespace; Allow with none found lets writes through.
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    bindings
+        .delete("limited", &Default::default())
+        .await
+        .unwrap();
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "selected",
+                json!({"policyName": "limited", "validationActions": ["Deny"],
+                       "paramRef": {"namespace": "team-a", "selector": {"matchLabels": {"limits": "strict"}},
+                                    "parameterNotFoundAction": "Allow"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    create_cm(
+        &client,
+        "team-b",
+        &cm("three", json!({"k": "v", "l": "w", "m": "x"})),
+    )
+    .await
+    .unwrap();
+    let strict: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "strict", "labels": {"limits": "strict"}}, "data": {"maxKeys": "1"}})).unwrap();
+    create_cm(&client, "team-a", &strict).await.unwrap();
+    let (code, _, _) = refused(&client, "team-b", &cm("four", json!({"k": "v", "l": "w"}))).await;
+    assert_eq!(code, 422);
+}
+
+#[tokio::test]
+async fn match_conditions_exclusions_and_namespace_selectors_skip_requests() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    namespace(&client, "prod", json!({"env": "prod"})).await;
+    namespace(&client, "dev", json!({"env": "dev"})).await;
+    let mut p = policy(
+        "no-debug",
+        json!({
+            "matchConditions": [{"name": "unexempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+            "validations": [{"expression": "!('debug' in object.data)", "message": "no debug keys"}],
+        }),
+    );
+    let mc = p.spec.as_mut().unwrap().match_constraints.as_mut().unwrap();
+    mc.namespace_selector =
+        Some(serde_json::from_value(json!({"matchLabels": {"env": "prod"}})).unwrap());
+    mc.exclude_resource_rules = Some(vec![
+        serde_json::from_value(json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "resourceNames": ["allowed"]})).unwrap(),
+    ]);
+    install(
+        &client,
+        p,
+        binding(
+            "no-debug",
+            json!({"policyName": "no-debug", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let debug = json!({"debug": "1"});
+    let (code, _, message) = refused(&client, "prod", &cm("a", debug.clone())).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: no debug keys"),
+        "{message}"
+    );
+    // Another namespace is not selected.
+    create_cm(&client, "dev", &cm("a", debug.clone()))
+        .await
+        .unwrap();
+    // An excluded name is not checked.
+    create_cm(&client, "prod", &cm("allowed", debug.clone()))
+        .await
+        .unwrap();
+    // A false match condition skips the policy.
+    let exempt: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "b", "labels": {"exempt": "yes"}}, "data": debug}),
+    )
+    .unwrap();
+    create_cm(&client, "prod", &exempt).await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_policies_and_bindings_are_refused_with_422() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let (code, reason, message) = status_of(
+        policies
+            .create(
+                &PostParams::default(),
+                &policy(
+                    "bad",
+                    json!({"validations": [{"expression": "object.data.size( >"}]}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert!(
+        message.starts_with("ValidatingAdmissionPolicy.admissionregistration.k8s.io \"bad\" is invalid: spec.validations[0].expression: Invalid value: \"object.data.size( >\": compilation failed: ERROR: <input>:1:"),
+        "{message}"
+    );
+    let no_rules: ValidatingAdmissionPolicy = serde_json::from_value(
+        json!({"metadata": {"name": "empty"}, "spec": {"matchConstraints": {}}}),
+    )
+    .unwrap();
+    let (code, _, message) = status_of(
+        policies
+            .create(&PostParams::default(), &no_rules)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"empty\" is invalid: [spec.matchConstraints.resourceRules: Required value, spec.validations: Required value: validations or auditAnnotations must contain at least one item, spec.auditAnnotations: Required value: validations or auditAnnotations must contain at least one item]"
+    );
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let (code, _, message) = status_of(
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding(
+                    "b",
+                    json!({"policyName": "p", "validationActions": ["Deny", "Warn"]}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"),
+        "{message}"
+    );
+    let (code, _, message) = status_of(
+        bindings
+            .create(&PostParams::default(), &binding("b", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io \"b\" is invalid: [spec.policyName: Required value, spec.validationActions: Required value: at least one validation action is required]"
+    );
+}
+
+#[tokio::test]
+async fn evaluation_errors_follow_the_failure_policy() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    install(
+        &client,
+        policy(
+            "strict",
+            json!({"failurePolicy": "Fail", "validations": [{"expression": "object.data.mode == 'on'"}]}),
+        ),
+        binding("strict", json!({"policyName": "strict", "validationActions": ["Deny"]})),
+    )
+    .await;
+    let (code, reason, message) =
+        refused(&client, "default", &cm("a", json!({"other": "x"}))).await;
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        "configmaps \"a\" is forbidden: ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: expression 'object.data.mode == 'on'' resulted in error: no such key: mode"
+    );
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let mut p = policies.get("strict").await.unwrap();
+    p.spec.as_mut().unwrap().failure_policy = Some("Ignore".to_owned());
+    let updated = policies
+        .replace("strict", &PostParams::default(), &p)
+        .await
+        .unwrap();
+    assert_eq!(updated.metadata.generation, Some(2));
+    assert_eq!(updated.status.unwrap().observed_generation, Some(2));
+    create_cm(&client, "default", &cm("a", json!({"other": "x"})))
+        .await
+        .unwrap();
+    // A false result is still a denial under Ignore.
+    let (code, _, _) = refused(&client, "default", &cm("b", json!({"mode": "off"}))).await;
+    assert_eq!(code, 422);
+    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+        .delete("strict", &Default::default())
+        .await
+        .unwrap();
+
+    // A paramKind that is not served is a configuration error, under Fail a denial.
+    install(
+        &client,
+        policy(
+            "unknown-params",
+            json!({"paramKind": {"apiVersion": "example.com/v1", "kind": "Missing"},
+                   "validations": [{"expression": "true"}]}),
+        ),
+        binding(
+            "unknown-params",
+            json!({"policyName": "unknown-params", "validationActions": ["Deny"], "paramRef": {"name": "x"}}),
+        ),
+    )
+    .await;
+    let (code, _, message) = refused(&client, "default", &cm("c", json!({}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("ValidatingAdmissionPolicy 'unknown-params' with binding 'unknown-params' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=Missing'"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn custom_resources_are_matched() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    common::crd::install_widget(&client).await;
+    let p: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "no-red"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["*"], "apiGroups": ["test.ocm.io"], "apiVersions": ["*"], "resources": ["widgets"]}]},
+            "validations": [{"expression": "object.spec.color != 'red'", "message": "red widgets are not allowed", "reason": "Forbidden"}],
+        }
+    }))
+    .unwrap();
+    install(
+        &client,
+        p,
+        binding(
+            "no-red",
+            json!({"policyName": "no-red", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let gvk = GroupVersionKind::gvk("test.ocm.io", "v1", "Widget");
+    let ar = kube::api::ApiResource::from_gvk(&gvk);
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let widget = |name: &str, color: &str| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "test.ocm.io/v1", "kind": "Widget",
+            "metadata": {"name": name}, "spec": {"color": color}}))
+        .unwrap()
+    };
+    widgets
+        .create(&PostParams::default(), &widget("blue", "blue"))
+        .await
+        .unwrap();
+    let (code, reason, message) = status_of(
+        widgets
+            .create(&PostParams::default(), &widget("red", "red"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        message,
+        "widgets.test.ocm.io \"red\" is forbidden: ValidatingAdmissionPolicy 'no-red' with binding 'no-red' denied request: red widgets are not allowed"
+    );
+}
+
+#[tokio::test]
+async fn a_binding_to_a_missing_policy_has_no_effect() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "orphan",
+                json!({"policyName": "absent", "validationActions": ["Deny"]}),
+            ),
+        )
+        .await
+        .unwrap();
+    create_cm(&client, "default", &cm("a", json!({"x": "1"})))
+        .await
+        .unwrap();
+    // The policy arriving later takes effect on the next request.
+    Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &policy("absent", json!({"validations": [{"expression": "false"}]})),
+        )
+        .await
+        .unwrap();
+    let (code, _, message) = refused(&client, "default", &cm("b", json!({}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: failed expression: false"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn writers_must_be_able_to_read_the_params() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let server = TlsServer::start().await;
+    let admin = server.client().await;
+    // bob may manage policies and bindings, but read no ConfigMaps.
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "policy-author"},
+        "rules": [{"apiGroups": ["admissionregistration.k8s.io"], "verbs": ["*"],
+                   "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let grant: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "bob-policy-author"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "policy-author"},
+        "subjects": [{"kind": "User", "name": "bob"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &grant)
+        .await
+        .unwrap();
+    let bob = kube::Client::new(
+        server.server.service_as(ocm_apiserver::Identity {
+            user: "bob".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }),
+        "default",
+    );
+    let with_params = policy(
+        "with-params",
+        json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": [{"expression": "true"}]}),
+    );
+    let (code, reason, message) = status_of(
+        Api::<ValidatingAdmissionPolicy>::all(bob.clone())
+            .create(&PostParams::default(), &with_params)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"with-params\" is invalid: spec.paramKind: Forbidden: user &{bob  [system:authenticated] map[]} must have \"get\" permission on all objects of the referenced paramKind (kind=ConfigMap, apiVersion=v1)"
+    );
+    // Written by an admin, the policy can be bound by bob only without a paramRef.
+    Api::<ValidatingAdmissionPolicy>::all(admin.clone())
+        .create(&PostParams::default(), &with_params)
+        .await
+        .unwrap();
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(bob.clone());
+    let (code, _, message) = status_of(
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding(
+                    "with-params",
+                    json!({"policyName": "with-params", "validationActions": ["Deny"], "paramRef": {"name": "limits"}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("spec.paramRef: Forbidden: user &{bob  [system:authenticated] map[]} does not have \"get\" permission on the object referenced by paramRef"),
+        "{message}"
+    );
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "plain",
+                json!({"policyName": "with-params", "validationActions": ["Deny"]}),
+            ),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn kubectl_shows_the_denial() {
+    if !kubectl::available() {
+        return;
+    }
+    let server = TlsServer::start().await;
+    let manifest = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: require-owner
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "has(object.data) && 'owner' in object.data"
+    message: "ConfigMaps must name an owner"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: require-owner
+spec:
+  policyName: require-owner
+  validationActions: [Deny]
+"#;
+    let (code, out, err) = kubectl::run(&server, &["apply", "-f", "-"], Some(manifest)).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "validatingadmissionpolicy.admissionregistration.k8s.io/require-owner created"
+        ),
+        "{out}"
+    );
+    let (code, out, err) = kubectl::run(
+        &server,
+        &["create", "configmap", "orphan", "--from-literal=a=b"],
+        None,
+    )
+    .await;
+    assert_ne!(code, 0, "{out}");
+    assert_eq!(
+        err.trim(),
+        "error: failed to create configmap: configmaps \"orphan\" is forbidden: ValidatingAdmissionPolicy 'require-owner' with binding 'require-owner' denied request: ConfigMaps must name an owner"
+    );
+    let (code, out, err) = kubectl::run(
+        &server,
+        &["create", "configmap", "owned", "--from-literal=owner=me"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = kubectl::run(&server, &["get", "validatingadmissionpolicies"], None).await;
+    assert_eq!(code, 0);
+    let rows = kubectl::rows(&out);
+    assert_eq!(rows[0][..3], ["NAME", "VALIDATIONS", "PARAMKIND"]);
+    assert_eq!(rows[1][..3], ["require-owner", "1", "<unset>"]);
+}
