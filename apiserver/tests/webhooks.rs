@@ -329,6 +329,13 @@ async fn invalid_configurations_are_refused_with_422() {
          "rules": configmap_rules(), "admissionReviewVersions": ["v1beta1"]},
         {"name": "a.example.com", "clientConfig": {"url": "https://127.0.0.1/x"}, "rules": configmap_rules(),
          "sideEffects": "Some", "admissionReviewVersions": ["v1"]},
+        {"name": "b.example.com", "clientConfig": {"url": "https://127.0.0.1/x"}, "rules": configmap_rules(),
+         "sideEffects": "None", "admissionReviewVersions": ["v1"],
+         "matchConditions": [
+             {"name": "declared", "expression": "object.metadata.name != '' && request.userInfo.username != ''"},
+             {"name": "params", "expression": "params.x == 1"},
+             {"name": "ns", "expression": "namespaceObject.metadata.name == 'a'"},
+         ]},
     ]}))
     .unwrap();
     let (code, reason, message) =
@@ -349,9 +356,16 @@ async fn invalid_configurations_are_refused_with_422() {
         "webhooks[1].clientConfig: Required value: exactly one of url or service is required",
         "webhooks[2].name: Duplicate value: \"a.example.com\"",
         "webhooks[2].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
+        // A webhook's match conditions see object, oldObject, request and authorizer only.
+        "webhooks[3].matchConditions[1].expression: Invalid value: \"params.x == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'",
+        "webhooks[3].matchConditions[2].expression: Invalid value: \"namespaceObject.metadata.name == 'a'\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'namespaceObject'",
     ] {
         assert!(message.contains(part), "missing {part} in {message}");
     }
+    assert!(
+        !message.contains("matchConditions[0]"),
+        "declared variables are fine: {message}"
+    );
     assert!(api.get_opt("bad").await.unwrap().is_none());
 }
 

@@ -330,10 +330,12 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool, causes: &mut Vec<C
             }
         }
     }
+    // A webhook's match conditions see these variables only (no params, no namespaceObject).
     let compile = |expression: &str| {
-        kube_cel::cel::Program::compile(expression)
-            .map(drop)
-            .map_err(|err| format!("compilation failed: {err}"))
+        crate::policy::cel::check(
+            expression.trim(),
+            &["object", "oldObject", "request", "authorizer"],
+        )
     };
     validate_match_conditions(hook, path, &compile, causes);
 }
