@@ -104,6 +104,11 @@ pub struct Batch<'a> {
     /// Events at or below this revision have left the history window; a backend that keeps the
     /// window may drop them.
     pub history_floor: Revision,
+    /// Buckets whose floor moved since the last batch: the revision of the newest event of the
+    /// bucket that left the window.
+    pub bucket_floors: &'a [(Bucket, Revision)],
+    /// Below this revision nothing is known of any bucket's events.
+    pub floor_base: Revision,
 }
 
 /// Everything a backend holds, read at start.
@@ -118,6 +123,12 @@ pub struct Loaded {
     pub history: Vec<Event>,
     /// Events at or below this revision are not in `history` (`revision` when none are kept).
     pub history_floor: Revision,
+    /// Per bucket, the revision of the newest event of that bucket that left the window: a
+    /// watch of the bucket may resume from there even when other buckets' events left later.
+    pub bucket_floors: Vec<(Bucket, Revision)>,
+    /// Below this revision nothing is known of any bucket (`history_floor` for a database
+    /// written before bucket floors were kept).
+    pub floor_base: Revision,
 }
 
 /// Errors of the storage layer.

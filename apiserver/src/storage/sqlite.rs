@@ -1,7 +1,8 @@
 //! The SQLite backend: one table of objects keyed by (cluster, resource, namespace, name), one
-//! of the history window's events keyed by revision, and the last revision and the window's
-//! floor, in WAL mode with `synchronous=FULL`, so a commit is durable when it returns. Keeping
-//! the window lets watches and paged lists from before a restart resume after it.
+//! of the history window's events keyed by revision, one of each bucket's history floor, and
+//! the last revision and the window's floor, in WAL mode with `synchronous=FULL`, so a commit
+//! is durable when it returns. Keeping the window lets watches and paged lists from before a
+//! restart resume after it.
 
 use std::path::Path;
 
@@ -55,7 +56,13 @@ impl SqliteBackend {
                 kind INTEGER NOT NULL,
                 object BLOB NOT NULL,
                 prev BLOB
-            );",
+            );
+            CREATE TABLE IF NOT EXISTS history_floors (
+                cluster TEXT NOT NULL,
+                resource TEXT NOT NULL,
+                rev INTEGER NOT NULL,
+                PRIMARY KEY (cluster, resource)
+            ) WITHOUT ROWID;",
         )?;
         Ok(SqliteBackend { conn })
     }
@@ -182,6 +189,23 @@ impl SqliteBackend {
     }
 }
 
+impl SqliteBackend {
+    fn load_floors(&self, buckets: &mut Buckets) -> Result<Vec<(Bucket, Revision)>, StorageError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT cluster, resource, rev FROM history_floors")?;
+        let mut rows = stmt.query([])?;
+        let mut floors = Vec::new();
+        while let Some(row) = rows.next()? {
+            floors.push((
+                buckets.get(row.get(0)?, row.get(1)?),
+                from_sql(row.get(2)?)?,
+            ));
+        }
+        Ok(floors)
+    }
+}
+
 impl Backend for SqliteBackend {
     fn load(&mut self) -> Result<Loaded, StorageError> {
         let mut buckets = Buckets::default();
@@ -194,11 +218,19 @@ impl Backend for SqliteBackend {
             .unwrap_or(revision)
             .min(revision);
         let history = self.load_history(&mut buckets, history_floor, revision)?;
+        // A database written before bucket floors were kept knows nothing below its floor.
+        let floor_base = self
+            .meta("floor_base")?
+            .unwrap_or(history_floor)
+            .min(revision);
+        let bucket_floors = self.load_floors(&mut buckets)?;
         Ok(Loaded {
             revision,
             objects,
             history,
             history_floor,
+            bucket_floors,
+            floor_base,
         })
     }
 
@@ -262,6 +294,14 @@ impl Backend for SqliteBackend {
             )?;
             set_meta.execute(params!["revision", to_sql(batch.revision)?])?;
             set_meta.execute(params!["history_floor", floor])?;
+            set_meta.execute(params!["floor_base", to_sql(batch.floor_base)?])?;
+            let mut set_floor = tx.prepare_cached(
+                "INSERT INTO history_floors (cluster, resource, rev) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(cluster, resource) DO UPDATE SET rev = excluded.rev",
+            )?;
+            for (bucket, rev) in batch.bucket_floors {
+                set_floor.execute(params![&*bucket.cluster, &*bucket.resource, to_sql(*rev)?])?;
+            }
         }
         tx.commit()?;
         Ok(())

@@ -87,6 +87,13 @@ struct State {
     revision: Revision,
     /// Events with a revision at or below this one may be missing from `history`.
     compacted: Revision,
+    /// Per bucket, the newest of its events that left `history`: a bucket's own changes after
+    /// that are all still there, however many events of busier buckets left since (10,000
+    /// clusters' lease renewals must not push out the ManagedCluster history agents resume
+    /// from).
+    bucket_floors: HashMap<Bucket, Revision>,
+    /// Below this revision no bucket's events are known.
+    floor_base: Revision,
     buckets: HashMap<Bucket, Objects>,
     /// Revision of the last write (create, update or delete) to each bucket.
     bucket_writes: HashMap<Bucket, Revision>,
@@ -261,6 +268,17 @@ fn write_state(shared: &Shared) -> std::sync::RwLockWriteGuard<'_, State> {
         .unwrap_or_else(|poison| poison.into_inner())
 }
 
+impl State {
+    /// The oldest revision a watch or list of `bucket` may start from.
+    fn floor_of(&self, bucket: &Bucket) -> Revision {
+        self.bucket_floors
+            .get(bucket)
+            .copied()
+            .unwrap_or(0)
+            .max(self.floor_base)
+    }
+}
+
 fn lock_watchers(state: &State) -> std::sync::MutexGuard<'_, Watchers> {
     state
         .watchers
@@ -283,9 +301,15 @@ impl Store {
                 .insert((key.namespace, key.name), object);
         }
         let history_bytes = loaded.history.iter().map(event_bytes).sum();
+        // What the backend holds; the committer sends floors that move from here on (the trim
+        // below included).
+        let persisted_floors: HashMap<Bucket, Revision> =
+            loaded.bucket_floors.into_iter().collect();
         let mut state = State {
             revision: loaded.revision,
             compacted: loaded.history_floor.min(loaded.revision),
+            bucket_floors: persisted_floors.clone(),
+            floor_base: loaded.floor_base.min(loaded.revision),
             buckets,
             bucket_writes,
             history: loaded.history.into_iter().map(Arc::new).collect(),
@@ -302,7 +326,7 @@ impl Store {
         let committer_shared = shared.clone();
         std::thread::Builder::new()
             .name("apiserver-committer".into())
-            .spawn(move || committer(backend, committer_shared, rx))
+            .spawn(move || committer(backend, committer_shared, rx, persisted_floors))
             .map_err(|err| StorageError::Backend(format!("spawning committer: {err}")))?;
         Ok(Store { shared, tx })
     }
@@ -347,9 +371,15 @@ impl Store {
         read_state(&self.shared).revision
     }
 
-    /// The oldest revision a watch may start from.
+    /// The oldest revision a watch of any bucket may start from.
     pub fn compacted_revision(&self) -> Revision {
         read_state(&self.shared).compacted
+    }
+
+    /// The oldest revision a watch of `bucket` may start from: every change of the bucket
+    /// after it is still in the history window.
+    pub fn bucket_floor(&self, bucket: &Bucket) -> Revision {
+        read_state(&self.shared).floor_of(bucket)
     }
 
     /// The revision of the last write (create, update or delete) to `bucket`; 0 if none since
@@ -400,10 +430,11 @@ impl Store {
             };
             return Ok(items);
         }
-        if at < state.compacted {
+        let floor = state.floor_of(bucket);
+        if at < floor {
             return Err(StorageError::Compacted {
                 requested: at,
-                oldest: state.compacted + 1,
+                oldest: floor + 1,
             });
         }
         // Undo, newest first, every change of this bucket made after `at`.
@@ -481,10 +512,11 @@ impl Store {
         scope: WatchScope,
     ) -> Result<WatchSubscription, StorageError> {
         let state = read_state(&self.shared);
-        if from < state.compacted {
+        let floor = state.floor_of(bucket);
+        if from < floor {
             return Err(StorageError::Compacted {
                 requested: from,
-                oldest: state.compacted + 1,
+                oldest: floor + 1,
             });
         }
         let start = state.history.partition_point(|event| event.rev <= from);
@@ -511,10 +543,11 @@ impl Store {
         from: Revision,
     ) -> Result<Vec<Arc<Event>>, StorageError> {
         let state = read_state(&self.shared);
-        if from < state.compacted {
+        let floor = state.floor_of(bucket);
+        if from < floor {
             return Err(StorageError::Compacted {
                 requested: from,
-                oldest: state.compacted + 1,
+                oldest: floor + 1,
             });
         }
         let start = state.history.partition_point(|event| event.rev <= from);
@@ -677,7 +710,14 @@ struct Pending {
     result: Result<Arc<Event>, StorageError>,
 }
 
-fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Receiver<Request>) {
+/// Commits batches of writes; `persisted_floors` are the bucket floors the backend holds, so
+/// a batch carries only those that moved.
+fn committer<B: Backend>(
+    mut backend: B,
+    shared: Arc<Shared>,
+    rx: std_mpsc::Receiver<Request>,
+    mut persisted_floors: HashMap<Bucket, Revision>,
+) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < shared.config.max_batch {
@@ -690,10 +730,18 @@ fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Rece
         let mut events = Vec::new();
         let mut revision;
         let history_floor;
+        let floor_base;
+        let mut moved_floors = Vec::new();
         {
             let state = read_state(&shared);
             revision = state.revision;
             history_floor = state.compacted;
+            floor_base = state.floor_base;
+            for (bucket, rev) in &state.bucket_floors {
+                if persisted_floors.get(bucket) != Some(rev) {
+                    moved_floors.push((bucket.clone(), *rev));
+                }
+            }
             let mut overlay: HashMap<ObjectKey, Option<StoredObject>> = HashMap::new();
             for Request { op, reply } in batch {
                 let result = prepare(&state, &mut overlay, &mut revision, op);
@@ -712,8 +760,13 @@ fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Rece
                 events: &events,
                 revision,
                 history_floor,
+                bucket_floors: &moved_floors,
+                floor_base,
             })
         };
+        if committed.is_ok() && !events.is_empty() {
+            persisted_floors.extend(moved_floors);
+        }
         if !events.is_empty() {
             *shared
                 .commit_error
@@ -839,6 +892,7 @@ fn trim_history(state: &mut State, config: &StoreConfig) {
         };
         state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
         state.compacted = old.rev;
+        state.bucket_floors.insert(old.key.bucket.clone(), old.rev);
     }
 }
 
@@ -1328,10 +1382,13 @@ mod tests {
                 .unwrap()
                 .rev
         };
-        // As written before the history table existed: no rows, no floor.
+        // As written before the history table existed: no rows, no floors.
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DELETE FROM history; DELETE FROM meta WHERE key = 'history_floor';")
-            .unwrap();
+        conn.execute_batch(
+            "DELETE FROM history; DELETE FROM history_floors;
+             DELETE FROM meta WHERE key IN ('history_floor', 'floor_base');",
+        )
+        .unwrap();
         drop(conn);
         let store =
             Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
@@ -1347,5 +1404,97 @@ mod tests {
                 .replay
                 .is_empty()
         );
+    }
+    /// Writes one ConfigMap (the quiet bucket) and then `n` Leases (the busy one) to a store
+    /// whose window holds 3 events; returns the ConfigMap's revision.
+    async fn quiet_then_busy(store: &Store, n: usize) -> Revision {
+        let quiet = store
+            .create(key("ns", "cm"), cm("cm", "1"))
+            .await
+            .unwrap()
+            .rev;
+        let lease = ObjectKey::new(Bucket::new("", "coordination.k8s.io/leases"), "ns", "l");
+        store.create(lease.clone(), cm("l", "0")).await.unwrap();
+        for i in 1..n {
+            store
+                .update(lease.clone(), cm("l", &i.to_string()), None)
+                .await
+                .unwrap();
+        }
+        quiet
+    }
+
+    fn small_window() -> StoreConfig {
+        StoreConfig {
+            history_window: 3,
+            history_min_events: 1,
+            ..StoreConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_busy_bucket_does_not_push_out_a_quiet_buckets_history() {
+        let store = Store::open(crate::storage::MemoryBackend, small_window()).unwrap();
+        let quiet = quiet_then_busy(&store, 6).await;
+        let configmaps = Bucket::new("", "/configmaps");
+        let leases = Bucket::new("", "coordination.k8s.io/leases");
+        // Every ConfigMap event left the window, but none after `quiet`: a ConfigMap watcher
+        // that saw it resumes with nothing to replay.
+        assert!(store.compacted_revision() > quiet);
+        assert_eq!(store.bucket_floor(&configmaps), quiet);
+        let resumed = store
+            .watch_from(&configmaps, quiet, WatchScope::default())
+            .unwrap();
+        assert!(resumed.replay.is_empty());
+        assert!(matches!(
+            store.watch_from(&configmaps, quiet - 1, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        // The busy bucket's own floor is where its events left.
+        let floor = store.bucket_floor(&leases);
+        assert_eq!(floor, store.compacted_revision());
+        assert!(matches!(
+            store.watch_from(&leases, floor - 1, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        assert_eq!(
+            store
+                .watch_from(&leases, floor, WatchScope::default())
+                .unwrap()
+                .replay
+                .len(),
+            3
+        );
+        // A paged list of ConfigMaps begun at `quiet` continues too.
+        assert_eq!(
+            store.list_at(&configmaps, None, None, quiet).unwrap().len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn bucket_floors_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let configmaps = Bucket::new("", "/configmaps");
+        let leases = Bucket::new("", "coordination.k8s.io/leases");
+        let (quiet, lease_floor) = {
+            let store = Store::open(SqliteBackend::open(&path).unwrap(), small_window()).unwrap();
+            let quiet = quiet_then_busy(&store, 6).await;
+            // One more write so the last batch's floors are on disk too.
+            store
+                .create(key("ns", "later"), cm("later", "1"))
+                .await
+                .unwrap();
+            (quiet, store.bucket_floor(&leases))
+        };
+        let store = Store::open(SqliteBackend::open(&path).unwrap(), small_window()).unwrap();
+        assert_eq!(store.bucket_floor(&configmaps), quiet);
+        assert!(store.bucket_floor(&leases) >= lease_floor);
+        let resumed = store
+            .watch_from(&configmaps, quiet, WatchScope::default())
+            .unwrap();
+        let names: Vec<_> = resumed.replay.iter().map(|e| e.key.name.clone()).collect();
+        assert_eq!(names, vec!["later"]);
     }
 }
