@@ -843,3 +843,109 @@ spec:
     assert_eq!(rows[0][..3], ["NAME", "VALIDATIONS", "PARAMKIND"]);
     assert_eq!(rows[1][..3], ["require-owner", "1", "<unset>"]);
 }
+
+#[tokio::test]
+async fn equivalent_match_policy_sees_the_request_in_the_rules_version() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let group = "vap-equiv.example.com";
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"color": {"type": "string"}}}}}});
+    common::crd::install(
+        &client,
+        common::crd::crd_from_json(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("dials.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "dials", "singular": "dial", "kind": "Dial", "listKind": "DialList"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": schema},
+                    {"name": "v2", "served": true, "storage": false, "schema": schema},
+                ],
+            }
+        })),
+    )
+    .await;
+    let rules = json!([{"operations": ["CREATE"], "apiGroups": [group],
+        "apiVersions": ["v1"], "resources": ["dials"]}]);
+    // Default matchPolicy (Equivalent): a v2 create is evaluated as v1.
+    let equivalent: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "no-red"},
+        "spec": {
+            "matchConstraints": {"resourceRules": rules},
+            "validations": [{"expression": "object.spec.color != 'red'",
+                "messageExpression": "'seen ' + object.apiVersion + ' as ' + request.kind.version + ' from ' + request.requestKind.version + ' ' + request.resource.version"}],
+        }
+    }))
+    .unwrap();
+    install(
+        &client,
+        equivalent,
+        binding(
+            "no-red",
+            json!({"policyName": "no-red", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    // matchPolicy Exact: refuses every v1 create, never sees v2 ones.
+    let exact: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "v1-only"},
+        "spec": {
+            "matchConstraints": {"resourceRules": rules, "matchPolicy": "Exact"},
+            "validations": [{"expression": "false", "message": "no v1 writes"}],
+        }
+    }))
+    .unwrap();
+    install(
+        &client,
+        exact,
+        binding(
+            "v1-only",
+            json!({"policyName": "v1-only", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let dials = |version: &str| {
+        let gvk = GroupVersionKind::gvk(group, version, "Dial");
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "dials");
+        Api::<DynamicObject>::namespaced_with(client.clone(), "default", &ar)
+    };
+    let dial = |version: &str, name: &str, color: &str| -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": format!("{group}/{version}"), "kind": "Dial",
+            "metadata": {"name": name}, "spec": {"color": color}}),
+        )
+        .unwrap()
+    };
+    dials("v2")
+        .create(&PostParams::default(), &dial("v2", "blue", "blue"))
+        .await
+        .unwrap();
+    let (code, _, message) = status_of(
+        dials("v2")
+            .create(&PostParams::default(), &dial("v2", "red", "red"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        format!(
+            "dials.{group} \"red\" is forbidden: ValidatingAdmissionPolicy 'no-red' with binding 'no-red' denied request: seen {group}/v1 as v1 from v2 v1"
+        )
+    );
+    let (code, _, message) = status_of(
+        dials("v1")
+            .create(&PostParams::default(), &dial("v1", "green", "green"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: no v1 writes"),
+        "{message}"
+    );
+}

@@ -198,6 +198,11 @@ async fn handle(
             };
             patch_response(&uid, patch)
         }
+        // Only valid on a v1alpha1 Gizmo (`spec.colour`).
+        "/paint" => patch_response(
+            &uid,
+            json!([{"op": "replace", "path": "/spec/colour", "value": "green"}]),
+        ),
         "/convert" => {
             let request = &review["request"];
             let desired = request["desiredAPIVersion"].as_str().unwrap_or("");
@@ -1068,4 +1073,85 @@ async fn crd_conversion_configuration_is_validated() {
         message.contains("spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn equivalent_match_policy_converts_the_request_to_the_rules_version() {
+    let (server, client) = common::server().await;
+    let hooks = HookServer::start();
+    let group = "equiv.example.com";
+    common::crd::install(
+        &client,
+        common::crd::crd_from_json(gizmo_crd(group, hooks.client_config("/convert"))),
+    )
+    .await;
+    let alpha_rules = json!([{"operations": ["CREATE"], "apiGroups": [group],
+        "apiVersions": ["v1alpha1"], "resources": ["gizmos"]}]);
+    // Default matchPolicy (Equivalent): a v1beta1 create reaches the webhook in v1alpha1.
+    mutating(
+        &client,
+        "paint",
+        vec![webhook(
+            "paint.example.com",
+            hooks.client_config("/paint"),
+            json!({"rules": alpha_rules}),
+        )],
+    )
+    .await;
+    // matchPolicy Exact: v1beta1 requests do not reach it.
+    validating(
+        &client,
+        "exact",
+        vec![webhook(
+            "exact.example.com",
+            hooks.client_config("/allow"),
+            json!({"rules": alpha_rules, "matchPolicy": "Exact"}),
+        )],
+    )
+    .await;
+    let beta = gizmos(&client, group, "v1beta1");
+    let created = beta
+        .create(&PostParams::default(), &gizmo(group, "g1", "red"))
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"], json!({"color": "green"}));
+    let reviews = hooks.seen("/paint");
+    assert_eq!(reviews.len(), 1);
+    let request = &reviews[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": group, "version": "v1alpha1", "kind": "Gizmo"})
+    );
+    assert_eq!(
+        request["resource"],
+        json!({"group": group, "version": "v1alpha1", "resource": "gizmos"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": group, "version": "v1beta1", "kind": "Gizmo"})
+    );
+    assert_eq!(
+        request["requestResource"],
+        json!({"group": group, "version": "v1beta1", "resource": "gizmos"})
+    );
+    assert_eq!(request["object"]["apiVersion"], format!("{group}/v1alpha1"));
+    assert_eq!(request["object"]["spec"], json!({"colour": "red"}));
+    assert!(hooks.seen("/allow").is_empty());
+    let key = ocm_apiserver::storage::ObjectKey::new(
+        ocm_apiserver::storage::Bucket::new("", &format!("{group}/gizmos")),
+        "default",
+        "g1",
+    );
+    let stored: Value = serde_json::from_slice(&server.store().get(&key).unwrap().value).unwrap();
+    assert_eq!(stored["spec"], json!({"colour": "green"}));
+    // A v1alpha1 create matches both exactly: no conversion, requestKind = kind.
+    let alpha = gizmos(&client, group, "v1alpha1");
+    let mut g2 = gizmo(group, "g2", "");
+    g2.types.as_mut().unwrap().api_version = format!("{group}/v1alpha1");
+    g2.data["spec"] = json!({"colour": "red"});
+    alpha.create(&PostParams::default(), &g2).await.unwrap();
+    let reviews = hooks.seen("/paint");
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(reviews[1]["request"]["requestKind"]["version"], "v1alpha1");
+    assert_eq!(hooks.seen("/allow").len(), 1);
 }

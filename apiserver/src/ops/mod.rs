@@ -808,6 +808,9 @@ impl Ctx {
         }
         let version = self.version.clone();
         let identity = self.identity.clone();
+        let equivalents = self.equivalents(subresource.unwrap_or(""));
+        let converter = Ctx::new(self.inner.clone(), &self.cluster, res.clone(), &version);
+        let convert = |obj: Value, target: &str| converter.convert_to(obj, target);
         let invocation = crate::webhook::Invocation {
             attrs: crate::webhook::RequestAttributes {
                 operation: operation.as_str(),
@@ -823,6 +826,8 @@ impl Ctx {
             user: &identity,
             dry_run: self.dry_run,
             options,
+            equivalents: &equivalents,
+            convert: &convert,
         };
         let mut warnings = Vec::new();
         let store = &self.inner.store;
@@ -849,6 +854,8 @@ impl Ctx {
                 object: object.as_deref(),
                 old_object: old,
                 request: &request,
+                equivalents: &equivalents,
+                convert: &convert,
             };
             let result = crate::policy::admit(env, policies, &req, &mut warnings);
             self.warnings.extend(std::mem::take(&mut warnings));
@@ -888,6 +895,34 @@ impl Ctx {
         };
         self.warnings.extend(warnings);
         result
+    }
+
+    /// The other groups and versions serving this resource's objects, as kube-apiserver counts
+    /// them equivalent for `matchPolicy: Equivalent`: every other served version of a custom
+    /// resource (most preferred first) and Events between the core group and
+    /// `events.k8s.io`. None for subresources other than `status` (their objects are not the
+    /// resource's).
+    fn equivalents(&self, subresource: &str) -> Vec<crate::webhook::Equivalent> {
+        if !subresource.is_empty() && subresource != "status" {
+            return Vec::new();
+        }
+        let res = &self.res;
+        let of = |group: &str, version: &str| crate::webhook::Equivalent {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: res.plural.clone(),
+            kind: res.kind.clone(),
+        };
+        match res.builtin() {
+            Some(crate::registry::BuiltinKind::CoreEvent) => vec![of("events.k8s.io", "v1")],
+            Some(crate::registry::BuiltinKind::EventsEvent) => vec![of("", "v1")],
+            _ => res
+                .versions
+                .iter()
+                .filter(|v| v.name != self.version)
+                .map(|v| of(&res.group, &v.name))
+                .collect(),
+        }
     }
 
     /// The revision of the store now.

@@ -13,7 +13,8 @@ use super::spec::{Binding, MatchResources, ParamRef, Policy};
 use crate::error::{ApiError, Cause, Gr};
 use crate::registry::Registry;
 use crate::storage::{Bucket, ObjectKey, Revision, Store};
-use crate::webhook::{FailurePolicy, RequestAttributes, matching};
+use crate::webhook::matching::{Equivalent, RuleMatch};
+use crate::webhook::{Converter, FailurePolicy, RequestAttributes, matching};
 
 /// Storage resource of ValidatingAdmissionPolicies.
 pub const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
@@ -91,7 +92,7 @@ impl PolicyCache {
 }
 
 /// A write as the policies see it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Request<'a> {
     /// Operation, group, version, resource, subresource and namespace (for a Namespace object,
     /// its own name).
@@ -108,15 +109,31 @@ pub struct Request<'a> {
     pub old_object: Option<&'a Value>,
     /// The CEL `request` variable.
     pub request: &'a Value,
+    /// The other groups and versions serving the request's objects (`matchPolicy: Equivalent`).
+    pub equivalents: &'a [Equivalent],
+    /// Converts objects to one of the `equivalents`.
+    pub convert: Converter<'a>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("attrs", &self.attrs)
+            .field("cluster", &self.cluster)
+            .field("name", &self.name)
+            .field("equivalents", &self.equivalents)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether a `matchResources` covers the request: selectors, then excluded rules, then rules
-/// (none: everything), with the rules' `resourceNames`.
-fn resources_match(
+/// (none: everything), with the rules' `resourceNames`; with `matchPolicy: Equivalent` also
+/// through the request's equivalents (then the policy sees the request there).
+fn resources_match<'e>(
     m: &MatchResources,
-    req: &Request<'_>,
+    req: &Request<'e>,
     namespace_labels: &mut dyn FnMut() -> serde_json::Map<String, Value>,
-) -> bool {
+) -> RuleMatch<'e> {
     let labels = matching::needs_namespace_labels(&m.namespace_selector, &req.attrs)
         .then(&mut *namespace_labels);
     if !matching::namespace_selector_matches(
@@ -127,18 +144,58 @@ fn resources_match(
         labels.as_ref(),
     ) || !matching::object_selector_matches(&m.object_selector, req.object, req.old_object)
     {
-        return false;
+        return RuleMatch::No;
     }
-    let covers = |rules: &[super::spec::NamedRule]| {
-        rules.iter().any(|r| {
-            matching::rule_matches(&r.rule, &req.attrs)
-                && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == req.name))
-        })
+    let covers = |r: &super::spec::NamedRule, attrs: &RequestAttributes<'_>| {
+        matching::rule_matches(&r.rule, attrs)
+            && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == req.name))
     };
-    if covers(&m.exclude) {
-        return false;
+    let by = |rules: &[super::spec::NamedRule]| {
+        matching::match_rules_by(
+            rules,
+            covers,
+            &req.attrs,
+            m.match_equivalent,
+            req.equivalents,
+        )
+    };
+    if by(&m.exclude) != RuleMatch::No {
+        return RuleMatch::No;
     }
-    m.rules.is_empty() || covers(&m.rules)
+    if m.rules.is_empty() {
+        return RuleMatch::Exact;
+    }
+    by(&m.rules)
+}
+
+/// The objects and the `request` variable as a policy matched through `equivalent` sees them.
+struct Versioned {
+    object: Option<Value>,
+    old_object: Option<Value>,
+    request: Value,
+}
+
+impl Versioned {
+    fn new(req: &Request<'_>, e: &Equivalent) -> Result<Versioned, ApiError> {
+        let target = e.api_version();
+        let convert = |o: Option<&Value>| o.map(|o| (req.convert)(o.clone(), &target)).transpose();
+        let mut request = req.request.clone();
+        if let Some(map) = request.as_object_mut() {
+            map.insert(
+                "kind".into(),
+                serde_json::json!({"group": e.group, "version": e.version, "kind": e.kind}),
+            );
+            map.insert(
+                "resource".into(),
+                serde_json::json!({"group": e.group, "version": e.version, "resource": e.resource}),
+            );
+        }
+        Ok(Versioned {
+            object: convert(req.object)?,
+            old_object: convert(req.old_object)?,
+            request,
+        })
+    }
 }
 
 /// Why a policy or a binding cannot be used for a request (subject to the failure policy).
@@ -317,12 +374,18 @@ pub fn admit(
             continue;
         };
         let mut labels = || labels_of(ns_object.get_or_init(load_namespace));
-        if !resources_match(constraints, req, &mut labels) {
-            continue;
-        }
+        let versioned = match resources_match(constraints, req, &mut labels) {
+            RuleMatch::No => continue,
+            RuleMatch::Exact => None,
+            RuleMatch::Equivalent(e) => Some(Versioned::new(req, e)?),
+        };
+        let (object, old_object, request) = match &versioned {
+            Some(v) => (v.object.as_ref(), v.old_object.as_ref(), &v.request),
+            None => (req.object, req.old_object, req.request),
+        };
         for binding in bindings {
             if let Some(m) = &binding.match_resources
-                && !resources_match(m, req, &mut labels)
+                && resources_match(m, req, &mut labels) == RuleMatch::No
             {
                 continue;
             }
@@ -348,9 +411,9 @@ pub fn admit(
             let ns = ns_object.get_or_init(load_namespace);
             for param in &values {
                 let inputs = Inputs {
-                    object: req.object.unwrap_or(&null),
-                    old_object: req.old_object.unwrap_or(&null),
-                    request: req.request,
+                    object: object.unwrap_or(&null),
+                    old_object: old_object.unwrap_or(&null),
+                    request,
                     params: param,
                     namespace_object: ns,
                 };
@@ -438,15 +501,23 @@ mod tests {
             object: None,
             old_object: None,
             request: &request,
+            equivalents: &[],
+            convert: &|o, _| Ok(o),
         };
         let mut labels = serde_json::Map::new;
-        assert!(resources_match(&m, &req("a"), &mut labels));
-        assert!(!resources_match(&m, &req("b"), &mut labels));
-        assert!(!resources_match(&m, &req("c"), &mut labels));
+        assert_eq!(
+            resources_match(&m, &req("a"), &mut labels),
+            RuleMatch::Exact
+        );
+        assert_eq!(resources_match(&m, &req("b"), &mut labels), RuleMatch::No);
+        assert_eq!(resources_match(&m, &req("c"), &mut labels), RuleMatch::No);
         let all =
             MatchResources::from_value(&json!({"namespaceSelector": {"matchLabels": {"x": "1"}}}));
-        assert!(!resources_match(&all, &req("c"), &mut labels));
+        assert_eq!(resources_match(&all, &req("c"), &mut labels), RuleMatch::No);
         let mut labelled = || json!({"x": "1"}).as_object().cloned().unwrap_or_default();
-        assert!(resources_match(&all, &req("c"), &mut labelled));
+        assert_eq!(
+            resources_match(&all, &req("c"), &mut labelled),
+            RuleMatch::Exact
+        );
     }
 }

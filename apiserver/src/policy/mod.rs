@@ -12,10 +12,11 @@
 //! - [`status`]: what the server writes in a policy's `status`.
 //!
 //! A write meets the policies after object validation and before the validating webhooks, as
-//! in kube-apiserver's admission chain; dry runs too. Deviations: `matchPolicy: Equivalent`
-//! matches like `Exact` (as for webhooks), the `authorizer` variable is declared but not bound
-//! (an expression using it fails to evaluate), objects and params are seen in the request's
-//! and the stored version, and type checking reports no warnings.
+//! in kube-apiserver's admission chain; dry runs too. With `matchPolicy: Equivalent` a policy
+//! whose rules cover the request only through another served version sees the objects and
+//! `request.kind`/`resource` in that version, as kube's. Deviations: the `authorizer` variable
+//! is declared but not bound (an expression using it fails to evaluate), params are seen in
+//! their stored version, and type checking reports no warnings.
 
 pub mod admit;
 pub mod authz;

@@ -84,6 +84,9 @@ pub struct MatchResources {
     pub namespace_selector: LabelSelector,
     /// `objectSelector`.
     pub object_selector: LabelSelector,
+    /// `matchPolicy: Equivalent` (the default): rules also cover the request through the
+    /// other groups and versions serving the same objects.
+    pub match_equivalent: bool,
 }
 
 fn named_rules(v: Option<&Value>) -> Vec<NamedRule> {
@@ -110,6 +113,7 @@ impl MatchResources {
             exclude: named_rules(v.get("excludeResourceRules")),
             namespace_selector: selector("namespaceSelector"),
             object_selector: selector("objectSelector"),
+            match_equivalent: v.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
         }
     }
 }

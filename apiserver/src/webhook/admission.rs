@@ -3,6 +3,7 @@
 //! checks of the answer, mutating webhooks in order with JSON patches and reinvocation,
 //! validating webhooks in parallel.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +11,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use super::config::{FailurePolicy, Webhook, parse_configuration};
-use super::matching::{self, RequestAttributes};
+use super::matching::{self, Equivalent, RequestAttributes, RuleMatch};
 use crate::auth::Identity;
 use crate::error::{ApiError, Cause};
 use crate::storage::{Bucket, ObjectKey, Revision, Store};
@@ -87,8 +88,12 @@ impl WebhookCache {
     }
 }
 
+/// Converts an object of the request's resource to another `apiVersion` serving it (for hooks
+/// whose rules match the request only through an [`Equivalent`]).
+pub type Converter<'a> = &'a (dyn Fn(Value, &str) -> Result<Value, ApiError> + Sync);
+
 /// One admission request, as the webhooks see it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Invocation<'a> {
     /// Rules' view of the request.
     pub attrs: RequestAttributes<'a>,
@@ -104,14 +109,50 @@ pub struct Invocation<'a> {
     pub dry_run: bool,
     /// `CreateOptions` / `UpdateOptions` / `DeleteOptions` as sent in the review.
     pub options: Value,
+    /// The other groups and versions serving the request's objects (`matchPolicy: Equivalent`).
+    pub equivalents: &'a [Equivalent],
+    /// Converts objects to one of the `equivalents`.
+    pub convert: Converter<'a>,
+}
+
+impl std::fmt::Debug for Invocation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation")
+            .field("attrs", &self.attrs)
+            .field("cluster", &self.cluster)
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("equivalents", &self.equivalents)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Invocation<'_> {
     /// The `request` of the AdmissionReview.
     pub fn review_request(&self, uid: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+        self.review_request_as(uid, None, object, old)
+    }
+
+    /// The `request` of the AdmissionReview for a hook that sees the request through
+    /// `equivalent` (`kind` and `resource` there; `requestKind` and `requestResource` as sent).
+    pub fn review_request_as(
+        &self,
+        uid: &str,
+        equivalent: Option<&Equivalent>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Value {
         let a = &self.attrs;
-        let kind = json!({"group": a.group, "version": a.version, "kind": self.kind});
-        let resource = json!({"group": a.group, "version": a.version, "resource": a.resource});
+        let request_kind = json!({"group": a.group, "version": a.version, "kind": self.kind});
+        let request_resource =
+            json!({"group": a.group, "version": a.version, "resource": a.resource});
+        let (kind, resource) = match equivalent {
+            Some(e) => (
+                json!({"group": e.group, "version": e.version, "kind": e.kind}),
+                json!({"group": e.group, "version": e.version, "resource": e.resource}),
+            ),
+            None => (request_kind.clone(), request_resource.clone()),
+        };
         let mut user = json!({"username": self.user.user});
         if !self.user.uid.is_empty() {
             user["uid"] = json!(self.user.uid);
@@ -126,8 +167,8 @@ impl Invocation<'_> {
             "uid": uid,
             "kind": kind,
             "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
+            "requestKind": request_kind,
+            "requestResource": request_resource,
             "name": self.name,
             "namespace": a.namespace,
             "operation": a.operation,
@@ -344,23 +385,64 @@ pub(crate) fn namespace_labels(
         .unwrap_or_default()
 }
 
+/// The request as one webhook sees it: as sent, or converted to the equivalent group and
+/// version its rules matched.
+struct View<'e, 'o> {
+    equivalent: Option<&'e Equivalent>,
+    object: Option<Cow<'o, Value>>,
+    old: Option<Cow<'o, Value>>,
+}
+
 /// What to do with a webhook for this request.
-enum Decision {
+enum Decision<'e, 'o> {
     Skip,
-    Call,
+    Call(View<'e, 'o>),
     Fail(ApiError),
 }
 
-fn decide(
+/// `object` and `old` as `equivalent` serves them.
+fn view_as<'e, 'o>(
+    inv: &Invocation<'e>,
+    equivalent: Option<&'e Equivalent>,
+    object: Option<&'o Value>,
+    old: Option<&'o Value>,
+) -> Result<View<'e, 'o>, ApiError> {
+    let Some(e) = equivalent else {
+        return Ok(View {
+            equivalent,
+            object: object.map(Cow::Borrowed),
+            old: old.map(Cow::Borrowed),
+        });
+    };
+    let target = e.api_version();
+    let convert = |o: Option<&Value>| -> Result<Option<Cow<'o, Value>>, ApiError> {
+        o.map(|o| (inv.convert)(o.clone(), &target).map(Cow::Owned))
+            .transpose()
+    };
+    Ok(View {
+        equivalent,
+        object: convert(object)?,
+        old: convert(old)?,
+    })
+}
+
+fn decide<'e, 'o>(
     store: &Store,
-    inv: &Invocation<'_>,
+    inv: &Invocation<'e>,
     hook: &Webhook,
-    object: Option<&Value>,
-    old: Option<&Value>,
-) -> Decision {
-    if !matching::rules_match(&hook.rules, &inv.attrs) {
-        return Decision::Skip;
-    }
+    object: Option<&'o Value>,
+    old: Option<&'o Value>,
+) -> Decision<'e, 'o> {
+    let equivalent = match matching::match_rules(
+        &hook.rules,
+        &inv.attrs,
+        hook.match_equivalent,
+        inv.equivalents,
+    ) {
+        RuleMatch::No => return Decision::Skip,
+        RuleMatch::Exact => None,
+        RuleMatch::Equivalent(e) => Some(e),
+    };
     let labels = matching::needs_namespace_labels(&hook.namespace_selector, &inv.attrs)
         .then(|| namespace_labels(store, inv.cluster, inv.attrs.namespace));
     if !matching::namespace_selector_matches(
@@ -373,8 +455,13 @@ fn decide(
     {
         return Decision::Skip;
     }
+    let view = match view_as(inv, equivalent, object, old) {
+        Ok(v) => v,
+        Err(err) => return Decision::Fail(err),
+    };
     if !hook.match_conditions.is_empty() {
-        let request = inv.review_request("", object, old);
+        let (object, old) = (view.object.as_deref(), view.old.as_deref());
+        let request = inv.review_request_as("", view.equivalent, object, old);
         match matching::match_conditions(&hook.match_conditions, object, old, &request) {
             Ok(true) => {}
             Ok(false) => return Decision::Skip,
@@ -398,7 +485,7 @@ fn decide(
             hook.name
         )));
     }
-    Decision::Call
+    Decision::Call(view)
 }
 
 fn new_uid() -> String {
@@ -431,12 +518,17 @@ pub async fn run_mutating(
                 }
             }
             let current = object.as_deref().cloned();
-            match decide(store, inv, hook, current.as_ref(), old) {
+            let view = match decide(store, inv, hook, current.as_ref(), old) {
                 Decision::Skip => continue,
                 Decision::Fail(err) => return Err(err),
-                Decision::Call => {}
-            }
-            let request = inv.review_request(&new_uid(), current.as_ref(), old);
+                Decision::Call(view) => view,
+            };
+            let request = inv.review_request_as(
+                &new_uid(),
+                view.equivalent,
+                view.object.as_deref(),
+                view.old.as_deref(),
+            );
             let answer = match call(store, inv.cluster, hook, request).await {
                 Ok(a) => a,
                 Err(failure) => match hook.failure_policy {
@@ -456,12 +548,16 @@ pub async fn run_mutating(
                 return Err(denial(hook, answer.status.as_ref()));
             }
             if let (Some(patch), Some(slot)) = (&answer.patch, object.as_deref_mut()) {
-                let patched = crate::patch::apply_json_patch(slot, patch).map_err(|err| {
+                let seen = view.object.as_deref().unwrap_or(&*slot);
+                let mut patched = crate::patch::apply_json_patch(seen, patch).map_err(|err| {
                     ApiError::internal(format!(
                         "failed calling webhook \"{}\": JSON patch from webhook failed: {err}",
                         hook.name
                     ))
                 })?;
+                if view.equivalent.is_some() {
+                    patched = (inv.convert)(patched, &inv.attrs.api_version())?;
+                }
                 if patched != *slot {
                     *slot = patched;
                     mutations += 1;
@@ -494,8 +590,13 @@ pub async fn run_validating(
         match decide(store, inv, hook, object, old) {
             Decision::Skip => {}
             Decision::Fail(err) => return Err(err),
-            Decision::Call => {
-                let request = inv.review_request(&new_uid(), object, old);
+            Decision::Call(view) => {
+                let request = inv.review_request_as(
+                    &new_uid(),
+                    view.equivalent,
+                    view.object.as_deref(),
+                    view.old.as_deref(),
+                );
                 calls.push(async move { (hook, call(store, inv.cluster, hook, request).await) });
             }
         }

@@ -141,6 +141,9 @@ pub struct Webhook {
     pub reinvoke_if_needed: bool,
     /// `matchConditions`.
     pub match_conditions: Vec<MatchCondition>,
+    /// `matchPolicy: Equivalent` (the default): rules also match the request through the
+    /// other groups and versions serving the same objects.
+    pub match_equivalent: bool,
 }
 
 /// The string at `key` of an object ("" when absent or not a string).
@@ -612,6 +615,7 @@ pub fn parse_configuration(obj: &Value, mutating: bool) -> Vec<Webhook> {
             namespace_selector: selector("namespaceSelector"),
             object_selector: selector("objectSelector"),
             side_effects: str_of(hook, "sideEffects").to_owned(),
+            match_equivalent: str_of(hook, "matchPolicy") != "Exact",
             timeout: Duration::from_secs(
                 hook.get("timeoutSeconds")
                     .and_then(Value::as_u64)

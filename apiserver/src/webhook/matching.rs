@@ -1,9 +1,6 @@
-//! Which webhooks a request reaches: rules, namespace and object selectors, and
+//! Which webhooks a request reaches: rules (with `matchPolicy: Equivalent`, also through the
+//! other versions and groups serving the same objects), namespace and object selectors, and
 //! `matchConditions` (CEL). Pure functions of the request and the webhook.
-//!
-//! Deviation: `matchPolicy: Equivalent` matches like `Exact` (the request's own group,
-//! version and resource); the server has no table of equivalent resources across groups, and a
-//! custom resource reached through another served version is not converted for the rule.
 
 use serde_json::{Map, Value};
 
@@ -29,6 +26,15 @@ pub struct RequestAttributes<'a> {
 }
 
 impl RequestAttributes<'_> {
+    /// The `apiVersion` of the request's objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
     fn is_namespace_object(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces"
     }
@@ -78,6 +84,90 @@ pub fn rule_matches(rule: &Rule, attrs: &RequestAttributes<'_>) -> bool {
 /// Whether any of the rules (a webhook's, or a policy's `resourceRules`) covers the request.
 pub fn rules_match(rules: &[Rule], attrs: &RequestAttributes<'_>) -> bool {
     rules.iter().any(|r| rule_matches(r, attrs))
+}
+
+/// Another group and version serving the objects of the request's resource, as kube-apiserver
+/// counts them equivalent: each other served version of a custom resource, and the Events of
+/// `events.k8s.io` for core Events (and back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Equivalent {
+    /// API group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Kind in that group and version.
+    pub kind: String,
+}
+
+impl Equivalent {
+    /// The `apiVersion` of objects in this group and version.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// How a webhook's or a policy's rules cover a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleMatch<'e> {
+    /// Not at all.
+    No,
+    /// As sent.
+    Exact,
+    /// Only through an equivalent group and version: the hook sees the request (kind,
+    /// resource, objects) there.
+    Equivalent(&'e Equivalent),
+}
+
+/// Which way `rules` cover the request: as sent, or — with `match_equivalent`
+/// (`matchPolicy: Equivalent`) — through the first equivalent that a rule covers, trying the
+/// rules in order and each rule against the equivalents in order.
+pub fn match_rules<'e>(
+    rules: &[Rule],
+    attrs: &RequestAttributes<'_>,
+    match_equivalent: bool,
+    equivalents: &'e [Equivalent],
+) -> RuleMatch<'e> {
+    match_rules_by(rules, rule_matches, attrs, match_equivalent, equivalents)
+}
+
+/// [`match_rules`] for any kind of rule, `covers` saying whether one rule covers a request.
+pub fn match_rules_by<'e, R>(
+    rules: &[R],
+    covers: impl Fn(&R, &RequestAttributes<'_>) -> bool,
+    attrs: &RequestAttributes<'_>,
+    match_equivalent: bool,
+    equivalents: &'e [Equivalent],
+) -> RuleMatch<'e> {
+    if rules.iter().any(|r| covers(r, attrs)) {
+        return RuleMatch::Exact;
+    }
+    if !match_equivalent {
+        return RuleMatch::No;
+    }
+    for rule in rules {
+        for e in equivalents {
+            if e.group == attrs.group && e.version == attrs.version && e.resource == attrs.resource
+            {
+                continue;
+            }
+            let seen = RequestAttributes {
+                group: &e.group,
+                version: &e.version,
+                resource: &e.resource,
+                ..*attrs
+            };
+            if covers(rule, &seen) {
+                return RuleMatch::Equivalent(e);
+            }
+        }
+    }
+    RuleMatch::No
 }
 
 /// Whether the namespace selector needs the labels of the request's Namespace object
@@ -178,6 +268,80 @@ pub fn match_conditions(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    fn widgets(version: &str) -> Equivalent {
+        Equivalent {
+            group: "example.com".into(),
+            version: version.into(),
+            resource: "widgets".into(),
+            kind: "Widget".into(),
+        }
+    }
+
+    #[test]
+    fn equivalent_versions_match_only_under_the_equivalent_policy() {
+        let rule = Rule::from_value(
+            &json!({"operations": ["CREATE"], "apiGroups": ["example.com"],
+            "apiVersions": ["v1"], "resources": ["widgets"]}),
+        );
+        let attrs = RequestAttributes {
+            operation: "CREATE",
+            group: "example.com",
+            version: "v2",
+            resource: "widgets",
+            subresource: "",
+            namespace: "ns",
+        };
+        let equivalents = [widgets("v2"), widgets("v1"), widgets("v3")];
+        let rules = std::slice::from_ref(&rule);
+        assert_eq!(
+            match_rules(rules, &attrs, true, &equivalents),
+            RuleMatch::Equivalent(&equivalents[1])
+        );
+        assert_eq!(
+            match_rules(rules, &attrs, false, &equivalents),
+            RuleMatch::No
+        );
+        let v1 = RequestAttributes {
+            version: "v1",
+            ..attrs
+        };
+        assert_eq!(
+            match_rules(rules, &v1, true, &equivalents),
+            RuleMatch::Exact
+        );
+        let delete = RequestAttributes {
+            operation: "DELETE",
+            ..attrs
+        };
+        assert_eq!(
+            match_rules(rules, &delete, true, &equivalents),
+            RuleMatch::No
+        );
+        assert_eq!(equivalents[1].api_version(), "example.com/v1");
+    }
+
+    #[test]
+    fn earlier_rules_win_over_earlier_equivalents() {
+        let rule = |v: &str| {
+            Rule::from_value(&json!({"operations": ["*"], "apiGroups": ["example.com"],
+                "apiVersions": [v], "resources": ["widgets"]}))
+        };
+        let rules = [rule("v3"), rule("v1")];
+        let attrs = RequestAttributes {
+            operation: "UPDATE",
+            group: "example.com",
+            version: "v2",
+            resource: "widgets",
+            subresource: "",
+            namespace: "",
+        };
+        let equivalents = [widgets("v1"), widgets("v3")];
+        assert_eq!(
+            match_rules(&rules, &attrs, true, &equivalents),
+            RuleMatch::Equivalent(&equivalents[1])
+        );
+    }
 
     use super::super::config::{Webhook, parse_configuration};
     use super::*;

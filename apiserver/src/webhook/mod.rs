@@ -28,9 +28,11 @@ pub mod conversion;
 pub mod matching;
 pub mod service;
 
-pub use admission::{ClusterWebhooks, Invocation, WebhookCache, run_mutating, run_validating};
+pub use admission::{
+    ClusterWebhooks, Converter, Invocation, WebhookCache, run_mutating, run_validating,
+};
 pub use config::{
     ClientConfig, FailurePolicy, MatchCondition, Rule, Webhook, apply_defaults,
     parse_configuration, validate_configuration,
 };
-pub use matching::RequestAttributes;
+pub use matching::{Equivalent, RequestAttributes};
