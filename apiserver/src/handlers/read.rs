@@ -80,6 +80,31 @@ impl Filter {
         self.needles.iter().all(|n| n.find(raw).is_some())
     }
 
+    /// The one object a list can hold when the field selector requires its name
+    /// (`metadata.name=`) and its namespace is known (the path's, a `metadata.namespace=`
+    /// term, or none for a cluster-scoped resource): then the list reads that key instead of
+    /// scanning the bucket. The selectors still apply to what it finds.
+    pub fn named_key<'a>(
+        &'a self,
+        path_namespace: Option<&'a str>,
+        namespaced: bool,
+    ) -> Option<(&'a str, &'a str)> {
+        let required = |field: &str| {
+            self.fields
+                .terms()
+                .iter()
+                .find(|t| t.field == field && !t.negated)
+                .map(|t| t.value.as_str())
+        };
+        let name = required("metadata.name")?;
+        let namespace = if namespaced {
+            path_namespace.or_else(|| required("metadata.namespace"))?
+        } else {
+            ""
+        };
+        Some((namespace, name))
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
             && meta::meta_str(obj, "namespace") != ns
@@ -254,7 +279,10 @@ pub(crate) fn collect_page(req: &ResourceRequest, filter: &Filter) -> Result<Pag
                     store.revision()
                 )));
             }
-            _ => store.list(&bucket, ns, None),
+            _ => match filter.named_key(ns, req.res.namespaced) {
+                Some((namespace, name)) => store.list_named(&bucket, namespace, name),
+                None => store.list(&bucket, ns, None),
+            },
         }
     };
     let mut page = Vec::new();
@@ -424,6 +452,19 @@ mod tests {
             FieldSet::for_builtin("certificates.k8s.io", "certificatesigningrequests"),
             None,
         )
+    }
+
+    #[test]
+    fn a_list_naming_its_object_reads_one_key() {
+        let named = filter("", "metadata.name=a");
+        assert_eq!(named.named_key(None, false), Some(("", "a")));
+        assert_eq!(named.named_key(Some("ns"), true), Some(("ns", "a")));
+        // Across namespaces the name alone does not say which key.
+        assert_eq!(named.named_key(None, true), None);
+        let both = filter("", "metadata.namespace=ns,metadata.name=a");
+        assert_eq!(both.named_key(None, true), Some(("ns", "a")));
+        assert_eq!(filter("", "metadata.name!=a").named_key(None, false), None);
+        assert_eq!(filter("x=y", "").named_key(None, false), None);
     }
 
     /// The stored bytes of an object, as storage writes them.

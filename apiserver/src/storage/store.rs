@@ -21,9 +21,9 @@ use super::{
 pub struct StoreConfig {
     /// How many events the history window keeps for watch resumption and paged lists.
     pub history_window: usize,
-    /// Most bytes of objects (and their previous versions) the history window keeps: past it
-    /// the oldest events go, down to `history_min_events` (a fleet's busy minute of large
-    /// objects would otherwise hold hundreds of megabytes of superseded versions).
+    /// Most bytes the history window's events keep alive (see `event_bytes`): past it the
+    /// oldest events go, down to `history_min_events` (a fleet's busy minute of large objects
+    /// would otherwise hold hundreds of megabytes of superseded versions).
     pub history_bytes: usize,
     /// Events the history window keeps whatever their size.
     pub history_min_events: usize,
@@ -36,7 +36,7 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
-            history_window: 20_000,
+            history_window: 100_000,
             history_bytes: 48 << 20,
             history_min_events: 1_000,
             max_batch: 512,
@@ -410,6 +410,26 @@ impl Store {
             Some(objects) => collect_range(objects, namespace, after),
             None => Vec::new(),
         };
+        (state.revision, items)
+    }
+
+    /// The object `name` in `namespace` of a bucket (none or one) and the current revision,
+    /// read together: a list that names its object without scanning the bucket.
+    pub fn list_named(
+        &self,
+        bucket: &Bucket,
+        namespace: &str,
+        name: &str,
+    ) -> (Revision, Vec<(String, String, StoredObject)>) {
+        let state = read_state(&self.shared);
+        let key = (namespace.to_owned(), name.to_owned());
+        let items = state
+            .buckets
+            .get(bucket)
+            .and_then(|objects| objects.get(&key))
+            .map(|object| (key.0.clone(), key.1.clone(), object.clone()))
+            .into_iter()
+            .collect();
         (state.revision, items)
     }
 
@@ -872,10 +892,16 @@ fn prepare(
     Ok(event)
 }
 
-/// What an event in the history keeps alive: its object, and the previous one (shared with an
-/// older event while that one is still in the window, counted anyway).
+/// Bookkeeping of one event in the history besides its object: the event, its key's strings
+/// and the window's slot.
+const EVENT_OVERHEAD: usize = 160;
+
+/// What an event in the history keeps alive: its object, its key and bookkeeping. Its previous
+/// object is the object of the key's event before it — shared while that event is in the
+/// window, so not counted again; only the oldest event of each key holds a previous version
+/// alone, which bounds what the budget leaves out to one version per key.
 fn event_bytes(event: &Event) -> usize {
-    event.object.len() + event.prev.as_ref().map_or(0, |p| p.len())
+    event.object.len() + event.key.namespace.len() + event.key.name.len() + EVENT_OVERHEAD
 }
 
 /// Drops the oldest events while the history window is over its event count, or over its byte
