@@ -299,3 +299,73 @@ async fn invalid_crd_is_rejected() {
     let (code, message) = invalid(crds.create(&PostParams::default(), &crd).await.unwrap_err());
     assert_eq!(code, 422, "{message}");
 }
+
+#[tokio::test]
+async fn rules_selecting_undeclared_properties_are_refused_at_write() {
+    let (_s, client) = common::server().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd_json = |group: &str, rule: &str| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("dials.{group}")},
+            "spec": {"group": group, "scope": "Namespaced",
+                "names": {"plural": "dials", "singular": "dial", "kind": "Dial", "listKind": "DialList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object",
+                            "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+                            "x-kubernetes-validations": [{"rule": rule}]}}}}}]}
+        })
+    };
+    let crd = |rule: &str| -> CustomResourceDefinition {
+        serde_json::from_value(crd_json("rules.test.ocm.io", rule)).unwrap()
+    };
+    let (code, message) = invalid(
+        crds.create(&PostParams::default(), &crd("self.min <= self.maximum"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        "CustomResourceDefinition.apiextensions.k8s.io \"dials.rules.test.ocm.io\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.min <= self.maximum\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:17: undefined field 'maximum'\n | self.min <= self.maximum\n | ................^"
+    );
+    // The declared properties compile, and the rule is enforced.
+    crds.create(&PostParams::default(), &crd("self.min <= self.max"))
+        .await
+        .unwrap();
+    // A CRD stored before the check (written to storage directly) keeps its rule through
+    // updates, as kube-apiserver keeps unchanged expressions; a new bad rule is refused.
+    let mut legacy = crd_json("legacy.test.ocm.io", "self.min <= self.legacy");
+    legacy["metadata"]["uid"] = json!("4a1d7f5e-0000-4000-8000-000000000001");
+    legacy["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let key = ocm_apiserver::storage::ObjectKey::new(
+        ocm_apiserver::storage::Bucket::new("", "apiextensions.k8s.io/customresourcedefinitions"),
+        "",
+        "dials.legacy.test.ocm.io",
+    );
+    _s.store().create(key, legacy).await.unwrap();
+    let patch = json!({"metadata": {"labels": {"touched": "yes"}}});
+    crds.patch(
+        "dials.legacy.test.ocm.io",
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    let patch = json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"min": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.min <= self.newer"}]}}}}}]}});
+    let (code, message) = invalid(
+        crds.patch(
+            "dials.legacy.test.ocm.io",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+    assert!(message.contains("undefined field 'newer'"), "{message}");
+}

@@ -318,7 +318,7 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
         _ => {}
     }
     if ctx.res.builtin() == Some(BuiltinKind::CustomResourceDefinition) {
-        validate_crd(ctx, obj)?;
+        validate_crd(ctx, obj, None)?;
     }
     Ok(())
 }
@@ -332,7 +332,36 @@ fn set_namespace_label(obj: &mut Value, name: &str) {
     }
 }
 
-fn validate_crd(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
+/// The CEL expressions (rules and message expressions) anywhere in a CRD's schemas.
+fn cel_expressions(crd: &Value, out: &mut std::collections::HashSet<String>) {
+    match crd {
+        Value::Object(map) => {
+            if let Some(rules) = map
+                .get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+            {
+                for rule in rules {
+                    for k in ["rule", "messageExpression"] {
+                        if let Some(text) = rule.get(k).and_then(Value::as_str) {
+                            out.insert(text.to_owned());
+                        }
+                    }
+                }
+            }
+            map.values().for_each(|v| cel_expressions(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| cel_expressions(v, out)),
+        _ => {}
+    }
+}
+
+/// Validates a CRD written (`old`: the stored one on update, whose CEL expressions are not
+/// refused again).
+fn validate_crd(ctx: &Ctx, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let mut preexisting = std::collections::HashSet::new();
+    if let Some(old) = old {
+        cel_expressions(old, &mut preexisting);
+    }
     let name = meta::meta_str(obj, "name").to_owned();
     if let Err(crate::registry::CrdError::Invalid { field, message }) = resource_from_crd(obj) {
         let cause = Cause::new("FieldValueInvalid", message, field);
@@ -358,7 +387,12 @@ fn validate_crd(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
             .pointer("/subresources/status")
             .is_some_and(|s| !s.is_null());
         let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
-        match crate::schema::StructuralSchema::new_in_crd(schema, &path, status) {
+        match crate::schema::StructuralSchema::new_in_crd_update(
+            schema,
+            &path,
+            status,
+            &preexisting,
+        ) {
             Ok(structural) => {
                 let fields: Vec<&str> = v
                     .get("selectableFields")
@@ -411,7 +445,7 @@ pub(crate) fn prepare_update(
                 map.insert("spec".into(), old_spec);
             }
         }
-        Some(BuiltinKind::CustomResourceDefinition) => validate_crd(ctx, new)?,
+        Some(BuiltinKind::CustomResourceDefinition) => validate_crd(ctx, new, Some(old))?,
         _ => {}
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `x-kubernetes-validations` CEL rules, evaluated with `kube-cel` and reported the way
 //! kube-apiserver reports them (`spec: Invalid value: "object": <message>`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use kube_cel::{CompilationError, CompiledSchema, ErrorKind, ValidationError};
@@ -42,12 +43,24 @@ impl CelRules {
         CelRules { compiled }
     }
 
-    /// Rules that do not compile, as CRD-create causes at
-    /// `<path>.x-kubernetes-validations[i].rule`.
-    pub(crate) fn compile_errors(&self, schema: &Value, path: &str) -> Vec<Cause> {
+    /// Rules that do not compile, or select properties their schema does not declare, as
+    /// CRD-create causes at `<path>.x-kubernetes-validations[i].rule` (`path` names the
+    /// top-level `openAPIV3Schema`).
+    /// Expressions in `preexisting` are not checked for undeclared properties.
+    pub(crate) fn compile_errors(
+        &self,
+        schema: &Value,
+        path: &str,
+        preexisting: &HashSet<String>,
+    ) -> Vec<Cause> {
         let mut out = Vec::new();
         if let Some(c) = &self.compiled {
-            compile_errors_at(c, schema, path, &mut out);
+            let at = Place {
+                schema,
+                path,
+                at_root: true,
+            };
+            compile_errors_at(c, at, preexisting, &mut out);
         }
         out
     }
@@ -99,30 +112,106 @@ pub(crate) fn is_blocking(causes: &[Cause]) -> bool {
     })
 }
 
-fn compile_errors_at(c: &CompiledSchema, schema: &Value, path: &str, out: &mut Vec<Cause>) {
+/// A rule as kube-apiserver prints the bad value of its errors: Go's `%#v` of
+/// `apiextensions.ValidationRule` (a set pointer prints as an address there; any address).
+fn rule_value(raw: &Value) -> BadValue {
+    let text =
+        |k: &str| crate::validation::go_quote(raw.get(k).and_then(Value::as_str).unwrap_or(""));
+    let pointer = |k: &str, ty: &str| match raw.get(k).filter(|v| !v.is_null()) {
+        Some(_) => format!("({ty})(0xc000010000)"),
+        None => format!("({ty})(nil)"),
+    };
+    BadValue::Printed(format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        text("rule"),
+        text("message"),
+        text("messageExpression"),
+        pointer("reason", "*apiextensions.FieldValueErrorReason"),
+        text("fieldPath"),
+        pointer("optionalOldSelf", "*bool"),
+    ))
+}
+
+/// cel-go's errors for the properties `expression` selects that `schema` does not declare,
+/// one per line; `None` when there are none.
+fn undefined_field_errors(
+    expression: &str,
+    at: Place<'_>,
+    preexisting: &HashSet<String>,
+) -> Option<String> {
+    if preexisting.contains(expression) {
+        return None;
+    }
+    let (schema, at_root) = (at.schema, at.at_root);
+    let fields = super::cel_fields::undefined_fields(expression, schema, at_root);
+    if fields.is_empty() {
+        return None;
+    }
+    let errors: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let nth = fields[..i].iter().filter(|g| *g == f).count();
+            super::cel_fields::undefined_field_error(expression, f, nth)
+        })
+        .collect();
+    Some(errors.join("\n"))
+}
+
+/// A schema node being checked: its JSON, its field path, whether it is the top level.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    schema: &'a Value,
+    path: &'a str,
+    at_root: bool,
+}
+
+fn compile_errors_at(
+    c: &CompiledSchema,
+    at: Place<'_>,
+    preexisting: &HashSet<String>,
+    out: &mut Vec<Cause>,
+) {
+    let (schema, path) = (at.schema, at.path);
     let rules = schema
         .get("x-kubernetes-validations")
         .and_then(Value::as_array);
     for (i, r) in c.validations.iter().enumerate() {
-        let Err(e) = r else {
-            continue;
-        };
         let rule_path = index(&child(path, "x-kubernetes-validations"), i);
         let raw = rules.and_then(|r| r.get(i)).cloned().unwrap_or(Value::Null);
+        let Err(e) = r else {
+            let text = |k: &str| raw.get(k).and_then(Value::as_str).unwrap_or("");
+            if let Some(errors) = undefined_field_errors(text("rule"), at, preexisting) {
+                out.push(Cause::invalid(
+                    child(&rule_path, "rule"),
+                    rule_value(&raw),
+                    &format!("compilation failed: {errors}"),
+                ));
+            }
+            if let Some(errors) = undefined_field_errors(text("messageExpression"), at, preexisting)
+            {
+                out.push(Cause::invalid(
+                    child(&rule_path, "messageExpression"),
+                    rule_value(&raw),
+                    &format!("messageExpression compilation failed: {errors}"),
+                ));
+            }
+            continue;
+        };
         match e {
             CompilationError::Parse { source, .. } => out.push(Cause::invalid(
                 child(&rule_path, "rule"),
-                &raw,
+                rule_value(&raw),
                 &format!("compilation failed: {source}"),
             )),
             CompilationError::MessageExpressionParse { source, .. } => out.push(Cause::invalid(
                 child(&rule_path, "messageExpression"),
-                &raw,
+                rule_value(&raw),
                 &format!("messageExpression compilation failed: {source}"),
             )),
             other => out.push(Cause::invalid(
                 child(&rule_path, "rule"),
-                &raw,
+                rule_value(&raw),
                 &other.to_string(),
             )),
         }
@@ -130,15 +219,42 @@ fn compile_errors_at(c: &CompiledSchema, schema: &Value, path: &str, out: &mut V
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (k, sub) in props {
             if let Some(sc) = c.properties.get(k) {
-                compile_errors_at(sc, sub, &key(&child(path, "properties"), k), out);
+                compile_errors_at(
+                    sc,
+                    Place {
+                        schema: sub,
+                        path: &key(&child(path, "properties"), k),
+                        at_root: false,
+                    },
+                    preexisting,
+                    out,
+                );
             }
         }
     }
     if let (Some(sc), Some(sub)) = (&c.items, schema.get("items")) {
-        compile_errors_at(sc, sub, &child(path, "items"), out);
+        compile_errors_at(
+            sc,
+            Place {
+                schema: sub,
+                path: &child(path, "items"),
+                at_root: false,
+            },
+            preexisting,
+            out,
+        );
     }
     if let (Some(sc), Some(sub)) = (&c.additional_properties, schema.get("additionalProperties")) {
-        compile_errors_at(sc, sub, &child(path, "additionalProperties"), out);
+        compile_errors_at(
+            sc,
+            Place {
+                schema: sub,
+                path: &child(path, "additionalProperties"),
+                at_root: false,
+            },
+            preexisting,
+            out,
+        );
     }
 }
 
@@ -359,7 +475,7 @@ mod tests {
         let s = json!({"type": "object", "properties": {"spec": {"type": "object",
             "x-kubernetes-validations": [{"rule": "self.a ==="}]}}});
         let (_, r) = rules(&s);
-        let errs = r.compile_errors(&s, "openAPIV3Schema");
+        let errs = r.compile_errors(&s, "openAPIV3Schema", &HashSet::new());
         assert_eq!(errs.len(), 1);
         assert_eq!(
             errs[0].field,

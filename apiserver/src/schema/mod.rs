@@ -16,6 +16,7 @@
 //! Everything here is pure.
 
 mod cel;
+mod cel_fields;
 mod crd;
 mod default;
 mod formats;
@@ -24,6 +25,8 @@ mod node;
 mod prune;
 mod structure;
 mod validate;
+
+use std::collections::HashSet;
 
 use serde_json::Value;
 
@@ -83,6 +86,19 @@ impl StructuralSchema {
         path: &str,
         status_subresource: bool,
     ) -> Result<Self, SchemaError> {
+        StructuralSchema::new_in_crd_update(schema, path, status_subresource, &HashSet::new())
+    }
+
+    /// [`StructuralSchema::new_in_crd`] for an update of a CRD whose stored version has the
+    /// CEL expressions `preexisting` (rules and message expressions): as kube-apiserver, those
+    /// are not refused again for selecting undeclared properties, so a CRD accepted before can
+    /// still be written (its status included).
+    pub fn new_in_crd_update(
+        schema: &Value,
+        path: &str,
+        status_subresource: bool,
+        preexisting: &HashSet<String>,
+    ) -> Result<Self, SchemaError> {
         let mut issues = Vec::new();
         let root = Node::parse(schema, path, &mut issues);
         if let Some(i) = issues.first() {
@@ -98,7 +114,7 @@ impl StructuralSchema {
             return Err(SchemaError::Invalid { causes });
         }
         let cel = cel::CelRules::compile(schema, &root);
-        let causes = cel.compile_errors(schema, path);
+        let causes = cel.compile_errors(schema, path, preexisting);
         if !causes.is_empty() {
             return Err(SchemaError::Invalid { causes });
         }

@@ -67,6 +67,8 @@ pub enum BadValue {
     Json(Value),
     /// A string slice, printed like Go's `%#v` (`[]string{"a", "b"}`).
     StringList(Vec<String>),
+    /// A value already printed the way kube-apiserver prints it (Go's `%#v` of a struct).
+    Printed(String),
     /// No value is printed.
     Omit,
 }
@@ -85,6 +87,7 @@ impl BadValue {
                 let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
                 Some(format!("[]string{{{}}}", quoted.join(", ")))
             }
+            BadValue::Printed(s) => Some(s.clone()),
             BadValue::Omit => None,
         }
     }

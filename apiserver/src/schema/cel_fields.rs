@@ -1,0 +1,428 @@
+//! The part of kube's CEL type check that a CRD write needs most: a rule that selects a
+//! property its schema does not declare (`self.spce`) is refused when the CRD is written,
+//! with cel-go's `undefined field '<name>'` error, instead of failing on every object later.
+//!
+//! Types follow the structural schema as kube declares them to CEL: an object with
+//! `properties` has exactly those fields; the root also has `apiVersion`, `kind` and
+//! `metadata` (of which only `name` and `generateName`); a list's elements have its `items`
+//! schema; a map (`additionalProperties`) and anything else — `x-kubernetes-preserve-unknown-fields`,
+//! `x-kubernetes-int-or-string`, embedded resources, variables and function results — is not
+//! checked. Property names are matched after kube's escaping (`x__dash__prop` is `x-prop`,
+//! `__namespace__` is `namespace`).
+
+use std::borrow::Cow;
+
+use kube_cel::cel::common::ast::{Expr, IdedExpr};
+use serde_json::Value;
+
+/// What an expression is known to be.
+#[derive(Clone, Copy)]
+enum Type<'a> {
+    /// A schema node.
+    Schema(&'a Value),
+    /// The root's `metadata`: only `name` and `generateName`.
+    RootMetadata,
+    /// Anything else: not checked.
+    Unknown,
+}
+
+/// A variable bound by a comprehension (`all`, `exists`, `map`, `filter`…).
+struct Binding<'a> {
+    name: &'a str,
+    ty: Type<'a>,
+}
+
+struct Checker<'a> {
+    schema: &'a Value,
+    at_root: bool,
+    undefined: Vec<String>,
+}
+
+fn is_object_with_fields(schema: &Value) -> bool {
+    let flag = |k: &str| schema.get(k).and_then(Value::as_bool).unwrap_or(false);
+    schema.get("properties").is_some_and(Value::is_object)
+        && !flag("x-kubernetes-preserve-unknown-fields")
+        && !flag("x-kubernetes-embedded-resource")
+        && !flag("x-kubernetes-int-or-string")
+        && schema
+            .get("additionalProperties")
+            .is_none_or(|a| a == &Value::Bool(false))
+}
+
+impl<'a> Checker<'a> {
+    fn self_type(&self) -> Type<'a> {
+        Type::Schema(self.schema)
+    }
+
+    /// The type of `operand.field`, noting an undefined field.
+    fn select(&mut self, operand: Type<'a>, field: &str, is_root_self: bool) -> Type<'a> {
+        match operand {
+            Type::RootMetadata => {
+                if field == "name" || field == "generateName" {
+                    Type::Unknown
+                } else {
+                    self.undefined.push(field.to_owned());
+                    Type::Unknown
+                }
+            }
+            Type::Schema(schema) => {
+                if is_root_self && self.at_root {
+                    match field {
+                        "metadata" => return Type::RootMetadata,
+                        "apiVersion" | "kind" => return Type::Unknown,
+                        _ => {}
+                    }
+                }
+                if !is_object_with_fields(schema) {
+                    return Type::Unknown;
+                }
+                let properties = schema.get("properties");
+                let found = properties
+                    .and_then(|p| p.get(unescape(field).as_ref()))
+                    .or_else(|| properties.and_then(|p| p.get(field)));
+                match found {
+                    Some(sub) => Type::Schema(sub),
+                    None => {
+                        self.undefined.push(field.to_owned());
+                        Type::Unknown
+                    }
+                }
+            }
+            Type::Unknown => Type::Unknown,
+        }
+    }
+
+    fn walk(&mut self, e: &'a IdedExpr, scope: &mut Vec<Binding<'a>>) -> Type<'a> {
+        match &e.expr {
+            Expr::Ident(name) => {
+                if let Some(b) = scope.iter().rev().find(|b| b.name == name) {
+                    return b.ty;
+                }
+                match name.as_str() {
+                    "self" | "oldSelf" => self.self_type(),
+                    _ => Type::Unknown,
+                }
+            }
+            Expr::Select(sel) => {
+                let is_root_self = matches!(&sel.operand.expr, Expr::Ident(n)
+                    if (n == "self" || n == "oldSelf") && !scope.iter().any(|b| b.name == n));
+                let operand = self.walk(&sel.operand, scope);
+                self.select(operand, &sel.field, is_root_self)
+            }
+            Expr::Call(call) => {
+                let target = call.target.as_deref().map(|t| self.walk(t, scope));
+                let args: Vec<Type<'a>> = call.args.iter().map(|a| self.walk(a, scope)).collect();
+                match (call.func_name.as_str(), target, args.as_slice()) {
+                    ("_[_]" | "_[?_]", None, [Type::Schema(list), _]) => element_of(list),
+                    _ => Type::Unknown,
+                }
+            }
+            Expr::Comprehension(c) => {
+                let range = self.walk(&c.iter_range, scope);
+                self.walk(&c.accu_init, scope);
+                let element = match range {
+                    Type::Schema(s) if s.get("type").and_then(Value::as_str) == Some("array") => {
+                        element_of(s)
+                    }
+                    _ => Type::Unknown,
+                };
+                let depth = scope.len();
+                scope.push(Binding {
+                    name: &c.iter_var,
+                    ty: element,
+                });
+                scope.push(Binding {
+                    name: &c.accu_var,
+                    ty: Type::Unknown,
+                });
+                self.walk(&c.loop_cond, scope);
+                self.walk(&c.loop_step, scope);
+                self.walk(&c.result, scope);
+                scope.truncate(depth);
+                Type::Unknown
+            }
+            Expr::List(list) => {
+                for item in &list.elements {
+                    self.walk(item, scope);
+                }
+                Type::Unknown
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let kube_cel::cel::common::ast::EntryExpr::MapEntry(m) = &entry.expr {
+                        self.walk(&m.key, scope);
+                        self.walk(&m.value, scope);
+                    }
+                }
+                Type::Unknown
+            }
+            Expr::Struct(st) => {
+                for entry in &st.entries {
+                    if let kube_cel::cel::common::ast::EntryExpr::StructField(f) = &entry.expr {
+                        self.walk(&f.value, scope);
+                    }
+                }
+                Type::Unknown
+            }
+            Expr::Literal(_) | Expr::Unspecified => Type::Unknown,
+        }
+    }
+}
+
+/// CEL's reserved words, which a property of that name is written as `__<word>__`.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The property name a field name in a rule stands for, undoing kube's escaping.
+fn unescape(field: &str) -> Cow<'_, str> {
+    if let Some(word) = field
+        .strip_prefix("__")
+        .and_then(|f| f.strip_suffix("__"))
+        .filter(|w| RESERVED.contains(w))
+    {
+        return Cow::Owned(word.to_owned());
+    }
+    if !field.contains("__") {
+        return Cow::Borrowed(field);
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(at) = rest.find("__") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let escape = [
+            ("underscores__", "__"),
+            ("dot__", "."),
+            ("dash__", "-"),
+            ("slash__", "/"),
+        ]
+        .into_iter()
+        .find(|(code, _)| after.starts_with(code));
+        match escape {
+            Some((code, text)) => {
+                out.push_str(text);
+                rest = &after[code.len()..];
+            }
+            None => {
+                out.push_str("__");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The element type of a list schema (or of a map schema's values).
+fn element_of(schema: &Value) -> Type<'_> {
+    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+        return Type::Schema(items);
+    }
+    if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        return Type::Schema(values);
+    }
+    Type::Unknown
+}
+
+/// The properties `rule` selects that `schema` (the node holding the rule; `at_root` for the
+/// top-level `openAPIV3Schema`) does not declare, in the order the rule names them. A rule
+/// that does not parse has none (its parse error is reported instead).
+pub(crate) fn undefined_fields(rule: &str, schema: &Value, at_root: bool) -> Vec<String> {
+    let Ok(program) = kube_cel::cel::Program::compile(rule) else {
+        return Vec::new();
+    };
+    let mut checker = Checker {
+        schema,
+        at_root,
+        undefined: Vec::new(),
+    };
+    checker.walk(program.expression(), &mut Vec::new());
+    checker.undefined
+}
+
+/// cel-go's report of an undefined field, `ERROR: <input>:line:col: undefined field 'x'` with
+/// the source line and a caret under the `.` that selects it (the first `.x` outside string
+/// literals not reported yet).
+pub(crate) fn undefined_field_error(rule: &str, field: &str, nth: usize) -> String {
+    let (line, column) = select_position(rule, field, nth).unwrap_or((1, 0));
+    let mut out = format!(
+        "ERROR: <input>:{line}:{}: undefined field '{field}'",
+        column + 1
+    );
+    if let Some(text) = rule.lines().nth(line - 1) {
+        let text = text.replace('\t', " ");
+        out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(column)));
+    }
+    out
+}
+
+/// (1-based line, 0-based column in characters) of the `nth` (0-based) `.field` selection in
+/// `rule`, skipping string literals.
+fn select_position(rule: &str, field: &str, nth: usize) -> Option<(usize, usize)> {
+    let chars: Vec<char> = rule.chars().collect();
+    let mut seen = 0;
+    let (mut line, mut column) = (1usize, 0usize);
+    let mut i = 0;
+    let mut quote: Option<char> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        if let Some(q) = quote {
+            if c == '\\' {
+                i += 1;
+                column += 1;
+            } else if c == q {
+                quote = None;
+            }
+        } else if c == '"' || c == '\'' {
+            quote = Some(c);
+        } else if c == '.' || (c == '?' && chars.get(i + 1) == Some(&'.')) {
+            let dot = if c == '?' { i + 1 } else { i };
+            let mut j = dot + 1;
+            while chars.get(j).is_some_and(|c| c.is_whitespace()) {
+                j += 1;
+            }
+            let name: String = chars[j..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .collect();
+            if name == field {
+                if seen == nth {
+                    return Some((line, column));
+                }
+                seen += 1;
+            }
+        }
+        if c == '\n' {
+            line += 1;
+            column = 0;
+        } else {
+            column += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec() -> Value {
+        json!({"type": "object", "properties": {
+            "replicas": {"type": "integer"},
+            "ports": {"type": "array", "items": {"type": "object", "properties": {"port": {"type": "integer"}}}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        }})
+    }
+
+    #[test]
+    fn declared_properties_pass_and_others_are_undefined() {
+        let s = spec();
+        assert!(undefined_fields("self.replicas > 0", &s, false).is_empty());
+        assert_eq!(undefined_fields("self.replica > 0", &s, false), ["replica"]);
+        assert_eq!(
+            undefined_fields("has(self.replcas) || self.x == oldSelf.y", &s, false),
+            ["replcas", "x", "y"]
+        );
+        // Maps, preserve-unknown objects and variables are not checked.
+        assert!(undefined_fields("self.labels.anything == 'a'", &s, false).is_empty());
+        assert!(undefined_fields("self.free.anything == 1", &s, false).is_empty());
+        assert!(undefined_fields("[1].exists(v, v.x == 1)", &s, false).is_empty());
+    }
+
+    #[test]
+    fn escaped_property_names_are_found() {
+        let s = json!({"type": "object", "properties": {
+            "x-prop": {"type": "integer"}, "namespace": {"type": "string"},
+            "a.b/c": {"type": "string"}, "redact__d": {"type": "string"}}});
+        assert!(
+            undefined_fields(
+                "self.x__dash__prop > 0 && self.__namespace__ != '' && self.a__dot__b__slash__c != '' && self.redact__underscores__d != ''",
+                &s,
+                false
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            undefined_fields("self.x__dash__prp > 0", &s, false),
+            ["x__dash__prp"]
+        );
+    }
+
+    #[test]
+    fn list_elements_are_checked_through_indexing_and_macros() {
+        let s = spec();
+        assert!(undefined_fields("self.ports.all(p, p.port > 0)", &s, false).is_empty());
+        assert_eq!(
+            undefined_fields("self.ports.all(p, p.prot > 0)", &s, false),
+            ["prot"]
+        );
+        assert_eq!(
+            undefined_fields("self.ports[0].prot > 0", &s, false),
+            ["prot"]
+        );
+        assert!(undefined_fields("self.ports.map(p, p.port).all(x, x > 0)", &s, false).is_empty());
+    }
+
+    #[test]
+    fn the_root_has_type_meta_and_a_narrow_metadata() {
+        let root = json!({"type": "object", "properties": {"spec": spec()}});
+        assert!(
+            undefined_fields(
+                "self.metadata.name.startsWith('a') && self.kind == 'X' && self.spec.replicas > 0",
+                &root,
+                true
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            undefined_fields("self.metadata.labels.size() > 0", &root, true),
+            ["labels"]
+        );
+        // Below the root, metadata is an ordinary property.
+        assert_eq!(
+            undefined_fields("self.metadata == 1", &spec(), false),
+            ["metadata"]
+        );
+    }
+
+    #[test]
+    fn errors_read_as_cel_go_reports_them() {
+        assert_eq!(
+            undefined_field_error("self.foo == 1", "foo", 0),
+            "ERROR: <input>:1:5: undefined field 'foo'\n | self.foo == 1\n | ....^"
+        );
+        assert_eq!(
+            undefined_field_error("self.a == '.foo' || self.foo", "foo", 0),
+            "ERROR: <input>:1:25: undefined field 'foo'\n | self.a == '.foo' || self.foo\n | ........................^"
+        );
+        assert_eq!(
+            undefined_field_error("self.a ||\nself.b.foo", "foo", 0),
+            "ERROR: <input>:2:7: undefined field 'foo'\n | self.b.foo\n | ......^"
+        );
+    }
+}
