@@ -395,34 +395,13 @@ fn validate_param_ref(pr: &Value, path: &str, causes: &mut Vec<Cause>) {
 
 /// Whether `name` is a CEL identifier that is not a reserved word.
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
+    first_ok
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !crate::schema::CEL_RESERVED.contains(&name)
 }
 
 #[cfg(test)]

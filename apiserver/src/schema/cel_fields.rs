@@ -169,8 +169,8 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// CEL's reserved words, which a property of that name is written as `__<word>__`.
-const RESERVED: [&str; 21] = [
+/// CEL's reserved words (not identifiers; a property of that name is written `__<word>__`).
+pub(crate) const CEL_RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",
@@ -199,7 +199,7 @@ fn unescape(field: &str) -> Cow<'_, str> {
     if let Some(word) = field
         .strip_prefix("__")
         .and_then(|f| f.strip_suffix("__"))
-        .filter(|w| RESERVED.contains(w))
+        .filter(|w| CEL_RESERVED.contains(w))
     {
         return Cow::Owned(word.to_owned());
     }
