@@ -949,3 +949,88 @@ async fn equivalent_match_policy_sees_the_request_in_the_rules_version() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn validations_can_ask_the_authorizer() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let server = TlsServer::start().await;
+    let admin = server.client().await;
+    let role = |name: &str, resources: &[&str], verbs: &[&str]| -> ClusterRole {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "verbs": verbs, "resources": resources}],
+        }))
+        .unwrap()
+    };
+    let grant = |name: &str, role: &str| -> ClusterRoleBinding {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "User", "name": "carol"}],
+        }))
+        .unwrap()
+    };
+    let roles = Api::<ClusterRole>::all(admin.clone());
+    let grants = Api::<ClusterRoleBinding>::all(admin.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &role("cm-writer", &["configmaps"], &["create"]),
+        )
+        .await
+        .unwrap();
+    roles
+        .create(
+            &PostParams::default(),
+            &role("secret-reader", &["secrets"], &["get"]),
+        )
+        .await
+        .unwrap();
+    grants
+        .create(&PostParams::default(), &grant("carol-cm", "cm-writer"))
+        .await
+        .unwrap();
+    install(
+        &admin,
+        policy(
+            "secret-readers-only",
+            json!({"validations": [{
+                "expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()",
+                "message": "only those who may read secrets write configmaps here"}]}),
+        ),
+        binding(
+            "secret-readers-only",
+            json!({"policyName": "secret-readers-only", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let carol = kube::Client::new(
+        server.server.service_as(ocm_apiserver::Identity {
+            user: "carol".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }),
+        "default",
+    );
+    let (code, _, message) = refused(&carol, "default", &cm("c1", json!({}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: only those who may read secrets write configmaps here"),
+        "{message}"
+    );
+    // The admin (system:masters) may read anything.
+    create_cm(&admin, "default", &cm("a1", json!({})))
+        .await
+        .unwrap();
+    // Once carol may read secrets, her write passes: the check asks RBAC as it is now.
+    grants
+        .create(
+            &PostParams::default(),
+            &grant("carol-secrets", "secret-reader"),
+        )
+        .await
+        .unwrap();
+    create_cm(&carol, "default", &cm("c2", json!({})))
+        .await
+        .unwrap();
+}

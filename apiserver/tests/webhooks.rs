@@ -1155,3 +1155,37 @@ async fn equivalent_match_policy_converts_the_request_to_the_rules_version() {
     assert_eq!(reviews[1]["request"]["requestKind"]["version"], "v1alpha1");
     assert_eq!(hooks.seen("/allow").len(), 1);
 }
+
+#[tokio::test]
+async fn match_conditions_can_ask_the_authorizer() {
+    let (_server, client) = common::server().await;
+    let hooks = HookServer::start();
+    // Called only for requesters who may read /healthz (the admin may) and when the
+    // service account default/nobody (bound to nothing) may not create ConfigMaps.
+    validating(
+        &client,
+        "authz",
+        vec![webhook(
+            "authz.example.com",
+            hooks.client_config("/deny"),
+            json!({"matchConditions": [
+                {"name": "reads-healthz", "expression": "authorizer.path('/healthz').check('get').allowed()"},
+                {"name": "nobody-cannot", "expression":
+                    "!authorizer.serviceAccount('default', 'nobody').group('').resource('configmaps').namespace('default').check('create').allowed()"},
+                {"name": "may-delete-it", "expression": "authorizer.requestResource.check('delete').allowed()"},
+            ]}),
+        )],
+    )
+    .await;
+    let (code, _, message) = status_of(
+        create_cm(&client, "default", &cm("a", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 400, "{message}");
+    assert_eq!(
+        message,
+        "admission webhook \"authz.example.com\" denied the request: no red things here"
+    );
+    assert_eq!(hooks.seen("/deny").len(), 1);
+}

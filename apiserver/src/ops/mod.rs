@@ -811,6 +811,22 @@ impl Ctx {
         let equivalents = self.equivalents(subresource.unwrap_or(""));
         let converter = Ctx::new(self.inner.clone(), &self.cluster, res.clone(), &version);
         let convert = |obj: Value, target: &str| converter.convert_to(obj, target);
+        let (inner, cluster) = (self.inner.clone(), self.cluster.clone());
+        let authorize: crate::policy::authorizer::Authorize =
+            std::sync::Arc::new(move |attrs: &crate::rbac::Attributes| {
+                crate::authz::policy(&inner, &cluster).authorize(attrs)
+            });
+        let authorizer = crate::policy::authorizer::value(
+            &identity,
+            &authorize,
+            &crate::policy::authorizer::RequestResource {
+                group: &res.group,
+                resource: &res.plural,
+                subresource: subresource.unwrap_or(""),
+                namespace: &request_namespace,
+                name: &object_name,
+            },
+        );
         let invocation = crate::webhook::Invocation {
             attrs: crate::webhook::RequestAttributes {
                 operation: operation.as_str(),
@@ -828,6 +844,7 @@ impl Ctx {
             options,
             equivalents: &equivalents,
             convert: &convert,
+            authorizer: &authorizer,
         };
         let mut warnings = Vec::new();
         let store = &self.inner.store;
@@ -856,6 +873,7 @@ impl Ctx {
                 request: &request,
                 equivalents: &equivalents,
                 convert: &convert,
+                authorizer: &authorizer,
             };
             let result = crate::policy::admit(env, policies, &req, &mut warnings);
             self.warnings.extend(std::mem::take(&mut warnings));

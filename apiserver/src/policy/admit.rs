@@ -113,6 +113,8 @@ pub struct Request<'a> {
     pub equivalents: &'a [Equivalent],
     /// Converts objects to one of the `equivalents`.
     pub convert: Converter<'a>,
+    /// The CEL `authorizer` variable (the requester's access checks).
+    pub authorizer: &'a kube_cel::cel::Value,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -416,6 +418,7 @@ pub fn admit(
                     request,
                     params: param,
                     namespace_object: ns,
+                    authorizer: req.authorizer,
                 };
                 let Outcome::Evaluated(failures) = evaluate(policy, &inputs) else {
                     continue;
@@ -503,6 +506,7 @@ mod tests {
             request: &request,
             equivalents: &[],
             convert: &|o, _| Ok(o),
+            authorizer: &kube_cel::cel::Value::Null,
         };
         let mut labels = serde_json::Map::new;
         assert_eq!(

@@ -150,6 +150,7 @@ impl Activation {
     pub fn new(bindings: &[(&str, &Value)]) -> Activation {
         let mut context = cel::Context::default();
         context.register_all();
+        super::authorizer::register(&mut context);
         for (name, value) in bindings {
             bind(&mut context, name, to_cel(value));
         }
@@ -158,6 +159,11 @@ impl Activation {
             context,
             variables: Vec::new(),
         }
+    }
+
+    /// Binds `name` to a CEL value (one that is not JSON, such as `authorizer`).
+    pub fn bind_value(&mut self, name: &str, value: cel::Value) {
+        bind(&mut self.context, name, value);
     }
 
     /// Adds `variables.<name>` for the expressions evaluated afterwards.

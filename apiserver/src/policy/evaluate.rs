@@ -21,6 +21,8 @@ pub struct Inputs<'a> {
     pub params: &'a Value,
     /// `namespaceObject` (null for cluster-scoped requests).
     pub namespace_object: &'a Value,
+    /// `authorizer` (see [`super::authorizer`]; null when the caller has none).
+    pub authorizer: &'a cel::Value,
 }
 
 /// A validation that did not pass (or an error that the failure policy turns into one).
@@ -140,6 +142,7 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
         ("params", inputs.params),
         ("namespaceObject", inputs.namespace_object),
     ]);
+    act.bind_value("authorizer", inputs.authorizer.clone());
     let fail = policy.failure_policy == FailurePolicy::Fail;
     match match_conditions(&policy.match_conditions, &act) {
         Ok(true) => {}
@@ -234,6 +237,7 @@ mod tests {
                 request: &request,
                 params: &params,
                 namespace_object: &Value::Null,
+                authorizer: &cel::Value::Null,
             },
         )
     }

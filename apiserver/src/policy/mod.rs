@@ -14,11 +14,12 @@
 //! A write meets the policies after object validation and before the validating webhooks, as
 //! in kube-apiserver's admission chain; dry runs too. With `matchPolicy: Equivalent` a policy
 //! whose rules cover the request only through another served version sees the objects and
-//! `request.kind`/`resource` in that version, as kube's. Deviations: the `authorizer` variable
-//! is declared but not bound (an expression using it fails to evaluate), params are seen in
-//! their stored version, and type checking reports no warnings.
+//! `request.kind`/`resource` in that version, as kube's; `authorizer` asks this server's RBAC
+//! ([`authorizer`]). Deviations: params are seen in their stored version, and type checking
+//! reports no warnings.
 
 pub mod admit;
+pub mod authorizer;
 pub mod authz;
 pub mod cel;
 pub mod evaluate;

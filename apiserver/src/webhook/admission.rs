@@ -113,6 +113,8 @@ pub struct Invocation<'a> {
     pub equivalents: &'a [Equivalent],
     /// Converts objects to one of the `equivalents`.
     pub convert: Converter<'a>,
+    /// The CEL `authorizer` variable of match conditions.
+    pub authorizer: &'a kube_cel::cel::Value,
 }
 
 impl std::fmt::Debug for Invocation<'_> {
@@ -462,7 +464,13 @@ fn decide<'e, 'o>(
     if !hook.match_conditions.is_empty() {
         let (object, old) = (view.object.as_deref(), view.old.as_deref());
         let request = inv.review_request_as("", view.equivalent, object, old);
-        match matching::match_conditions(&hook.match_conditions, object, old, &request) {
+        match matching::match_conditions(
+            &hook.match_conditions,
+            object,
+            old,
+            &request,
+            inv.authorizer,
+        ) {
             Ok(true) => {}
             Ok(false) => return Decision::Skip,
             Err(err) => {

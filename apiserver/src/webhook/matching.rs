@@ -219,6 +219,7 @@ pub fn match_conditions(
     object: Option<&Value>,
     old_object: Option<&Value>,
     request: &Value,
+    authorizer: &kube_cel::cel::Value,
 ) -> Result<bool, String> {
     if conditions.is_empty() {
         return Ok(true);
@@ -226,6 +227,10 @@ pub fn match_conditions(
     use kube_cel::KubeCelExt as _;
     use kube_cel::cel;
     let mut ctx = cel::Context::default().with_all();
+    crate::policy::authorizer::register(&mut ctx);
+    if let Err(never) = ctx.add_variable("authorizer", authorizer.clone()) {
+        match never {}
+    }
     let null = Value::Null;
     for (name, value) in [
         ("object", object.unwrap_or(&null)),
@@ -522,6 +527,8 @@ mod tests {
         ));
     }
 
+    const NULL: kube_cel::cel::Value = kube_cel::cel::Value::Null;
+
     #[test]
     fn match_conditions_evaluate_cel() {
         let w = webhook(json!({"matchConditions": [
@@ -532,16 +539,16 @@ mod tests {
         let plain = json!({"metadata": {"name": "a"}});
         let skip = json!({"metadata": {"name": "a", "labels": {"skip": "yes"}}});
         assert_eq!(
-            match_conditions(&w.match_conditions, Some(&plain), None, &req),
+            match_conditions(&w.match_conditions, Some(&plain), None, &req, &NULL),
             Ok(true)
         );
         assert_eq!(
-            match_conditions(&w.match_conditions, Some(&skip), None, &req),
+            match_conditions(&w.match_conditions, Some(&skip), None, &req, &NULL),
             Ok(false)
         );
         let bad = webhook(
             json!({"matchConditions": [{"name": "bad", "expression": "object.nope.deeper"}]}),
         );
-        assert!(match_conditions(&bad.match_conditions, Some(&plain), None, &req).is_err());
+        assert!(match_conditions(&bad.match_conditions, Some(&plain), None, &req, &NULL).is_err());
     }
 }
