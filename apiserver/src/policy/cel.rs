@@ -47,8 +47,11 @@ pub fn check(expression: &str, declared: &[&str]) -> Result<(), String> {
         Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
     let mut scope = Vec::new();
     if let Some(name) = undeclared(program.expression(), declared, &mut scope) {
+        let at = crate::cel_source::ident_position(expression, &name).unwrap_or((1, 0));
+        let message = format!("undeclared reference to '{name}' (in container '')");
         return Err(format!(
-            "compilation failed: ERROR: <input>:1:1: undeclared reference to '{name}' (in container '')"
+            "compilation failed: {}",
+            crate::cel_source::error_at(expression, at, &message)
         ));
     }
     Ok(())
@@ -215,9 +218,14 @@ mod tests {
         let err = check("params.max > 1", &vars).unwrap_err();
         assert_eq!(
             err,
-            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')"
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n | params.max > 1\n | ^"
         );
         assert!(check("params.max > 1", &declared(true)).is_ok());
+        let err = check("object.n > 1 && params.max > 1", &vars).unwrap_err();
+        assert_eq!(
+            err,
+            "compilation failed: ERROR: <input>:1:17: undeclared reference to 'params' (in container '')\n | object.n > 1 && params.max > 1\n | ................^"
+        );
     }
 
     #[test]

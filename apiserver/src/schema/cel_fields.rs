@@ -261,67 +261,11 @@ pub(crate) fn undefined_fields(rule: &str, schema: &Value, at_root: bool) -> Vec
     checker.undefined
 }
 
-/// cel-go's report of an undefined field, `ERROR: <input>:line:col: undefined field 'x'` with
-/// the source line and a caret under the `.` that selects it (the first `.x` outside string
-/// literals not reported yet).
+/// cel-go's report of the `nth` (0-based) selection of the undefined field `field` in `rule`:
+/// `ERROR: <input>:line:col: undefined field 'x'`, the source line and a caret under its `.`.
 pub(crate) fn undefined_field_error(rule: &str, field: &str, nth: usize) -> String {
-    let (line, column) = select_position(rule, field, nth).unwrap_or((1, 0));
-    let mut out = format!(
-        "ERROR: <input>:{line}:{}: undefined field '{field}'",
-        column + 1
-    );
-    if let Some(text) = rule.lines().nth(line - 1) {
-        let text = text.replace('\t', " ");
-        out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(column)));
-    }
-    out
-}
-
-/// (1-based line, 0-based column in characters) of the `nth` (0-based) `.field` selection in
-/// `rule`, skipping string literals.
-fn select_position(rule: &str, field: &str, nth: usize) -> Option<(usize, usize)> {
-    let chars: Vec<char> = rule.chars().collect();
-    let mut seen = 0;
-    let (mut line, mut column) = (1usize, 0usize);
-    let mut i = 0;
-    let mut quote: Option<char> = None;
-    while i < chars.len() {
-        let c = chars[i];
-        if let Some(q) = quote {
-            if c == '\\' {
-                i += 1;
-                column += 1;
-            } else if c == q {
-                quote = None;
-            }
-        } else if c == '"' || c == '\'' {
-            quote = Some(c);
-        } else if c == '.' || (c == '?' && chars.get(i + 1) == Some(&'.')) {
-            let dot = if c == '?' { i + 1 } else { i };
-            let mut j = dot + 1;
-            while chars.get(j).is_some_and(|c| c.is_whitespace()) {
-                j += 1;
-            }
-            let name: String = chars[j..]
-                .iter()
-                .take_while(|c| c.is_alphanumeric() || **c == '_')
-                .collect();
-            if name == field {
-                if seen == nth {
-                    return Some((line, column));
-                }
-                seen += 1;
-            }
-        }
-        if c == '\n' {
-            line += 1;
-            column = 0;
-        } else {
-            column += 1;
-        }
-        i += 1;
-    }
-    None
+    let at = crate::cel_source::select_position(rule, field, nth).unwrap_or((1, 0));
+    crate::cel_source::error_at(rule, at, &format!("undefined field '{field}'"))
 }
 
 #[cfg(test)]
