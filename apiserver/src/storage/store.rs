@@ -98,6 +98,9 @@ struct State {
     /// Revision of the last write (create, update or delete) to each bucket.
     bucket_writes: HashMap<Bucket, Revision>,
     history: VecDeque<Arc<Event>>,
+    /// The events of `history` by bucket, oldest first: a watch resumed on one resource reads
+    /// that resource's changes without stepping over every other resource's.
+    bucket_history: HashMap<Bucket, VecDeque<Arc<Event>>>,
     /// Sum of the object sizes of the events in `history`.
     history_bytes: usize,
     watchers: Mutex<Watchers>,
@@ -277,7 +280,25 @@ impl State {
             .unwrap_or(0)
             .max(self.floor_base)
     }
+
+    /// The events of `bucket` in the history window after revision `from`, oldest first.
+    fn bucket_events_after(
+        &self,
+        bucket: &Bucket,
+        from: Revision,
+    ) -> std::collections::vec_deque::Iter<'_, Arc<Event>> {
+        match self.bucket_history.get(bucket) {
+            Some(events) => {
+                let start = events.partition_point(|event| event.rev <= from);
+                events.range(start..)
+            }
+            None => EMPTY_EVENTS.range(..),
+        }
+    }
 }
+
+/// No events (what [`State::bucket_events_after`] iterates for a bucket without history).
+static EMPTY_EVENTS: VecDeque<Arc<Event>> = VecDeque::new();
 
 fn lock_watchers(state: &State) -> std::sync::MutexGuard<'_, Watchers> {
     state
@@ -313,9 +334,17 @@ impl Store {
             buckets,
             bucket_writes,
             history: loaded.history.into_iter().map(Arc::new).collect(),
+            bucket_history: HashMap::new(),
             history_bytes,
             watchers: Mutex::new(Watchers::default()),
         };
+        for event in &state.history {
+            state
+                .bucket_history
+                .entry(event.key.bucket.clone())
+                .or_default()
+                .push_back(event.clone());
+        }
         trim_history(&mut state, &config);
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
@@ -459,13 +488,7 @@ impl Store {
         }
         // Undo, newest first, every change of this bucket made after `at`.
         let mut undo: HashMap<(String, String), Option<StoredObject>> = HashMap::new();
-        for event in state.history.iter().rev() {
-            if event.rev <= at {
-                break;
-            }
-            if event.key.bucket != *bucket {
-                continue;
-            }
+        for event in state.bucket_events_after(bucket, at).rev() {
             if let Some(ns) = namespace
                 && event.key.namespace != ns
             {
@@ -539,11 +562,9 @@ impl Store {
                 oldest: floor + 1,
             });
         }
-        let start = state.history.partition_point(|event| event.rev <= from);
         let replay = state
-            .history
-            .range(start..)
-            .filter(|event| event.key.bucket == *bucket && scope.holds(&event.key))
+            .bucket_events_after(bucket, from)
+            .filter(|event| scope.holds(&event.key))
             .cloned()
             .collect();
         let receiver = self.register(&state, bucket, scope);
@@ -570,13 +591,7 @@ impl Store {
                 oldest: floor + 1,
             });
         }
-        let start = state.history.partition_point(|event| event.rev <= from);
-        Ok(state
-            .history
-            .range(start..)
-            .filter(|event| event.key.bucket == *bucket)
-            .cloned()
-            .collect())
+        Ok(state.bucket_events_after(bucket, from).cloned().collect())
     }
 
     /// Every change of every object, for the server's own controllers. Unbounded: the receiver
@@ -917,6 +932,13 @@ fn trim_history(state: &mut State, config: &StoreConfig) {
             break;
         };
         state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
+        // The oldest event of the window is the oldest of its bucket.
+        if let Some(events) = state.bucket_history.get_mut(&old.key.bucket) {
+            events.pop_front();
+            if events.is_empty() {
+                state.bucket_history.remove(&old.key.bucket);
+            }
+        }
         state.compacted = old.rev;
         state.bucket_floors.insert(old.key.bucket.clone(), old.rev);
     }
@@ -946,6 +968,11 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
         }
         state.history_bytes += event_bytes(event);
         state.history.push_back(event.clone());
+        state
+            .bucket_history
+            .entry(event.key.bucket.clone())
+            .or_default()
+            .push_back(event.clone());
     }
     trim_history(&mut state, &shared.config);
     state.revision = revision;
@@ -1496,6 +1523,33 @@ mod tests {
             store.list_at(&configmaps, None, None, quiet).unwrap().len(),
             1
         );
+    }
+
+    #[tokio::test]
+    async fn each_buckets_history_is_the_windows_events_of_that_bucket() {
+        let store = Store::open(crate::storage::MemoryBackend, small_window()).unwrap();
+        let quiet = quiet_then_busy(&store, 6).await;
+        let leases = Bucket::new("", "coordination.k8s.io/leases");
+        let from = store.bucket_floor(&leases);
+        let state = read_state(&store.shared);
+        let indexed: usize = state.bucket_history.values().map(VecDeque::len).sum();
+        assert_eq!(indexed, state.history.len());
+        let scanned: Vec<Revision> = state
+            .history
+            .iter()
+            .filter(|e| e.key.bucket == leases && e.rev > from)
+            .map(|e| e.rev)
+            .collect();
+        let by_bucket: Vec<Revision> = state
+            .bucket_events_after(&leases, from)
+            .map(|e| e.rev)
+            .collect();
+        assert_eq!(by_bucket, scanned);
+        assert!(!by_bucket.is_empty());
+        // The quiet bucket's events all left: nothing indexed for it.
+        let configmaps = Bucket::new("", "/configmaps");
+        assert_eq!(state.bucket_events_after(&configmaps, quiet).count(), 0);
+        assert!(!state.bucket_history.contains_key(&configmaps));
     }
 
     #[tokio::test]
