@@ -1034,3 +1034,40 @@ async fn validations_can_ask_the_authorizer() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn type_checking_reports_fields_the_matched_kinds_do_not_have() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    common::crd::install_widget(&client).await;
+    let p: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "typos"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [
+                {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]},
+                {"operations": ["CREATE"], "apiGroups": ["test.ocm.io"], "apiVersions": ["v1"], "resources": ["widgets"]},
+                {"operations": ["CREATE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps"]},
+            ]},
+            "validations": [
+                {"expression": "object.metadata.name != '' && has(object.spec)"},
+                {"expression": "object.replicas > 1"},
+                {"expression": "object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))"},
+            ],
+        }
+    }))
+    .unwrap();
+    let created = Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap();
+    let status = serde_json::to_value(created.status.unwrap()).unwrap();
+    assert_eq!(
+        status["typeChecking"],
+        json!({"expressionWarnings": [
+            {"fieldRef": "spec.validations[1].expression", "warning":
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^"},
+            {"fieldRef": "spec.validations[2].expression", "warning":
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:94: undefined field 'Privileged'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | .............................................................................................^\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'template'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | ...........^"},
+        ]})
+    );
+}

@@ -321,7 +321,8 @@ impl Ctx {
         meta::set_meta(&mut obj, "deletionGracePeriodSeconds", None);
         meta::set_meta(&mut obj, "selfLink", None);
         if self.res.builtin() == Some(crate::registry::BuiltinKind::ValidatingAdmissionPolicy) {
-            crate::policy::status::observe(&mut obj);
+            let warnings = self.type_check_policy(&obj);
+            crate::policy::status::observe(&mut obj, warnings);
         }
         admission::validate(self, &obj, None, &Target::Main)?;
         self.call_webhooks(
@@ -570,7 +571,8 @@ impl Ctx {
         if *target == Target::Main
             && self.res.builtin() == Some(crate::registry::BuiltinKind::ValidatingAdmissionPolicy)
         {
-            crate::policy::status::observe(&mut new);
+            let warnings = self.type_check_policy(&new);
+            crate::policy::status::observe(&mut new, warnings);
         }
         admission::validate(self, &new, Some(old), target)?;
         self.call_webhooks(
@@ -913,6 +915,61 @@ impl Ctx {
         };
         self.warnings.extend(warnings);
         result
+    }
+
+    /// The `expressionWarnings` of a ValidatingAdmissionPolicy: its expressions checked
+    /// against the schemas of the kinds its rules name (see [`crate::policy::typecheck`]).
+    fn type_check_policy(&self, policy: &Value) -> Vec<Value> {
+        use crate::policy::typecheck;
+        let registry = &self.inner.registry;
+        let (Some(object_meta), definitions) = (
+            crate::openapi::v2::object_meta_definition(),
+            crate::openapi::v2::builtin_definitions(),
+        ) else {
+            return Vec::new();
+        };
+        // A kind's schema: its built-in definition, or its CRD version's openAPIV3Schema.
+        let schema_of = |res: &ResourceInfo, version: &str| -> Option<std::sync::Arc<Value>> {
+            match res.builtin() {
+                Some(kind) => crate::openapi::v2::builtin_definition(kind)
+                    .map(|d| std::sync::Arc::new(d.clone())),
+                None => res.version(version).and_then(|v| v.schema.clone()),
+            }
+        };
+        let kinds: Vec<(String, std::sync::Arc<Value>)> = typecheck::named_resources(policy)
+            .into_iter()
+            .filter_map(|(group, version, resource)| {
+                let res = registry.lookup(&self.cluster, &group, &version, &resource)?;
+                let schema = schema_of(&res, &version)?;
+                Some((format!("{group}/{version}, Kind={}", res.kind), schema))
+            })
+            .collect();
+        if kinds.is_empty() {
+            return Vec::new();
+        }
+        let params = policy.pointer("/spec/paramKind").and_then(|p| {
+            let api_version = p.get("apiVersion")?.as_str()?;
+            let kind = p.get("kind")?.as_str()?;
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let res = registry.lookup_kind(&self.cluster, group, kind)?;
+            schema_of(&res, version)
+        });
+        let namespace =
+            crate::openapi::v2::builtin_definition(crate::registry::BuiltinKind::Namespace);
+        let kinds: Vec<typecheck::Kind<'_>> = kinds
+            .iter()
+            .map(|(gvk, schema)| typecheck::Kind { gvk, schema })
+            .collect();
+        typecheck::expression_warnings(
+            policy,
+            &kinds,
+            typecheck::Schemas {
+                definitions,
+                object_meta,
+                params: params.as_deref(),
+                namespace,
+            },
+        )
     }
 
     /// The other groups and versions serving this resource's objects, as kube-apiserver counts

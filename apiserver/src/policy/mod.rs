@@ -25,6 +25,7 @@ pub mod cel;
 pub mod evaluate;
 pub mod spec;
 pub mod status;
+pub mod typecheck;
 pub mod validate;
 
 pub use admit::{ClusterPolicies, Env, PolicyCache, Request, admit};

@@ -1,13 +1,13 @@
 //! The status the server keeps on a ValidatingAdmissionPolicy: `observedGeneration` and
 //! `typeChecking`. kube-apiserver's type-checking controller writes both after each change of
-//! the spec; here they are written with the change itself. Type checking against the schemas
-//! of the matched kinds is not done, so `typeChecking` carries no `expressionWarnings`.
+//! the spec; here they are written with the change itself (the warnings come from
+//! [`super::typecheck`]).
 
 use serde_json::{Value, json};
 
 /// Sets `status.observedGeneration` to the object's generation and `status.typeChecking` to
-/// an empty result, keeping any conditions.
-pub fn observe(obj: &mut Value) {
+/// `warnings` (`{}` without any), keeping any conditions.
+pub fn observe(obj: &mut Value, warnings: Vec<Value>) {
     let generation = obj
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)
@@ -21,7 +21,12 @@ pub fn observe(obj: &mut Value) {
     }
     if let Some(status) = status.as_object_mut() {
         status.insert("observedGeneration".into(), json!(generation));
-        status.insert("typeChecking".into(), json!({}));
+        let type_checking = if warnings.is_empty() {
+            json!({})
+        } else {
+            json!({"expressionWarnings": warnings})
+        };
+        status.insert("typeChecking".into(), type_checking);
     }
 }
 
@@ -32,7 +37,7 @@ mod tests {
     #[test]
     fn observes_the_generation() {
         let mut p = json!({"metadata": {"generation": 3}, "status": {"conditions": []}});
-        observe(&mut p);
+        observe(&mut p, Vec::new());
         assert_eq!(
             p["status"],
             json!({"conditions": [], "observedGeneration": 3, "typeChecking": {}})

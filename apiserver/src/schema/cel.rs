@@ -132,8 +132,8 @@ fn rule_value(raw: &Value) -> BadValue {
     ))
 }
 
-/// cel-go's errors for the properties `expression` selects that `schema` does not declare,
-/// one per line; `None` when there are none.
+/// cel-go's errors for the properties `expression` selects that the schema at `at` does not
+/// declare; `None` when there are none or the expression was in the stored CRD.
 fn undefined_field_errors(
     expression: &str,
     at: Place<'_>,
@@ -142,20 +142,14 @@ fn undefined_field_errors(
     if preexisting.contains(expression) {
         return None;
     }
-    let (schema, at_root) = (at.schema, at.at_root);
-    let fields = super::cel_fields::undefined_fields(expression, schema, at_root);
-    if fields.is_empty() {
-        return None;
-    }
-    let errors: Vec<String> = fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let nth = fields[..i].iter().filter(|g| *g == f).count();
-            super::cel_fields::undefined_field_error(expression, f, nth)
-        })
-        .collect();
-    Some(errors.join("\n"))
+    let variables = [("self", at.schema), ("oldSelf", at.schema)];
+    let env = super::cel_fields::Env {
+        variables: &variables,
+        objects: at.at_root,
+        metadata: None,
+        definitions: None,
+    };
+    super::cel_fields::undefined_field_errors(expression, &env)
 }
 
 /// A schema node being checked: its JSON, its field path, whether it is the top level.

@@ -2,9 +2,11 @@
 //! property its schema does not declare (`self.spce`) is refused when the CRD is written,
 //! with cel-go's `undefined field '<name>'` error, instead of failing on every object later.
 //!
+//! Admission policies get the same check against the kinds they match ([`undefined_fields_in`]).
+//!
 //! Types follow the structural schema as kube declares them to CEL: an object with
 //! `properties` has exactly those fields; the root also has `apiVersion`, `kind` and
-//! `metadata` (of which only `name` and `generateName`); a list's elements have its `items`
+//! `metadata` (for CRD rules only `name` and `generateName`); a list's elements have its `items`
 //! schema; a map (`additionalProperties`) and anything else — `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-int-or-string`, embedded resources, variables and function results — is not
 //! checked. Property names are matched after kube's escaping (`x__dash__prop` is `x-prop`,
@@ -13,14 +15,30 @@
 use std::borrow::Cow;
 
 use kube_cel::cel::common::ast::{Expr, IdedExpr};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// What the variables of an expression are, for [`undefined_fields_in`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Env<'a> {
+    /// The variables whose type is a schema (for CRD rules `self` and `oldSelf`; for
+    /// admission policies `object`, `oldObject`, `params`, …); others are not checked.
+    pub variables: &'a [(&'a str, &'a Value)],
+    /// Whether those schemas are whole objects: then `apiVersion` and `kind` are fields, and
+    /// `metadata` is `metadata` below, unless the schema declares its own.
+    pub objects: bool,
+    /// `metadata` of those objects: `None` for CRD rules (only `name` and `generateName`), or
+    /// the ObjectMeta schema.
+    pub metadata: Option<&'a Value>,
+    /// The definitions `$ref`s point into (`#/definitions/<name>`), for built-in kinds.
+    pub definitions: Option<&'a Map<String, Value>>,
+}
 
 /// What an expression is known to be.
 #[derive(Clone, Copy)]
 enum Type<'a> {
     /// A schema node.
     Schema(&'a Value),
-    /// The root's `metadata`: only `name` and `generateName`.
+    /// A CRD root's `metadata`: only `name` and `generateName`.
     RootMetadata,
     /// Anything else: not checked.
     Unknown,
@@ -33,8 +51,7 @@ struct Binding<'a> {
 }
 
 struct Checker<'a> {
-    schema: &'a Value,
-    at_root: bool,
+    env: Env<'a>,
     undefined: Vec<String>,
 }
 
@@ -50,25 +67,54 @@ fn is_object_with_fields(schema: &Value) -> bool {
 }
 
 impl<'a> Checker<'a> {
-    fn self_type(&self) -> Type<'a> {
-        Type::Schema(self.schema)
+    /// The schema a node stands for: its `$ref` target (also through a lone `allOf` or an
+    /// `anyOf` of one schema and null).
+    fn resolve(&self, mut schema: &'a Value) -> &'a Value {
+        for _ in 0..8 {
+            if let Some(target) = schema.get("$ref").and_then(Value::as_str) {
+                let name = target.strip_prefix("#/definitions/").unwrap_or(target);
+                match self.env.definitions.and_then(|d| d.get(name)) {
+                    Some(found) => schema = found,
+                    None => return schema,
+                }
+                continue;
+            }
+            let single = |key: &str| {
+                let items = schema.get(key)?.as_array()?;
+                let mut real = items
+                    .iter()
+                    .filter(|i| i.get("type").and_then(Value::as_str) != Some("null"));
+                let first = real.next()?;
+                real.next().is_none().then_some(first)
+            };
+            match single("allOf").or_else(|| single("anyOf")) {
+                Some(inner) if !schema.get("properties").is_some_and(Value::is_object) => {
+                    schema = inner;
+                }
+                _ => return schema,
+            }
+        }
+        schema
     }
 
     /// The type of `operand.field`, noting an undefined field.
-    fn select(&mut self, operand: Type<'a>, field: &str, is_root_self: bool) -> Type<'a> {
+    fn select(&mut self, operand: Type<'a>, field: &str, is_variable: bool) -> Type<'a> {
         match operand {
             Type::RootMetadata => {
-                if field == "name" || field == "generateName" {
-                    Type::Unknown
-                } else {
+                if field != "name" && field != "generateName" {
                     self.undefined.push(field.to_owned());
-                    Type::Unknown
                 }
+                Type::Unknown
             }
             Type::Schema(schema) => {
-                if is_root_self && self.at_root {
+                let schema = self.resolve(schema);
+                let properties = schema.get("properties");
+                let declared = |name: &str| properties.and_then(|p| p.get(name));
+                if is_variable && self.env.objects && declared(field).is_none() {
                     match field {
-                        "metadata" => return Type::RootMetadata,
+                        "metadata" => {
+                            return self.env.metadata.map_or(Type::RootMetadata, Type::Schema);
+                        }
                         "apiVersion" | "kind" => return Type::Unknown,
                         _ => {}
                     }
@@ -76,11 +122,7 @@ impl<'a> Checker<'a> {
                 if !is_object_with_fields(schema) {
                     return Type::Unknown;
                 }
-                let properties = schema.get("properties");
-                let found = properties
-                    .and_then(|p| p.get(unescape(field).as_ref()))
-                    .or_else(|| properties.and_then(|p| p.get(field)));
-                match found {
+                match declared(unescape(field).as_ref()).or_else(|| declared(field)) {
                     Some(sub) => Type::Schema(sub),
                     None => {
                         self.undefined.push(field.to_owned());
@@ -92,28 +134,34 @@ impl<'a> Checker<'a> {
         }
     }
 
+    fn variable(&self, name: &str) -> Type<'a> {
+        self.env
+            .variables
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(Type::Unknown, |(_, schema)| Type::Schema(schema))
+    }
+
     fn walk(&mut self, e: &'a IdedExpr, scope: &mut Vec<Binding<'a>>) -> Type<'a> {
         match &e.expr {
             Expr::Ident(name) => {
                 if let Some(b) = scope.iter().rev().find(|b| b.name == name) {
                     return b.ty;
                 }
-                match name.as_str() {
-                    "self" | "oldSelf" => self.self_type(),
-                    _ => Type::Unknown,
-                }
+                self.variable(name)
             }
             Expr::Select(sel) => {
-                let is_root_self = matches!(&sel.operand.expr, Expr::Ident(n)
-                    if (n == "self" || n == "oldSelf") && !scope.iter().any(|b| b.name == n));
+                let is_variable = matches!(&sel.operand.expr, Expr::Ident(n)
+                    if !scope.iter().any(|b| b.name == n)
+                        && self.env.variables.iter().any(|(v, _)| v == n));
                 let operand = self.walk(&sel.operand, scope);
-                self.select(operand, &sel.field, is_root_self)
+                self.select(operand, &sel.field, is_variable)
             }
             Expr::Call(call) => {
                 let target = call.target.as_deref().map(|t| self.walk(t, scope));
                 let args: Vec<Type<'a>> = call.args.iter().map(|a| self.walk(a, scope)).collect();
                 match (call.func_name.as_str(), target, args.as_slice()) {
-                    ("_[_]" | "_[?_]", None, [Type::Schema(list), _]) => element_of(list),
+                    ("_[_]" | "_[?_]", None, [Type::Schema(list), _]) => self.element_of(list),
                     _ => Type::Unknown,
                 }
             }
@@ -121,8 +169,13 @@ impl<'a> Checker<'a> {
                 let range = self.walk(&c.iter_range, scope);
                 self.walk(&c.accu_init, scope);
                 let element = match range {
-                    Type::Schema(s) if s.get("type").and_then(Value::as_str) == Some("array") => {
-                        element_of(s)
+                    Type::Schema(s) => {
+                        let s = self.resolve(s);
+                        if s.get("type").and_then(Value::as_str) == Some("array") {
+                            self.element_of(s)
+                        } else {
+                            Type::Unknown
+                        }
                     }
                     _ => Type::Unknown,
                 };
@@ -166,6 +219,18 @@ impl<'a> Checker<'a> {
             }
             Expr::Literal(_) | Expr::Unspecified => Type::Unknown,
         }
+    }
+
+    /// The element type of a list schema (or of a map schema's values).
+    fn element_of(&self, schema: &'a Value) -> Type<'a> {
+        let schema = self.resolve(schema);
+        if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+            return Type::Schema(items);
+        }
+        if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+            return Type::Schema(values);
+        }
+        Type::Unknown
     }
 }
 
@@ -234,31 +299,52 @@ fn unescape(field: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The element type of a list schema (or of a map schema's values).
-fn element_of(schema: &Value) -> Type<'_> {
-    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-        return Type::Schema(items);
-    }
-    if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-        return Type::Schema(values);
-    }
-    Type::Unknown
-}
-
 /// The properties `rule` selects that `schema` (the node holding the rule; `at_root` for the
 /// top-level `openAPIV3Schema`) does not declare, in the order the rule names them. A rule
 /// that does not parse has none (its parse error is reported instead).
+#[cfg(test)]
 pub(crate) fn undefined_fields(rule: &str, schema: &Value, at_root: bool) -> Vec<String> {
-    let Ok(program) = kube_cel::cel::Program::compile(rule) else {
+    let variables = [("self", schema), ("oldSelf", schema)];
+    undefined_fields_in(
+        rule,
+        &Env {
+            variables: &variables,
+            objects: at_root,
+            metadata: None,
+            definitions: None,
+        },
+    )
+}
+
+/// The fields `expression` selects that the schemas of `env` do not declare, in order.
+pub(crate) fn undefined_fields_in(expression: &str, env: &Env<'_>) -> Vec<String> {
+    let Ok(program) = kube_cel::cel::Program::compile(expression) else {
         return Vec::new();
     };
     let mut checker = Checker {
-        schema,
-        at_root,
+        env: *env,
         undefined: Vec::new(),
     };
     checker.walk(program.expression(), &mut Vec::new());
     checker.undefined
+}
+
+/// cel-go's errors for the fields `expression` selects that `env` does not declare, one per
+/// line; `None` when there are none.
+pub(crate) fn undefined_field_errors(expression: &str, env: &Env<'_>) -> Option<String> {
+    let fields = undefined_fields_in(expression, env);
+    if fields.is_empty() {
+        return None;
+    }
+    let errors: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let nth = fields[..i].iter().filter(|g| *g == f).count();
+            undefined_field_error(expression, f, nth)
+        })
+        .collect();
+    Some(errors.join("\n"))
 }
 
 /// cel-go's report of the `nth` (0-based) selection of the undefined field `field` in `rule`:

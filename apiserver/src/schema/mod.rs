@@ -30,7 +30,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-pub(crate) use cel_fields::CEL_RESERVED;
+pub(crate) use cel_fields::{CEL_RESERVED, Env as CelEnv, undefined_field_errors};
 pub use listtype::{ListType, MapType, SchemaNode};
 
 use crate::validation::{Cause, coerce_object_meta};

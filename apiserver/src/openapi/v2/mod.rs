@@ -31,6 +31,23 @@ fn reference(name: &str) -> String {
     format!("{DEFINITIONS}{name}")
 }
 
+/// The definitions of the built-in kinds; each `$ref` in them is `#/definitions/<name>` of
+/// this map. The schemas built-in kinds are type-checked against.
+pub(crate) fn builtin_definitions() -> &'static Map<String, Value> {
+    &builtin::definitions().definitions
+}
+
+/// The definition of a built-in kind in [`builtin_definitions`].
+pub(crate) fn builtin_definition(kind: crate::registry::BuiltinKind) -> Option<&'static Value> {
+    let builtins = builtin::definitions();
+    builtins.definitions.get(builtins.names.get(&kind)?)
+}
+
+/// The definition of `ObjectMeta` in [`builtin_definitions`].
+pub(crate) fn object_meta_definition() -> Option<&'static Value> {
+    builtin::definitions().definitions.get(builtin::OBJECT_META)
+}
+
 /// The Swagger 2.0 document of every resource served in `cluster`.
 pub(crate) fn document(inner: &Inner, cluster: &str) -> Value {
     let builtins = builtin::definitions();
