@@ -37,17 +37,7 @@ pub struct Schemas<'a> {
 /// The (group, version, resource) combinations `matchConstraints.resourceRules` name without
 /// wildcards or subresources, in order, at most [`MAX_KINDS`].
 pub fn named_resources(policy: &Value) -> Vec<(String, String, String)> {
-    let strings = |v: &Value, key: &str| -> Vec<String> {
-        v.get(key)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = |v: &Value, key: &str| crate::webhook::config::strings(v.get(key));
     let mut out = Vec::new();
     let rules = policy
         .pointer("/spec/matchConstraints/resourceRules")
