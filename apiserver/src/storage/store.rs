@@ -734,9 +734,13 @@ fn serialize_with_revision(mut value: Value, rev: Revision) -> Result<Bytes, Sto
     if let Some(metadata) = metadata.as_object_mut() {
         metadata.insert("resourceVersion".into(), Value::String(rev.to_string()));
     }
-    serde_json::to_vec(&value)
-        .map(Bytes::from)
-        .map_err(|err| StorageError::Backend(format!("serializing object: {err}")))
+    let mut bytes = serde_json::to_vec(&value)
+        .map_err(|err| StorageError::Backend(format!("serializing object: {err}")))?;
+    // The buffer grew by doubling: without this, every stored object and history event would
+    // keep up to twice its size alive (a heap profile of 3,000 addons found a third of the
+    // hub's heap in this slack).
+    bytes.shrink_to_fit();
+    Ok(Bytes::from(bytes))
 }
 
 /// The outcome of one request inside a batch, before the batch is durable.
