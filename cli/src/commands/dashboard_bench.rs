@@ -28,6 +28,9 @@ pub struct BenchDashboardArgs {
     /// Cluster status updates per second during the second round.
     #[arg(long, default_value_t = 100)]
     churn: usize,
+    /// Keep serving this many seconds after measuring (to open the pages in a browser).
+    #[arg(long, default_value_t = 0)]
+    hold_seconds: u64,
 }
 
 /// The status of cluster `i`: one in fifty Unknown, one in a hundred Unavailable.
@@ -197,6 +200,10 @@ pub async fn bench(args: BenchDashboardArgs) -> anyhow::Result<()> {
         args.clusters,
         rss_kib / 1024
     );
+    if args.hold_seconds > 0 {
+        println!("  serving {} for {} s", dashboard.url, args.hold_seconds);
+        tokio::time::sleep(Duration::from_secs(args.hold_seconds)).await;
+    }
     shutdown.cancel();
     hub.stop().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -165,7 +165,13 @@ pub fn render(snapshot: &Snapshot, query: &Query) -> Page {
                 .join(" "),
         );
     }
-    if shown.is_empty() {
+    if snapshot.clusters.is_empty() {
+        table.push_str(
+            "<tr><td colspan=\"10\" class=\"muted\">No cluster has asked to join yet: \
+             run <code>ocm init</code> against this hub, then the <code>ocm join</code> \
+             command it prints on a cluster.</td></tr>",
+        );
+    } else if shown.is_empty() {
         table.push_str("<tr><td colspan=\"10\" class=\"muted\">No cluster matches.</td></tr>");
     }
     table.push_str("</tbody></table>");
@@ -256,6 +262,8 @@ mod tests {
 
         let none = render(&snapshot(3), &Query::parse("q=nothing"));
         assert!(none.body.contains("No cluster matches."));
+        let empty = render(&snapshot(0), &Query::default());
+        assert!(empty.body.contains("No cluster has asked to join yet"));
     }
 
     #[test]
