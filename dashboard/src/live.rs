@@ -1,7 +1,7 @@
 //! Live updates as Server-Sent Events: a page subscribes to the kinds it shows
 //! (`/events?kinds=clusters,leases`) and is told which of them changed; it then re-fetches its
 //! live part. Changes are gathered for [`GATHER`] and announced at most once per
-//! [`MIN_INTERVAL`], so a busy fleet costs each page about one re-render a second, and every
+//! [`MIN_INTERVAL`], so a busy fleet costs each page at most two re-renders a second, and every
 //! tab shares the process's one watch per kind.
 
 use std::collections::BTreeSet;
@@ -16,9 +16,9 @@ use tokio::time::Instant;
 use crate::cache::Kind;
 
 /// How long changes are gathered before they are announced.
-pub const GATHER: Duration = Duration::from_millis(150);
+pub const GATHER: Duration = Duration::from_millis(100);
 /// The shortest time between two announcements to one page.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(1000);
+pub const MIN_INTERVAL: Duration = Duration::from_millis(500);
 /// How often an idle stream sends a comment, so dead connections are noticed.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
 

@@ -121,6 +121,10 @@ async fn pages_render_changes_arrive_live_and_accept_joins_a_cluster() {
     let admin = hub.admin_client();
     let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
     let (spoke1, agent1) = join_and_accept(&hub, &bootstrap, "cluster1").await;
+    // cluster1 heartbeats every second, so that it goes Unknown quickly when its agent stops
+    // (late in the test: by then the change of cadence, which can make it Unknown for a
+    // moment, is long over).
+    set_lease_duration(&hub, "cluster1", 1).await.unwrap();
     let (spoke2, _agent2) = join_and_accept(&hub, &bootstrap, "cluster2").await;
     let work1 = RunningWorkAgent::start(&spoke1, "cluster1");
     let work2 = RunningWorkAgent::start(&spoke2, "cluster2");
@@ -246,7 +250,6 @@ async fn pages_render_changes_arrive_live_and_accept_joins_a_cluster() {
     .unwrap();
 
     // Live: cluster1 going Unknown shows on the open overview within 2 s, without a reload.
-    set_lease_duration(&hub, "cluster1", 1).await.unwrap();
     show(
         &page,
         &format!("{url}/"),
@@ -265,10 +268,20 @@ async fn pages_render_changes_arrive_live_and_accept_joins_a_cluster() {
             .unwrap()
     );
     page.eval("window.__sameDocument = true").await.unwrap();
+    let stopped = jiff::Timestamp::now().as_second();
     agent1.stop().await.unwrap();
-    wait_for(&clusters, "cluster1", "Unknown", |c| {
-        cluster_condition(c, "ManagedClusterConditionAvailable") == "Unknown"
-    })
+    wait_for(
+        &clusters,
+        "cluster1",
+        "Unknown since its agent stopped",
+        |c| {
+            c.status.iter().flat_map(|s| s.conditions.iter()).any(|c| {
+                c.type_ == "ManagedClusterConditionAvailable"
+                    && c.status == "Unknown"
+                    && c.last_transition_time.0.as_second() >= stopped
+            })
+        },
+    )
     .await
     .unwrap();
     let took = page
@@ -392,6 +405,20 @@ async fn a_view_only_user_sees_no_accept_button_and_the_hub_refuses_a_forged_acc
         .await
         .unwrap();
     assert!(csrs.items.iter().all(ocm::accept::is_pending));
+
+    // The admin's Deny (the dashboard's other button) refuses the request on the real hub.
+    let denied = ocm::accept::deny_cluster(&admin, "c1").await.unwrap();
+    assert_eq!(denied.len(), csrs.items.len());
+    let csrs = Api::<CertificateSigningRequest>::all(admin.clone())
+        .list(&ListParams::default().labels("open-cluster-management.io/cluster-name=c1"))
+        .await
+        .unwrap();
+    assert!(csrs.items.iter().all(|csr| {
+        csr.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Denied" && c.status == "True"))
+    }));
 
     browser.close().await;
     shutdown.cancel();
