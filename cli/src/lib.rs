@@ -4,7 +4,6 @@
 //! ([`accept`]) and the cluster table ([`clusters_table`]). Scenario tests use
 //! the same pieces in-process.
 
-pub mod accept;
 pub mod clusters_table;
 pub mod commands;
 pub mod operator_install;
@@ -12,3 +11,4 @@ pub mod sample_app;
 pub mod text_table;
 
 pub use ocm_hub::{admission, bootstrap, embedded, fleet, process_kubelet, simulated};
+pub use ocm_registration::accept;

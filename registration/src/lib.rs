@@ -7,7 +7,11 @@
 //! - [`agent`]: the registration agent on a managed cluster — bootstrap, CSR, hub kubeconfig,
 //!   lease heartbeat, status and claims, certificate rotation.
 //!
+//! - [`accept`]: the hub admin's acceptance (or denial) of a cluster that asked to join, as
+//!   `ocm accept` and `ocm dashboard` do it.
+//!
 //! Hub and agent never call each other: they cooperate only through hub API objects.
 
+pub mod accept;
 pub mod agent;
 pub mod hub;

@@ -2,6 +2,7 @@
 //! simulated managed clusters, with real `ocm` processes and real kubectl where a user would
 //! use them. This library holds the shared fixtures; the scenarios are in `tests/`.
 
+pub mod browser;
 pub mod faultproxy;
 pub mod operator;
 pub mod process;

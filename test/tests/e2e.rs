@@ -8,6 +8,7 @@ mod addon_templates;
 mod addons;
 mod cluster_proxy;
 mod crashes;
+mod dashboard;
 mod faults;
 mod hub_admission;
 mod hub_components;

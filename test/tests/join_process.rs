@@ -486,6 +486,7 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
         "cluster1: tunnel open",
         "cluster2: tunnel open",
         "ocm proxy kubectl",
+        "dashboard:      http://127.0.0.1:",
     ] {
         assert!(
             stdout.contains(needle),

@@ -48,6 +48,9 @@ enum What {
     Proxy(super::proxy_bench::BenchProxyArgs),
     /// A hub under steady churn for a long while: RSS, CPU and errors every minute.
     Soak(super::soak_bench::BenchSoakArgs),
+    /// The dashboard over N clusters: time until its watch holds them all, page load times
+    /// idle and while clusters change.
+    Dashboard(super::dashboard_bench::BenchDashboardArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
@@ -94,6 +97,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Operator(args) => super::operator_bench::bench(args).await,
         What::Proxy(args) => super::proxy_bench::bench(args).await,
         What::Soak(args) => super::soak_bench::bench(args).await,
+        What::Dashboard(args) => super::dashboard_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
         What::AddonManager(args) => super::addon_bench_manager::run(args).await,
     }

@@ -40,6 +40,8 @@ pub struct DemoArgs {
     /// processes started by a process kubelet (see docs/install.md).
     #[arg(long)]
     operator: bool,
+    #[command(flatten)]
+    pub(crate) dashboard: super::dashboard::DashboardFlags,
 }
 
 /// Names of the demo's simulated clusters.
@@ -99,6 +101,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("    (resuming from the previous run's data)");
     }
     let admin = hub.admin_client();
+    let dashboard = args.dashboard.start(admin.clone(), &shutdown).await?;
+    if let Some(dashboard) = &dashboard {
+        println!(
+            "    dashboard:      {} (open it now and watch the clusters join)",
+            dashboard.url
+        );
+    }
 
     step("Hub admin runs `ocm init`: a bootstrap token that may only ask to join");
     let token = crate::bootstrap::init_hub(&admin, Some(Duration::from_secs(3600))).await?;
@@ -248,6 +257,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .context("cluster-proxy tunnels did not open within 120 s")??;
     println!();
     println!("Try it alongside:");
+    if let Some(dashboard) = &dashboard {
+        println!("    open {} in a browser", dashboard.url);
+    }
     println!(
         "    kubectl --kubeconfig {} get managedclusters",
         hub.admin_kubeconfig.display()

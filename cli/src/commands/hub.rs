@@ -56,6 +56,8 @@ pub struct HubArgs {
     cluster_signing_duration_seconds: u64,
     #[command(flatten)]
     webhook: WebhookFlags,
+    #[command(flatten)]
+    dashboard: super::dashboard::DashboardFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -294,11 +296,15 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     )
     .await
     .context("starting the metrics endpoint")?;
+    let dashboard = args.dashboard.start(hub.admin_client(), &shutdown).await?;
     let _ = ready_tx.send(true);
     println!("ocm hub ready");
     println!("  API server:  {}", hub.url);
     println!("  kubeconfig:  {}", hub.admin_kubeconfig.display());
     println!("  metrics:     http://{}/metrics", health.local_addr);
+    if let Some(dashboard) = &dashboard {
+        println!("  dashboard:   {}", dashboard.url);
+    }
     println!(
         "next: ocm init --kubeconfig {}",
         hub.admin_kubeconfig.display()

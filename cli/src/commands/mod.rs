@@ -10,6 +10,8 @@ pub mod apiserver;
 pub mod bench;
 pub mod crds;
 pub mod create;
+pub mod dashboard;
+pub mod dashboard_bench;
 pub mod demo;
 pub mod demo_operator;
 pub mod demo_proxy;
@@ -68,6 +70,9 @@ enum Command {
     Addon(addon::AddonArgs),
     /// Show hub objects.
     Get(get::GetArgs),
+    /// Serve the fleet's live web page (clusters, join requests, placements, rollouts,
+    /// addons) with your kubeconfig's rights; prints its URL.
+    Dashboard(dashboard::DashboardArgs),
     /// Reach managed clusters' API servers through the cluster-proxy addon.
     Proxy(proxy::ProxyArgs),
     /// Create hub objects (ManifestWork).
@@ -109,6 +114,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Accept(args) => block_on(QUIET, accept::run(args)),
         Command::Addon(args) => block_on(QUIET, addon::run(args)),
         Command::Get(args) => block_on(QUIET, get::run(args)),
+        Command::Dashboard(args) => block_on(QUIET, dashboard::run(args)),
         Command::Proxy(args) => block_on(QUIET, proxy::run(args)),
         Command::Create(args) => block_on(QUIET, create::run(args)),
         Command::Explain(args) => block_on(QUIET, placement::explain(args)),

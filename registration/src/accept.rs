@@ -1,10 +1,11 @@
-//! `ocm accept`: the hub admin's half of the double opt-in. For each named cluster it approves
-//! the pending bootstrap CSRs (after checking who asked and which subject they asked for) and
-//! sets `spec.hubAcceptsClient: true` on its ManagedCluster.
+//! The hub admin's half of the double opt-in, shared by `ocm accept` and `ocm dashboard`.
+//! Accepting a cluster approves its pending bootstrap CSRs (after checking who asked and which
+//! subject they asked for) and sets `spec.hubAcceptsClient: true` on its ManagedCluster;
+//! denying it denies those CSRs (as `kubectl certificate deny` would) and leaves the
+//! ManagedCluster unaccepted.
 
 use std::collections::BTreeSet;
 
-use anyhow::Context;
 use base64::Engine;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition,
@@ -31,8 +32,8 @@ const BOOTSTRAP_GROUPS: [&str; 3] = [
     "system:serviceaccounts:open-cluster-management-hub",
 ];
 
-/// Why a cluster's CSRs were not approved.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Why a cluster could not be accepted (or denied).
+#[derive(Debug, thiserror::Error)]
 pub enum AcceptError {
     /// No pending CSR from a bootstrap identity names the cluster.
     #[error("cluster {0:?} has no pending certificate request from a bootstrap identity")]
@@ -51,6 +52,34 @@ pub enum AcceptError {
         /// Those names.
         names: String,
     },
+    /// No ManagedCluster of that name exists.
+    #[error("cluster {0:?} has not asked to join this hub")]
+    NotFound(String),
+    /// The hub refused or failed a request (the source says how).
+    #[error("{what}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The hub's answer.
+        #[source]
+        source: kube::Error,
+    },
+    /// The watch on the hub ended.
+    #[error("lost the watch on the hub")]
+    WatchEnded,
+}
+
+impl AcceptError {
+    /// Whether the hub answered 403 Forbidden.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, AcceptError::Api { source: kube::Error::Api(status), .. } if status.code == 403)
+    }
+}
+
+/// Wraps a kube error with what was being done.
+fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> AcceptError {
+    let what = what.into();
+    move |source| AcceptError::Api { what, source }
 }
 
 /// Whether a CSR has neither an Approved nor a Denied condition.
@@ -86,7 +115,7 @@ pub fn csrs_to_approve(
         .iter()
         .filter(|csr| is_pending(csr) && from_bootstrap_identity(csr))
         .filter_map(|csr| {
-            let agent = ocm_registration::hub::validate_agent_csr(csr).ok()?;
+            let agent = crate::hub::validate_agent_csr(csr).ok()?;
             (agent.cluster == cluster).then_some((csr, agent.common_name))
         })
         .collect();
@@ -122,26 +151,23 @@ pub async fn accept_cluster(
     client: &kube::Client,
     cluster: &str,
     skip_approve_check: bool,
-) -> anyhow::Result<Accepted> {
+) -> Result<Accepted, AcceptError> {
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
     let managed = clusters
         .get_opt(cluster)
         .await
-        .with_context(|| format!("reading ManagedCluster {cluster}"))?
-        .with_context(|| format!("cluster {cluster:?} has not asked to join this hub"))?;
+        .map_err(api(format!("reading ManagedCluster {cluster}")))?
+        .ok_or_else(|| AcceptError::NotFound(cluster.to_owned()))?;
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    let list = csrs
-        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}")))
-        .await
-        .context("listing certificate signing requests")?;
+    let list = cluster_csrs(&csrs, cluster).await?;
     let already = managed.spec.hub_accepts_client;
-    let to_approve = match csrs_to_approve(cluster, &list.items, skip_approve_check) {
+    let to_approve = match csrs_to_approve(cluster, &list, skip_approve_check) {
         Ok(names) => names,
         Err(AcceptError::NoPendingCsr(_)) if already => Vec::new(),
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(err),
     };
     for name in &to_approve {
-        approve(&csrs, name).await?;
+        decide(&csrs, name, Decision::Approve).await?;
     }
     if !already {
         clusters
@@ -151,7 +177,7 @@ pub async fn accept_cluster(
                 &Patch::Merge(json!({"spec": {"hubAcceptsClient": true}})),
             )
             .await
-            .with_context(|| format!("setting hubAcceptsClient on {cluster}"))?;
+            .map_err(api(format!("setting hubAcceptsClient on {cluster}")))?;
     }
     Ok(Accepted {
         approved_csrs: to_approve,
@@ -159,26 +185,98 @@ pub async fn accept_cluster(
     })
 }
 
-async fn approve(api: &Api<CertificateSigningRequest>, name: &str) -> anyhow::Result<()> {
-    let mut csr = api
+/// Every CSR labelled with `cluster`'s name.
+async fn cluster_csrs(
+    csrs: &Api<CertificateSigningRequest>,
+    cluster: &str,
+) -> Result<Vec<CertificateSigningRequest>, AcceptError> {
+    Ok(csrs
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}")))
+        .await
+        .map_err(api("listing certificate signing requests"))?
+        .items)
+}
+
+/// What to write on a CSR's approval subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    Approve,
+    Deny,
+}
+
+async fn decide(
+    csrs: &Api<CertificateSigningRequest>,
+    name: &str,
+    decision: Decision,
+) -> Result<(), AcceptError> {
+    let mut csr = csrs
         .get(name)
         .await
-        .with_context(|| format!("reading CSR {name}"))?;
+        .map_err(api(format!("reading CSR {name}")))?;
     let status = csr.status.get_or_insert_with(Default::default);
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
+    let (type_, reason, message, verb) = match decision {
+        Decision::Approve => (
+            "Approved",
+            "ocm Approve",
+            "This CSR was approved by ocm accept",
+            "approving",
+        ),
+        Decision::Deny => (
+            "Denied",
+            "ocm Deny",
+            "This CSR was denied by the hub admin",
+            "denying",
+        ),
+    };
     conditions.push(CertificateSigningRequestCondition {
-        type_: "Approved".into(),
+        type_: type_.into(),
         status: "True".into(),
-        reason: Some("ocm Approve".into()),
-        message: Some("This CSR was approved by ocm accept".into()),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
         last_update_time: Some(now.clone()),
         last_transition_time: Some(now),
     });
-    api.replace_subresource("approval", name, &Default::default(), &csr)
+    csrs.replace_subresource("approval", name, &Default::default(), &csr)
         .await
-        .with_context(|| format!("approving CSR {name}"))?;
+        .map_err(api(format!("{verb} CSR {name}")))?;
     Ok(())
+}
+
+/// The pending CSRs of `cluster` that a hub admin's "deny" refuses: every pending request from
+/// a bootstrap identity labelled with the cluster, whatever subject it asks for (a request
+/// that fails the subject check is exactly what one wants to refuse).
+pub fn csrs_to_deny(cluster: &str, csrs: &[CertificateSigningRequest]) -> Vec<String> {
+    csrs.iter()
+        .filter(|csr| is_pending(csr) && from_bootstrap_identity(csr))
+        .filter(|csr| {
+            csr.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+                .is_some_and(|name| name == cluster)
+        })
+        .filter_map(|csr| csr.metadata.name.clone())
+        .collect()
+}
+
+/// Denies `cluster`'s pending bootstrap CSRs; returns their names. The ManagedCluster is left
+/// as it is (not accepted); its agent keeps asking and a later request can still be accepted.
+pub async fn deny_cluster(
+    client: &kube::Client,
+    cluster: &str,
+) -> Result<Vec<String>, AcceptError> {
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let list = cluster_csrs(&csrs, cluster).await?;
+    let to_deny = csrs_to_deny(cluster, &list);
+    if to_deny.is_empty() {
+        return Err(AcceptError::NoPendingCsr(cluster.to_owned()));
+    }
+    for name in &to_deny {
+        decide(&csrs, name, Decision::Deny).await?;
+    }
+    Ok(to_deny)
 }
 
 /// Tries to accept `cluster` each time it or its CSRs change, until it succeeds.
@@ -186,7 +284,7 @@ pub async fn accept_when_asked(
     client: &kube::Client,
     cluster: &str,
     skip_approve_check: bool,
-) -> anyhow::Result<Accepted> {
+) -> Result<Accepted, AcceptError> {
     use futures::StreamExt;
     use kube::runtime::watcher;
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
@@ -216,30 +314,32 @@ pub async fn accept_when_asked(
             Err(err) => tracing::debug!(%err, cluster, "not acceptable yet"),
         }
         if events.next().await.is_none() {
-            anyhow::bail!("lost the watch on the hub");
+            return Err(AcceptError::WatchEnded);
         }
     }
 }
 
 /// Whether `cluster`'s agent holds (or is being given) hub credentials: the cluster has joined,
 /// or one of its CSRs is approved.
-async fn has_credentials(client: &kube::Client, cluster: &str) -> anyhow::Result<bool> {
+async fn has_credentials(client: &kube::Client, cluster: &str) -> Result<bool, AcceptError> {
     let clusters: Api<ManagedCluster> = Api::all(client.clone());
-    let joined = clusters.get_opt(cluster).await?.is_some_and(|c| {
-        c.status.is_some_and(|s| {
-            s.conditions.iter().any(|c| {
-                c.type_ == ocm_api::cluster::names::conditions::JOINED && c.status == "True"
+    let joined = clusters
+        .get_opt(cluster)
+        .await
+        .map_err(api(format!("reading ManagedCluster {cluster}")))?
+        .is_some_and(|c| {
+            c.status.is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == ocm_api::cluster::names::conditions::JOINED && c.status == "True"
+                })
             })
-        })
-    });
+        });
     if joined {
         return Ok(true);
     }
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    let list = csrs
-        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}")))
-        .await?;
-    Ok(list.items.iter().any(|csr| {
+    let list = cluster_csrs(&csrs, cluster).await?;
+    Ok(list.iter().any(|csr| {
         csr.status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
@@ -363,9 +463,11 @@ mod tests {
         ];
         for case in cases {
             let name = case.metadata.name.clone().unwrap();
-            assert_eq!(
-                csrs_to_approve("c1", &[case], false),
-                Err(AcceptError::NoPendingCsr("c1".into())),
+            assert!(
+                matches!(
+                    csrs_to_approve("c1", &[case], false),
+                    Err(AcceptError::NoPendingCsr(c)) if c == "c1"
+                ),
                 "{name}"
             );
         }
@@ -394,5 +496,47 @@ mod tests {
             Err(AcceptError::AmbiguousRequesters { count: 2, .. })
         ));
         assert_eq!(csrs_to_approve("c1", &list, true).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn deny_refuses_every_pending_bootstrap_request_of_the_cluster_only() {
+        let mut decided = csr(
+            "done",
+            "c1",
+            "system:bootstrap:x",
+            "system:open-cluster-management:c1:a",
+            &[O1, OALL],
+        );
+        decided.status = Some(
+            serde_json::from_value(json!({"conditions": [
+            {"type": "Approved", "status": "True"}]}))
+            .unwrap(),
+        );
+        let list = vec![
+            csr(
+                "mine",
+                "c1",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c1:a",
+                &[O1, OALL],
+            ),
+            // an odd subject is still refused
+            csr(
+                "odd",
+                "c1",
+                "system:bootstrap:y",
+                "system:open-cluster-management:c2:a",
+                &["system:masters"],
+            ),
+            csr(
+                "other",
+                "c2",
+                "system:bootstrap:x",
+                "system:open-cluster-management:c2:a",
+                &["system:open-cluster-management:c2", OALL],
+            ),
+            decided,
+        ];
+        assert_eq!(csrs_to_deny("c1", &list), ["mine", "odd"]);
     }
 }
