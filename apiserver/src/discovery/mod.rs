@@ -77,14 +77,6 @@ fn groups(inner: &Inner, cluster: &str) -> Vec<(String, Vec<VersionResources>)> 
         .collect()
 }
 
-fn group_version_string(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        version.to_owned()
-    } else {
-        format!("{group}/{version}")
-    }
-}
-
 fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, String, String) {
     match sub {
         "scale" => ("autoscaling".into(), "v1".into(), "Scale".into()),
@@ -144,7 +136,7 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
     json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": group_version_string(group, version),
+        "groupVersion": crate::registry::api_version(group, version),
         "resources": out,
     })
 }
@@ -237,7 +229,7 @@ pub(crate) fn core_root(
 fn group_json(group: &str, versions: &[(String, Vec<Arc<ResourceInfo>>)]) -> Value {
     let vs: Vec<Value> = versions
         .iter()
-        .map(|(v, _)| json!({"groupVersion": group_version_string(group, v), "version": v}))
+        .map(|(v, _)| json!({"groupVersion": crate::registry::api_version(group, v), "version": v}))
         .collect();
     let preferred = vs.first().cloned().unwrap_or_else(|| json!({}));
     json!({"name": group, "versions": vs, "preferredVersion": preferred})

@@ -17,6 +17,15 @@ pub use version::{compare_versions, sort_versions};
 
 use crate::storage::Bucket;
 
+/// The `apiVersion` of objects of `group` and `version` (`v1` for the core group).
+pub fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
 /// How object names of a resource are validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NameKind {
@@ -175,11 +184,7 @@ impl ResourceInfo {
 
     /// `apiVersion` for a version.
     pub fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() {
-            version.to_owned()
-        } else {
-            format!("{}/{}", self.group, version)
-        }
+        api_version(&self.group, version)
     }
 
     /// The served version named `name`.

@@ -28,11 +28,7 @@ pub struct RequestAttributes<'a> {
 impl RequestAttributes<'_> {
     /// The `apiVersion` of the request's objects.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_owned()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        crate::registry::api_version(self.group, self.version)
     }
 
     fn is_namespace_object(&self) -> bool {
@@ -104,11 +100,7 @@ pub struct Equivalent {
 impl Equivalent {
     /// The `apiVersion` of objects in this group and version.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        crate::registry::api_version(&self.group, &self.version)
     }
 }
 
