@@ -653,3 +653,54 @@ fn addons_benchmark_runs_and_prints_its_figures() {
         );
     }
 }
+
+/// `GET path` over plain HTTP/1.1 to `url`'s host and port: (status line, body).
+fn http_get(url: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hub_then_dashboard_as_processes_serves_the_overview() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = start_hub(home.path());
+    let kubeconfig = hub.kubeconfig.to_str().unwrap().to_owned();
+    // Straight after the hub, as a script would run it.
+    let dashboard = Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "dashboard",
+            "--kubeconfig",
+            &kubeconfig,
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let line = dashboard.wait_line("ocm dashboard: http://");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let (status, body) = http_get(&url, "/");
+    assert!(status.contains(" 200 "), "{status}\n{body}");
+    assert!(body.contains("Clusters"), "{body}");
+    dashboard.stop();
+}
