@@ -24,6 +24,7 @@ pub mod admission;
 pub mod auth;
 pub mod authn;
 mod authz;
+mod cel_cost;
 mod cel_source;
 mod controllers;
 pub mod discovery;

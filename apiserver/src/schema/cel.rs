@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use kube_cel::{CompilationError, CompiledSchema, ErrorKind, ValidationError};
+use kube_cel::{CompilationError, CompilationResult, CompiledSchema, ErrorKind, ValidationError};
 use serde_json::Value;
 
+use super::cel_budget::{Cardinality, RuleCost, Tally, child_cardinality, expression_field};
 use super::node::Node;
 use crate::validation::{BadValue, Cause, CauseType, child, index, key};
 
@@ -43,10 +44,12 @@ impl CelRules {
         CelRules { compiled }
     }
 
-    /// Rules that do not compile, or select properties their schema does not declare, as
-    /// CRD-create causes at `<path>.x-kubernetes-validations[i].rule` (`path` names the
-    /// top-level `openAPIV3Schema`).
-    /// Expressions in `preexisting` are not checked for undeclared properties.
+    /// Rules that do not compile, select properties their schema does not declare, or are
+    /// estimated to cost more than kube allows (see [`super::cel_budget`]), as CRD-create
+    /// causes at `<path>.x-kubernetes-validations[i].rule` (`path` names the top-level
+    /// `openAPIV3Schema`), then kube's causes when all rules together cost too much.
+    /// Expressions in `preexisting` are not checked for undeclared properties nor against
+    /// the per-expression cost limit.
     pub(crate) fn compile_errors(
         &self,
         schema: &Value,
@@ -59,8 +62,11 @@ impl CelRules {
                 schema,
                 path,
                 at_root: true,
+                cardinality: Some(1),
             };
-            compile_errors_at(c, at, preexisting, &mut out);
+            let mut tally = Tally::default();
+            compile_errors_at(c, at, preexisting, &mut tally, &mut out);
+            out.extend(tally.causes(path));
         }
         out
     }
@@ -152,18 +158,64 @@ fn undefined_field_errors(
     super::cel_fields::undefined_field_errors(expression, &env)
 }
 
-/// A schema node being checked: its JSON, its field path, whether it is the top level.
+/// A schema node being checked: its JSON, its field path, whether it is the top level, how
+/// many times its rules can run per object.
 #[derive(Clone, Copy)]
 struct Place<'a> {
     schema: &'a Value,
     path: &'a str,
     at_root: bool,
+    cardinality: Cardinality,
+}
+
+/// The causes of a rule that parsed: properties its schema does not declare (then kube has no
+/// cost estimate for it), else an estimated cost over kube's limit; the same for its
+/// message expression.
+fn ok_rule_errors(
+    cr: &CompilationResult,
+    raw: &Value,
+    rule_path: &str,
+    at: Place<'_>,
+    preexisting: &HashSet<String>,
+    tally: &mut Tally,
+    out: &mut Vec<Cause>,
+) {
+    let text = |k: &str| raw.get(k).and_then(Value::as_str).unwrap_or("");
+    let cost_at = |expression: &str| RuleCost {
+        schema: at.schema,
+        at_root: at.at_root,
+        cardinality: at.cardinality,
+        preexisting: preexisting.contains(expression),
+    };
+    let programs = [
+        (false, "rule", Some(&cr.program)),
+        (true, "messageExpression", cr.message_program.as_ref()),
+    ];
+    for (message, key, program) in programs {
+        let field = expression_field(rule_path, message);
+        match undefined_field_errors(text(key), at, preexisting) {
+            Some(errors) => {
+                let prefix = if message { "messageExpression " } else { "" };
+                out.push(Cause::invalid(
+                    field,
+                    rule_value(raw),
+                    &format!("{prefix}compilation failed: {errors}"),
+                ));
+            }
+            None => {
+                if let Some(program) = program {
+                    out.extend(cost_at(text(key)).check(program, field, message, tally));
+                }
+            }
+        }
+    }
 }
 
 fn compile_errors_at(
     c: &CompiledSchema,
     at: Place<'_>,
     preexisting: &HashSet<String>,
+    tally: &mut Tally,
     out: &mut Vec<Cause>,
 ) {
     let (schema, path) = (at.schema, at.path);
@@ -173,24 +225,12 @@ fn compile_errors_at(
     for (i, r) in c.validations.iter().enumerate() {
         let rule_path = index(&child(path, "x-kubernetes-validations"), i);
         let raw = rules.and_then(|r| r.get(i)).cloned().unwrap_or(Value::Null);
-        let Err(e) = r else {
-            let text = |k: &str| raw.get(k).and_then(Value::as_str).unwrap_or("");
-            if let Some(errors) = undefined_field_errors(text("rule"), at, preexisting) {
-                out.push(Cause::invalid(
-                    child(&rule_path, "rule"),
-                    rule_value(&raw),
-                    &format!("compilation failed: {errors}"),
-                ));
+        let e = match r {
+            Err(e) => e,
+            Ok(cr) => {
+                ok_rule_errors(cr, &raw, &rule_path, at, preexisting, tally, out);
+                continue;
             }
-            if let Some(errors) = undefined_field_errors(text("messageExpression"), at, preexisting)
-            {
-                out.push(Cause::invalid(
-                    child(&rule_path, "messageExpression"),
-                    rule_value(&raw),
-                    &format!("messageExpression compilation failed: {errors}"),
-                ));
-            }
-            continue;
         };
         match e {
             CompilationError::Parse { source, .. } => out.push(Cause::invalid(
@@ -219,8 +259,10 @@ fn compile_errors_at(
                         schema: sub,
                         path: &key(&child(path, "properties"), k),
                         at_root: false,
+                        cardinality: child_cardinality(at.cardinality, schema),
                     },
                     preexisting,
+                    tally,
                     out,
                 );
             }
@@ -233,8 +275,10 @@ fn compile_errors_at(
                 schema: sub,
                 path: &child(path, "items"),
                 at_root: false,
+                cardinality: child_cardinality(at.cardinality, schema),
             },
             preexisting,
+            tally,
             out,
         );
     }
@@ -245,8 +289,10 @@ fn compile_errors_at(
                 schema: sub,
                 path: &child(path, "additionalProperties"),
                 at_root: false,
+                cardinality: child_cardinality(at.cardinality, schema),
             },
             preexisting,
+            tally,
             out,
         );
     }

@@ -16,6 +16,7 @@
 //! Everything here is pure.
 
 mod cel;
+mod cel_budget;
 mod cel_fields;
 mod crd;
 mod default;
