@@ -73,7 +73,8 @@ impl CelRules {
 
     /// Evaluate the rules against `obj` (and `old` on update, for transition rules and
     /// ratcheting). `blocking` tells whether earlier causes stop CEL evaluation, as in
-    /// kube-apiserver.
+    /// kube-apiserver. When a rule would go over kube's runtime cost limits, no rule is
+    /// evaluated and kube's cost error is the only cause (see [`super::cel_runtime`]).
     pub(crate) fn validate(
         &self,
         root: &Node,
@@ -90,6 +91,11 @@ impl CelRules {
                 BadValue::Null,
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
             )];
+        }
+        if let Some(over) = super::cel_runtime::over_limit(compiled, obj, old) {
+            let r = resolve(root, obj, old, &over.path);
+            let type_name = r.node.map_or("", |n| n.type_name.as_str());
+            return vec![Cause::invalid(r.field, type_name, &over.detail)];
         }
         let Err(errors) = kube_cel::validate_compiled(compiled, obj, old) else {
             return Vec::new();

@@ -18,6 +18,7 @@
 mod cel;
 mod cel_budget;
 mod cel_fields;
+mod cel_runtime;
 mod crd;
 mod default;
 mod formats;
