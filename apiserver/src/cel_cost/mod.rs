@@ -24,7 +24,7 @@ mod value_sizes;
 
 pub(crate) use estimate::estimate;
 pub(crate) use schema_sizes::{SchemaSizes, cardinality_factor, unbounded_cardinality};
-pub(crate) use value_sizes::{SizedValue, ValueSizes};
+pub(crate) use value_sizes::ValueSizes;
 
 /// The most one evaluation of an expression may cost (kube's `PerCallLimit`).
 pub(crate) const PER_CALL_LIMIT: u64 = 1_000_000;

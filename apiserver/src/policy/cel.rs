@@ -146,6 +146,8 @@ fn map_value(entries: Vec<(String, cel::Value)>) -> cel::Value {
 pub struct Activation {
     context: cel::Context<'static>,
     variables: Vec<(String, cel::Value)>,
+    /// Every bound name and value (`variables` as one map), for costing expressions.
+    bound: Vec<(String, cel::Value)>,
 }
 
 impl Activation {
@@ -154,18 +156,22 @@ impl Activation {
         let mut context = cel::Context::default();
         context.register_all();
         super::authorizer::register(&mut context);
-        for (name, value) in bindings {
-            bind(&mut context, name, to_cel(value));
-        }
-        bind(&mut context, "variables", map_value(Vec::new()));
-        Activation {
+        let mut act = Activation {
             context,
             variables: Vec::new(),
+            bound: Vec::new(),
+        };
+        for (name, value) in bindings {
+            act.bind_value(name, to_cel(value));
         }
+        act.bind_value("variables", map_value(Vec::new()));
+        act
     }
 
     /// Binds `name` to a CEL value (one that is not JSON, such as `authorizer`).
     pub fn bind_value(&mut self, name: &str, value: cel::Value) {
+        self.bound.retain(|(n, _)| n != name);
+        self.bound.push((name.to_owned(), value.clone()));
         bind(&mut self.context, name, value);
     }
 
@@ -173,7 +179,15 @@ impl Activation {
     pub fn add_variable(&mut self, name: &str, value: cel::Value) {
         self.variables.push((name.to_owned(), value));
         let map = map_value(self.variables.clone());
-        bind(&mut self.context, "variables", map);
+        self.bind_value("variables", map);
+    }
+
+    /// The largest cost of evaluating `program` with the values bound now (see
+    /// [`crate::cel_cost`]).
+    pub(crate) fn cost(&self, program: &Program) -> u64 {
+        let vars = self.bound.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let sizes = crate::cel_cost::ValueSizes::new(vars);
+        crate::cel_cost::estimate(program.expression(), &sizes)
     }
 
     /// Evaluates a program; the error is the CEL runtime error in cel-go's lower-case style.

@@ -5,7 +5,9 @@ use kube_cel::cel;
 use serde_json::Value;
 
 use super::cel::Activation;
+use super::cost::Budget;
 use super::spec::{Named, Policy};
+use crate::cel_cost::{BUDGET_ERROR, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET};
 use crate::webhook::FailurePolicy;
 
 /// What the CEL variables of an evaluation are bound to (`Value::Null` when absent).
@@ -76,10 +78,15 @@ fn type_name(value: &cel::Value) -> &'static str {
 
 /// Audit annotations publish nothing here (there is no audit log), but one that fails to
 /// evaluate under `failurePolicy: Fail`, or yields neither a string nor null, denies.
-fn audit_annotation_failures(policy: &Policy, act: &Activation, fail: bool) -> Vec<Failure> {
+fn audit_annotation_failures(
+    policy: &Policy,
+    act: &Activation,
+    fail: bool,
+    budget: &mut Budget,
+) -> Vec<Failure> {
     let mut failures = Vec::new();
     for annotation in &policy.audit_annotations {
-        let result = run(act, &annotation.program);
+        let result = run(act, &annotation.program, budget);
         let message = match result {
             Ok(cel::Value::String(_) | cel::Value::Null) => continue,
             Ok(other) => format!(
@@ -98,12 +105,29 @@ fn audit_annotation_failures(policy: &Policy, act: &Activation, fail: bool) -> V
     failures
 }
 
-/// Evaluates a compiled expression (one that did not compile is an evaluation error).
-fn run(act: &Activation, program: &super::cel::CompiledExpression) -> Result<cel::Value, String> {
+/// Evaluates a compiled expression (one that did not compile is an evaluation error) if
+/// `budget` allows it.
+fn run(
+    act: &Activation,
+    program: &super::cel::CompiledExpression,
+    budget: &mut Budget,
+) -> Result<cel::Value, String> {
     match program {
-        Ok(program) => act.eval(program),
+        Ok(program) => {
+            budget.charge(act, program)?;
+            act.eval(program)
+        }
         Err(err) => Err(format!("compilation failed: {err}")),
     }
+}
+
+/// The outcome when the budget ran out: kube's error, subject to the failure policy.
+fn out_of_budget(fail: bool) -> Outcome {
+    Outcome::Evaluated(if fail {
+        vec![error_failure(BUDGET_ERROR.to_owned())]
+    } else {
+        Vec::new()
+    })
 }
 
 fn resulted_in_error(expression: &str, err: &str) -> String {
@@ -114,8 +138,12 @@ fn resulted_in_error(expression: &str, err: &str) -> String {
 /// when none is false but some failed.
 fn match_conditions(conditions: &[Named], act: &Activation) -> Result<bool, String> {
     let mut errors = Vec::new();
+    let mut budget = Budget::new(MATCH_CONDITIONS_BUDGET);
     for condition in conditions {
-        let result = run(act, &condition.program);
+        let result = run(act, &condition.program, &mut budget);
+        if budget.exhausted() {
+            return Err(BUDGET_ERROR.to_owned());
+        }
         match result {
             Ok(cel::Value::Bool(true)) => {}
             Ok(cel::Value::Bool(false)) => return Ok(false),
@@ -155,9 +183,10 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
     }
     // Variables are evaluated in order; one that fails is left out, and an expression that
     // uses it reports its error.
+    let mut budget = Budget::new(RUNTIME_BUDGET);
     let mut variable_errors: Vec<(String, String)> = Vec::new();
     for variable in &policy.variables {
-        let value = run(&act, &variable.program);
+        let value = run(&act, &variable.program, &mut budget);
         match value {
             Ok(v) => act.add_variable(&variable.name, v),
             Err(err) => variable_errors.push((variable.name.clone(), err)),
@@ -177,7 +206,10 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
     };
     let mut failures = Vec::new();
     for validation in &policy.validations {
-        let result = run(&act, &validation.program);
+        let result = run(&act, &validation.program, &mut budget);
+        if budget.exhausted() {
+            return out_of_budget(fail);
+        }
         let passed = match result {
             Ok(cel::Value::Bool(b)) => b,
             Ok(_) => false,
@@ -195,6 +227,7 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
             .message_expression
             .as_ref()
             .and_then(|p| p.as_ref().ok())
+            .filter(|p| budget.charge(&act, p).is_ok())
             .and_then(|p| match act.eval(p) {
                 Ok(cel::Value::String(s)) => Some(s.trim().to_owned()),
                 _ => None,
@@ -213,7 +246,10 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
             denies_always: false,
         });
     }
-    failures.extend(audit_annotation_failures(policy, &act, fail));
+    failures.extend(audit_annotation_failures(policy, &act, fail, &mut budget));
+    if budget.exhausted() {
+        return out_of_budget(fail);
+    }
     Outcome::Evaluated(failures)
 }
 
