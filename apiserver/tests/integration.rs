@@ -8,6 +8,7 @@ mod common;
 mod admission;
 mod all_errors;
 mod bad_input;
+mod cel_cost;
 mod cluster_objects;
 mod config_data;
 mod controller;
