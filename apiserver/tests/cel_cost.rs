@@ -62,6 +62,21 @@ fn dial(group: &str, name: &str, spec: Value) -> DynamicObject {
     .unwrap()
 }
 
+/// Creates a Dial with `spec`: `Ok` when accepted, else the (code, reason, message) of the
+/// refusal.
+async fn create_dial(
+    client: &kube::Client,
+    group: &str,
+    name: &str,
+    spec: Value,
+) -> Result<(), (u16, String, String)> {
+    dials(client, group)
+        .create(&PostParams::default(), &dial(group, name, spec))
+        .await
+        .map(drop)
+        .map_err(status_of)
+}
+
 #[tokio::test]
 async fn rules_estimated_over_the_budget_are_refused_at_write() {
     let server = TlsServer::start().await;
@@ -155,21 +170,12 @@ async fn custom_resources_over_the_runtime_limits_are_refused() {
     let spec = json!({"type": "object", "properties": {"v": strings(Some(500), Some(10))},
         "x-kubernetes-validations": [{"rule": pairs, "message": "pairs"}]});
     install(&client, crd(group, spec)).await;
-    let api = dials(&client, group);
-    api.create(
-        &PostParams::default(),
-        &dial(group, "small", json!({"v": values(50)})),
-    )
-    .await
-    .unwrap();
-    let (code, reason, message) = status_of(
-        api.create(
-            &PostParams::default(),
-            &dial(group, "big", json!({"v": values(500)})),
-        )
+    create_dial(&client, group, "small", json!({"v": values(50)}))
         .await
-        .unwrap_err(),
-    );
+        .unwrap();
+    let (code, reason, message) = create_dial(&client, group, "big", json!({"v": values(500)}))
+        .await
+        .unwrap_err();
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
     assert_eq!(
         message,
@@ -187,22 +193,11 @@ async fn custom_resources_over_the_runtime_limits_are_refused() {
     let spec = json!({"type": "object", "properties": {
         "items": {"type": "array", "maxItems": 20, "items": item}}});
     install(&client, crd(group, spec)).await;
-    let api = dials(&client, group);
-    let items = |n: usize| json!(vec![json!({"v": values(150)}); n]);
-    api.create(
-        &PostParams::default(),
-        &dial(group, "few", json!({"items": items(2)})),
-    )
-    .await
-    .unwrap();
-    let (code, reason, message) = status_of(
-        api.create(
-            &PostParams::default(),
-            &dial(group, "many", json!({"items": items(20)})),
-        )
+    let items = |n: usize| json!({"items": vec![json!({"v": values(150)}); n]});
+    create_dial(&client, group, "few", items(2)).await.unwrap();
+    let (code, reason, message) = create_dial(&client, group, "many", items(20))
         .await
-        .unwrap_err(),
-    );
+        .unwrap_err();
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
     let prefix = format!("Dial.{group} \"many\" is invalid: spec.items[");
     let suffix = "]: Invalid value: \"object\": validation failed due to running out of cost budget, no further validation rules will be run";

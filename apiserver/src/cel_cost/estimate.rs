@@ -417,16 +417,10 @@ mod tests {
         estimate(program.expression(), &sizes)
     }
 
+    /// A list of strings (a `null` bound is no bound).
     fn strings(max_items: Option<u64>, max_length: Option<u64>) -> Value {
-        let mut items = json!({"type": "string"});
-        if let Some(n) = max_length {
-            items["maxLength"] = json!(n);
-        }
-        let mut list = json!({"type": "array", "items": items});
-        if let Some(n) = max_items {
-            list["maxItems"] = json!(n);
-        }
-        list
+        json!({"type": "array", "maxItems": max_items,
+            "items": {"type": "string", "maxLength": max_length}})
     }
 
     /// The size kube assumes for a string without `maxLength`.

@@ -33,7 +33,7 @@ impl Tally {
             return;
         }
         self.most_expensive.push((field, cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(NAMED_RULES);
     }
 
