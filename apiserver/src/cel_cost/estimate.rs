@@ -106,10 +106,11 @@ impl Walker<'_> {
             Expr::Ident(name) => self.ident(name),
             Expr::Select(s) => {
                 let operand = self.walk(&s.operand);
-                let cost = operand.cost.saturating_add(1);
+                // kube keeps presence tests (`has()`) free, as before cel-go charged them.
                 if s.test {
-                    return Est::value(cost, Size::SCALAR);
+                    return Est::value(operand.cost, Size::SCALAR);
                 }
+                let cost = operand.cost.saturating_add(1);
                 Est {
                     cost,
                     path: child(&operand.path, Seg::Field(s.field.clone())),
@@ -431,7 +432,7 @@ mod tests {
         let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}});
         // self.a: ident 1 + select 1; `<`: 1 + operands.
         assert_eq!(cost_in(&s, "self.a < self.b"), 5);
-        assert_eq!(cost_in(&s, "has(self.a) && self.a > 0"), 5);
+        assert_eq!(cost_in(&s, "has(self.a) && self.a > 0"), 4);
         assert_eq!(cost_in(&s, "true"), 0);
         assert_eq!(cost_in(&s, "[1, 2, 3].size() == 3"), 12);
     }
