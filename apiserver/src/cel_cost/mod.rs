@@ -18,10 +18,12 @@
 //! of a unit per character, `matches` the product of string and regex lengths…) over the
 //! parsed expression without a type checker; see [`estimate`] for where it differs.
 
+mod budget;
 mod estimate;
 mod schema_sizes;
 mod value_sizes;
 
+pub(crate) use budget::Budget;
 pub(crate) use estimate::estimate;
 pub(crate) use schema_sizes::{SchemaSizes, cardinality_factor, unbounded_cardinality};
 pub(crate) use value_sizes::ValueSizes;

@@ -5,9 +5,8 @@ use kube_cel::cel;
 use serde_json::Value;
 
 use super::cel::Activation;
-use super::cost::Budget;
 use super::spec::{Named, Policy};
-use crate::cel_cost::{BUDGET_ERROR, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET};
+use crate::cel_cost::{BUDGET_ERROR, Budget, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET};
 use crate::webhook::FailurePolicy;
 
 /// What the CEL variables of an evaluation are bound to (`Value::Null` when absent).
@@ -106,7 +105,8 @@ fn audit_annotation_failures(
 }
 
 /// Evaluates a compiled expression (one that did not compile is an evaluation error) if
-/// `budget` allows it.
+/// `budget` allows it: kube's runtime cost limits, checked with the cost the expression
+/// would have over the values bound now, before it runs (see [`crate::cel_cost`]).
 fn run(
     act: &Activation,
     program: &super::cel::CompiledExpression,
@@ -114,7 +114,7 @@ fn run(
 ) -> Result<cel::Value, String> {
     match program {
         Ok(program) => {
-            budget.charge(act, program)?;
+            budget.charge(act.cost(program))?;
             act.eval(program)
         }
         Err(err) => Err(format!("compilation failed: {err}")),
@@ -227,7 +227,7 @@ pub fn evaluate(policy: &Policy, inputs: &Inputs<'_>) -> Outcome {
             .message_expression
             .as_ref()
             .and_then(|p| p.as_ref().ok())
-            .filter(|p| budget.charge(&act, p).is_ok())
+            .filter(|p| budget.charge(act.cost(p)).is_ok())
             .and_then(|p| match act.eval(p) {
                 Ok(cel::Value::String(s)) => Some(s.trim().to_owned()),
                 _ => None,

@@ -6,7 +6,6 @@
 //! - [`cel`]: compiling (with the declared-variable check), JSON to CEL, evaluation.
 //! - [`evaluate`]: one policy for one request and param: `matchConditions`, `variables`,
 //!   `validations`, messages and `failurePolicy` (pure).
-//! - `cost`: kube's runtime cost limits on those expressions.
 //! - [`admit`]: the cached policies of a logical cluster and the run of a write (matching
 //!   with [`crate::webhook::matching`], params, validation actions).
 //! - [`authz`]: who may name a `paramKind` or `paramRef` (kube's read-access check).
@@ -23,7 +22,6 @@ pub mod admit;
 pub mod authorizer;
 pub mod authz;
 pub mod cel;
-mod cost;
 pub mod evaluate;
 pub mod spec;
 pub mod status;

@@ -205,7 +205,7 @@ pub fn object_selector_matches(
 
 /// Evaluates `matchConditions` over `object`, `oldObject` and `request`: `Ok(true)` when all
 /// are true (or there are none), `Ok(false)` when one is false, `Err` when one cannot be
-/// evaluated (then the failure policy decides).
+/// evaluated or is over kube's runtime cost limits (then the failure policy decides).
 pub fn match_conditions(
     conditions: &[MatchCondition],
     object: Option<&Value>,
@@ -224,14 +224,18 @@ pub fn match_conditions(
         match never {}
     }
     let null = Value::Null;
-    for (name, value) in [
+    let bound = [
         ("object", object.unwrap_or(&null)),
         ("oldObject", old_object.unwrap_or(&null)),
         ("request", request),
-    ] {
+    ];
+    for (name, value) in bound {
         ctx.add_variable(name, value)
             .map_err(|err| format!("cannot bind {name}: {err}"))?;
     }
+    // kube's runtime cost limits, checked before each condition runs.
+    let sizes = crate::cel_cost::ValueSizes::new(bound.to_vec());
+    let mut budget = crate::cel_cost::Budget::new(crate::cel_cost::MATCH_CONDITIONS_BUDGET);
     let mut errors = Vec::new();
     for condition in conditions {
         let program = match cel::Program::compile(&condition.expression) {
@@ -244,6 +248,14 @@ pub fn match_conditions(
                 continue;
             }
         };
+        let cost = crate::cel_cost::estimate(program.expression(), &sizes);
+        if let Err(err) = budget.charge(cost) {
+            if budget.exhausted() {
+                return Err(err.to_owned());
+            }
+            errors.push(format!("matchCondition {}: {err}", condition.name));
+            continue;
+        }
         match program.execute(&ctx) {
             Ok(cel::Value::Bool(true)) => {}
             // A false condition skips the webhook, even when another one errs.
@@ -542,5 +554,22 @@ mod tests {
             json!({"matchConditions": [{"name": "bad", "expression": "object.nope.deeper"}]}),
         );
         assert!(match_conditions(&bad.match_conditions, Some(&plain), None, &req, &NULL).is_err());
+    }
+
+    #[test]
+    fn match_conditions_over_the_cost_limit_are_errors_before_they_run() {
+        let w = webhook(json!({"matchConditions": [{"name": "pairs",
+            "expression": "object.items.all(x, object.items.all(y, x != y || x == y))"}]}));
+        let req = json!({"operation": "CREATE"});
+        let few = json!({"items": [1, 2, 3]});
+        let many = json!({"items": (0..2000).collect::<Vec<i64>>()});
+        assert_eq!(
+            match_conditions(&w.match_conditions, Some(&few), None, &req, &NULL),
+            Ok(true)
+        );
+        assert_eq!(
+            match_conditions(&w.match_conditions, Some(&many), None, &req, &NULL),
+            Err("matchCondition pairs: operation cancelled: actual cost limit exceeded".to_owned())
+        );
     }
 }
