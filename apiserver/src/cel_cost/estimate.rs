@@ -12,6 +12,21 @@ use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, I
 
 use super::{Kind, Seg, Size, Sizes, by_factor, mul};
 
+/// CEL's type names (`type(self.x) == string`): constants of size 1.
+const TYPE_NAMES: [&str; 11] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+];
+
 /// cel-go's cost of creating a list literal.
 const LIST_CREATE: u64 = 10;
 /// cel-go's cost of creating a map literal.
@@ -164,6 +179,9 @@ impl Walker<'_> {
     }
 
     fn ident(&self, name: &str) -> Est {
+        if TYPE_NAMES.contains(&name) {
+            return Est::value(1, Size::SCALAR);
+        }
         if let Some(local) = self.locals.iter().rev().find(|l| l.name == name) {
             return Est {
                 cost: 1,
@@ -390,7 +408,10 @@ impl Walker<'_> {
                 | "semver" | "isSemver" | "string" | "bytes",
                 _,
             ) => Est::value(sum.saturating_add(traverse(subject_size)), Size::SCALAR),
-            ("size", _) => Est::value(sum.saturating_add(1), Size::SCALAR),
+            (
+                "size" | "type" | "int" | "uint" | "double" | "bool" | "duration" | "timestamp",
+                _,
+            ) => Est::value(sum.saturating_add(1), Size::SCALAR),
             _ => Est {
                 cost: sum.saturating_add(1),
                 ..Est::default()
@@ -435,6 +456,7 @@ mod tests {
         assert_eq!(cost_in(&s, "has(self.a) && self.a > 0"), 4);
         assert_eq!(cost_in(&s, "true"), 0);
         assert_eq!(cost_in(&s, "[1, 2, 3].size() == 3"), 12);
+        assert_eq!(cost_in(&s, "type(self.a) == int"), 5);
     }
 
     #[test]

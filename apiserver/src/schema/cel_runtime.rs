@@ -98,7 +98,10 @@ fn walk(
         charge(cr, value, old, &path, remaining)?;
     }
     if let Some(obj) = value.as_object() {
-        for (name, child) in &compiled.properties {
+        // In name order, so the same object always stops at the same rule.
+        let mut properties: Vec<_> = compiled.properties.iter().collect();
+        properties.sort_by_key(|(name, _)| *name);
+        for (name, child) in properties {
             if let Some(v) = obj.get(name) {
                 let o = old.and_then(|o| o.get(name));
                 walk(child, v, o, join(&path, name), remaining)?;
