@@ -373,11 +373,27 @@ impl Walker<'_> {
                 sum.saturating_add(traverse(self.size(&args[0]))),
                 Size::SCALAR,
             ),
-            // Kubernetes list library: linear in the list.
+            // Kubernetes list library: each item is visited (and compared).
             ("isSorted" | "sum" | "min" | "max" | "indexOf" | "lastIndexOf", _)
                 if subject_size.kind == Kind::List =>
             {
-                Est::value(sum.saturating_add(subject_size.max), Size::SCALAR)
+                let elem = self.elem_size(subject.unwrap_or(&Est::default()));
+                let per_item = traverse(elem).saturating_add(1);
+                Est::value(
+                    sum.saturating_add(mul(subject_size.max, per_item)),
+                    Size::SCALAR,
+                )
+            }
+            // The result can grow by `after / before`; it is walked once.
+            ("replace", 2..) => {
+                let (before, after) = (self.size(&args[0]).max, self.size(&args[1]).max);
+                let grown = if after > before {
+                    mul(subject_size.max, after) / before.max(1)
+                } else {
+                    subject_size.max
+                };
+                let size = Size::new(Kind::Text, grown);
+                Est::value(sum.saturating_add(traverse(size)), size)
             }
             // Kubernetes string library and parsers: linear in the string.
             (
@@ -393,14 +409,16 @@ impl Walker<'_> {
                 Est::value(sum.saturating_add(traverse(subject_size)), size)
             }
             ("split", _) => Est {
-                cost: sum.saturating_add(traverse(subject_size)),
+                cost: sum.saturating_add(mul(traverse(subject_size), 2)),
                 size: Some(Size::new(Kind::List, subject_size.max)),
                 elem: Some(Size::new(Kind::Text, subject_size.max)),
                 path: None,
             },
             ("join", _) => {
                 let elem = self.elem_size(subject.unwrap_or(&Est::default()));
-                let size = Size::new(Kind::Text, mul(subject_size.max, elem.max));
+                let separator = args.first().map_or(0, |a| self.size(a).max);
+                let each = elem.max.saturating_add(separator);
+                let size = Size::new(Kind::Text, mul(subject_size.max, each));
                 Est::value(sum.saturating_add(traverse(size)), size)
             }
             (
@@ -526,6 +544,241 @@ mod tests {
             cost_in(&m, "self.all(k, self[k] == 'a')"),
             2 + 4 * (3 + 3 + 1)
         );
+    }
+
+    /// Estimates kube-apiserver's own tests expect (`TestCostEstimation`): rule, schema
+    /// without bounds, cost; the same schema with bounds, cost.
+    #[test]
+    fn kubes_estimates_for_common_rules() {
+        let array = |items: Value| json!({"type": "array", "items": items});
+        let map = |values: Value| json!({"type": "object", "additionalProperties": values});
+        let bounded = |mut s: Value, key: &str, n: u64| {
+            s[key] = json!(n);
+            s
+        };
+        let string = json!({"type": "string"});
+        let number = json!({"type": "number"});
+        let cases = [
+            (
+                "self.all(x, true)",
+                array(number.clone()),
+                "maxItems",
+                10,
+                4_718_591,
+                32,
+            ),
+            (
+                "self.all(x, true)",
+                array(string.clone()),
+                "maxItems",
+                20,
+                3_145_727,
+                62,
+            ),
+            (
+                "self.all(x, true)",
+                array(json!({"type": "boolean"})),
+                "maxItems",
+                5,
+                1_887_437,
+                17,
+            ),
+            (
+                "self.all(x, true)",
+                map(number.clone()),
+                "maxProperties",
+                10,
+                1_348_169,
+                32,
+            ),
+            (
+                "self.all(x, true)",
+                map(string.clone()),
+                "maxProperties",
+                3,
+                1_179_647,
+                11,
+            ),
+            (
+                "self.all(x, true)",
+                array(json!({"type": "string", "format": "date"})),
+                "maxItems",
+                15,
+                725_936,
+                47,
+            ),
+            (
+                "self.all(x, true)",
+                array(json!({"type": "string", "format": "date-time"})),
+                "maxItems",
+                25,
+                428_963,
+                77,
+            ),
+            (
+                "self.all(x, true)",
+                map(json!({"type": "string", "format": "duration"})),
+                "maxProperties",
+                5,
+                1_048_577,
+                17,
+            ),
+            (
+                "self.contains('test')",
+                string.clone(),
+                "maxLength",
+                10,
+                314_574,
+                5,
+            ),
+            (
+                "self.startsWith('test')",
+                string.clone(),
+                "maxLength",
+                15,
+                2,
+                2,
+            ),
+            (
+                "size(self + \"hello\") > size(\"hello\")",
+                string.clone(),
+                "maxLength",
+                4,
+                314_578,
+                7,
+            ),
+            (
+                "self[1] == 0.0",
+                array(number.clone()),
+                "maxItems",
+                5000,
+                2,
+                2,
+            ),
+            (
+                "self[1] == self[1]",
+                array(string.clone()),
+                "maxItems",
+                8,
+                314_577,
+                314_577,
+            ),
+            (
+                "self.all(x, self.all(y, self.all(z, true)))",
+                array(number.clone()),
+                "maxItems",
+                10,
+                0,
+                3552,
+            ),
+            (
+                "self.matches(\"x\")",
+                string.clone(),
+                "maxLength",
+                50,
+                314_574,
+                22,
+            ),
+            (
+                "\"\".matches(\"(((((((((())))))))))[0-9]\")",
+                string.clone(),
+                "maxLength",
+                10,
+                7,
+                7,
+            ),
+            ("self == \"x\"", string.clone(), "maxLength", 0, 2, 1),
+            (
+                "self.all(x, x == 0.0)",
+                array(number.clone()),
+                "maxItems",
+                3 * 1024 * 2048,
+                6_291_454,
+                25_165_826,
+            ),
+            (
+                "self.all(x, x.y == 25.2)",
+                array(map(number.clone())),
+                "maxItems",
+                12,
+                6_291_452,
+                74,
+            ),
+            (
+                "self[0].x > 2.0",
+                array(map(number.clone())),
+                "maxItems",
+                3000,
+                4,
+                4,
+            ),
+            (
+                "self.find('[0-9]+') == ''",
+                string.clone(),
+                "maxLength",
+                10,
+                629_147,
+                11,
+            ),
+            (
+                "self.lowerAscii() == 'lower!'",
+                string.clone(),
+                "maxLength",
+                10,
+                314_575,
+                6,
+            ),
+            (
+                "oldSelf.size() == self.size()",
+                map(json!({"type": "integer"})),
+                "maxProperties",
+                10,
+                5,
+                5,
+            ),
+            (
+                "isQuantity(self)",
+                json!({"x-kubernetes-int-or-string": true}),
+                "maxLength",
+                20,
+                314_574,
+                9,
+            ),
+        ];
+        for (rule, schema, key, n, unbounded, with_bound) in cases {
+            if unbounded > 0 {
+                assert_eq!(cost_in(&schema, rule), unbounded, "{rule} on {schema}");
+            }
+            let schema = bounded(schema, key, n);
+            assert_eq!(cost_in(&schema, rule), with_bound, "{rule} on {schema}");
+        }
+        // The same for map values bounded with the map, and lists of bounded strings.
+        let values = json!({"type": "object", "maxProperties": 10,
+            "additionalProperties": {"type": "string", "maxLength": 10}});
+        assert_eq!(cost_in(&values, "self.all(x, x.contains(self[x]))"), 72);
+        let list = strings(Some(10), Some(10));
+        assert_eq!(cost_in(&list, "self.join(' ') == 'aa bb'"), 43);
+        assert_eq!(cost_in(&list, "self.isSorted() == true"), 52);
+        let list = strings(None, None);
+        assert_eq!(cost_in(&list, "self.join(' ') == 'aa bb'"), 329_853_068_905);
+        assert_eq!(cost_in(&list, "self.isSorted() == true"), 329_854_432_052);
+        let with = |n: Option<u64>| {
+            json!({"type": "object", "properties": {
+                "str": {"type": "string", "maxLength": n},
+                "before": {"type": "string", "maxLength": 2},
+                "after": {"type": "string", "maxLength": 4}}})
+        };
+        let replace = "self.str.replace(self.before, self.after) == 'does not matter'";
+        assert_eq!(cost_in(&with(None), replace), 629_154);
+        assert_eq!(cost_in(&with(Some(4)), replace), 12);
+        let split = |n: Option<u64>| {
+            json!({"type": "object", "properties": {
+                "str": {"type": "string", "maxLength": n},
+                "separator": {"type": "string", "maxLength": n}}})
+        };
+        let rule = "self.str.split(self.separator) == []";
+        assert_eq!(cost_in(&split(None), rule), 629_160);
+        assert_eq!(cost_in(&split(Some(10)), rule), 22);
     }
 
     #[test]

@@ -52,9 +52,9 @@ fn min_serialized_size(schema: &Value) -> u64 {
     }
     match type_of(schema) {
         "string" => match schema.get("format").and_then(Value::as_str) {
-            Some("duration") => 4,
+            Some("duration") => 3,
             Some("date") => 12,
-            Some("date-time") => 22,
+            Some("date-time") => 21,
             _ => 2,
         },
         "boolean" => 4,
@@ -95,7 +95,9 @@ fn decl_size(schema: &Value) -> Size {
             let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
             let max = match format {
                 "byte" => max_length.unwrap_or(UNBOUNDED_STRING),
-                "duration" | "date" | "date-time" => return Size::new(Kind::Scalar, 0),
+                // Durations and timestamps compare in about two units, as kube sizes them.
+                "date" => return Size::new(Kind::Scalar, 12),
+                "duration" | "date-time" => return Size::new(Kind::Scalar, 20),
                 _ => match (max_length, schema.get("enum").and_then(Value::as_array)) {
                     (Some(n), _) => n.saturating_mul(4),
                     (None, Some(values)) if !values.is_empty() => values
@@ -174,6 +176,9 @@ impl Sizes for SchemaSizes<'_> {
         }
         let mut node = self.schema;
         let mut at_root = self.root;
+        // Past a map entry selected by name (`self.labels.app`) kube knows only the type:
+        // scalars have size 1, anything else is unbounded.
+        let mut by_type = false;
         for seg in rest {
             let resource = at_root || flag(node, "x-kubernetes-embedded-resource");
             at_root = false;
@@ -184,7 +189,10 @@ impl Sizes for SchemaSizes<'_> {
                         (Some(p), _) => p,
                         (None, "apiVersion" | "kind") if resource => any_string(),
                         (None, "metadata") if resource => root_metadata(),
-                        (None, _) => map_values(node)?,
+                        (None, _) => {
+                            by_type = true;
+                            map_values(node)?
+                        }
                     }
                 }
                 Seg::Elem => node.get("items").or_else(|| map_values(node))?,
@@ -192,7 +200,12 @@ impl Sizes for SchemaSizes<'_> {
                 Seg::Key => return Some(Size::new(Kind::Text, 0)),
             };
         }
-        Some(decl_size(node))
+        let size = decl_size(node);
+        Some(match (by_type, size.kind) {
+            (false, _) => size,
+            (true, Kind::Scalar) => Size::SCALAR,
+            (true, kind) => Size::new(kind, u64::MAX),
+        })
     }
 
     fn unknown(&self) -> u64 {
