@@ -22,7 +22,9 @@ COPY addon-framework addon-framework
 COPY operator operator
 COPY webhook webhook
 COPY hub hub
+COPY dashboard dashboard
 COPY examples examples
+COPY addons addons
 COPY cli cli
 COPY test test
 # Static glibc (there is no libc in the image), symbols stripped.

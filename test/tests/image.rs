@@ -271,3 +271,32 @@ fn the_image_archive_holds_a_static_ocm_running_as_non_root() {
     let version = run(Command::new(&ocm).arg("--version"));
     assert_eq!(version.trim(), format!("ocm {VERSION}"));
 }
+
+/// `docker build` sees only what the Dockerfile copies: every workspace member's directory must
+/// be there, or the image build fails on a missing package.
+#[test]
+fn the_dockerfile_copies_every_workspace_member() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("a members list in Cargo.toml");
+    let copied: Vec<&str> = dockerfile
+        .lines()
+        .filter_map(|line| line.strip_prefix("COPY "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    for member in members.split(',').map(|m| m.trim().trim_matches('"')) {
+        if member.is_empty() {
+            continue;
+        }
+        let top = member.split('/').next().unwrap_or(member);
+        assert!(
+            copied.contains(&top),
+            "the Dockerfile does not copy `{top}` (workspace member `{member}`)"
+        );
+    }
+}
