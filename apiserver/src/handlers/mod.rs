@@ -4,6 +4,7 @@
 mod apply;
 mod delete;
 mod list_items;
+mod protobuf_reply;
 mod read;
 mod token;
 mod watch;
@@ -79,12 +80,27 @@ pub(crate) enum Output {
     PartialMeta,
 }
 
-/// Picks the output format from an `Accept` header. Without `tables`, `as=Table` clauses are
-/// not acceptable (kube's endpoint restrictions: a resource without a table convertor, or a
-/// watch-list request), so a later clause is used or the answer is 406.
-pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError> {
+/// The encoding a response is written in, from the `Accept` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+}
+
+/// Picks the output format and encoding from an `Accept` header: the first clause the server
+/// can answer wins, as in kube. Without `tables`, `as=Table` clauses are not acceptable
+/// (kube's endpoint restrictions: a resource without a table convertor, or a watch-list
+/// request), so a later clause is used or the answer is 406. With `protobuf`, `application/vnd.kubernetes.protobuf` clauses
+/// are answerable (plain objects and `PartialObjectMetadata`; a Table has no protobuf form).
+pub(crate) fn negotiate_media(
+    accept: Option<&str>,
+    tables: bool,
+    protobuf: bool,
+) -> Result<(Output, Encoding), ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Ok(Output::Json);
+        return Ok((Output::Json, Encoding::Json));
     };
     for clause in accept.split(',') {
         let mut parts = clause.split(';').map(str::trim);
@@ -99,20 +115,24 @@ pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, Ap
                 .find(|(pk, _)| pk == k)
                 .map(|(_, v)| v.as_str())
         };
-        if !matches!(mime.as_str(), "application/json" | "*/*" | "application/*") {
-            continue;
-        }
+        let encoding = match mime.as_str() {
+            "application/json" | "*/*" | "application/*" => Encoding::Json,
+            crate::protobuf::MEDIA_TYPE if protobuf => Encoding::Protobuf,
+            _ => continue,
+        };
         match (param("as"), param("g"), param("v")) {
-            (None, _, _) => return Ok(Output::Json),
-            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) if tables => {
-                return Ok(Output::Table);
+            (None, _, _) => return Ok((Output::Json, encoding)),
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1"))
+                if tables && encoding == Encoding::Json =>
+            {
+                return Ok((Output::Table, encoding));
             }
             (
                 Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
                 Some("meta.k8s.io"),
                 Some("v1" | "v1beta1"),
             ) => {
-                return Ok(Output::PartialMeta);
+                return Ok((Output::PartialMeta, encoding));
             }
             _ => continue,
         }
@@ -141,8 +161,32 @@ impl ResourceRequest {
     /// Table for resources that have none (the create-only reviews) and none for a watch-list
     /// (`watch` with `sendInitialEvents=true`), as in kube.
     pub fn output(&self) -> Result<Output, ApiError> {
+        self.negotiated().map(|(output, _)| output)
+    }
+
+    /// The output format and the encoding. Protobuf is offered for built-in kinds the
+    /// protobuf table describes and for custom resources (whose objects then cannot be
+    /// encoded: kube's 406, while their `PartialObjectMetadata` can); built-ins the table
+    /// lacks answer JSON or 406.
+    pub fn negotiated(&self) -> Result<(Output, Encoding), ApiError> {
         let watch_list = self.query.flag("watch") && self.query.flag("sendInitialEvents");
-        negotiate(self.accept.as_deref(), self.res.has_table() && !watch_list)
+        let protobuf = self.res.builtin().is_none()
+            || crate::protobuf::table::message_for(
+                &self.res.api_version(&self.path.version),
+                &self.res.kind,
+            )
+            .is_some();
+        negotiate_media(
+            self.accept.as_deref(),
+            self.res.has_table() && !watch_list,
+            protobuf,
+        )
+    }
+
+    /// Whether the `Accept` header also admits JSON (what a reply falls back to when an
+    /// object cannot be encoded as protobuf).
+    pub fn admits_json(&self) -> bool {
+        negotiate_media(self.accept.as_deref(), true, false).is_ok()
     }
 
     pub fn namespace(&self) -> &str {
@@ -224,8 +268,29 @@ fn default_manager(user_agent: &str) -> String {
     }
 }
 
-/// Serves one resource request.
+/// Serves one resource request, encoded as the `Accept` header negotiated.
 pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
+    let Ok((output, Encoding::Protobuf)) = req.negotiated() else {
+        return handle_json(req, body).await;
+    };
+    let custom = req.res.builtin().is_none();
+    let watch = req.verb() == "watch";
+    let protobuf = protobuf_reply::ProtobufReply {
+        watch,
+        admits_json: req.admits_json(),
+        custom,
+    };
+    // A custom resource's watch events could not be encoded: refused before it starts.
+    let result = if custom && watch && output == Output::Json {
+        Err(protobuf_reply::not_marshalable(false))
+    } else {
+        handle_json(req, body).await
+    };
+    Ok(protobuf.transcode(result))
+}
+
+/// Serves one resource request, answering JSON (or Table JSON).
+async fn handle_json(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
     let verb = req.verb();
     let sub = req.path.subresource.clone();
     // Scope checks.

@@ -1,0 +1,183 @@
+//! Protobuf replies: a reply the handlers built as JSON (object, list, Status, watch event
+//! lines) re-encoded for a client whose `Accept` negotiated `application/vnd.kubernetes.protobuf`.
+//!
+//! Objects the table cannot encode: a custom resource gets kube's 406 (its serializer has no
+//! protobuf form for unstructured objects); anything else (a stored object of a shape the
+//! table does not allow — kube would never hold one) is logged and answered as JSON when the
+//! `Accept` header admits JSON, else as a 500 InternalError Status.
+
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Reply, ReplyBody};
+use crate::error::ApiError;
+use crate::protobuf::encode::EncodeError;
+use crate::protobuf::{MEDIA_TYPE, WATCH_MEDIA_TYPE, encode_body, watch_frame};
+
+/// How a protobuf reply is written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProtobufReply {
+    /// The reply is a watch stream (its body is JSON event lines).
+    pub watch: bool,
+    /// The `Accept` header also admits JSON.
+    pub admits_json: bool,
+    /// The resource is a custom resource (its objects have no protobuf form).
+    pub custom: bool,
+}
+
+/// kube's error for an object its protobuf serializer cannot write (`errNotMarshalable`).
+pub(crate) fn not_marshalable(list: bool) -> ApiError {
+    let ty = if list {
+        "*unstructured.UnstructuredList"
+    } else {
+        "*unstructured.Unstructured"
+    };
+    ApiError::new(
+        406,
+        "NotAcceptable",
+        format!(
+            "object {ty} does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+        ),
+    )
+}
+
+/// Whether a JSON object names a kind the protobuf table has no message for.
+fn unencodable_kind(object: &Value) -> bool {
+    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
+    crate::protobuf::table::message_for(text("apiVersion"), text("kind")).is_none()
+}
+
+impl ProtobufReply {
+    /// Re-encodes a handler's result.
+    pub fn transcode(self, result: Result<Reply, ApiError>) -> Reply {
+        match result {
+            Ok(reply) => self.reply(reply),
+            Err(err) => self.error(&err),
+        }
+    }
+
+    /// An error Status in protobuf (Status always encodes).
+    fn error(self, err: &ApiError) -> Reply {
+        let json = Reply::error(err);
+        match encode_body(&err.to_status()) {
+            Ok(body) => Reply {
+                content_type: MEDIA_TYPE.into(),
+                body: ReplyBody::Full(Bytes::from(body)),
+                ..json
+            },
+            Err(encode_err) => {
+                tracing::error!(%encode_err, "a Status does not encode as protobuf");
+                json
+            }
+        }
+    }
+
+    fn reply(self, reply: Reply) -> Reply {
+        match reply.body {
+            ReplyBody::Stream(rx) => Reply {
+                content_type: WATCH_MEDIA_TYPE.into(),
+                body: ReplyBody::Stream(frames(rx)),
+                ..reply
+            },
+            ReplyBody::Full(json) => {
+                let Ok(value) = serde_json::from_slice::<Value>(&json) else {
+                    // Not JSON (nothing a resource handler answers): left as it is.
+                    return Reply {
+                        body: ReplyBody::Full(json),
+                        ..reply
+                    };
+                };
+                if self.watch && reply.status == StatusCode::OK {
+                    let (kind, object) = event_parts(&value);
+                    let (body, _) = frame_or_error(kind, object);
+                    return Reply {
+                        content_type: WATCH_MEDIA_TYPE.into(),
+                        body: ReplyBody::Full(Bytes::from(body)),
+                        ..reply
+                    };
+                }
+                if self.custom && unencodable_kind(&value) {
+                    let list = value.get("items").is_some();
+                    let mut err = not_marshalable(list);
+                    err.warnings = reply.warnings;
+                    return self.error(&err);
+                }
+                match encode_body(&value) {
+                    Ok(body) => Reply {
+                        content_type: MEDIA_TYPE.into(),
+                        body: ReplyBody::Full(Bytes::from(body)),
+                        ..reply
+                    },
+                    Err(err) => {
+                        let rest = Reply {
+                            body: ReplyBody::Full(Bytes::new()),
+                            ..reply
+                        };
+                        self.fallback(&err, json, rest)
+                    }
+                }
+            }
+        }
+    }
+
+    /// An object the table cannot encode: JSON if the client takes it, else a 500.
+    fn fallback(self, err: &EncodeError, json: Bytes, reply: Reply) -> Reply {
+        tracing::error!(%err, status = %reply.status, "a reply does not encode as protobuf");
+        if self.admits_json {
+            return Reply {
+                content_type: "application/json".into(),
+                body: ReplyBody::Full(json),
+                ..reply
+            };
+        }
+        let mut internal =
+            ApiError::internal(format!("the object cannot be encoded as protobuf: {err}"));
+        internal.warnings = reply.warnings;
+        self.error(&internal)
+    }
+}
+
+/// The `type` and `object` of a JSON watch event.
+fn event_parts(event: &Value) -> (&str, &Value) {
+    (
+        event.get("type").and_then(Value::as_str).unwrap_or(""),
+        event.get("object").unwrap_or(&Value::Null),
+    )
+}
+
+/// A protobuf watch frame and `true`, or (for an object that does not encode) an ERROR frame
+/// with an InternalError Status and `false`.
+fn frame_or_error(kind: &str, object: &Value) -> (Vec<u8>, bool) {
+    match watch_frame(kind, object) {
+        Ok(frame) => (frame, true),
+        Err(err) => {
+            tracing::error!(%err, kind, "a watch event does not encode as protobuf");
+            let status =
+                ApiError::internal(format!("the object cannot be encoded as protobuf: {err}"))
+                    .to_status();
+            (watch_frame("ERROR", &status).unwrap_or_default(), false)
+        }
+    }
+}
+
+/// Turns a stream of JSON event lines into a stream of protobuf frames; an event that does
+/// not encode ends the stream after its ERROR frame.
+fn frames(mut lines: mpsc::Receiver<Bytes>) -> mpsc::Receiver<Bytes> {
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            let Ok(event) = serde_json::from_slice::<Value>(&line) else {
+                tracing::error!("a watch event line is not JSON");
+                return;
+            };
+            let (kind, object) = event_parts(&event);
+            let (frame, encoded) = frame_or_error(kind, object);
+            if tx.send(Bytes::from(frame)).await.is_err() || !encoded {
+                return;
+            }
+        }
+    });
+    rx
+}
