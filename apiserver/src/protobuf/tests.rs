@@ -586,6 +586,36 @@ fn fully_populated_builtin_kinds_survive_typed_normalization() {
             "authorization.k8s.io/v1",
             "SelfSubjectRulesReview",
         ),
+        (
+            K::FlowSchema,
+            "flowcontrol.apiserver.k8s.io/v1",
+            "FlowSchema",
+        ),
+        (
+            K::PriorityLevelConfiguration,
+            "flowcontrol.apiserver.k8s.io/v1",
+            "PriorityLevelConfiguration",
+        ),
+        (
+            K::ValidatingWebhookConfiguration,
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+        ),
+        (
+            K::MutatingWebhookConfiguration,
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+        ),
+        (
+            K::ValidatingAdmissionPolicy,
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+        ),
+        (
+            K::ValidatingAdmissionPolicyBinding,
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+        ),
     ];
     for (kind, api_version, name) in kinds {
         let message = super::table::message_for(api_version, name).unwrap();
@@ -766,4 +796,25 @@ fn watch_frames_are_length_prefixed_watch_events() {
     };
     assert!(raw.starts_with(MAGIC));
     assert_eq!(decode_body(raw).unwrap()["metadata"]["name"], json!("c"));
+}
+
+/// Every built-in kind the server serves (each served version, and its list if it lists) has a protobuf
+/// layout, so protobuf bodies decode and protobuf answers encode for all of them.
+#[test]
+fn every_served_builtin_kind_is_in_the_table() {
+    let mut missing = Vec::new();
+    for res in crate::registry::builtin_resources() {
+        for version in &res.versions {
+            let api_version = res.api_version(&version.name);
+            let listed = res.verbs.iter().any(|v| v == "list");
+            for kind in [&res.kind, &res.list_kind] {
+                if (listed || kind == &res.kind)
+                    && super::table::message_for(&api_version, kind).is_none()
+                {
+                    missing.push(format!("{api_version} {kind}"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
 }
