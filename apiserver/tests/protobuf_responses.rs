@@ -231,6 +231,15 @@ async fn errors_are_status_objects_in_protobuf() {
     assert_eq!(status["reason"], "NotFound");
     assert_eq!(status["message"], "configmaps \"nope\" not found");
     assert_eq!(status["code"], 404);
+    // An unknown resource is answered before any handler, in protobuf too.
+    let unknown = "/api/v1/namespaces/default/nosuchthings";
+    let json_unknown = send(&client, "GET", unknown, JSON, None).await;
+    let pb_unknown = send(&client, "GET", unknown, PB, None).await;
+    assert_eq!(
+        (pb_unknown.code, pb_unknown.content_type.as_str()),
+        (404, PB)
+    );
+    assert_eq!(pb_unknown.value(), json_unknown.value());
     // A 422 lists its causes the same way.
     let bad = json!({"metadata": {"name": "Not_Valid"}});
     let json_422 = send(

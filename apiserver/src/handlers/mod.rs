@@ -142,6 +142,16 @@ pub(crate) fn negotiate_media(
     ))
 }
 
+/// An error answered before a resource handler ran (authentication, authorization, an
+/// unknown resource, too many requests): a Status in the encoding `Accept` negotiates, as
+/// kube's negotiated error writer answers; JSON when nothing in `Accept` can be served.
+pub(crate) fn error_reply(accept: Option<&str>, err: &ApiError) -> Reply {
+    match negotiate_media(accept, false, true) {
+        Ok((_, Encoding::Protobuf)) => protobuf_reply::status_reply(err),
+        _ => Reply::error(err),
+    }
+}
+
 /// Everything a resource handler needs about the request.
 pub(crate) struct ResourceRequest {
     pub inner: Arc<Inner>,

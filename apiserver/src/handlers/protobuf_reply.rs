@@ -43,6 +43,22 @@ pub(crate) fn not_marshalable(list: bool) -> ApiError {
     )
 }
 
+/// An error Status in protobuf (Status always encodes; JSON should it not).
+pub(crate) fn status_reply(err: &ApiError) -> Reply {
+    let json = Reply::error(err);
+    match encode_body(&err.to_status()) {
+        Ok(body) => Reply {
+            content_type: MEDIA_TYPE.into(),
+            body: ReplyBody::Full(Bytes::from(body)),
+            ..json
+        },
+        Err(encode_err) => {
+            tracing::error!(%encode_err, "a Status does not encode as protobuf");
+            json
+        }
+    }
+}
+
 /// Whether a JSON object names a kind the protobuf table has no message for.
 fn unencodable_kind(object: &Value) -> bool {
     let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
@@ -58,20 +74,8 @@ impl ProtobufReply {
         }
     }
 
-    /// An error Status in protobuf (Status always encodes).
     fn error(self, err: &ApiError) -> Reply {
-        let json = Reply::error(err);
-        match encode_body(&err.to_status()) {
-            Ok(body) => Reply {
-                content_type: MEDIA_TYPE.into(),
-                body: ReplyBody::Full(Bytes::from(body)),
-                ..json
-            },
-            Err(encode_err) => {
-                tracing::error!(%encode_err, "a Status does not encode as protobuf");
-                json
-            }
-        }
+        status_reply(err)
     }
 
     fn reply(self, reply: Reply) -> Reply {
