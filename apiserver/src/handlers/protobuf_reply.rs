@@ -185,3 +185,74 @@ fn frames(mut lines: mpsc::Receiver<Bytes>) -> mpsc::Receiver<Bytes> {
     });
     rx
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn full(reply: &Reply) -> &[u8] {
+        match &reply.body {
+            ReplyBody::Full(b) => b,
+            ReplyBody::Stream(_) => panic!("a stream"),
+        }
+    }
+
+    fn answer(watch: bool, admits_json: bool, custom: bool, value: &Value) -> Reply {
+        let protobuf = ProtobufReply {
+            watch,
+            admits_json,
+            custom,
+        };
+        protobuf.transcode(Ok(Reply::json(StatusCode::OK, value)))
+    }
+
+    #[test]
+    fn objects_the_table_cannot_encode_fall_back() {
+        // A shape the table does not allow (data must be a map).
+        let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": "x"});
+        let reply = answer(false, true, false, &bad);
+        assert_eq!(reply.content_type, "application/json");
+        assert_eq!(serde_json::from_slice::<Value>(full(&reply)).unwrap(), bad);
+        let reply = answer(false, false, false, &bad);
+        assert_eq!(
+            (reply.status.as_u16(), reply.content_type.as_str()),
+            (500, MEDIA_TYPE)
+        );
+        let status = crate::protobuf::decode_body(full(&reply)).unwrap();
+        assert_eq!(status["reason"], "InternalError");
+    }
+
+    #[test]
+    fn custom_resources_are_not_acceptable() {
+        let widget = json!({"apiVersion": "test.ocm.io/v1", "kind": "Widget"});
+        let reply = answer(false, true, true, &widget);
+        assert_eq!(reply.status.as_u16(), 406);
+        let status = crate::protobuf::decode_body(full(&reply)).unwrap();
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("object *unstructured.Unstructured does not")
+        );
+        let list = json!({"apiVersion": "test.ocm.io/v1", "kind": "WidgetList", "items": []});
+        let status = crate::protobuf::decode_body(full(&answer(false, true, true, &list))).unwrap();
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .contains("UnstructuredList")
+        );
+    }
+
+    #[test]
+    fn a_whole_watch_body_is_one_frame() {
+        let event = json!({"type": "ERROR", "object": ApiError::expired("too old").to_status()});
+        let reply = answer(true, false, false, &event);
+        assert_eq!(reply.content_type, WATCH_MEDIA_TYPE);
+        let body = full(&reply);
+        let len = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
+        assert_eq!(len, body.len() - 4);
+    }
+}
