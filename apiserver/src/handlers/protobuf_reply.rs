@@ -1,10 +1,9 @@
 //! Protobuf replies: a reply the handlers built as JSON (object, list, Status, watch event
 //! lines) re-encoded for a client whose `Accept` negotiated `application/vnd.kubernetes.protobuf`.
 //!
-//! Objects the table cannot encode: a custom resource gets kube's 406 (its serializer has no
-//! protobuf form for unstructured objects); anything else (a stored object of a shape the
-//! table does not allow — kube would never hold one) is logged and answered as JSON when the
-//! `Accept` header admits JSON, else as a 500 InternalError Status.
+//! An object the table cannot encode (a stored object of a shape the table does not allow —
+//! kube would never hold one) is logged and answered as JSON when the `Accept` header admits
+//! JSON, else as a 500 InternalError Status.
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -23,24 +22,6 @@ pub(crate) struct ProtobufReply {
     pub watch: bool,
     /// The `Accept` header also admits JSON.
     pub admits_json: bool,
-    /// The resource is a custom resource (its objects have no protobuf form).
-    pub custom: bool,
-}
-
-/// kube's error for an object its protobuf serializer cannot write (`errNotMarshalable`).
-pub(crate) fn not_marshalable(list: bool) -> ApiError {
-    let ty = if list {
-        "*unstructured.UnstructuredList"
-    } else {
-        "*unstructured.Unstructured"
-    };
-    ApiError::new(
-        406,
-        "NotAcceptable",
-        format!(
-            "object {ty} does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
-        ),
-    )
 }
 
 /// An error Status in protobuf (Status always encodes; JSON should it not).
@@ -59,26 +40,9 @@ pub(crate) fn status_reply(err: &ApiError) -> Reply {
     }
 }
 
-/// Whether a JSON object names a kind the protobuf table has no message for.
-fn unencodable_kind(object: &Value) -> bool {
-    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
-    crate::protobuf::table::message_for(text("apiVersion"), text("kind")).is_none()
-}
-
 impl ProtobufReply {
-    /// Re-encodes a handler's result.
-    pub fn transcode(self, result: Result<Reply, ApiError>) -> Reply {
-        match result {
-            Ok(reply) => self.reply(reply),
-            Err(err) => self.error(&err),
-        }
-    }
-
-    fn error(self, err: &ApiError) -> Reply {
-        status_reply(err)
-    }
-
-    fn reply(self, reply: Reply) -> Reply {
+    /// Re-encodes a handler's (JSON) reply.
+    pub fn reply(self, reply: Reply) -> Reply {
         match reply.body {
             ReplyBody::Stream(rx) => Reply {
                 content_type: WATCH_MEDIA_TYPE.into(),
@@ -101,12 +65,6 @@ impl ProtobufReply {
                         body: ReplyBody::Full(Bytes::from(body)),
                         ..reply
                     };
-                }
-                if self.custom && unencodable_kind(&value) {
-                    let list = value.get("items").is_some();
-                    let mut err = not_marshalable(list);
-                    err.warnings = reply.warnings;
-                    return self.error(&err);
                 }
                 match encode_body(&value) {
                     Ok(body) => Reply {
@@ -139,7 +97,7 @@ impl ProtobufReply {
         let mut internal =
             ApiError::internal(format!("the object cannot be encoded as protobuf: {err}"));
         internal.warnings = reply.warnings;
-        self.error(&internal)
+        status_reply(&internal)
     }
 }
 
@@ -199,23 +157,19 @@ mod tests {
         }
     }
 
-    fn answer(watch: bool, admits_json: bool, custom: bool, value: &Value) -> Reply {
-        let protobuf = ProtobufReply {
-            watch,
-            admits_json,
-            custom,
-        };
-        protobuf.transcode(Ok(Reply::json(StatusCode::OK, value)))
+    fn answer(watch: bool, admits_json: bool, value: &Value) -> Reply {
+        let protobuf = ProtobufReply { watch, admits_json };
+        protobuf.reply(Reply::json(StatusCode::OK, value))
     }
 
     #[test]
     fn objects_the_table_cannot_encode_fall_back() {
         // A shape the table does not allow (data must be a map).
         let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": "x"});
-        let reply = answer(false, true, false, &bad);
+        let reply = answer(false, true, &bad);
         assert_eq!(reply.content_type, "application/json");
         assert_eq!(serde_json::from_slice::<Value>(full(&reply)).unwrap(), bad);
-        let reply = answer(false, false, false, &bad);
+        let reply = answer(false, false, &bad);
         assert_eq!(
             (reply.status.as_u16(), reply.content_type.as_str()),
             (500, MEDIA_TYPE)
@@ -225,31 +179,9 @@ mod tests {
     }
 
     #[test]
-    fn custom_resources_are_not_acceptable() {
-        let widget = json!({"apiVersion": "test.ocm.io/v1", "kind": "Widget"});
-        let reply = answer(false, true, true, &widget);
-        assert_eq!(reply.status.as_u16(), 406);
-        let status = crate::protobuf::decode_body(full(&reply)).unwrap();
-        assert!(
-            status["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("object *unstructured.Unstructured does not")
-        );
-        let list = json!({"apiVersion": "test.ocm.io/v1", "kind": "WidgetList", "items": []});
-        let status = crate::protobuf::decode_body(full(&answer(false, true, true, &list))).unwrap();
-        assert!(
-            status["message"]
-                .as_str()
-                .unwrap()
-                .contains("UnstructuredList")
-        );
-    }
-
-    #[test]
     fn a_whole_watch_body_is_one_frame() {
         let event = json!({"type": "ERROR", "object": ApiError::expired("too old").to_status()});
-        let reply = answer(true, false, false, &event);
+        let reply = answer(true, false, &event);
         assert_eq!(reply.content_type, WATCH_MEDIA_TYPE);
         let body = full(&reply);
         let len = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
