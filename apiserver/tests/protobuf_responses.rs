@@ -294,27 +294,35 @@ async fn accept_order_decides_and_tables_stay_json() {
     assert_eq!(meta.value()["kind"], "PartialObjectMetadataList");
 }
 
-#[tokio::test]
-async fn custom_resources_answer_json_or_406_and_metadata_in_protobuf() {
+const WIDGETS: &str = "/apis/test.ocm.io/v1/namespaces/default/widgets";
+
+/// A server with the Widget CRD and a Widget `w` (labelled `a: b`).
+async fn widget_server() -> (TlsServer, kube::Client) {
     let server = TlsServer::start().await;
     let client = server.client().await;
     common::crd::install_widget(&client).await;
-    let widgets = "/apis/test.ocm.io/v1/namespaces/default/widgets";
     let widget = json!({"apiVersion": "test.ocm.io/v1", "kind": "Widget",
-                        "metadata": {"name": "w"}, "spec": {"color": "red"}});
+                        "metadata": {"name": "w", "labels": {"a": "b"}},
+                        "spec": {"color": "red"}});
     assert_eq!(
-        send(&client, "POST", widgets, JSON, Some(&widget))
+        send(&client, "POST", WIDGETS, JSON, Some(&widget))
             .await
             .code,
         201
     );
+    (server, client)
+}
+
+#[tokio::test]
+async fn custom_resources_answer_json_or_406_and_metadata_in_protobuf() {
+    let (_server, client) = widget_server().await;
     // kube's CRD handler answers plain objects in JSON and YAML only: a protobuf-only
     // Accept is refused by negotiation (the 406 Status itself in protobuf, as kube's error
     // writer negotiates it without the endpoint's restrictions).
     for uri in [
-        format!("{widgets}/w"),
-        widgets.to_owned(),
-        format!("{widgets}?watch=true"),
+        format!("{WIDGETS}/w"),
+        WIDGETS.to_owned(),
+        format!("{WIDGETS}?watch=true"),
     ] {
         let answer = send(&client, "GET", &uri, PB, None).await;
         assert_eq!(
@@ -332,17 +340,17 @@ async fn custom_resources_answer_json_or_406_and_metadata_in_protobuf() {
     }
     // A later JSON clause is used; errors still follow the first clause.
     let both = format!("{PB}, {JSON}");
-    let json = send(&client, "GET", &format!("{widgets}/w"), &both, None).await;
+    let json = send(&client, "GET", &format!("{WIDGETS}/w"), &both, None).await;
     assert_eq!((json.code, json.content_type.as_str()), (200, JSON));
     assert_eq!(json.value()["spec"]["color"], "red");
-    let missing = send(&client, "GET", &format!("{widgets}/nope"), &both, None).await;
+    let missing = send(&client, "GET", &format!("{WIDGETS}/nope"), &both, None).await;
     assert_eq!((missing.code, missing.content_type.as_str()), (404, PB));
     assert_eq!(missing.value()["reason"], "NotFound");
     // Their metadata has a protobuf form.
     let meta = send(
         &client,
         "GET",
-        &format!("{widgets}/w"),
+        &format!("{WIDGETS}/w"),
         &format!("{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1"),
         None,
     )
@@ -351,6 +359,54 @@ async fn custom_resources_answer_json_or_406_and_metadata_in_protobuf() {
     let meta = meta.value();
     assert_eq!(meta["kind"], "PartialObjectMetadata");
     assert_eq!(meta["metadata"]["name"], "w");
+}
+
+/// client-go's metadata client (upstream's garbage collectors use it) lists and watches any
+/// kind as `PartialObjectMetadata` in protobuf first.
+#[tokio::test]
+async fn the_metadata_client_lists_and_watches_custom_resources_in_protobuf() {
+    let (_server, client) = widget_server().await;
+    let accept = |kind: &str| {
+        format!("{PB};as={kind};g=meta.k8s.io;v=v1,{JSON};as={kind};g=meta.k8s.io;v=v1,{JSON}")
+    };
+    let list = send(
+        &client,
+        "GET",
+        WIDGETS,
+        &accept("PartialObjectMetadataList"),
+        None,
+    )
+    .await;
+    assert_eq!((list.code, list.content_type.as_str()), (200, PB));
+    let list = list.value();
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["items"][0]["metadata"]["labels"], json!({"a": "b"}));
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let req = Request::builder()
+        .uri(format!("{WIDGETS}?watch=true&resourceVersion={rv}"))
+        .header("accept", accept("PartialObjectMetadata"))
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut frames = Frames {
+        body: resp.into_body(),
+        buf: Vec::new(),
+    };
+    let deleted = send(&client, "DELETE", &format!("{WIDGETS}/w"), JSON, None).await;
+    assert_eq!(deleted.code, 200);
+    let (kind, object, _) = frames.next().await;
+    assert_eq!(kind, "DELETED");
+    assert_eq!(object["kind"], "PartialObjectMetadata");
+    assert_eq!(object["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(object["metadata"]["name"], "w");
 }
 
 /// Reads length-prefixed frames off a streaming body.
