@@ -296,10 +296,10 @@ fn map_entries(field: &Field, v: &Value, at: &At<'_>) -> Result<Vec<Vec<u8>>, En
     let object = v
         .as_object()
         .ok_or_else(|| at.err(format!("expected an object, found {}", kind_of(v))))?;
-    let mut keys: Vec<&String> = object.keys().collect();
-    keys.sort();
-    let mut entries = Vec::with_capacity(keys.len());
-    for key in keys {
+    let mut pairs: Vec<(&String, &Value)> = object.iter().collect();
+    pairs.sort_by_key(|(key, _)| *key);
+    let mut entries = Vec::with_capacity(pairs.len());
+    for (key, value) in pairs {
         let mut entry = Vec::new();
         let key_value = match field.ty.as_str() {
             "string" => Value::String(key.clone()),
@@ -309,7 +309,6 @@ fn map_entries(field: &Field, v: &Value, at: &At<'_>) -> Result<Vec<Vec<u8>>, En
                 .map_err(|_| at.err(format!("map key {key:?} is not an integer")))?,
         };
         put_value(1, &field.ty, &key_value, at, &mut entry)?;
-        let value = &object[key.as_str()];
         // A nil `[]byte` value is left out of its entry, as Go does.
         if !(value.is_null() && field.value_ty == "bytes") {
             put_value(2, &field.value_ty, value, at, &mut entry)?;
