@@ -178,6 +178,12 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let error_reply = |err: ApiError| crate::handlers::error_reply(accept.as_deref(), &err);
     let is_watch = req
         .uri()
         .query()
@@ -186,16 +192,16 @@ where
         && inner.in_flight.fetch_add(1, Ordering::Relaxed) >= inner.config.max_in_flight
     {
         inner.in_flight.fetch_sub(1, Ordering::Relaxed);
-        Reply::error(&ApiError::too_many_requests())
+        error_reply(ApiError::too_many_requests())
     } else if is_watch {
         route(&inner, fixed_cluster, &attrs, req)
             .await
-            .unwrap_or_else(|err| Reply::error(&err))
+            .unwrap_or_else(error_reply)
     } else {
         let _guard = InFlight(&inner);
         route(&inner, fixed_cluster, &attrs, req)
             .await
-            .unwrap_or_else(|err| Reply::error(&err))
+            .unwrap_or_else(error_reply)
     };
     tracing::debug!(%method, path, status = reply.status.as_u16(), "request");
     if counted {

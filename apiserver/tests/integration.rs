@@ -21,6 +21,7 @@ mod openapi_v2;
 mod patch_props;
 mod podtemplates;
 mod protobuf_bodies;
+mod protobuf_responses;
 mod rbac_incremental;
 mod request_timeout;
 mod resource_quota;

@@ -8,7 +8,6 @@ use crate::common;
 use common::crd::{crd_from_json, install};
 use common::tls::TlsServer;
 use http::Request;
-use http_body_util::BodyExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
@@ -76,19 +75,8 @@ async fn get(client: &kube::Client, headers: &[(&str, &str)]) -> Answer {
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let resp = client
-        .send(req.body(kube::client::Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let code = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
+    let (code, headers, body) =
+        common::send_raw(client, req.body(kube::client::Body::empty()).unwrap()).await;
     Answer {
         code,
         headers,

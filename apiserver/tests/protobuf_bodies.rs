@@ -1,6 +1,6 @@
 //! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) through the REST
-//! layer: decoded for built-in kinds, answered in JSON, 400 when malformed, 415 for custom
-//! resources.
+//! layer: decoded for built-in kinds, answered in protobuf (the `Accept` header puts it
+//! first), 400 when malformed, 415 for custom resources.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -79,19 +79,23 @@ async fn call(
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&body)}));
+    let value = if ct == PB {
+        ocm_apiserver::protobuf::decode_body(&body).unwrap()
+    } else {
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&body)}))
+    };
     (status, ct, value)
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 #[tokio::test]
-async fn protobuf_create_and_update_answer_json() {
+async fn protobuf_create_and_update_answer_protobuf() {
     let server = ApiServer::in_memory().await.unwrap();
     let (code, ct, v) = call(&server, Method::POST, CMS, PB, configmap("pb")).await;
     assert_eq!(code, 201, "{v}");
-    assert_eq!(ct, "application/json");
+    assert_eq!(ct, PB);
     assert_eq!(v["kind"], "ConfigMap");
     assert_eq!(v["metadata"]["name"], "pb");
     assert_eq!(v["metadata"]["namespace"], "default");
@@ -106,7 +110,7 @@ async fn protobuf_create_and_update_answer_json() {
     )
     .await;
     assert_eq!(code, 200, "{v}");
-    assert_eq!(ct, "application/json");
+    assert_eq!(ct, PB);
     assert_eq!(v["data"], json!({"a": "b"}));
 }
 
@@ -210,7 +214,7 @@ async fn protobuf_scale_put_sets_replicas() {
     )
     .await;
     assert_eq!(code, 200, "{v}");
-    assert_eq!(ct, "application/json");
+    assert_eq!(ct, PB);
     assert_eq!(v["kind"], "Scale");
     assert_eq!(v["spec"]["replicas"], 4);
 }

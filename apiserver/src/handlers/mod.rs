@@ -4,6 +4,7 @@
 mod apply;
 mod delete;
 mod list_items;
+mod protobuf_reply;
 mod read;
 mod token;
 mod watch;
@@ -79,12 +80,47 @@ pub(crate) enum Output {
     PartialMeta,
 }
 
-/// Picks the output format from an `Accept` header. Without `tables`, `as=Table` clauses are
-/// not acceptable (kube's endpoint restrictions: a resource without a table convertor, or a
-/// watch-list request), so a later clause is used or the answer is 406.
-pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError> {
+/// The encoding a response is written in, from the `Accept` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+}
+
+/// What an endpoint can answer besides plain JSON (kube's endpoint restrictions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answerable {
+    /// `as=Table` (JSON only: a Table has no protobuf form).
+    pub tables: bool,
+    /// `as=PartialObjectMetadata` / `PartialObjectMetadataList`, in JSON or protobuf.
+    pub partial_metadata: bool,
+    /// Plain objects in protobuf (built-in kinds of the protobuf table; custom resources
+    /// have none).
+    pub protobuf: bool,
+}
+
+impl Answerable {
+    /// What an error Status can be written as: plain JSON or protobuf, no transformation
+    /// (kube's default endpoint restrictions of its negotiated error writer).
+    pub const ERRORS: Answerable = Answerable {
+        tables: false,
+        partial_metadata: false,
+        protobuf: true,
+    };
+}
+
+/// Picks the output format and encoding from an `Accept` header: the first clause the server
+/// can answer wins, as in kube, or 406. A Table is refused for resources that have none
+/// (the create-only reviews) and for a watch-list; plain protobuf for kinds without a
+/// protobuf form.
+pub(crate) fn negotiate_media(
+    accept: Option<&str>,
+    answerable: Answerable,
+) -> Result<(Output, Encoding), ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Ok(Output::Json);
+        return Ok((Output::Json, Encoding::Json));
     };
     for clause in accept.split(',') {
         let mut parts = clause.split(';').map(str::trim);
@@ -99,20 +135,26 @@ pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, Ap
                 .find(|(pk, _)| pk == k)
                 .map(|(_, v)| v.as_str())
         };
-        if !matches!(mime.as_str(), "application/json" | "*/*" | "application/*") {
-            continue;
-        }
+        let encoding = match mime.as_str() {
+            "application/json" | "*/*" | "application/*" => Encoding::Json,
+            crate::protobuf::MEDIA_TYPE => Encoding::Protobuf,
+            _ => continue,
+        };
         match (param("as"), param("g"), param("v")) {
-            (None, _, _) => return Ok(Output::Json),
-            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) if tables => {
-                return Ok(Output::Table);
+            (None, _, _) if encoding == Encoding::Json || answerable.protobuf => {
+                return Ok((Output::Json, encoding));
+            }
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1"))
+                if answerable.tables && encoding == Encoding::Json =>
+            {
+                return Ok((Output::Table, encoding));
             }
             (
                 Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
                 Some("meta.k8s.io"),
                 Some("v1" | "v1beta1"),
-            ) => {
-                return Ok(Output::PartialMeta);
+            ) if answerable.partial_metadata => {
+                return Ok((Output::PartialMeta, encoding));
             }
             _ => continue,
         }
@@ -120,6 +162,22 @@ pub(crate) fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, Ap
     Err(ApiError::not_acceptable(
         "application/json, application/yaml, application/vnd.kubernetes.protobuf",
     ))
+}
+
+/// The encoding of an error Status for an `Accept` header: protobuf when its first plain
+/// JSON-or-protobuf clause is protobuf, else JSON.
+pub(crate) fn error_encoding(accept: Option<&str>) -> Encoding {
+    negotiate_media(accept, Answerable::ERRORS).map_or(Encoding::Json, |(_, e)| e)
+}
+
+/// An error answered before a resource handler ran (authentication, authorization, an
+/// unknown resource, too many requests): a Status in the encoding `Accept` negotiates, as
+/// kube's negotiated error writer answers.
+pub(crate) fn error_reply(accept: Option<&str>, err: &ApiError) -> Reply {
+    match error_encoding(accept) {
+        Encoding::Protobuf => protobuf_reply::status_reply(err),
+        Encoding::Json => Reply::error(err),
+    }
 }
 
 /// Everything a resource handler needs about the request.
@@ -141,8 +199,38 @@ impl ResourceRequest {
     /// Table for resources that have none (the create-only reviews) and none for a watch-list
     /// (`watch` with `sendInitialEvents=true`), as in kube.
     pub fn output(&self) -> Result<Output, ApiError> {
+        self.negotiated().map(|(output, _)| output)
+    }
+
+    /// The output format and the encoding. Plain protobuf is offered for built-in kinds the
+    /// protobuf table describes (custom resources have none: kube's CRD handler restricts
+    /// plain answers to JSON and YAML); `PartialObjectMetadata` is protobuf for every kind.
+    pub fn negotiated(&self) -> Result<(Output, Encoding), ApiError> {
         let watch_list = self.query.flag("watch") && self.query.flag("sendInitialEvents");
-        negotiate(self.accept.as_deref(), self.res.has_table() && !watch_list)
+        let protobuf = self.res.builtin().is_some()
+            && crate::protobuf::table::message_for(
+                &self.res.api_version(&self.path.version),
+                &self.res.kind,
+            )
+            .is_some();
+        let answerable = Answerable {
+            tables: self.res.has_table() && !watch_list,
+            partial_metadata: true,
+            protobuf,
+        };
+        negotiate_media(self.accept.as_deref(), answerable)
+    }
+
+    /// Whether the `Accept` header also admits JSON (what a reply falls back to when an
+    /// object cannot be encoded as protobuf).
+    pub fn admits_json(&self) -> bool {
+        let json_only = Answerable {
+            tables: true,
+            partial_metadata: true,
+            protobuf: false,
+        };
+        negotiate_media(self.accept.as_deref(), json_only)
+            .is_ok_and(|(_, encoding)| encoding == Encoding::Json)
     }
 
     pub fn namespace(&self) -> &str {
@@ -224,8 +312,29 @@ fn default_manager(user_agent: &str) -> String {
     }
 }
 
-/// Serves one resource request.
+/// Serves one resource request, encoded as the `Accept` header negotiated: answers in
+/// protobuf when the output negotiated it, errors when their own negotiation did (kube
+/// negotiates the two separately).
 pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
+    let errors = error_encoding(req.accept.as_deref());
+    let protobuf = matches!(req.negotiated(), Ok((_, Encoding::Protobuf))).then(|| {
+        protobuf_reply::ProtobufReply {
+            watch: req.verb() == "watch",
+            admits_json: req.admits_json(),
+        }
+    });
+    match handle_json(req, body).await {
+        Ok(reply) => Ok(match protobuf {
+            Some(protobuf) => protobuf.reply(reply),
+            None => reply,
+        }),
+        Err(err) if errors == Encoding::Protobuf => Ok(protobuf_reply::status_reply(&err)),
+        Err(err) => Err(err),
+    }
+}
+
+/// Serves one resource request, answering JSON (or Table JSON).
+async fn handle_json(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
     let verb = req.verb();
     let sub = req.path.subresource.clone();
     // Scope checks.

@@ -5,9 +5,11 @@
 //! `typeMeta` names the kind and whose `raw` is the object's protobuf encoding. The field
 //! layout comes from [`table`] (generated from the Kubernetes `generated.proto` files and Go
 //! json tags by `tools/gen_proto_types.py`); [`wire`] reads the protobuf wire format and
-//! [`decode`] turns messages into JSON values.
+//! [`decode`] turns messages into JSON values. Responses go the other way: [`encode`] turns
+//! the JSON the server holds into the same messages ([`encode_body`], [`watch_frame`]).
 
 pub mod decode;
+pub mod encode;
 pub mod table;
 pub mod wire;
 
@@ -54,6 +56,41 @@ pub fn is_protobuf(content_type: &str) -> bool {
         .unwrap_or("")
         .trim()
         .eq_ignore_ascii_case(MEDIA_TYPE)
+}
+
+/// The Content-Type of a protobuf watch stream.
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// Encodes a whole object (JSON with `apiVersion` and `kind`) as a protobuf body: the magic
+/// followed by a `runtime.Unknown` naming the kind, as kube's protobuf serializer writes it.
+pub fn encode_body(object: &Value) -> Result<Vec<u8>, encode::EncodeError> {
+    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let message = table::message_for(api_version, kind).ok_or_else(|| {
+        encode::EncodeError::UnknownMessage(format!("{api_version}, Kind={kind}"))
+    })?;
+    let raw = encode::message(message, object)?;
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&encode::unknown(api_version, kind, &raw));
+    Ok(out)
+}
+
+/// One protobuf watch frame: a 4-byte big-endian length, then a `meta.k8s.io/v1` WatchEvent
+/// (no magic, no envelope) whose `object.raw` is the object's whole protobuf body.
+pub fn watch_frame(event_type: &str, object: &Value) -> Result<Vec<u8>, encode::EncodeError> {
+    let body = encode_body(object)?;
+    let mut raw_extension = Vec::with_capacity(body.len() + 8);
+    encode::put_bytes(&mut raw_extension, 1, &body);
+    let mut event = Vec::with_capacity(raw_extension.len() + event_type.len() + 8);
+    encode::put_bytes(&mut event, 1, event_type.as_bytes());
+    encode::put_bytes(&mut event, 2, &raw_extension);
+    let len = u32::try_from(event.len()).map_err(|_| {
+        encode::EncodeError::UnknownMessage("a watch event larger than 4 GiB".into())
+    })?;
+    let mut frame = Vec::with_capacity(event.len() + 4);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&event);
+    Ok(frame)
 }
 
 /// Decodes a whole protobuf request body (magic + `runtime.Unknown`) into a JSON object

@@ -120,8 +120,8 @@ pub fn table() -> &'static Table {
     TABLE.get_or_init(load)
 }
 
-/// The full message name of `kind` in `api_version` (DeleteOptions of any version falls back
-/// to `meta.k8s.io/v1`).
+/// The full message name of `kind` in `api_version` (DeleteOptions and Status of any version
+/// fall back to `meta.k8s.io/v1`: errors are `v1` Status objects).
 pub fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
     let t = table();
     let lookup = |version: &str| {
@@ -130,7 +130,7 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
         t.messages.get_key_value(&name).map(|(k, _)| k.as_str())
     };
     lookup(api_version).or_else(|| {
-        if matches!(kind, "DeleteOptions") {
+        if matches!(kind, "DeleteOptions" | "Status") {
             lookup("meta.k8s.io/v1")
         } else {
             None

@@ -24,6 +24,19 @@ pub async fn server_with(config: ApiServerConfig) -> (ApiServer, Client) {
     (server, client)
 }
 
+/// Sends a request as it is: the answer's status code, headers and whole body.
+pub async fn send_raw(
+    client: &Client,
+    req: http::Request<kube::client::Body>,
+) -> (u16, http::HeaderMap, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, headers, body.to_vec())
+}
+
 /// (code, reason, message) of an API error; panics on other errors.
 pub fn status_of(err: kube::Error) -> (u16, String, String) {
     match err {

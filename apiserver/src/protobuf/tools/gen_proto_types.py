@@ -35,6 +35,8 @@ PACKAGES = [
     ("authentication.k8s.io/v1", API, "authentication/v1"),
     ("autoscaling/v1", API, "autoscaling/v1"),
     ("policy/v1", API, "policy/v1"),
+    ("admissionregistration.k8s.io/v1", API, "admissionregistration/v1"),
+    ("flowcontrol.apiserver.k8s.io/v1", API, "flowcontrol/v1"),
     ("meta.k8s.io/v1", MACHINERY, "pkg/apis/meta/v1"),
     (None, MACHINERY, "pkg/runtime"),
     (None, MACHINERY, "pkg/runtime/schema"),
