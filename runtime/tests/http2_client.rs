@@ -93,10 +93,11 @@ async fn a_kubeconfig_client_multiplexes_watches_and_requests_over_one_connectio
         .unwrap();
     let port = server.serving.local_addr.port();
     // Over HTTP/1.1 this takes at least 4 (one per open watch and one for the lists). hyper's
-    // pool opens a second HTTP/2 connection when the first is momentarily not ready for a new
-    // stream (seen under load), so 2 is allowed.
+    // pool opens another HTTP/2 connection when the ones it has are momentarily not ready for a
+    // new stream (seen under load: 2, once 3 on a busy CI machine), so fewer than 4 — fewer
+    // than one per watch — is what shows the watches share connections.
     let connections = connections_for_a_busy_client(client, port).await;
-    assert!(connections <= 2, "{connections} connections");
+    assert!(connections < 4, "{connections} connections");
 }
 
 #[tokio::test]
