@@ -1,5 +1,6 @@
 //! REST handlers of resource requests: routing a parsed path to get, list, watch, create,
-//! update, patch and delete, and shaping replies (JSON, Table, PartialObjectMetadata).
+//! update, patch and delete, and shaping replies (JSON, Table, PartialObjectMetadata), encoded
+//! as JSON, YAML or protobuf.
 
 mod apply;
 mod delete;
@@ -9,6 +10,7 @@ mod read;
 mod token;
 mod watch;
 mod write;
+mod yaml_reply;
 
 use std::sync::Arc;
 
@@ -87,12 +89,14 @@ pub(crate) enum Encoding {
     Json,
     /// `application/vnd.kubernetes.protobuf`.
     Protobuf,
+    /// `application/yaml` (no watch: kube's YAML serializer has no stream form).
+    Yaml,
 }
 
 /// What an endpoint can answer besides plain JSON (kube's endpoint restrictions).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Answerable {
-    /// `as=Table` (JSON only: a Table has no protobuf form).
+    /// `as=Table` (JSON or YAML: a Table has no protobuf form).
     pub tables: bool,
     /// `as=PartialObjectMetadata` / `PartialObjectMetadataList`, in JSON or protobuf.
     pub partial_metadata: bool,
@@ -113,8 +117,9 @@ impl Answerable {
 
 /// Picks the output format and encoding from an `Accept` header: the first clause the server
 /// can answer wins, as in kube, or 406. A Table is refused for resources that have none
-/// (the create-only reviews) and for a watch-list; plain protobuf for kinds without a
-/// protobuf form.
+/// (the create-only reviews), for a watch-list and in protobuf; plain protobuf for kinds
+/// without a protobuf form. YAML is answered for everything but a watch (see
+/// [`ResourceRequest::watch_encoding_error`]).
 pub(crate) fn negotiate_media(
     accept: Option<&str>,
     answerable: Answerable,
@@ -138,14 +143,15 @@ pub(crate) fn negotiate_media(
         let encoding = match mime.as_str() {
             "application/json" | "*/*" | "application/*" => Encoding::Json,
             crate::protobuf::MEDIA_TYPE => Encoding::Protobuf,
+            "application/yaml" => Encoding::Yaml,
             _ => continue,
         };
         match (param("as"), param("g"), param("v")) {
-            (None, _, _) if encoding == Encoding::Json || answerable.protobuf => {
+            (None, _, _) if encoding != Encoding::Protobuf || answerable.protobuf => {
                 return Ok((Output::Json, encoding));
             }
             (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1"))
-                if answerable.tables && encoding == Encoding::Json =>
+                if answerable.tables && encoding != Encoding::Protobuf =>
             {
                 return Ok((Output::Table, encoding));
             }
@@ -164,8 +170,8 @@ pub(crate) fn negotiate_media(
     ))
 }
 
-/// The encoding of an error Status for an `Accept` header: protobuf when its first plain
-/// JSON-or-protobuf clause is protobuf, else JSON.
+/// The encoding of an error Status for an `Accept` header: that of its first plain JSON,
+/// YAML or protobuf clause, else JSON.
 pub(crate) fn error_encoding(accept: Option<&str>) -> Encoding {
     negotiate_media(accept, Answerable::ERRORS).map_or(Encoding::Json, |(_, e)| e)
 }
@@ -174,8 +180,14 @@ pub(crate) fn error_encoding(accept: Option<&str>) -> Encoding {
 /// unknown resource, too many requests): a Status in the encoding `Accept` negotiates, as
 /// kube's negotiated error writer answers.
 pub(crate) fn error_reply(accept: Option<&str>, err: &ApiError) -> Reply {
-    match error_encoding(accept) {
+    status_reply(error_encoding(accept), err)
+}
+
+/// An error Status in the given encoding.
+fn status_reply(encoding: Encoding, err: &ApiError) -> Reply {
+    match encoding {
         Encoding::Protobuf => protobuf_reply::status_reply(err),
+        Encoding::Yaml => yaml_reply::reply(Reply::error(err)),
         Encoding::Json => Reply::error(err),
     }
 }
@@ -219,6 +231,18 @@ impl ResourceRequest {
             protobuf,
         };
         negotiate_media(self.accept.as_deref(), answerable)
+    }
+
+    /// The 406 a watch answers when `Accept` negotiated YAML: kube's YAML serializer has no
+    /// stream form, and its watch handler refuses it after negotiating (later clauses are not
+    /// tried), naming the stream types it has.
+    pub fn watch_encoding_error(&self) -> Result<(), ApiError> {
+        match self.negotiated() {
+            Ok((_, Encoding::Yaml)) => Err(ApiError::not_acceptable(
+                "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the `Accept` header also admits JSON (what a reply falls back to when an
@@ -313,23 +337,23 @@ fn default_manager(user_agent: &str) -> String {
 }
 
 /// Serves one resource request, encoded as the `Accept` header negotiated: answers in
-/// protobuf when the output negotiated it, errors when their own negotiation did (kube
-/// negotiates the two separately).
+/// protobuf or YAML when the output negotiated it, errors when their own negotiation did
+/// (kube negotiates the two separately).
 pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
     let errors = error_encoding(req.accept.as_deref());
-    let protobuf = matches!(req.negotiated(), Ok((_, Encoding::Protobuf))).then(|| {
-        protobuf_reply::ProtobufReply {
-            watch: req.verb() == "watch",
-            admits_json: req.admits_json(),
-        }
+    let encoding = req.negotiated().ok().map(|(_, encoding)| encoding);
+    let protobuf = (encoding == Some(Encoding::Protobuf)).then(|| protobuf_reply::ProtobufReply {
+        watch: req.verb() == "watch",
+        admits_json: req.admits_json(),
     });
     match handle_json(req, body).await {
-        Ok(reply) => Ok(match protobuf {
-            Some(protobuf) => protobuf.reply(reply),
-            None => reply,
+        Ok(reply) => Ok(match (protobuf, encoding) {
+            (Some(protobuf), _) => protobuf.reply(reply),
+            (None, Some(Encoding::Yaml)) => yaml_reply::reply(reply),
+            _ => reply,
         }),
-        Err(err) if errors == Encoding::Protobuf => Ok(protobuf_reply::status_reply(&err)),
-        Err(err) => Err(err),
+        Err(err) if errors == Encoding::Json => Err(err),
+        Err(err) => Ok(status_reply(errors, &err)),
     }
 }
 
@@ -494,9 +518,9 @@ pub(crate) fn object_reply(
                 "",
                 true,
             );
-            let mut reply = Reply::json(status, &table);
-            reply.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
-            Ok(reply)
+            // kube names the plain media type: the `as`, `g` and `v` parameters of the
+            // request are not repeated.
+            Ok(Reply::json(status, &table))
         }
     }
 }

@@ -37,6 +37,63 @@ pub async fn send_raw(
     (code, headers, body.to_vec())
 }
 
+/// An answer of [`send_accept`]: status code, Content-Type and body.
+pub struct Answer {
+    pub code: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as UTF-8 text.
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap()
+    }
+}
+
+/// Sends a request with an `Accept` header and an optional body of the given media type.
+pub async fn send_accept(
+    client: &Client,
+    method: &str,
+    uri: &str,
+    accept: &str,
+    body: Option<(&str, Vec<u8>)>,
+) -> Answer {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("accept", accept);
+    let body = match body {
+        Some((media, bytes)) => {
+            req = req.header("content-type", media);
+            kube::client::Body::from(bytes)
+        }
+        None => kube::client::Body::empty(),
+    };
+    let (code, headers, body) = send_raw(client, req.body(body).unwrap()).await;
+    let content_type = headers
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    Answer {
+        code,
+        content_type,
+        body,
+    }
+}
+
+/// Sends `body` (if any) as JSON with an `Accept` header.
+pub async fn send_json(
+    client: &Client,
+    method: &str,
+    uri: &str,
+    accept: &str,
+    body: Option<&serde_json::Value>,
+) -> Answer {
+    let body = body.map(|v| ("application/json", serde_json::to_vec(v).unwrap()));
+    send_accept(client, method, uri, accept, body).await
+}
+
 /// (code, reason, message) of an API error; panics on other errors.
 pub fn status_of(err: kube::Error) -> (u16, String, String) {
     match err {
