@@ -6,6 +6,7 @@
 pub mod crd;
 pub mod kubectl;
 pub mod tls;
+pub mod vap;
 
 use std::time::Duration;
 
@@ -37,10 +38,11 @@ pub async fn send_raw(
     (code, headers, body.to_vec())
 }
 
-/// An answer of [`send_accept`]: status code, Content-Type and body.
+/// An answer of [`send_accept`]: status code, Content-Type, `Warning` headers and body.
 pub struct Answer {
     pub code: u16,
     pub content_type: String,
+    pub warnings: Vec<String>,
     pub body: Vec<u8>,
 }
 
@@ -75,9 +77,15 @@ pub async fn send_accept(
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
+    let warnings = headers
+        .get_all("warning")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
     Answer {
         code,
         content_type,
+        warnings,
         body,
     }
 }
