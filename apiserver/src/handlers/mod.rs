@@ -106,8 +106,8 @@ pub(crate) struct Answerable {
 }
 
 impl Answerable {
-    /// What an error Status can be written as: plain JSON or protobuf, no transformation
-    /// (kube's default endpoint restrictions of its negotiated error writer).
+    /// What an error Status can be written as: plain JSON, YAML or protobuf, no
+    /// transformation (kube's default endpoint restrictions of its negotiated error writer).
     pub const ERRORS: Answerable = Answerable {
         tables: false,
         partial_metadata: false,
@@ -115,8 +115,8 @@ impl Answerable {
     };
 }
 
-/// Picks the output format and encoding from an `Accept` header: the first clause the server
-/// can answer wins, as in kube, or 406. A Table is refused for resources that have none
+/// Picks the output format and encoding from an `Accept` header: the first clause (in
+/// kube's order, see [`accept_clauses`]) the server can answer wins, as in kube, or 406. A Table is refused for resources that have none
 /// (the create-only reviews), for a watch-list and in protobuf; plain protobuf for kinds
 /// without a protobuf form. YAML is answered for everything but a watch (see
 /// [`ResourceRequest::watch_encoding_error`]).
@@ -127,19 +127,15 @@ pub(crate) fn negotiate_media(
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok((Output::Json, Encoding::Json));
     };
-    for clause in accept.split(',') {
-        let mut parts = clause.split(';').map(str::trim);
-        let mime = parts.next().unwrap_or("").to_ascii_lowercase();
-        let params: Vec<(String, String)> = parts
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
+    for clause in accept_clauses(accept) {
         let param = |k: &str| {
-            params
+            clause
+                .params
                 .iter()
                 .find(|(pk, _)| pk == k)
                 .map(|(_, v)| v.as_str())
         };
+        let mime = format!("{}/{}", clause.kind, clause.subtype);
         let encoding = match mime.as_str() {
             "application/json" | "*/*" | "application/*" => Encoding::Json,
             crate::protobuf::MEDIA_TYPE => Encoding::Protobuf,
@@ -168,6 +164,63 @@ pub(crate) fn negotiate_media(
     Err(ApiError::not_acceptable(
         "application/json, application/yaml, application/vnd.kubernetes.protobuf",
     ))
+}
+
+/// One clause of an `Accept` header, as kube's goautoneg parses it.
+#[derive(Debug)]
+struct AcceptClause {
+    kind: String,
+    subtype: String,
+    q: f32,
+    /// The parameters other than `q`.
+    params: Vec<(String, String)>,
+}
+
+/// The clauses of an `Accept` header in the order kube tries them: goautoneg's sort, by `q`
+/// (highest first) and then concrete types before wildcards (Go's `sort.Sort`, an insertion
+/// sort for up to 12 clauses, keeps equal clauses in their order). A clause that is not
+/// `type/subtype` (or `*`) is dropped; types compare as written (kube does not fold case).
+fn accept_clauses(accept: &str) -> Vec<AcceptClause> {
+    let mut clauses: Vec<AcceptClause> = Vec::new();
+    for part in accept.split(',') {
+        let mut pieces = part.trim_matches(' ').split(';');
+        let range: Vec<&str> = pieces.next().unwrap_or("").split('/').collect();
+        let (kind, subtype) = match range.as_slice() {
+            [kind] if kind.trim_matches(' ') == "*" => ("*", "*"),
+            [kind, subtype] => (kind.trim_matches(' '), subtype.trim_matches(' ')),
+            _ => continue,
+        };
+        let mut clause = AcceptClause {
+            kind: kind.to_owned(),
+            subtype: subtype.to_owned(),
+            q: 1.0,
+            params: Vec::new(),
+        };
+        for param in pieces {
+            let Some((key, value)) = param.split_once('=') else {
+                continue;
+            };
+            match key.trim_matches(' ') {
+                // Go's ParseFloat: an unreadable q is 0.
+                "q" => clause.q = value.parse().unwrap_or(0.0),
+                key => clause
+                    .params
+                    .push((key.to_owned(), value.trim_matches(' ').to_owned())),
+            }
+        }
+        clauses.push(clause);
+    }
+    let before = |a: &AcceptClause, b: &AcceptClause| {
+        a.q > b.q || (a.kind != "*" && b.kind == "*") || (a.subtype != "*" && b.subtype == "*")
+    };
+    for i in 1..clauses.len() {
+        let mut j = i;
+        while j > 0 && before(&clauses[j], &clauses[j - 1]) {
+            clauses.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+    clauses
 }
 
 /// The encoding of an error Status for an `Accept` header: that of its first plain JSON,
@@ -525,3 +578,58 @@ pub(crate) fn object_reply(
     }
 }
 pub(crate) use write::patch_error as patch_error_pub;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Answerable = Answerable {
+        tables: true,
+        partial_metadata: true,
+        protobuf: true,
+    };
+
+    fn encoding(accept: &str) -> Option<Encoding> {
+        negotiate_media(Some(accept), ALL).ok().map(|(_, e)| e)
+    }
+
+    #[test]
+    fn clauses_are_tried_by_q_then_wildcards_last() {
+        assert_eq!(
+            encoding("application/yaml, application/json"),
+            Some(Encoding::Yaml)
+        );
+        assert_eq!(
+            encoding("application/yaml;q=0.5, application/json"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(
+            encoding("*/*, application/vnd.kubernetes.protobuf"),
+            Some(Encoding::Protobuf)
+        );
+        assert_eq!(
+            encoding("application/*, application/yaml"),
+            Some(Encoding::Yaml)
+        );
+        // An unreadable q is 0; equal clauses keep their order.
+        assert_eq!(
+            encoding("application/yaml;q=x, application/json;q=0.1"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(
+            encoding("application/json;q=0.5, application/yaml;q=0.5"),
+            Some(Encoding::Json)
+        );
+        // kube compares types as written, and drops what is not type/subtype.
+        assert_eq!(encoding("Application/JSON"), None);
+        assert_eq!(encoding("json, application/yaml"), Some(Encoding::Yaml));
+        assert_eq!(encoding("*"), Some(Encoding::Json));
+        let kinds: Vec<String> = accept_clauses("a/b;q=0.2;x = y, */*, c/*;q=0.9")
+            .into_iter()
+            .map(|c| format!("{}/{} {:?}", c.kind, c.subtype, c.params))
+            .collect();
+        // goautoneg's comparison puts a concrete type before a wildcard whatever their q,
+        // so the later c/* (q 0.9) passes */* (q 1) in Go's insertion sort.
+        assert_eq!(kinds, ["c/* []", "*/* []", "a/b [(\"x\", \"y\")]"]);
+    }
+}
