@@ -13,6 +13,7 @@
 //! - plain and quoted strings are folded at spaces once a line passes 80 columns;
 //! - integers as integers, other numbers as Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::LazyLock;
 
@@ -26,13 +27,73 @@ const BEST_WIDTH: usize = 80;
 /// The longest key written as a simple key (`key: value`); longer ones use `? key`.
 const MAX_SIMPLE_KEY: usize = 128;
 
+/// Why a value has no YAML form.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum YamlError {
+    /// A string holds a character Go's JSON leaves unescaped and go-yaml's reader refuses
+    /// (DEL, C1 controls other than NEL, U+FFFE, U+FFFF): kube's conversion fails there.
+    #[error("yaml: control characters are not allowed")]
+    ControlCharacters,
+}
+
 /// Writes a JSON value as kube-apiserver's YAML (one document, ending in a line break).
-pub fn to_yaml(value: &Value) -> String {
+pub fn to_yaml(value: &Value) -> Result<String, YamlError> {
+    if !readable(value) {
+        return Err(YamlError::ControlCharacters);
+    }
     let mut w = Writer::default();
     w.node(value, Ctx::default());
     // The implicit document end.
     w.write_indent();
-    w.out
+    Ok(w.out)
+}
+
+/// A string as go-yaml reads it back from Go's JSON. Go leaves NEL (U+0085) unescaped, and
+/// go-yaml's double-quoted scalars fold line breaks: one NEL with the spaces around it
+/// becomes a space, several become line feeds (one fewer).
+fn fold_nel(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{85}') {
+        return Cow::Borrowed(s);
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        while i < chars.len() && chars[i] != ' ' && chars[i] != '\u{85}' {
+            out.push(chars[i]);
+            i += 1;
+        }
+        let mut spaces = 0;
+        let mut breaks = 0;
+        while i < chars.len() && (chars[i] == ' ' || chars[i] == '\u{85}') {
+            if chars[i] == '\u{85}' {
+                breaks += 1;
+            } else if breaks == 0 {
+                spaces += 1;
+            }
+            i += 1;
+        }
+        match breaks {
+            0 => out.extend(std::iter::repeat_n(' ', spaces)),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether go-yaml can read the value as Go's JSON writes it.
+fn readable(value: &Value) -> bool {
+    let text_ok = |s: &str| {
+        !s.chars()
+            .any(|c| matches!(u32::from(c), 0x7f..=0x84 | 0x86..=0x9f | 0xfffe | 0xffff))
+    };
+    match value {
+        Value::String(s) => text_ok(s),
+        Value::Array(items) => items.iter().all(readable),
+        Value::Object(map) => map.iter().all(|(k, v)| text_ok(k) && readable(v)),
+        _ => true,
+    }
 }
 
 /// Where a node is written (go-yaml's emitter contexts that affect the output).
@@ -90,7 +151,10 @@ impl Writer {
             Value::Null => self.scalar("null", Style::Plain, ctx),
             Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, ctx),
             Value::Number(n) => self.scalar(&number(n), Style::Plain, ctx),
-            Value::String(s) => self.scalar(s, string_style(s), ctx),
+            Value::String(s) => {
+                let s = fold_nel(s);
+                self.scalar(&s, string_style(&s), ctx);
+            }
         }
     }
 
@@ -101,9 +165,11 @@ impl Writer {
 
     fn mapping(&mut self, map: &Map<String, Value>) {
         self.increase_indent(false, false);
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        let mut entries: Vec<(Cow<'_, str>, &Value)> =
+            map.iter().map(|(k, v)| (fold_nel(k), v)).collect();
         entries.sort_by(|(a, _), (b, _)| key_order(a, b));
         for (key, value) in entries {
+            let key = key.as_ref();
             self.write_indent();
             let style = string_style(key);
             let simple = !analyze(key).multiline && key.len() <= MAX_SIMPLE_KEY;
@@ -820,6 +886,46 @@ mod tests {
 
     use super::*;
 
+    fn to_yaml(value: &Value) -> String {
+        super::to_yaml(value).unwrap()
+    }
+
+    #[test]
+    fn nel_folds_as_go_yaml_reads_it() {
+        for (raw, read) in [
+            ("a\u{85}b", "a b"),
+            ("a \u{85}  b", "a b"),
+            ("a\u{85}\u{85}b", "a\nb"),
+            ("a\u{85} \u{85}\u{85}b", "a\n\nb"),
+            ("a\u{85}", "a "),
+            ("\u{85}", " "),
+            ("a  b", "a  b"),
+        ] {
+            assert_eq!(fold_nel(raw), read, "{raw:?}");
+        }
+        assert_eq!(
+            to_yaml(&json!({"k\u{85}": "x\u{85}\u{85}y"})),
+            "'k ': |-\n  x\n  y\n"
+        );
+    }
+
+    #[test]
+    fn characters_go_yaml_cannot_read_are_an_error() {
+        for bad in ["del\u{7f}", "c1\u{80}", "\u{9f}", "\u{fffe}", "\u{ffff}"] {
+            assert_eq!(
+                super::to_yaml(&json!({"a": [{ "k": bad }]})),
+                Err(YamlError::ControlCharacters),
+                "{bad:?}"
+            );
+            assert!(super::to_yaml(&json!({ bad: 1 })).is_err(), "{bad:?}");
+        }
+        // BOM and escaped controls are fine.
+        assert_eq!(
+            to_yaml(&json!({"k": "\u{feff}\u{1}"})),
+            "k: \"\\uFEFF\\x01\"\n"
+        );
+    }
+
     #[test]
     fn objects_are_sorted_blocks_with_indentless_sequences() {
         let value = json!({
@@ -879,7 +985,7 @@ mod tests {
             ("tab\there", "\"tab\\there\""),
             ("é ok", "é ok"),
             ("smile \u{1F600}", "\"smile \\U0001F600\""),
-            ("nel\u{85}", "\"nel\\N\""),
+            ("nel\u{85}", "'nel '"),
             ("bell\u{7}", "\"bell\\a\""),
             ("ls\u{2028}x", "'ls\u{2028}  x'"),
         ];

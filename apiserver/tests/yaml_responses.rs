@@ -180,6 +180,16 @@ async fn errors_are_yaml_statuses() {
     let status = invalid.yaml(422, "invalid");
     assert_eq!(status["reason"], "Invalid");
     assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    // An object go-yaml cannot read back from Go's JSON (a raw DEL): kube's serializer fails
+    // and answers a 500 Status without reason, in YAML.
+    let odd = json!({"metadata": {"name": "odd"}, "data": {"k": "\u{7f}"}});
+    assert_eq!(send(&client, "POST", CMS, JSON, Some(&odd)).await.code, 201);
+    let failed = send(&client, "GET", &format!("{CMS}/odd"), YAML, None).await;
+    let failure = failed.yaml(500, "odd");
+    assert_eq!(
+        (&failure["message"], failure.get("reason")),
+        (&json!("yaml: control characters are not allowed"), None)
+    );
     // The JSON of the same error is the same Status.
     let json_invalid = send(&client, "POST", CMS, JSON, Some(&bad)).await;
     assert_eq!(
@@ -302,7 +312,8 @@ async fn custom_resources_answer_yaml() {
 }
 
 /// kubectl's `-o yaml` prints an object with the same sigs.k8s.io/yaml conversion kube's
-/// YAML serializer uses: the server's YAML of an object is what kubectl prints for it.
+/// YAML serializer uses: the server's YAML of an object is what kubectl prints for it, for a
+/// ConfigMap and for a custom resource with content that exercises the whole emitter.
 #[tokio::test]
 async fn the_yaml_is_what_kubectl_prints() {
     if !kubectl::available() {
@@ -316,21 +327,85 @@ async fn the_yaml_is_what_kubectl_prints() {
         send(&client, "POST", CMS, JSON, Some(&object)).await.code,
         201
     );
-    let served = send(&client, "GET", &format!("{CMS}/k"), YAML, None).await;
-    served.yaml(200, "get");
-    let (code, printed, err) = kubectl::run(
-        &server,
-        &[
-            "get",
-            "configmap",
-            "k",
-            "-o",
-            "yaml",
-            "--show-managed-fields",
-        ],
-        None,
+    assert_kubectl_prints(&server, &client, &format!("{CMS}/k"), "configmap").await;
+    // The same on a custom resource whose spec keeps whatever it is given.
+    common::crd::install(
+        &client,
+        common::crd::crd_from_json(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.yaml.example.com"},
+            "spec": {"group": "yaml.example.com", "scope": "Namespaced",
+                "names": {"plural": "things", "singular": "thing", "kind": "Thing",
+                          "listKind": "ThingList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]}
+        })),
     )
     .await;
+    let things = "/apis/yaml.example.com/v1/namespaces/default/things";
+    let thing = json!({"apiVersion": "yaml.example.com/v1", "kind": "Thing",
+                       "metadata": {"name": "t"}, "spec": tricky_spec()});
+    let created = send(&client, "POST", things, JSON, Some(&thing)).await;
+    assert_eq!(created.code, 201, "{}", created.text());
+    assert_kubectl_prints(&server, &client, &format!("{things}/t"), "things").await;
+}
+
+/// Content that exercises the rest of go-yaml's emitter: key order, long and multi-line keys,
+/// numbers, nested and empty collections, indicators and characters that force quoting.
+fn tricky_spec() -> Value {
+    let long_key = "k".repeat(130);
+    json!({
+        "a10": 1, "a2": 2, "a_": 3, "aB": 4, "Z": 5, "true": 6, "1": 7, "a02": 8, "a002": 9,
+        &long_key: "long key",
+        "multi\nline key": {"x": 1},
+        "numbers": [0, -3, 1.5, 1.0, 0.000001, 1e-7, 1234567.5, 1e20, 1e21, 9007199254740993u64,
+                    -9223372036854775808i64, 3.0e-5, 123456.0],
+        "nested": [[1, [2, []]], [], {}, {"a": [], "b": {}}, [{"c": [{"d": null}]}]],
+        "strings": ["- dash", "-dash", "? q", "?q", ": c", "a: b", "a:b", "a #b", "a#b", "#c",
+                    "[x", "x]", "{y", "y}", "x,y", "*a", "&a", "!t", "|p", ">f", "%p", "@a",
+                    "`b", "'s'", "\"d\"", "---", "--- x", "...", ".5", "1.", "+1", "0o17",
+                    "0x1F", "1_000", "0b10", "1e3", "1:20", "12:60", "2026-2-3", "2026-02-30",
+                    "2026-01-02 03:04:05", "2026-01-02t03:04:05.5+01:00", "Yes", "NO", "oN",
+                    "Off", "~", "null", "Null", "nULL", ".inf", "-.Inf", ".NaN", "<<", "=",
+                    " lead", "trail ", "in  side", "tab\tx", "cr\rx", "nel\u{85}x",
+                    "ls\u{2028}x", "nbsp\u{a0}x", "\u{feff}bom", "bell\u{7}",
+                    "é", "日本語", "emoji \u{1F600}", "back\\slash", "end\n", "two\n\nlines",
+                    "\nlead break", "trail space \nx", "x\n y", "  both\nlines  ",
+                    "a\n\n\n", "\n"],
+        "folding": [
+            vec!["word"; 30].join(" "),
+            format!("'{}", vec!["q"; 50].join(" ")),
+            format!("\t{}", vec!["w"; 60].join("  ")),
+            format!("{}x", " ".repeat(90)),
+            "z".repeat(120),
+            format!("{}\n{}", vec!["l"; 60].join(" "), vec!["m"; 60].join(" ")),
+        ],
+    })
+}
+
+/// Asserts that the server's YAML of the object at `uri` is, byte for byte, what
+/// `kubectl get <resource> <name> -o yaml --show-managed-fields` prints for it.
+async fn assert_kubectl_prints(
+    server: &TlsServer,
+    client: &kube::Client,
+    uri: &str,
+    resource: &str,
+) {
+    let served = send(client, "GET", uri, YAML, None).await;
+    served.yaml(200, uri);
+    let name = uri.rsplit('/').next().unwrap();
+    let args = ["get", resource, name, "-o", "yaml", "--show-managed-fields"];
+    let (code, printed, err) = kubectl::run(server, &args, None).await;
     assert_eq!(code, 0, "{err}");
+    let diff: Vec<String> = served
+        .text()
+        .lines()
+        .zip(printed.lines())
+        .filter(|(a, b)| a != b)
+        .take(10)
+        .map(|(a, b)| format!("served:  {a:?}\nkubectl: {b:?}"))
+        .collect();
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
     assert_eq!(served.text(), printed);
 }

@@ -3,15 +3,19 @@
 //! `application/yaml`, as kube's YAML serializer writes it (sigs.k8s.io/yaml's JSON→YAML).
 
 use bytes::Bytes;
+use http::StatusCode;
 use serde_json::Value;
 
 use super::{Reply, ReplyBody};
+use crate::error::ApiError;
 
 /// The media type of YAML replies.
 pub(crate) const MEDIA_TYPE: &str = "application/yaml";
 
 /// Re-encodes a handler's (JSON) reply; a streamed or non-JSON body is left as it is (a watch
-/// never negotiates YAML).
+/// never negotiates YAML). An object with no YAML form is answered as kube's serializer
+/// answers its encoding error: a Status with code 500 (unless the reply already was an
+/// error), no reason and the error as message, in YAML.
 pub(crate) fn reply(reply: Reply) -> Reply {
     let ReplyBody::Full(json) = &reply.body else {
         return reply;
@@ -19,20 +23,36 @@ pub(crate) fn reply(reply: Reply) -> Reply {
     let Ok(value) = serde_json::from_slice::<Value>(json) else {
         return reply;
     };
+    let (status, body) = match crate::yaml_out::to_yaml(&value) {
+        Ok(text) => (reply.status, text),
+        Err(err) => {
+            tracing::error!(%err, "a reply does not encode as YAML");
+            let failure = ApiError::new(500, "", err.to_string()).to_status();
+            let status = if reply.status.is_client_error() || reply.status.is_server_error() {
+                reply.status
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
+            // A Status always encodes (its message names no offending character).
+            (
+                status,
+                crate::yaml_out::to_yaml(&failure).unwrap_or_default(),
+            )
+        }
+    };
     Reply {
+        status,
         content_type: MEDIA_TYPE.into(),
-        body: ReplyBody::Full(Bytes::from(crate::yaml_out::to_yaml(&value))),
+        body: ReplyBody::Full(Bytes::from(body)),
         ..reply
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use http::StatusCode;
     use serde_json::json;
 
     use super::*;
-    use crate::error::ApiError;
 
     fn text(reply: &Reply) -> &str {
         match &reply.body {
@@ -58,6 +78,24 @@ mod tests {
             "{}",
             text(&status)
         );
+    }
+
+    #[test]
+    fn objects_without_a_yaml_form_are_a_500_status() {
+        let bad = Reply::json(
+            StatusCode::OK,
+            &json!({"kind": "ConfigMap", "data": {"k": "\u{7f}"}}),
+        );
+        let answer = reply(bad);
+        assert_eq!(
+            (answer.status, text(&answer)),
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "apiVersion: v1\ncode: 500\nkind: Status\nmessage: 'yaml: control characters are not allowed'\nmetadata: {}\nstatus: Failure\n"
+            )
+        );
+        let not_found = Reply::json(StatusCode::NOT_FOUND, &json!({"message": "\u{7f}"}));
+        assert_eq!(reply(not_found).status, StatusCode::NOT_FOUND);
     }
 
     fn reply_of_error() -> Reply {
