@@ -54,6 +54,7 @@ pub mod tls;
 pub mod tokens;
 pub mod validation;
 pub mod webhook;
+mod yaml_out;
 
 pub use admission::{
     AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionRequest, AdmissionResult,

@@ -10,9 +10,7 @@ use common::crd::{crd_from_json, install};
 use common::tls::TlsServer;
 use common::{cm, create_cm, status_of};
 
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
@@ -212,28 +210,14 @@ async fn policy_expressions_over_the_call_limit_follow_the_failure_policy() {
     let server = TlsServer::start().await;
     let client = server.client().await;
     let expression = "object.data.map(k, object.data.map(j, k + j)).size() >= 0";
-    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
-        "metadata": {"name": "cost"},
-        "spec": {"failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""],
-                "apiVersions": ["v1"], "resources": ["configmaps"]}]},
-            "validations": [{"expression": expression}]}
-    }))
-    .unwrap();
-    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
-        "metadata": {"name": "cost"},
-        "spec": {"policyName": "cost", "validationActions": ["Deny"]}
-    }))
-    .unwrap();
+    // Bound to deny, on ConfigMap creates (and updates).
+    common::vap::install_denying(
+        &client,
+        "cost",
+        json!({"failurePolicy": "Fail", "validations": [{"expression": expression}]}),
+    )
+    .await;
     let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
     let data = |n: usize| {
         let map: serde_json::Map<String, Value> =
             values(n).into_iter().map(|v| (v, json!("x"))).collect();

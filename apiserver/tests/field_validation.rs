@@ -10,8 +10,7 @@
 use crate::common;
 
 use common::tls::TlsServer;
-use http::{Method, Request};
-use http_body_util::BodyExt;
+use http::Method;
 use serde_json::{Value, json};
 
 /// One answer: status code, `Warning` headers, body.
@@ -32,26 +31,13 @@ impl Answer {
 }
 
 async fn call(client: &kube::Client, method: Method, uri: &str, ct: &str, body: &str) -> Answer {
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", ct)
-        .body(kube::client::Body::from(body.as_bytes().to_vec()))
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let code = resp.status().as_u16();
-    let warnings = resp
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .collect();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+    let sent = Some((ct, body.as_bytes().to_vec()));
+    let answer = common::send_accept(client, method.as_str(), uri, JSON, sent).await;
+    let body =
+        serde_json::from_slice(&answer.body).unwrap_or_else(|_| json!({"raw": answer.text()}));
     Answer {
-        code,
-        warnings,
+        code: answer.code,
+        warnings: answer.warnings,
         body,
     }
 }

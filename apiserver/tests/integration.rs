@@ -47,3 +47,4 @@ mod vap;
 mod watch;
 mod webhooks;
 mod wire_format;
+mod yaml_responses;

@@ -14,17 +14,12 @@ use ocm_apiserver::protobuf::wire::{WireValue, records};
 use serde_json::{Value, json};
 
 use crate::common;
+use crate::common::Answer;
+use crate::common::send_json as send;
 use crate::common::tls::TlsServer;
 
 const PB: &str = "application/vnd.kubernetes.protobuf";
 const JSON: &str = "application/json";
-
-/// One answer: status code, Content-Type and body.
-struct Answer {
-    code: u16,
-    content_type: String,
-    body: Vec<u8>,
-}
 
 impl Answer {
     /// The body as JSON, decoded from protobuf when it is protobuf.
@@ -38,56 +33,14 @@ impl Answer {
 
     /// The object of a 201 answered in protobuf.
     fn created(&self, what: &str) -> Value {
-        let text = String::from_utf8_lossy(&self.body);
-        assert_eq!(self.code, 201, "{what}: {text}");
+        assert_eq!(
+            self.code,
+            201,
+            "{what}: {}",
+            String::from_utf8_lossy(&self.body)
+        );
         assert_eq!(self.content_type, PB, "{what}");
         self.value()
-    }
-}
-
-/// Sends `body` as JSON.
-async fn send(
-    client: &kube::Client,
-    method: &str,
-    uri: &str,
-    accept: &str,
-    body: Option<&Value>,
-) -> Answer {
-    send_as(client, method, uri, accept, body.map(|v| (JSON, v))).await
-}
-
-/// Sends `body` encoded as its media type (JSON or protobuf).
-async fn send_as(
-    client: &kube::Client,
-    method: &str,
-    uri: &str,
-    accept: &str,
-    body: Option<(&str, &Value)>,
-) -> Answer {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("accept", accept);
-    let body = match body {
-        Some((media, v)) => {
-            req = req.header("content-type", media);
-            kube::client::Body::from(if media == PB {
-                ocm_apiserver::protobuf::encode_body(v).unwrap()
-            } else {
-                serde_json::to_vec(v).unwrap()
-            })
-        }
-        None => kube::client::Body::empty(),
-    };
-    let (code, headers, body) = common::send_raw(client, req.body(body).unwrap()).await;
-    let content_type = headers
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    Answer {
-        code,
-        content_type,
-        body,
     }
 }
 
@@ -106,6 +59,59 @@ async fn same_read(client: &kube::Client, uri: &str) -> (Value, Value) {
     .await
 }
 
+/// Creates each object (its body in `body_media`, JSON or protobuf) with the answer in
+/// protobuf; checks the answer against the object the server then holds, and that get and
+/// list read the same in protobuf as in JSON.
+async fn create_and_read_both_ways(
+    client: &kube::Client,
+    body_media: &str,
+    objects: &[(&str, Value)],
+) {
+    for (collection, object) in objects {
+        let body = if body_media == PB {
+            ocm_apiserver::protobuf::encode_body(object).unwrap()
+        } else {
+            serde_json::to_vec(object).unwrap()
+        };
+        let created = common::send_accept(client, "POST", collection, PB, Some((body_media, body)))
+            .await
+            .created(collection);
+        let item = format!(
+            "{collection}/{}",
+            object["metadata"]["name"].as_str().unwrap()
+        );
+        // get: the protobuf body decodes to exactly the JSON.
+        let (mut json_body, pb_body) = same_read(client, &item).await;
+        go_empty_status(&mut json_body, &pb_body);
+        assert_eq!(pb_body, json_body, "get of {item}");
+        if created["metadata"]["resourceVersion"] == json_body["metadata"]["resourceVersion"] {
+            assert_eq!(created, json_body, "create of {item}");
+        }
+        // What the body said is what was stored (with the server's defaults).
+        assert_eq!(created["spec"], json_body["spec"], "{item}");
+        // list: the XList message, items and list metadata.
+        let (mut json_list, pb_list) = same_read(client, &format!("{collection}?limit=500")).await;
+        if let (Some(json_items), Some(pb_items)) = (
+            json_list["items"].as_array_mut(),
+            pb_list["items"].as_array(),
+        ) {
+            for (json_item, pb_item) in json_items.iter_mut().zip(pb_items) {
+                go_empty_status(json_item, pb_item);
+            }
+        }
+        assert_eq!(pb_list, json_list, "list of {collection}");
+        assert!(pb_list["metadata"]["resourceVersion"].is_string());
+    }
+}
+
+/// Go writes an empty status struct (kube's JSON has `"status": {}` too); this server's JSON
+/// leaves it out.
+fn go_empty_status(json: &mut Value, pb: &Value) {
+    if json.get("status").is_none() && pb.get("status") == Some(&json!({})) {
+        json["status"] = json!({});
+    }
+}
+
 #[tokio::test]
 async fn configmaps_secrets_and_namespaces_read_back_as_their_json() {
     let server = TlsServer::start().await;
@@ -113,13 +119,11 @@ async fn configmaps_secrets_and_namespaces_read_back_as_their_json() {
     let objects = [
         (
             "/api/v1/namespaces",
-            "pbns",
             json!({"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": "pbns", "labels": {"team": "a"}}}),
         ),
         (
             "/api/v1/namespaces/pbns/configmaps",
-            "cm",
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "cm", "labels": {"b": "2", "a": "1"},
                                 "annotations": {"note": "x"}},
@@ -128,31 +132,13 @@ async fn configmaps_secrets_and_namespaces_read_back_as_their_json() {
         ),
         (
             "/api/v1/namespaces/pbns/secrets",
-            "s",
             json!({"apiVersion": "v1", "kind": "Secret",
                    "metadata": {"name": "s", "finalizers": ["example.com/keep"]},
                    "data": {"token": "c2VjcmV0"}, "stringData": {"plain": "text"},
                    "type": "Opaque"}),
         ),
     ];
-    for (collection, name, object) in &objects {
-        // create answers protobuf, reading as the object the server then holds.
-        let created = send(&client, "POST", collection, PB, Some(object))
-            .await
-            .created(collection);
-        let item = format!("{collection}/{name}");
-        let stored = send(&client, "GET", &item, JSON, None).await.value();
-        if created["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"] {
-            assert_eq!(created, stored, "create of {item}");
-        }
-        // get: the protobuf body decodes to exactly the JSON.
-        let (json_body, pb_body) = same_read(&client, &item).await;
-        assert_eq!(pb_body, json_body, "get of {item}");
-        // list: the XList message, items and list metadata.
-        let (json_list, pb_list) = same_read(&client, &format!("{collection}?limit=500")).await;
-        assert_eq!(pb_list, json_list, "list of {collection}");
-        assert!(pb_list["metadata"]["resourceVersion"].is_string());
-    }
+    create_and_read_both_ways(&client, JSON, &objects).await;
     // update and patch answer protobuf too.
     let item = "/api/v1/namespaces/pbns/configmaps/cm";
     let mut current = send(&client, "GET", item, JSON, None).await.value();
@@ -596,23 +582,6 @@ async fn flowcontrol_and_admission_policies_travel_as_protobuf() {
                                              "message": "data is required"}]}}),
         ),
     ];
-    for (collection, object) in &objects {
-        // The body is read from protobuf and the answer written in it.
-        let created = send_as(&client, "POST", collection, PB, Some((PB, object)))
-            .await
-            .created(collection);
-        let item = format!(
-            "{collection}/{}",
-            object["metadata"]["name"].as_str().unwrap()
-        );
-        let (mut json_body, pb_body) = same_read(&client, &item).await;
-        // Go writes the empty status struct (kube's JSON has `"status": {}` too); this
-        // server's JSON leaves it out.
-        if json_body.get("status").is_none() {
-            json_body["status"] = json!({});
-        }
-        assert_eq!(pb_body, json_body, "{item}");
-        // What the protobuf body said is what was stored (with the server's defaults).
-        assert_eq!(created["spec"], json_body["spec"], "{item}");
-    }
+    // The bodies are read from protobuf and the answers written in it.
+    create_and_read_both_ways(&client, PB, &objects).await;
 }

@@ -8,8 +8,6 @@
 use crate::common;
 use common::{cm, create_cm, status_of};
 
-use bytes::Bytes;
-use http_body_util::BodyExt as _;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
@@ -19,38 +17,7 @@ use serde_json::{Value, json};
 
 use common::kubectl;
 use common::tls::TlsServer;
-
-/// A policy on ConfigMap creates and updates with these extra spec fields.
-fn policy(name: &str, spec: Value) -> ValidatingAdmissionPolicy {
-    let mut full = json!({"matchConstraints": {"resourceRules": [{
-        "operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
-        "resources": ["configmaps"]}]}});
-    for (k, v) in spec.as_object().unwrap() {
-        full[k] = v.clone();
-    }
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": full})).unwrap()
-}
-
-fn binding(name: &str, spec: Value) -> ValidatingAdmissionPolicyBinding {
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
-}
-
-async fn install(
-    client: &kube::Client,
-    policy: ValidatingAdmissionPolicy,
-    binding: ValidatingAdmissionPolicyBinding,
-) {
-    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
-    bindings
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-}
+use common::vap::{binding, install, install_denying, policy};
 
 /// (code, reason, message) of a ConfigMap create that must fail.
 async fn refused(client: &kube::Client, ns: &str, obj: &ConfigMap) -> (u16, String, String) {
@@ -173,20 +140,14 @@ async fn policies_are_served_defaulted_and_observed() {
 async fn deny_refuses_a_violating_configmap_and_allows_a_good_one() {
     let server = TlsServer::start().await;
     let client = server.client().await;
-    install(
+    install_denying(
         &client,
-        policy(
-            "small",
-            json!({"validations": [
-                {"expression": "size(object.data) <= 2"},
-                {"expression": "!('forbidden' in object.data)", "reason": "Forbidden",
-                 "messageExpression": "'key forbidden is not allowed in ' + object.metadata.name"},
-            ]}),
-        ),
-        binding(
-            "small",
-            json!({"policyName": "small", "validationActions": ["Deny"]}),
-        ),
+        "small",
+        json!({"validations": [
+            {"expression": "size(object.data) <= 2"},
+            {"expression": "!('forbidden' in object.data)", "reason": "Forbidden",
+             "messageExpression": "'key forbidden is not allowed in ' + object.metadata.name"},
+        ]}),
     )
     .await;
     create_cm(&client, "default", &cm("good", json!({"a": "1"})))
@@ -315,28 +276,22 @@ async fn warn_gives_a_warning_header() {
     )
     .await;
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
-    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
-        .header("content-type", "application/json")
-        .body(Bytes::from(body.to_string()).to_vec())
-        .unwrap();
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let warnings: Vec<String> = resp
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect();
+    let answer = common::send_json(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        Some(&body),
+    )
+    .await;
+    assert_eq!(answer.code, 201);
+    let warnings = answer.warnings;
     assert_eq!(
         warnings,
         [
             "299 - \"Validation failed for ValidatingAdmissionPolicy 'warned' with binding 'warned': every ConfigMap needs an owner\""
         ]
     );
-    let _ = resp.into_body().collect().await;
 }
 
 #[tokio::test]
@@ -558,15 +513,7 @@ async fn invalid_policies_and_bindings_are_refused_with_422() {
 async fn evaluation_errors_follow_the_failure_policy() {
     let server = TlsServer::start().await;
     let client = server.client().await;
-    install(
-        &client,
-        policy(
-            "strict",
-            json!({"failurePolicy": "Fail", "validations": [{"expression": "object.data.mode == 'on'"}]}),
-        ),
-        binding("strict", json!({"policyName": "strict", "validationActions": ["Deny"]})),
-    )
-    .await;
+    install_denying(&client, "strict", json!({"failurePolicy": "Fail", "validations": [{"expression": "object.data.mode == 'on'"}]})).await;
     let (code, reason, message) =
         refused(&client, "default", &cm("a", json!({"other": "x"}))).await;
     assert_eq!((code, reason.as_str()), (422, "Invalid"));

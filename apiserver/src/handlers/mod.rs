@@ -1,5 +1,6 @@
 //! REST handlers of resource requests: routing a parsed path to get, list, watch, create,
-//! update, patch and delete, and shaping replies (JSON, Table, PartialObjectMetadata).
+//! update, patch and delete, and shaping replies (JSON, Table, PartialObjectMetadata), encoded
+//! as JSON, YAML or protobuf.
 
 mod apply;
 mod delete;
@@ -9,6 +10,7 @@ mod read;
 mod token;
 mod watch;
 mod write;
+mod yaml_reply;
 
 use std::sync::Arc;
 
@@ -87,12 +89,14 @@ pub(crate) enum Encoding {
     Json,
     /// `application/vnd.kubernetes.protobuf`.
     Protobuf,
+    /// `application/yaml` (no watch: kube's YAML serializer has no stream form).
+    Yaml,
 }
 
 /// What an endpoint can answer besides plain JSON (kube's endpoint restrictions).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Answerable {
-    /// `as=Table` (JSON only: a Table has no protobuf form).
+    /// `as=Table` (JSON or YAML: a Table has no protobuf form).
     pub tables: bool,
     /// `as=PartialObjectMetadata` / `PartialObjectMetadataList`, in JSON or protobuf.
     pub partial_metadata: bool,
@@ -102,8 +106,8 @@ pub(crate) struct Answerable {
 }
 
 impl Answerable {
-    /// What an error Status can be written as: plain JSON or protobuf, no transformation
-    /// (kube's default endpoint restrictions of its negotiated error writer).
+    /// What an error Status can be written as: plain JSON, YAML or protobuf, no
+    /// transformation (kube's default endpoint restrictions of its negotiated error writer).
     pub const ERRORS: Answerable = Answerable {
         tables: false,
         partial_metadata: false,
@@ -111,10 +115,11 @@ impl Answerable {
     };
 }
 
-/// Picks the output format and encoding from an `Accept` header: the first clause the server
-/// can answer wins, as in kube, or 406. A Table is refused for resources that have none
-/// (the create-only reviews) and for a watch-list; plain protobuf for kinds without a
-/// protobuf form.
+/// Picks the output format and encoding from an `Accept` header: the first clause (in
+/// kube's order, see [`accept_clauses`]) the server can answer wins, as in kube, or 406. A Table is refused for resources that have none
+/// (the create-only reviews), for a watch-list and in protobuf; plain protobuf for kinds
+/// without a protobuf form. YAML is answered for everything but a watch (see
+/// [`ResourceRequest::watch_encoding_error`]).
 pub(crate) fn negotiate_media(
     accept: Option<&str>,
     answerable: Answerable,
@@ -122,30 +127,27 @@ pub(crate) fn negotiate_media(
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok((Output::Json, Encoding::Json));
     };
-    for clause in accept.split(',') {
-        let mut parts = clause.split(';').map(str::trim);
-        let mime = parts.next().unwrap_or("").to_ascii_lowercase();
-        let params: Vec<(String, String)> = parts
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
+    for clause in accept_clauses(accept) {
         let param = |k: &str| {
-            params
+            clause
+                .params
                 .iter()
                 .find(|(pk, _)| pk == k)
                 .map(|(_, v)| v.as_str())
         };
+        let mime = format!("{}/{}", clause.kind, clause.subtype);
         let encoding = match mime.as_str() {
             "application/json" | "*/*" | "application/*" => Encoding::Json,
             crate::protobuf::MEDIA_TYPE => Encoding::Protobuf,
+            "application/yaml" => Encoding::Yaml,
             _ => continue,
         };
         match (param("as"), param("g"), param("v")) {
-            (None, _, _) if encoding == Encoding::Json || answerable.protobuf => {
+            (None, _, _) if encoding != Encoding::Protobuf || answerable.protobuf => {
                 return Ok((Output::Json, encoding));
             }
             (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1"))
-                if answerable.tables && encoding == Encoding::Json =>
+                if answerable.tables && encoding != Encoding::Protobuf =>
             {
                 return Ok((Output::Table, encoding));
             }
@@ -164,8 +166,65 @@ pub(crate) fn negotiate_media(
     ))
 }
 
-/// The encoding of an error Status for an `Accept` header: protobuf when its first plain
-/// JSON-or-protobuf clause is protobuf, else JSON.
+/// One clause of an `Accept` header, as kube's goautoneg parses it.
+#[derive(Debug)]
+struct AcceptClause {
+    kind: String,
+    subtype: String,
+    q: f32,
+    /// The parameters other than `q`.
+    params: Vec<(String, String)>,
+}
+
+/// The clauses of an `Accept` header in the order kube tries them: goautoneg's sort, by `q`
+/// (highest first) and then concrete types before wildcards (Go's `sort.Sort`, an insertion
+/// sort for up to 12 clauses, keeps equal clauses in their order). A clause that is not
+/// `type/subtype` (or `*`) is dropped; types compare as written (kube does not fold case).
+fn accept_clauses(accept: &str) -> Vec<AcceptClause> {
+    let mut clauses: Vec<AcceptClause> = Vec::new();
+    for part in accept.split(',') {
+        let mut pieces = part.trim_matches(' ').split(';');
+        let range: Vec<&str> = pieces.next().unwrap_or("").split('/').collect();
+        let (kind, subtype) = match range.as_slice() {
+            [kind] if kind.trim_matches(' ') == "*" => ("*", "*"),
+            [kind, subtype] => (kind.trim_matches(' '), subtype.trim_matches(' ')),
+            _ => continue,
+        };
+        let mut clause = AcceptClause {
+            kind: kind.to_owned(),
+            subtype: subtype.to_owned(),
+            q: 1.0,
+            params: Vec::new(),
+        };
+        for param in pieces {
+            let Some((key, value)) = param.split_once('=') else {
+                continue;
+            };
+            match key.trim_matches(' ') {
+                // Go's ParseFloat: an unreadable q is 0.
+                "q" => clause.q = value.parse().unwrap_or(0.0),
+                key => clause
+                    .params
+                    .push((key.to_owned(), value.trim_matches(' ').to_owned())),
+            }
+        }
+        clauses.push(clause);
+    }
+    let before = |a: &AcceptClause, b: &AcceptClause| {
+        a.q > b.q || (a.kind != "*" && b.kind == "*") || (a.subtype != "*" && b.subtype == "*")
+    };
+    for i in 1..clauses.len() {
+        let mut j = i;
+        while j > 0 && before(&clauses[j], &clauses[j - 1]) {
+            clauses.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+    clauses
+}
+
+/// The encoding of an error Status for an `Accept` header: that of its first plain JSON,
+/// YAML or protobuf clause, else JSON.
 pub(crate) fn error_encoding(accept: Option<&str>) -> Encoding {
     negotiate_media(accept, Answerable::ERRORS).map_or(Encoding::Json, |(_, e)| e)
 }
@@ -174,8 +233,14 @@ pub(crate) fn error_encoding(accept: Option<&str>) -> Encoding {
 /// unknown resource, too many requests): a Status in the encoding `Accept` negotiates, as
 /// kube's negotiated error writer answers.
 pub(crate) fn error_reply(accept: Option<&str>, err: &ApiError) -> Reply {
-    match error_encoding(accept) {
+    status_reply(error_encoding(accept), err)
+}
+
+/// An error Status in the given encoding.
+fn status_reply(encoding: Encoding, err: &ApiError) -> Reply {
+    match encoding {
         Encoding::Protobuf => protobuf_reply::status_reply(err),
+        Encoding::Yaml => yaml_reply::reply(Reply::error(err)),
         Encoding::Json => Reply::error(err),
     }
 }
@@ -219,6 +284,18 @@ impl ResourceRequest {
             protobuf,
         };
         negotiate_media(self.accept.as_deref(), answerable)
+    }
+
+    /// The 406 a watch answers when `Accept` negotiated YAML: kube's YAML serializer has no
+    /// stream form, and its watch handler refuses it after negotiating (later clauses are not
+    /// tried), naming the stream types it has.
+    pub fn watch_encoding_error(&self) -> Result<(), ApiError> {
+        match self.negotiated() {
+            Ok((_, Encoding::Yaml)) => Err(ApiError::not_acceptable(
+                "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the `Accept` header also admits JSON (what a reply falls back to when an
@@ -313,23 +390,23 @@ fn default_manager(user_agent: &str) -> String {
 }
 
 /// Serves one resource request, encoded as the `Accept` header negotiated: answers in
-/// protobuf when the output negotiated it, errors when their own negotiation did (kube
-/// negotiates the two separately).
+/// protobuf or YAML when the output negotiated it, errors when their own negotiation did
+/// (kube negotiates the two separately).
 pub(crate) async fn handle(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiError> {
     let errors = error_encoding(req.accept.as_deref());
-    let protobuf = matches!(req.negotiated(), Ok((_, Encoding::Protobuf))).then(|| {
-        protobuf_reply::ProtobufReply {
-            watch: req.verb() == "watch",
-            admits_json: req.admits_json(),
-        }
+    let encoding = req.negotiated().ok().map(|(_, encoding)| encoding);
+    let protobuf = (encoding == Some(Encoding::Protobuf)).then(|| protobuf_reply::ProtobufReply {
+        watch: req.verb() == "watch",
+        admits_json: req.admits_json(),
     });
     match handle_json(req, body).await {
-        Ok(reply) => Ok(match protobuf {
-            Some(protobuf) => protobuf.reply(reply),
-            None => reply,
+        Ok(reply) => Ok(match (protobuf, encoding) {
+            (Some(protobuf), _) => protobuf.reply(reply),
+            (None, Some(Encoding::Yaml)) => yaml_reply::reply(reply),
+            _ => reply,
         }),
-        Err(err) if errors == Encoding::Protobuf => Ok(protobuf_reply::status_reply(&err)),
-        Err(err) => Err(err),
+        Err(err) if errors == Encoding::Json => Err(err),
+        Err(err) => Ok(status_reply(errors, &err)),
     }
 }
 
@@ -494,10 +571,65 @@ pub(crate) fn object_reply(
                 "",
                 true,
             );
-            let mut reply = Reply::json(status, &table);
-            reply.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
-            Ok(reply)
+            // kube names the plain media type: the `as`, `g` and `v` parameters of the
+            // request are not repeated.
+            Ok(Reply::json(status, &table))
         }
     }
 }
 pub(crate) use write::patch_error as patch_error_pub;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Answerable = Answerable {
+        tables: true,
+        partial_metadata: true,
+        protobuf: true,
+    };
+
+    fn encoding(accept: &str) -> Option<Encoding> {
+        negotiate_media(Some(accept), ALL).ok().map(|(_, e)| e)
+    }
+
+    #[test]
+    fn clauses_are_tried_by_q_then_wildcards_last() {
+        assert_eq!(
+            encoding("application/yaml, application/json"),
+            Some(Encoding::Yaml)
+        );
+        assert_eq!(
+            encoding("application/yaml;q=0.5, application/json"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(
+            encoding("*/*, application/vnd.kubernetes.protobuf"),
+            Some(Encoding::Protobuf)
+        );
+        assert_eq!(
+            encoding("application/*, application/yaml"),
+            Some(Encoding::Yaml)
+        );
+        // An unreadable q is 0; equal clauses keep their order.
+        assert_eq!(
+            encoding("application/yaml;q=x, application/json;q=0.1"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(
+            encoding("application/json;q=0.5, application/yaml;q=0.5"),
+            Some(Encoding::Json)
+        );
+        // kube compares types as written, and drops what is not type/subtype.
+        assert_eq!(encoding("Application/JSON"), None);
+        assert_eq!(encoding("json, application/yaml"), Some(Encoding::Yaml));
+        assert_eq!(encoding("*"), Some(Encoding::Json));
+        let kinds: Vec<String> = accept_clauses("a/b;q=0.2;x = y, */*, c/*;q=0.9")
+            .into_iter()
+            .map(|c| format!("{}/{} {:?}", c.kind, c.subtype, c.params))
+            .collect();
+        // goautoneg's comparison puts a concrete type before a wildcard whatever their q,
+        // so the later c/* (q 0.9) passes */* (q 1) in Go's insertion sort.
+        assert_eq!(kinds, ["c/* []", "*/* []", "a/b [(\"x\", \"y\")]"]);
+    }
+}

@@ -427,9 +427,8 @@ pub(crate) fn list(req: &ResourceRequest) -> Result<Reply, ApiError> {
                 &token,
                 true,
             );
-            let mut reply = Reply::json(StatusCode::OK, &table);
-            reply.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
-            Ok(reply)
+            // kube names the plain media type (no `as`, `g`, `v` parameters).
+            Ok(Reply::json(StatusCode::OK, &table))
         }
     }
 }

@@ -254,6 +254,8 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
         ),
     };
+    // kube refuses a YAML watch once the watch itself was set up.
+    req.watch_encoding_error()?;
     let store = &req.inner.store;
     let bucket = req.res.bucket(&req.cluster);
     let ns = req.path.namespace.as_deref();

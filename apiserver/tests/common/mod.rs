@@ -6,6 +6,7 @@
 pub mod crd;
 pub mod kubectl;
 pub mod tls;
+pub mod vap;
 
 use std::time::Duration;
 
@@ -35,6 +36,70 @@ pub async fn send_raw(
     let headers = resp.headers().clone();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     (code, headers, body.to_vec())
+}
+
+/// An answer of [`send_accept`]: status code, Content-Type, `Warning` headers and body.
+pub struct Answer {
+    pub code: u16,
+    pub content_type: String,
+    pub warnings: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as UTF-8 text.
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap()
+    }
+}
+
+/// Sends a request with an `Accept` header and an optional body of the given media type.
+pub async fn send_accept(
+    client: &Client,
+    method: &str,
+    uri: &str,
+    accept: &str,
+    body: Option<(&str, Vec<u8>)>,
+) -> Answer {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("accept", accept);
+    let body = match body {
+        Some((media, bytes)) => {
+            req = req.header("content-type", media);
+            kube::client::Body::from(bytes)
+        }
+        None => kube::client::Body::empty(),
+    };
+    let (code, headers, body) = send_raw(client, req.body(body).unwrap()).await;
+    let content_type = headers
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let warnings = headers
+        .get_all("warning")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    Answer {
+        code,
+        content_type,
+        warnings,
+        body,
+    }
+}
+
+/// Sends `body` (if any) as JSON with an `Accept` header.
+pub async fn send_json(
+    client: &Client,
+    method: &str,
+    uri: &str,
+    accept: &str,
+    body: Option<&serde_json::Value>,
+) -> Answer {
+    let body = body.map(|v| ("application/json", serde_json::to_vec(v).unwrap()));
+    send_accept(client, method, uri, accept, body).await
 }
 
 /// (code, reason, message) of an API error; panics on other errors.
