@@ -136,6 +136,23 @@ where
     .unwrap()
 }
 
+/// Deletes `name` and waits (watching) until the server has made it again; returns the new one.
+async fn delete_and_await_remade<K>(api: &Api<K>, name: &str) -> K
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let old_uid = api.get(name).await.unwrap().meta().uid.clone();
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    until(
+        api,
+        name,
+        &format!("{name} made again"),
+        move |o: Option<&K>| o.is_some_and(|o| o.meta().uid != old_uid),
+    )
+    .await
+    .unwrap()
+}
+
 fn dangling(fs: Option<&FlowSchema>) -> Option<(String, String, String)> {
     let c = fs?
         .status
@@ -267,16 +284,7 @@ async fn mandatory_objects_are_put_back() {
     let schemas: Api<FlowSchema> = Api::all(client.clone());
 
     // Deleted: made again.
-    let old_uid = levels.get("catch-all").await.unwrap().metadata.uid;
-    levels
-        .delete("catch-all", &DeleteParams::default())
-        .await
-        .unwrap();
-    let again = until(&levels, "catch-all", "catch-all made again", move |l| {
-        l.is_some_and(|l| l.metadata.uid != old_uid)
-    })
-    .await
-    .unwrap();
+    let again = delete_and_await_remade(&levels, "catch-all").await;
     assert_eq!(autoupdate(&again).as_deref(), Some("true"));
 
     // Their autoupdate annotation cannot be turned off.
@@ -394,35 +402,13 @@ async fn suggested_objects_follow_their_autoupdate_annotation() {
     // Proof that the controller has passed over the cluster since: a FlowSchema it makes again
     // after this deletion (it keeps priority levels before FlowSchemas, in one pass).
     let schemas: Api<FlowSchema> = Api::all(client.clone());
-    let old_uid = schemas.get("global-default").await.unwrap().metadata.uid;
-    schemas
-        .delete("global-default", &DeleteParams::default())
-        .await
-        .unwrap();
-    until(
-        &schemas,
-        "global-default",
-        "the FlowSchema made again",
-        move |f| f.is_some_and(|f| f.metadata.uid != old_uid),
-    )
-    .await;
+    delete_and_await_remade(&schemas, "global-default").await;
     let kept = levels.get("global-default").await.unwrap();
     assert_eq!(shares(Some(&kept)), Some(22));
     assert_eq!(autoupdate(&kept).as_deref(), Some("false"));
 
     // A deleted suggested object is made again, as kube's ensurer does.
-    let old_uid = levels.get("workload-low").await.unwrap().metadata.uid;
-    levels
-        .delete("workload-low", &DeleteParams::default())
-        .await
-        .unwrap();
-    until(
-        &levels,
-        "workload-low",
-        "workload-low made again",
-        move |l| l.is_some_and(|l| l.metadata.uid != old_uid),
-    )
-    .await;
+    delete_and_await_remade(&levels, "workload-low").await;
 
     // An annotated object kube's bootstrap no longer has (1.33's endpoint-controller) goes.
     let retired: FlowSchema = serde_json::from_value(json!({
@@ -608,4 +594,17 @@ async fn specs_are_validated_as_kube_does() {
         "FlowSchema.flowcontrol.apiserver.k8s.io \"global-default\" is invalid: \
          status.conditions[1].type: Duplicate value: \"Dangling\""
     );
+}
+
+#[tokio::test]
+async fn a_new_logical_cluster_gets_the_configuration_at_once() {
+    let (server, _) = common::server().await;
+    server.ensure_cluster("tenant").await.unwrap();
+    let client = kube::Client::new(server.service_for_cluster("tenant"), "default");
+    let levels: Api<PriorityLevelConfiguration> = Api::all(client.clone());
+    let schemas: Api<FlowSchema> = Api::all(client);
+    assert_eq!(sorted_names(&levels).await.len(), 8);
+    assert_eq!(sorted_names(&schemas).await.len(), 11);
+    // Kept there too.
+    delete_and_await_remade(&levels, "exempt").await;
 }
