@@ -15,11 +15,16 @@
 //!   does not exist, `False`/`Found` when it does.
 //!
 //! kube-apiserver runs the ensurer once a minute; here every change of either kind triggers a
-//! pass over its cluster, so drift is put right at once.
+//! pass over its cluster, so drift is put right at once. A process may host thousands of
+//! clusters (on SQLite, every commit an fsync): a pass issues each step's writes together and
+//! several clusters are passed over at once, so the store's group commit makes them durable
+//! in few commits.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use futures::future::join_all;
+use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 
 use super::system_ctx;
@@ -143,9 +148,9 @@ fn meta_deleting(obj: &Value) -> bool {
 }
 
 /// Deletes the objects that carry the autoupdate annotation as true but that kube's bootstrap
-/// no longer has (kube's `removeDanglingBootstrapConfiguration`).
+/// no longer has (kube's `removeDanglingBootstrapConfiguration`), all at once.
 async fn remove_retired(inner: &Arc<Inner>, cluster: &str, boot: &[Bootstrap]) -> bool {
-    let mut done = true;
+    let mut retired: Vec<(Kind, String)> = Vec::new();
     for kind in [Kind::FlowSchema, Kind::PriorityLevel] {
         let names: HashSet<&str> = boot
             .iter()
@@ -153,25 +158,29 @@ async fn remove_retired(inner: &Arc<Inner>, cluster: &str, boot: &[Bootstrap]) -
             .map(Bootstrap::name)
             .collect();
         for obj in all(inner, cluster, kind) {
-            let name = crate::meta::meta_str(&obj, "name").to_owned();
-            if names.contains(name.as_str())
+            let name = crate::meta::meta_str(&obj, "name");
+            if names.contains(name)
                 || annotation(&obj).and_then(parse_bool) != Some(true)
                 || meta_deleting(&obj)
             {
                 continue;
             }
-            let Some(mut ctx) = system_ctx(inner, &bucket(cluster, kind), PRODUCER) else {
-                continue;
-            };
-            if let Err(err) = ctx.delete("", &name, &DeleteOptions::default()).await
-                && err.code != 404
-            {
-                tracing::warn!(%err, cluster, name, "removing a retired APF object failed");
-                done = false;
-            }
+            retired.push((kind, name.to_owned()));
         }
     }
-    done
+    let deletes = retired.into_iter().map(|(kind, name)| async move {
+        let Some(mut ctx) = system_ctx(inner, &bucket(cluster, kind), PRODUCER) else {
+            return true;
+        };
+        match ctx.delete("", &name, &DeleteOptions::default()).await {
+            Err(err) if err.code != 404 => {
+                tracing::warn!(%err, cluster, name, "removing a retired APF object failed");
+                false
+            }
+            _ => true,
+        }
+    });
+    join_all(deletes).await.into_iter().all(|done| done)
 }
 
 /// The FlowSchema's `status.conditions` with `Dangling` set for a priority level that does or
@@ -213,72 +222,105 @@ fn dangling_conditions(schema: &Value, found: bool) -> Option<Vec<Value>> {
     Some(out)
 }
 
-/// Sets the `Dangling` condition of every FlowSchema of `cluster`. Returns whether all are done.
+/// Whether the priority level `schema` references is one of `levels`.
+fn level_found(levels: &HashSet<String>, schema: &Value) -> bool {
+    levels.contains(
+        schema
+            .pointer("/spec/priorityLevelConfiguration/name")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    )
+}
+
+/// Sets the `Dangling` condition of one FlowSchema by a `/status` write. Returns whether it
+/// is done.
+async fn set_dangling(
+    inner: &Arc<Inner>,
+    cluster: &str,
+    levels: &HashSet<String>,
+    name: String,
+) -> bool {
+    let Some(mut ctx) = system_ctx(inner, &bucket(cluster, Kind::FlowSchema), CONSUMER) else {
+        return true;
+    };
+    let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
+        let mut next = current.clone();
+        if let Some(conditions) = dangling_conditions(current, level_found(levels, current))
+            && let Some(map) = next.as_object_mut()
+        {
+            let status = map.entry("status").or_insert_with(|| json!({}));
+            if !status.is_object() {
+                *status = json!({});
+            }
+            status["conditions"] = Value::Array(conditions);
+        }
+        Ok(next)
+    };
+    let result = ctx
+        .update(
+            "",
+            &name,
+            &Target::Sub("status".into()),
+            Managed::RecordUpdate,
+            false,
+            &mut mutate,
+        )
+        .await;
+    match result {
+        Err(err) if err.code != 404 => {
+            tracing::debug!(%err, cluster, name, "setting Dangling failed; will retry");
+            false
+        }
+        _ => true,
+    }
+}
+
+/// Sets the `Dangling` condition of every FlowSchema of `cluster`, all writes at once (the
+/// store makes them durable together). Returns whether all are done.
 async fn sync_dangling(inner: &Arc<Inner>, cluster: &str) -> bool {
     let levels: HashSet<String> = all(inner, cluster, Kind::PriorityLevel)
         .iter()
         .map(|l| crate::meta::meta_str(l, "name").to_owned())
         .collect();
-    let mut done = true;
-    for schema in all(inner, cluster, Kind::FlowSchema) {
-        let found = |s: &Value| {
-            levels.contains(
-                s.pointer("/spec/priorityLevelConfiguration/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-            )
-        };
-        if dangling_conditions(&schema, found(&schema)).is_none() {
-            continue;
-        }
-        let name = crate::meta::meta_str(&schema, "name").to_owned();
-        let Some(mut ctx) = system_ctx(inner, &bucket(cluster, Kind::FlowSchema), CONSUMER) else {
-            continue;
-        };
-        let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
-            let mut next = current.clone();
-            if let Some(conditions) = dangling_conditions(current, found(current))
-                && let Some(map) = next.as_object_mut()
-            {
-                let status = map.entry("status").or_insert_with(|| json!({}));
-                if !status.is_object() {
-                    *status = json!({});
-                }
-                status["conditions"] = Value::Array(conditions);
-            }
-            Ok(next)
-        };
-        let result = ctx
-            .update(
-                "",
-                &name,
-                &Target::Sub("status".into()),
-                Managed::RecordUpdate,
-                false,
-                &mut mutate,
-            )
-            .await;
-        if let Err(err) = result
-            && err.code != 404
-        {
-            tracing::debug!(%err, cluster, name, "setting Dangling failed; will retry");
-            done = false;
-        }
-    }
-    done
+    let names: Vec<String> = all(inner, cluster, Kind::FlowSchema)
+        .into_iter()
+        .filter(|schema| dangling_conditions(schema, level_found(&levels, schema)).is_some())
+        .map(|schema| crate::meta::meta_str(&schema, "name").to_owned())
+        .collect();
+    let writes = names
+        .into_iter()
+        .map(|name| set_dangling(inner, cluster, &levels, name));
+    join_all(writes).await.into_iter().all(|done| done)
 }
 
-/// One pass over `cluster`: bootstrap objects, retired objects, `Dangling` conditions.
-/// Returns whether everything is done (else the pass should be retried).
+/// One pass over `cluster`: bootstrap objects, retired objects, `Dangling` conditions. Each
+/// step's writes are issued together, so a new cluster's configuration costs the store a few
+/// group commits rather than one commit per object; a new FlowSchema gets its `Dangling`
+/// condition in the round of status writes right after the creates. Returns whether
+/// everything is done (else the pass should be retried).
 pub(crate) async fn sync_cluster(inner: &Arc<Inner>, cluster: &str) -> bool {
     let boot = bootstrap();
-    let mut done = true;
-    for item in &boot {
-        done &= ensure(inner, cluster, item).await;
-    }
+    let ensured = join_all(boot.iter().map(|item| ensure(inner, cluster, item))).await;
+    let mut done = ensured.into_iter().all(|done| done);
     done &= remove_retired(inner, cluster, &boot).await;
     done &= sync_dangling(inner, cluster).await;
     done
+}
+
+/// How many clusters the controller passes over at once.
+const CONCURRENT_CLUSTERS: usize = 16;
+
+/// Passes over every cluster of `due`, [`CONCURRENT_CLUSTERS`] at a time; each cluster with
+/// whether its pass is done.
+async fn sync_clusters(inner: &Arc<Inner>, due: Vec<String>) -> Vec<(String, bool)> {
+    stream::iter(due)
+        .map(|cluster| async move {
+            let done = sync_cluster(inner, &cluster).await;
+            (cluster, done)
+        })
+        .buffer_unordered(CONCURRENT_CLUSTERS)
+        .collect()
+        .await
 }
 
 fn is_flowcontrol(resource: &str) -> bool {
@@ -297,8 +339,8 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         .filter(|b| is_flowcontrol(&b.resource))
         .map(|b| b.cluster.to_string())
         .collect();
-    for cluster in clusters {
-        if !sync_cluster(&inner, &cluster).await {
+    for (cluster, done) in sync_clusters(&inner, clusters.into_iter().collect()).await {
+        if !done {
             retry.insert(cluster);
         }
     }
@@ -325,8 +367,8 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             _ = resync.tick() => retry.drain().collect(),
             _ = shutdown.changed() => return,
         };
-        for cluster in due {
-            if sync_cluster(&inner, &cluster).await {
+        for (cluster, done) in sync_clusters(&inner, due).await {
+            if done {
                 retry.remove(&cluster);
             } else {
                 retry.insert(cluster);
