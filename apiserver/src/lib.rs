@@ -30,6 +30,7 @@ mod controllers;
 pub mod discovery;
 pub mod error;
 mod fieldvalidation;
+pub mod flowcontrol;
 mod handlers;
 pub mod health;
 pub mod http;

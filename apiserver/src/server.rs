@@ -468,6 +468,7 @@ impl Inner {
             // What is not made now, the publisher makes once it runs.
             crate::controllers::publish(self, cluster, ns).await;
         }
+        crate::controllers::bootstrap_flowcontrol(self, cluster).await;
         self.clusters
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -11,6 +11,7 @@
 
 mod cause;
 mod config_data;
+mod flowcontrol;
 mod meta;
 mod names;
 
@@ -18,6 +19,7 @@ pub use cause::{BadValue, Cause, CauseType, invalid_message};
 pub use config_data::{
     validate_config_map, validate_config_map_update, validate_secret, validate_secret_update,
 };
+pub use flowcontrol::{validate_flow_schema, validate_flowcontrol_status, validate_priority_level};
 pub use meta::{
     MetaDecodeError, coerce_object_meta, finalizer_warnings, validate_object_meta,
     validate_object_meta_update,

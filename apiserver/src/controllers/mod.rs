@@ -1,10 +1,12 @@
 //! The server's own controllers, which kube-controller-manager and the apiextensions server
 //! run in a real cluster: CRD establishment and cleanup, namespace termination, the
 //! ownerReference garbage collector, and the objects every cluster has (default
-//! ServiceAccounts, `kube-root-ca.crt`, `default/kubernetes`, the authentication ConfigMap).
+//! ServiceAccounts, `kube-root-ca.crt`, `default/kubernetes`, the authentication ConfigMap,
+//! the API Priority and Fairness configuration).
 
 mod crd;
 mod csr;
+mod flowcontrol;
 mod gc;
 mod namespace;
 mod published;
@@ -25,6 +27,7 @@ pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(namespace::run(inner.clone()));
     tokio::spawn(csr::run(inner.clone()));
     tokio::spawn(rbac::run(inner.clone()));
+    tokio::spawn(flowcontrol::run(inner.clone()));
     tokio::spawn(simulator::run(inner.clone()));
     tokio::spawn(publisher::run(inner.clone()));
     tokio::spawn(quota::run(inner.clone()));
@@ -35,6 +38,13 @@ pub(crate) fn start(inner: Arc<Inner>) {
 /// when some could not be made yet (the publisher retries them).
 pub(crate) async fn publish(inner: &Arc<Inner>, cluster: &str, namespace: &str) -> bool {
     publisher::sync_namespace(inner, cluster, namespace).await
+}
+
+/// Makes the API Priority and Fairness configuration of `cluster` (kube's mandatory and
+/// suggested FlowSchemas and PriorityLevelConfigurations); false when some could not be made
+/// yet (the controller retries them).
+pub(crate) async fn bootstrap_flowcontrol(inner: &Arc<Inner>, cluster: &str) -> bool {
+    flowcontrol::sync_cluster(inner, cluster).await
 }
 
 /// A pipeline context for the server's own writes to the objects of `bucket`.

@@ -136,6 +136,7 @@ pub(crate) fn normalize(
             }
             _ => {}
         }
+        flowcontrol_defaults(kind, obj);
         // Metadata went through the typed ObjectMeta too; drop what Go omits.
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
@@ -183,6 +184,7 @@ pub(crate) fn normalize_patched(
                 res.kind
             ))
         })?;
+        flowcontrol_defaults(kind, obj);
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = res.version(version).and_then(|v| v.structural()) {
         schema
@@ -191,6 +193,28 @@ pub(crate) fn normalize_patched(
         schema.apply_defaults(obj);
     }
     Ok(())
+}
+
+/// The flowcontrol kind of a built-in kind, if it is one.
+fn flowcontrol_kind(kind: BuiltinKind) -> Option<crate::flowcontrol::Kind> {
+    match kind {
+        BuiltinKind::FlowSchema => Some(crate::flowcontrol::Kind::FlowSchema),
+        BuiltinKind::PriorityLevelConfiguration => Some(crate::flowcontrol::Kind::PriorityLevel),
+        _ => None,
+    }
+}
+
+/// kube's v1 defaults of FlowSchemas and PriorityLevelConfigurations, and the `status: {}`
+/// Go always writes for them (their status is a struct, not a pointer; the typed decoding
+/// drops an empty one).
+fn flowcontrol_defaults(kind: BuiltinKind, obj: &mut Value) {
+    let Some(fc) = flowcontrol_kind(kind) else {
+        return;
+    };
+    crate::flowcontrol::apply_defaults(fc, obj);
+    if let Some(map) = obj.as_object_mut() {
+        map.entry("status").or_insert_with(|| json!({}));
+    }
 }
 
 fn merge_secret_string_data(obj: &mut Value) {
@@ -286,6 +310,9 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
             obj["status"] = json!({"phase": "Active"});
         }
         Some(BuiltinKind::Node) => {}
+        Some(BuiltinKind::FlowSchema | BuiltinKind::PriorityLevelConfiguration) => {
+            obj["status"] = json!({});
+        }
         Some(BuiltinKind::CertificateSigningRequest) => {
             if let Some(map) = obj.as_object_mut() {
                 map.remove("status");
@@ -551,6 +578,15 @@ pub(crate) fn validate(
         }
         (Some(BuiltinKind::ValidatingAdmissionPolicyBinding), _) => {
             causes.extend(crate::policy::validate_binding(obj));
+        }
+        (Some(BuiltinKind::FlowSchema), Target::Main) => {
+            causes.extend(crate::validation::validate_flow_schema(obj));
+        }
+        (Some(BuiltinKind::PriorityLevelConfiguration), Target::Main) => {
+            causes.extend(crate::validation::validate_priority_level(obj));
+        }
+        (Some(BuiltinKind::FlowSchema | BuiltinKind::PriorityLevelConfiguration), _) => {
+            causes.extend(crate::validation::validate_flowcontrol_status(obj));
         }
         _ => {}
     }
