@@ -268,6 +268,7 @@ proptest! {
                 resource: parts[2].clone(),
                 subresource: parts[3].clone(),
                 name: parts[4].clone(),
+                ..ResourceAttributes::default()
             })
         };
         let attrs = Attributes { user: user.clone(), verb, target };

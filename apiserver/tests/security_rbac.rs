@@ -91,6 +91,7 @@ fn resource_rules_table() {
                 resource: text(c, "resource").into(),
                 subresource: text(c, "subresource").into(),
                 name: text(c, "name").into(),
+                ..ResourceAttributes::default()
             }),
         };
         assert_eq!(

@@ -982,6 +982,66 @@ async fn validations_can_ask_the_authorizer() {
         .unwrap();
 }
 
+/// Grants user `dave` the cluster-wide `verb` on core `resource` (role and binding `name`).
+async fn grant_dave(admin: &kube::Client, name: &str, resource: &str, verb: &str) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "verbs": [verb], "resources": [resource]}],
+    }))
+    .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "User", "name": "dave"}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn authorizer_checks_can_carry_field_and_label_selectors() {
+    let server = TlsServer::start().await;
+    let admin = server.client().await;
+    grant_dave(&admin, "dave-cm", "configmaps", "create").await;
+    install_denying(
+        &admin,
+        "pod-listers-only",
+        json!({"validations": [
+            {"expression": "authorizer.group('').resource('pods').namespace(object.metadata.namespace).fieldSelector('spec.nodeName=' + object.metadata.name).labelSelector('app in (web,db),!canary').check('list').allowed()",
+             "message": "only those who may list the node's pods write configmaps here"},
+            // Selectors that do not parse are handed to the authorizer, not check errors.
+            {"expression": "!authorizer.group('').resource('pods').fieldSelector('spec.nodeName').labelSelector('app in (').check('list').errored() && authorizer.requestResource.fieldSelector('').labelSelector('x=').check('create').error() == ''",
+             "message": "a selector that does not parse failed the check"},
+        ]}),
+    )
+    .await;
+    let dave = server.client_as("dave").await;
+    let (code, _, message) = refused(&dave, "default", &cm("node-1", json!({}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with(
+            "denied request: only those who may list the node's pods write configmaps here"
+        ),
+        "{message}"
+    );
+    // RBAC ignores selectors, as kube's does: listing pods at all is what the check needs.
+    grant_dave(&admin, "dave-pods", "pods", "list").await;
+    create_cm(&dave, "default", &cm("node-1", json!({})))
+        .await
+        .unwrap();
+    create_cm(&admin, "default", &cm("node-2", json!({})))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn type_checking_reports_fields_the_matched_kinds_do_not_have() {
     let server = TlsServer::start().await;

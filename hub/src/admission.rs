@@ -69,6 +69,7 @@ fn hook(server: ApiServer, default_cluster_set: bool) -> AdmissionHook {
                     subresource: access.subresource.clone(),
                     namespace: access.namespace.clone(),
                     name: access.name.clone(),
+                    ..ResourceAttributes::default()
                 },
             )
         };

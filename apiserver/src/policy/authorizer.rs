@@ -1,9 +1,15 @@
 //! The `authorizer` CEL variable of admission policies and webhook match conditions: access
 //! checks answered by this server's authorizer, with the calls of kube's CEL authz library —
-//! `authorizer.group(g).resource(r)[.subresource(s)][.namespace(ns)][.name(n)].check(verb)`,
+//! `authorizer.group(g).resource(r)[.subresource(s)][.namespace(ns)][.name(n)]`
+//! `[.fieldSelector(f)][.labelSelector(l)].check(verb)`,
 //! `authorizer.path(p).check(verb)`, `authorizer.serviceAccount(ns, name)` (checks as that
 //! service account), `authorizer.requestResource` (the request's own resource) and, on the
 //! decision, `allowed()`, `reason()`, `errored()` and `error()`.
+//!
+//! `fieldSelector` and `labelSelector` (kube's `AuthorizeWithSelectors` library) keep the
+//! selector text; `check` parses it as kube does and hands the requirements, or the parse
+//! error, to the authorizer with the other attributes. A selector that does not parse is not
+//! an error of the check: kube gives the error to the authorizers, and RBAC ignores selectors.
 //!
 //! `authorizer` is a map holding `requestResource` and the checker itself (under a key no
 //! expression names); the calls are functions registered on the evaluation context that
@@ -14,7 +20,7 @@ use std::sync::Arc;
 use kube_cel::cel::{self, ExecutionError, FunctionContext, extractors::This, objects::Opaque};
 
 use crate::auth::Identity;
-use crate::rbac::{Attributes, Decision};
+use crate::rbac::{Attributes, Decision, SelectorAttributes};
 
 /// Decides one access check (the server's authorizer for the request's logical cluster).
 pub type Authorize = Arc<dyn Fn(&Attributes) -> Decision + Send + Sync>;
@@ -73,6 +79,10 @@ struct ResourceCheck {
     subresource: String,
     namespace: String,
     name: String,
+    /// `fieldSelector(f)`, unparsed (empty: none).
+    field_selector: String,
+    /// `labelSelector(l)`, unparsed (empty: none).
+    label_selector: String,
 }
 
 impl Opaque for ResourceCheck {
@@ -141,6 +151,8 @@ fn authorizer_value(checker: Checker, request: &RequestResource<'_>) -> cel::Val
         subresource: request.subresource.to_owned(),
         namespace: request.namespace.to_owned(),
         name: request.name.to_owned(),
+        field_selector: String::new(),
+        label_selector: String::new(),
     };
     let entries = [
         (
@@ -163,6 +175,8 @@ pub fn register(context: &mut cel::Context<'static>) {
     context.add_function("subresource", subresource);
     context.add_function("namespace", namespace);
     context.add_function("name", name);
+    context.add_function("fieldSelector", field_selector);
+    context.add_function("labelSelector", label_selector);
     context.add_function("path", path);
     context.add_function("serviceAccount", service_account);
     context.add_function("check", check);
@@ -220,6 +234,8 @@ fn resource(
         subresource: String::new(),
         namespace: String::new(),
         name: String::new(),
+        field_selector: String::new(),
+        label_selector: String::new(),
     })))
 }
 
@@ -251,6 +267,22 @@ fn namespace(
 
 fn name(ftx: &FunctionContext, This(this): This<cel::Value>, s: Arc<String>) -> Result<cel::Value> {
     with_resource(ftx, &this, |r| r.name = s.to_string())
+}
+
+fn field_selector(
+    ftx: &FunctionContext,
+    This(this): This<cel::Value>,
+    s: Arc<String>,
+) -> Result<cel::Value> {
+    with_resource(ftx, &this, |r| r.field_selector = s.to_string())
+}
+
+fn label_selector(
+    ftx: &FunctionContext,
+    This(this): This<cel::Value>,
+    s: Arc<String>,
+) -> Result<cel::Value> {
+    with_resource(ftx, &this, |r| r.label_selector = s.to_string())
 }
 
 fn path(
@@ -309,7 +341,11 @@ fn check(
                 &r.namespace,
             )
             .with_subresource(&r.subresource)
-            .with_name(&r.name);
+            .with_name(&r.name)
+            .with_selectors(SelectorAttributes::parse(
+                &r.field_selector,
+                &r.label_selector,
+            ));
             (r.checker, attrs)
         }
         _ => {
@@ -338,7 +374,8 @@ fn reason(ftx: &FunctionContext, This(this): This<cel::Value>) -> Result<Arc<Str
 }
 
 /// This server's authorizer answers without errors (RBAC's resolution problems are part of
-/// the reason, as kube's RBAC authorizer reports them).
+/// the reason, as kube's RBAC authorizer reports them; a selector that does not parse is an
+/// attribute RBAC ignores, not an error).
 fn errored(ftx: &FunctionContext, This(this): This<cel::Value>) -> Result<bool> {
     decision(ftx, &this).map(|_| false)
 }
@@ -374,6 +411,13 @@ mod tests {
     }
 
     fn eval(expression: &str) -> std::result::Result<cel::Value, String> {
+        eval_with(&authorize(), expression)
+    }
+
+    fn eval_with(
+        authorize: &Authorize,
+        expression: &str,
+    ) -> std::result::Result<cel::Value, String> {
         let mut context = cel::Context::default();
         register(&mut context);
         let alice = Identity {
@@ -389,7 +433,7 @@ mod tests {
             namespace: "ns",
             name: "a",
         };
-        context.add_variable_from_value("authorizer", value(&alice, &authorize(), &request));
+        context.add_variable_from_value("authorizer", value(&alice, authorize, &request));
         let program = cel::Program::compile(expression).map_err(|e| e.to_string())?;
         program.execute(&context).map_err(|e| e.to_string())
     }
@@ -452,5 +496,114 @@ mod tests {
     fn the_calls_need_the_values_they_are_made_for() {
         assert!(eval("'x'.group('apps')").is_err());
         assert!(eval("authorizer.group('apps').check('get')").is_err());
+        assert!(eval("'x'.fieldSelector('a=b')").is_err());
+        assert!(eval("authorizer.group('').labelSelector('a=b')").is_err());
+        assert!(eval("authorizer.path('/healthz').fieldSelector('a=b')").is_err());
+    }
+
+    /// An authorizer allowing everything that records the attributes it is asked about.
+    fn recording() -> (Authorize, Arc<std::sync::Mutex<Vec<Attributes>>>) {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let authorize: Authorize = Arc::new(move |attrs: &Attributes| {
+            log.lock().unwrap().push(attrs.clone());
+            Decision {
+                allowed: true,
+                reason: String::new(),
+            }
+        });
+        (authorize, seen)
+    }
+
+    /// The selectors of the only check `expression` makes.
+    fn selectors_checked(expression: &str) -> SelectorAttributes {
+        let (authorize, seen) = recording();
+        assert_eq!(
+            eval_with(&authorize, expression),
+            Ok(cel::Value::Bool(true)),
+            "{expression}"
+        );
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{expression}");
+        match &seen[0].target {
+            crate::rbac::Target::Resource(r) => r.selectors.clone(),
+            other => panic!("not a resource check: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn selectors_reach_the_authorizer_parsed() {
+        use crate::selector::{FieldSelector, LabelSelector};
+        let checked = selectors_checked(
+            "authorizer.group('').resource('pods').fieldSelector('spec.nodeName=x').labelSelector('app in (a,b),!tier').check('list').allowed()",
+        );
+        let field = FieldSelector::parse("spec.nodeName=x").unwrap();
+        assert_eq!(field.exact_match("spec.nodeName"), Some("x"));
+        let label = LabelSelector::parse("app in (a,b),!tier").unwrap();
+        assert_eq!(label.requirements().len(), 2);
+        assert_eq!(
+            checked,
+            SelectorAttributes {
+                field: Some(Ok(field)),
+                label: Some(Ok(label)),
+            }
+        );
+        // The request's own resource takes selectors too; the last call of each wins.
+        let checked = selectors_checked(
+            "authorizer.requestResource.labelSelector('a=b').labelSelector('c=d').check('list').allowed()",
+        );
+        assert_eq!(checked.field, None);
+        assert_eq!(checked.label, Some(LabelSelector::parse("c=d")));
+        // No selector, or an empty one, is none.
+        for expression in [
+            "authorizer.group('').resource('pods').check('list').allowed()",
+            "authorizer.group('').resource('pods').fieldSelector('').labelSelector('').check('list').allowed()",
+        ] {
+            assert_eq!(
+                selectors_checked(expression),
+                SelectorAttributes::default(),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn selectors_that_do_not_parse_reach_the_authorizer_as_errors() {
+        let checked = selectors_checked(
+            "authorizer.group('').resource('pods').fieldSelector('spec.nodeName').labelSelector('a in (').check('list').allowed()",
+        );
+        let field = checked.field.unwrap().unwrap_err();
+        assert_eq!(
+            field.message,
+            "invalid selector: 'spec.nodeName'; can't understand 'spec.nodeName'"
+        );
+        let label = checked.label.unwrap().unwrap_err();
+        assert!(
+            label.message.starts_with("unable to parse requirement"),
+            "{}",
+            label.message
+        );
+        // Kube's check is no error either: the authorizers get the parse errors and decide
+        // (RBAC ignoring selectors), so the decision is the one without the selectors.
+        for (expression, expected) in [
+            (
+                "authorizer.group('').resource('configmaps').namespace('ns').fieldSelector('bad').labelSelector('x in (').check('get').allowed()",
+                cel::Value::Bool(true),
+            ),
+            (
+                "authorizer.group('').resource('configmaps').namespace('ns').fieldSelector('bad').check('get').errored()",
+                cel::Value::Bool(false),
+            ),
+            (
+                "authorizer.group('').resource('configmaps').namespace('ns').labelSelector('x in (').check('get').error()",
+                cel::Value::String(Arc::new(String::new())),
+            ),
+            (
+                "authorizer.group('').resource('configmaps').namespace('other').fieldSelector('a=b').check('get').allowed()",
+                cel::Value::Bool(false),
+            ),
+        ] {
+            assert_eq!(eval(expression), Ok(expected), "{expression}");
+        }
     }
 }

@@ -59,6 +59,7 @@ pub fn check_policy(
         resource,
         subresource: String::new(),
         name: "*".to_owned(),
+        ..ResourceAttributes::default()
     };
     (!allowed(&attrs)).then(|| {
         Cause::forbidden(
@@ -100,6 +101,7 @@ pub fn check_binding(
         resource,
         subresource: String::new(),
         name: str_of(param_ref, "name").to_owned(),
+        ..ResourceAttributes::default()
     };
     (!allowed(&attrs)).then(|| {
         Cause::forbidden(

@@ -1,6 +1,7 @@
 //! Request attributes: who asks to do what, as kube-apiserver's authorizers see a request.
 
 use crate::auth::Identity;
+use crate::selector::{FieldSelector, LabelSelector, SelectorError};
 
 /// The object a resource request addresses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,6 +17,32 @@ pub struct ResourceAttributes {
     /// Object name; empty for create, list, watch and deletecollection (unless a list or watch
     /// carries `fieldSelector=metadata.name=<name>`, which kube-apiserver turns into the name).
     pub name: String,
+    /// The field and label selectors the check carries (kube's `AuthorizeWithSelectors`).
+    pub selectors: SelectorAttributes,
+}
+
+/// The field and label selectors of a resource check, as kube-apiserver hands them to its
+/// authorizers (`FieldSelectorRequirements` / `FieldSelectorParsingErr` and the label
+/// counterparts of its authorization attributes): each selector parsed into requirements, or
+/// the error that kept it from parsing (then it has no requirements). RBAC ignores them, as
+/// kube's RBAC authorizer does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SelectorAttributes {
+    /// The field selector; `None` when the check has none (an empty selector is none).
+    pub field: Option<Result<FieldSelector, SelectorError>>,
+    /// The label selector; `None` when the check has none (an empty selector is none).
+    pub label: Option<Result<LabelSelector, SelectorError>>,
+}
+
+impl SelectorAttributes {
+    /// Parses the selector strings as kube does (`fields.ParseSelector`,
+    /// `labels.ParseToRequirements`), an empty string standing for no selector.
+    pub fn parse(field: &str, label: &str) -> Self {
+        SelectorAttributes {
+            field: (!field.is_empty()).then(|| FieldSelector::parse(field)),
+            label: (!label.is_empty()).then(|| LabelSelector::parse(label)),
+        }
+    }
 }
 
 impl ResourceAttributes {
@@ -93,6 +120,14 @@ impl Attributes {
     pub fn with_name(mut self, name: &str) -> Self {
         if let Target::Resource(r) = &mut self.target {
             r.name = name.to_owned();
+        }
+        self
+    }
+
+    /// The same request carrying these selectors (a resource request only).
+    pub fn with_selectors(mut self, selectors: SelectorAttributes) -> Self {
+        if let Target::Resource(r) = &mut self.target {
+            r.selectors = selectors;
         }
         self
     }

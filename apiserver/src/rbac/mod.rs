@@ -29,7 +29,7 @@ pub mod rules;
 mod signer;
 
 pub use aggregation::{Aggregators, aggregated_rules};
-pub use attributes::{Attributes, ResourceAttributes, Target};
+pub use attributes::{Attributes, ResourceAttributes, SelectorAttributes, Target};
 pub use authorizer::{Decision, SYSTEM_MASTERS};
 pub use escalation::{
     RbacWrite, check_escalation, confirm_no_escalation, only_gc_fields_changed, rules_of,

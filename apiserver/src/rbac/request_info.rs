@@ -133,6 +133,7 @@ mod tests {
             resource: resource.into(),
             subresource: sub.into(),
             name: name.into(),
+            ..ResourceAttributes::default()
         })
     }
 

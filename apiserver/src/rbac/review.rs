@@ -97,6 +97,7 @@ fn attributes_from_spec(spec: &Value, user: Identity) -> Attributes {
                 resource: str_field(r, "resource").to_owned(),
                 subresource: str_field(r, "subresource").to_owned(),
                 name: str_field(r, "name").to_owned(),
+                ..ResourceAttributes::default()
             }),
         }
     } else {

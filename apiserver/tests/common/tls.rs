@@ -59,15 +59,27 @@ impl TlsServer {
 
     /// A kube client for another server URL (e.g. a `/clusters/{name}` prefix).
     pub async fn client_for(&self, url: &str) -> kube::Client {
+        kube::Client::try_from(self.config_for(url).await).unwrap()
+    }
+
+    /// A kube client over HTTPS that acts as `user` (in `system:authenticated`): the admin
+    /// impersonating it.
+    pub async fn client_as(&self, user: &str) -> kube::Client {
+        let mut config = self.config_for(&self.url).await;
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_owned()]);
+        kube::Client::try_from(config).unwrap()
+    }
+
+    async fn config_for(&self, url: &str) -> kube::Config {
         let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
         let text = text.replace(&self.url, url);
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(
+        kube::Config::from_custom_kubeconfig(
             kubeconfig,
             &kube::config::KubeConfigOptions::default(),
         )
         .await
-        .unwrap();
-        kube::Client::try_from(config).unwrap()
+        .unwrap()
     }
 }
