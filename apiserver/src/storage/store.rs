@@ -101,8 +101,11 @@ struct State {
     /// The events of `history` by bucket, oldest first: a watch resumed on one resource reads
     /// that resource's changes without stepping over every other resource's.
     bucket_history: HashMap<Bucket, VecDeque<Arc<Event>>>,
-    /// Sum of the object sizes of the events in `history`.
+    /// What the events in `history` keep alive (see [`event_bytes`] and `shared_prevs`).
     history_bytes: usize,
+    /// Sizes of previous versions not yet counted in `history_bytes`, by the revision of the
+    /// event in the window that also holds them as its object: counted once that event leaves.
+    shared_prevs: HashMap<Revision, usize>,
     watchers: Mutex<Watchers>,
 }
 
@@ -321,7 +324,6 @@ impl Store {
                 .or_default()
                 .insert((key.namespace, key.name), object);
         }
-        let history_bytes = loaded.history.iter().map(event_bytes).sum();
         // What the backend holds; the committer sends floors that move from here on (the trim
         // below included).
         let persisted_floors: HashMap<Bucket, Revision> =
@@ -335,15 +337,22 @@ impl Store {
             bucket_writes,
             history: loaded.history.into_iter().map(Arc::new).collect(),
             bucket_history: HashMap::new(),
-            history_bytes,
+            history_bytes: 0,
+            shared_prevs: HashMap::new(),
             watchers: Mutex::new(Watchers::default()),
         };
-        for event in &state.history {
+        let kept: Vec<Arc<Event>> = state.history.iter().cloned().collect();
+        // The revision of each key's latest kept event so far: the previous write of the key's
+        // next kept event.
+        let mut latest: HashMap<&ObjectKey, Revision> = HashMap::new();
+        for event in &kept {
             state
                 .bucket_history
                 .entry(event.key.bucket.clone())
                 .or_default()
                 .push_back(event.clone());
+            let prev_rev = latest.insert(&event.key, event.rev);
+            count_new_event(&mut state, event, prev_rev);
         }
         trim_history(&mut state, &config);
         let shared = Arc::new(Shared {
@@ -379,6 +388,26 @@ impl Store {
             history_events: state.history.len(),
             history_bytes: state.history_bytes,
         }
+    }
+
+    /// How many objects of each resource the store holds and their serialized size, by
+    /// `group/resource` over all logical clusters, largest first.
+    pub fn object_bytes_by_resource(&self) -> Vec<(String, usize, usize)> {
+        let state = read_state(&self.shared);
+        let mut by_resource: HashMap<&str, (usize, usize)> = HashMap::new();
+        for (bucket, objects) in &state.buckets {
+            let entry = by_resource.entry(&bucket.resource).or_default();
+            for object in objects.values() {
+                entry.0 += 1;
+                entry.1 += object.value.len();
+            }
+        }
+        let mut sizes: Vec<_> = by_resource
+            .into_iter()
+            .map(|(resource, (n, bytes))| (resource.to_owned(), n, bytes))
+            .collect();
+        sizes.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        sizes
     }
 
     /// Whether the store takes writes: `Err` with the backend's reason when its last commit
@@ -915,12 +944,28 @@ fn prepare(
 /// and the window's slot.
 const EVENT_OVERHEAD: usize = 160;
 
-/// What an event in the history keeps alive: its object, its key and bookkeeping. Its previous
-/// object is the object of the key's event before it — shared while that event is in the
-/// window, so not counted again; only the oldest event of each key holds a previous version
-/// alone, which bounds what the budget leaves out to one version per key.
+/// What an event in the history keeps alive besides its previous object: its object, its key
+/// and bookkeeping. Its previous object is the object of the key's event before it: counted
+/// with this event when that event is not in the window, else once that event leaves it (until
+/// then the two share one copy).
 fn event_bytes(event: &Event) -> usize {
     event.object.len() + event.key.namespace.len() + event.key.name.len() + EVENT_OVERHEAD
+}
+
+/// Size of an event's previous object.
+fn prev_bytes(event: &Event) -> usize {
+    event.prev.as_ref().map_or(0, Bytes::len)
+}
+
+/// Adds `event`, whose key's previous write was at `prev_rev` (if any), to the window's count.
+fn count_new_event(state: &mut State, event: &Event, prev_rev: Option<Revision>) {
+    state.history_bytes += event_bytes(event);
+    match prev_rev {
+        Some(rev) if rev > state.compacted && event.prev.is_some() => {
+            state.shared_prevs.insert(rev, prev_bytes(event));
+        }
+        _ => state.history_bytes += prev_bytes(event),
+    }
 }
 
 /// Drops the oldest events while the history window is over its event count, or over its byte
@@ -935,7 +980,14 @@ fn trim_history(state: &mut State, config: &StoreConfig) {
         let Some(old) = state.history.pop_front() else {
             break;
         };
-        state.history_bytes = state.history_bytes.saturating_sub(event_bytes(&old));
+        // Its own previous object was counted by now: its key's earlier event left first.
+        state.history_bytes = state
+            .history_bytes
+            .saturating_sub(event_bytes(&old) + prev_bytes(&old));
+        // A later event of its key that holds its object as previous now holds it alone.
+        if let Some(bytes) = state.shared_prevs.remove(&old.rev) {
+            state.history_bytes += bytes;
+        }
         // The oldest event of the window is the oldest of its bucket.
         if let Some(events) = state.bucket_history.get_mut(&old.key.bucket) {
             events.pop_front();
@@ -956,21 +1008,17 @@ fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
             .insert(event.key.bucket.clone(), event.rev);
         let objects = state.buckets.entry(event.key.bucket.clone()).or_default();
         let k = (event.key.namespace.clone(), event.key.name.clone());
-        match event.kind {
-            EventKind::Deleted => {
-                objects.remove(&k);
-            }
-            _ => {
-                objects.insert(
-                    k,
-                    StoredObject {
-                        rev: event.rev,
-                        value: event.object.clone(),
-                    },
-                );
-            }
-        }
-        state.history_bytes += event_bytes(event);
+        let replaced = match event.kind {
+            EventKind::Deleted => objects.remove(&k),
+            _ => objects.insert(
+                k,
+                StoredObject {
+                    rev: event.rev,
+                    value: event.object.clone(),
+                },
+            ),
+        };
+        count_new_event(&mut state, event, replaced.map(|o| o.rev));
         state.history.push_back(event.clone());
         state
             .bucket_history
@@ -1239,6 +1287,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn previous_versions_count_against_the_history_budget() {
+        let config = StoreConfig {
+            history_bytes: 4_600,
+            history_min_events: 1,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let big = "x".repeat(900);
+        let created = store.create(key("ns", "a"), cm("a", &big)).await.unwrap();
+        store
+            .update(key("ns", "a"), cm("a", &big), None)
+            .await
+            .unwrap();
+        // While the create is in the window its object is the update's previous version too:
+        // one copy, counted once.
+        let both = store.stats();
+        assert_eq!(both.history_events, 2);
+        assert!(both.history_bytes < 2_600, "{both:?}");
+        for n in 0..2 {
+            store
+                .update(key("ns", "a"), cm("a", &format!("{big}{n}")), None)
+                .await
+                .unwrap();
+        }
+        // Four versions of ~1,160 bytes each (object and bookkeeping) do not fit in 4,600: the
+        // create left, and its object, still the first update's previous version, is counted.
+        let stats = store.stats();
+        assert_eq!(stats.history_events, 3, "{stats:?}");
+        assert!(stats.history_bytes > 3_000 + 900, "{stats:?}");
+        assert!(matches!(
+            store.changes_since(&Bucket::new("", "/configmaps"), created.rev - 1),
+            Err(StorageError::Compacted { .. })
+        ));
+    }
+
+    #[tokio::test]
     async fn changes_since_reads_history_without_watching() {
         let config = StoreConfig {
             history_window: 4,
@@ -1332,7 +1416,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
         let bucket = Bucket::new("", "/configmaps");
-        let (seen, last) = {
+        let (seen, last, before) = {
             let store =
                 Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
             store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
@@ -1347,10 +1431,12 @@ mod tests {
                 .unwrap();
             store.create(key("ns", "c"), cm("c", "1")).await.unwrap();
             let last = store.delete(key("ns", "b"), None).await.unwrap().rev;
-            (seen, last)
+            (seen, last, store.stats())
         };
         let store =
             Store::open(SqliteBackend::open(&path).unwrap(), StoreConfig::default()).unwrap();
+        // The reopened window counts what it holds as the running one did.
+        assert_eq!(store.stats().history_bytes, before.history_bytes);
         assert_eq!(store.revision(), last);
         // A watcher that had seen `b` created resumes: it gets exactly what came after.
         let resumed = store

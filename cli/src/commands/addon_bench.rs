@@ -49,6 +49,10 @@ pub struct BenchAddonsArgs {
     /// Deployment), so that this one's RSS leaves it out; its RSS is printed apart.
     #[arg(long)]
     manager_process: bool,
+    /// After every addon is Available, measure the hub's RSS again this many seconds later,
+    /// once the rollout's last writes and their watch traffic are over (0: do not).
+    #[arg(long, default_value_t = 0)]
+    settle_seconds: u64,
 }
 
 /// The bench addons' names: `bench-addon-1` … `bench-addon-<count>`.
@@ -145,7 +149,9 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     );
     bind_everything(&admin).await?;
     let (rss_before, _) = process_usage();
+    let parts_before = super::bench::rss_parts();
     let stored_before = hub.server.store().stats();
+    let by_resource_before = hub.server.store().object_bytes_by_resource();
 
     let addon_names = addon_names(args.addons);
     let expected: BTreeSet<(String, String)> = names
@@ -188,12 +194,24 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     };
     let (created, available) = waiter.await.context("watching the addons")??;
     let (rss_after, _) = process_usage();
+    let parts_after = super::bench::rss_parts();
     println!(
         "  {} ManagedClusterAddOns: all created after {:.1} s, all Available after {:.1} s",
         expected.len(),
         created.as_secs_f64(),
         available.as_secs_f64()
     );
+    if args.settle_seconds > 0 {
+        // A deliberate wait: the figure asked for is the RSS some time after the rollout.
+        tokio::time::sleep(std::time::Duration::from_secs(args.settle_seconds)).await;
+        let (rss_settled, _) = process_usage();
+        println!(
+            "  RSS of this process {} s after all Available: {:.0} MiB ({:+.0} MiB from before)",
+            args.settle_seconds,
+            rss_settled as f64 / 1024.0,
+            (rss_settled as f64 - rss_before as f64) / 1024.0
+        );
+    }
     let manager_rss = manager_process
         .as_ref()
         .and_then(super::addon_bench_manager::ManagerProcess::pid)
@@ -217,6 +235,13 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         rss_after as f64 / 1024.0,
         (rss_after as f64 - rss_before as f64) / 1024.0
     );
+    println!(
+        "    anonymous {:.0} → {:.0} MiB, file-backed {:.0} → {:.0} MiB",
+        parts_before.0 as f64 / 1024.0,
+        parts_after.0 as f64 / 1024.0,
+        parts_before.1 as f64 / 1024.0,
+        parts_after.1 as f64 / 1024.0,
+    );
     let stored = hub.server.store().stats();
     let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
     println!(
@@ -228,6 +253,21 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         mib(stored.history_bytes),
         mib(stored.history_bytes) - mib(stored_before.history_bytes),
     );
+    for (resource, count, bytes) in hub.server.store().object_bytes_by_resource() {
+        let (count_before, bytes_before) = by_resource_before
+            .iter()
+            .find(|(r, _, _)| *r == resource)
+            .map_or((0, 0), |(_, n, b)| (*n, *b));
+        if bytes == bytes_before {
+            continue;
+        }
+        println!(
+            "    {resource}: {count} objects ({:+}), {:.1} MiB ({:+.1} MiB)",
+            count as i64 - count_before as i64,
+            mib(bytes),
+            mib(bytes) - mib(bytes_before),
+        );
+    }
     if let Some(rss) = manager_rss {
         println!(
             "  RSS of the addon manager process: {:.0} MiB",

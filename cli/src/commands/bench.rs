@@ -121,6 +121,21 @@ pub(crate) fn process_usage() -> (u64, f64) {
     (rss_kib, cpu)
 }
 
+/// The anonymous (heap, stacks) and file-backed (program text, mapped files) parts of this
+/// process's resident set, in KiB, from `/proc/self/status` (zeros when they cannot be read).
+pub(crate) fn rss_parts() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field("RssAnon:"), field("RssFile:"))
+}
+
 /// Resident set size of process `pid` in KiB (0 when it cannot be read).
 pub(crate) fn rss_of(pid: u32) -> u64 {
     rss_from(&format!("/proc/{pid}/status"))
