@@ -36,16 +36,16 @@ pub fn is_template_addon(cma: &ClusterManagementAddOn) -> bool {
 }
 
 /// Which running template addons to start and stop, given the ClusterManagementAddOns that are
-/// template addons and the addons that still have ManagedClusterAddOns — pure.
+/// template addons and whether an addon still has ManagedClusterAddOns — pure.
 fn changes(
     wanted: &BTreeSet<String>,
-    with_addons: &BTreeSet<String>,
+    has_addons: impl Fn(&str) -> bool,
     running: &BTreeSet<String>,
 ) -> (Vec<String>, Vec<String>) {
     let start = wanted.difference(running).cloned().collect();
     let stop = running
         .iter()
-        .filter(|name| !wanted.contains(*name) && !with_addons.contains(*name))
+        .filter(|name| !wanted.contains(*name) && !has_addons(name))
         .cloned()
         .collect();
     (start, stop)
@@ -95,13 +95,14 @@ pub async fn run_template_addons(
             .filter(|c| is_template_addon(c))
             .filter_map(|c| c.metadata.name.clone())
             .collect();
-        let with_addons: BTreeSet<String> = mcas
-            .state()
-            .iter()
-            .filter_map(|m| m.metadata.name.clone())
-            .collect();
+        // Asked only of running addons that are no longer wanted: no pass over every
+        // ManagedClusterAddOn of the hub on each of their events.
+        let has_addons = |name: &str| {
+            mcas.find(|m| m.metadata.name.as_deref() == Some(name))
+                .is_some()
+        };
         let names: BTreeSet<String> = running.keys().cloned().collect();
-        let (start, stop) = changes(&wanted, &with_addons, &names);
+        let (start, stop) = changes(&wanted, has_addons, &names);
         for name in start {
             tracing::info!(addon = name, "starting the template addon");
             let child = shutdown.child();
@@ -203,9 +204,11 @@ mod tests {
 
     #[test]
     fn template_addons_stop_only_once_their_addons_are_gone() {
-        let (start, stop) = changes(&set(&["a", "b"]), &set(&[]), &set(&["b"]));
+        let none = set(&[]);
+        let (start, stop) = changes(&set(&["a", "b"]), |n| none.contains(n), &set(&["b"]));
         assert_eq!((start, stop), (vec!["a".to_owned()], vec![]));
-        let (start, stop) = changes(&set(&[]), &set(&["b"]), &set(&["b", "c"]));
+        let b = set(&["b"]);
+        let (start, stop) = changes(&set(&[]), |n| b.contains(n), &set(&["b", "c"]));
         assert_eq!((start, stop), (vec![], vec!["c".to_owned()]));
     }
 

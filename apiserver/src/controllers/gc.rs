@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::system_ctx;
@@ -25,47 +26,66 @@ enum Work {
     Orphan(ObjectKey),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 struct OwnerRef {
     api_version: String,
     kind: String,
     name: String,
     uid: String,
+    #[serde(rename = "blockOwnerDeletion", deserialize_with = "null_is_false")]
     block: bool,
 }
 
-fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
-    meta::metadata(obj)
-        .and_then(|m| m.get("ownerReferences"))
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .map(|r| OwnerRef {
-                    api_version: r
-                        .get("apiVersion")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    kind: r
-                        .get("kind")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    name: r
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    uid: r
-                        .get("uid")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    block: r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+fn null_is_false<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
+}
+
+/// The part of an object the collector reads: parsed from the stored bytes without building
+/// the whole object (the collector sees every write of the server).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Head {
+    metadata: Option<HeadMeta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct HeadMeta {
+    uid: Option<String>,
+    owner_references: Option<Vec<OwnerRef>>,
+    finalizers: Option<Vec<Option<String>>>,
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+impl Head {
+    fn parse(bytes: &[u8]) -> Option<Head> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    fn meta(&self) -> Option<&HeadMeta> {
+        self.metadata.as_ref()
+    }
+
+    fn uid(&self) -> &str {
+        self.meta().and_then(|m| m.uid.as_deref()).unwrap_or("")
+    }
+
+    fn refs(&self) -> &[OwnerRef] {
+        self.meta()
+            .and_then(|m| m.owner_references.as_deref())
+            .unwrap_or(&[])
+    }
+
+    fn is_deleting(&self) -> bool {
+        self.meta().is_some_and(|m| m.deletion_timestamp.is_some())
+    }
+
+    fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.meta()
+            .and_then(|m| m.finalizers.as_ref())
+            .is_some_and(|f| f.iter().flatten().any(|f| f == finalizer))
+    }
 }
 
 #[derive(Default)]
@@ -126,31 +146,34 @@ impl Gc {
         }
     }
 
-    fn observe(&mut self, key: &ObjectKey, obj: Option<&Value>, prev: Option<&Value>) {
+    fn observe(&mut self, key: &ObjectKey, obj: Option<&Head>, prev: Option<&Head>) {
         let cluster = key.bucket.cluster.to_string();
         match obj {
             None => {
                 self.graph.set(key, &[]);
                 if let Some(prev) = prev {
-                    let uid = meta::meta_str(prev, "uid").to_owned();
-                    for dep in self.graph.dependents_of(&cluster, &uid) {
+                    for dep in self.graph.dependents_of(&cluster, prev.uid()) {
                         self.push(Work::Dependent(dep));
                     }
                 }
             }
             Some(obj) => {
-                let refs = owner_refs(obj);
-                self.graph.set(key, &refs);
-                if !refs.is_empty() {
-                    self.push(Work::Dependent(key.clone()));
+                let refs = obj.refs();
+                // As kube's collector: a dependent is checked when it appears or its
+                // references change, not on every write (its owners did not change).
+                let changed = prev.is_none_or(|p| p.refs() != refs);
+                if changed {
+                    self.graph.set(key, refs);
+                    if !refs.is_empty() {
+                        self.push(Work::Dependent(key.clone()));
+                    }
                 }
-                if meta::is_deleting(obj) {
-                    let fins = meta::finalizers(obj);
-                    if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
+                if obj.is_deleting() {
+                    if obj.has_finalizer(FOREGROUND_FINALIZER) {
                         self.pending.insert(Work::Foreground(key.clone()));
                         self.push(Work::Foreground(key.clone()));
                     }
-                    if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+                    if obj.has_finalizer(ORPHAN_FINALIZER) {
                         self.pending.insert(Work::Orphan(key.clone()));
                         self.push(Work::Orphan(key.clone()));
                     }
@@ -158,16 +181,19 @@ impl Gc {
             }
         }
         // A change of a dependent may unblock owners waiting in the foreground.
-        for r in prev.map(owner_refs).unwrap_or_default() {
-            if let Some((owner, _)) = self.owner_key(key, &r) {
-                self.push(Work::Foreground(owner));
+        for r in prev.map(Head::refs).unwrap_or_default() {
+            if let Some((owner, _)) = self.owner_key(key, r) {
+                let waiting = Work::Foreground(owner);
+                if self.pending.contains(&waiting) {
+                    self.push(waiting);
+                }
             }
         }
     }
 
-    fn get(&self, key: &ObjectKey) -> Option<Value> {
+    fn get(&self, key: &ObjectKey) -> Option<Head> {
         let stored = self.inner.store.get(key)?;
-        serde_json::from_slice(&stored.value).ok()
+        Head::parse(&stored.value)
     }
 
     /// The storage key of an owner reference, and whether its kind is known.
@@ -202,26 +228,22 @@ impl Gc {
 
     async fn dependent(&mut self, key: &ObjectKey) {
         let Some(obj) = self.get(key) else { return };
-        let refs = owner_refs(&obj);
+        let refs = obj.refs();
         if refs.is_empty() {
             return;
         }
         let mut solid = 0;
         let mut waiting = 0;
         let mut dangling: Vec<String> = Vec::new();
-        for r in &refs {
+        for r in refs {
             let Some((owner_key, _)) = self.owner_key(key, r) else {
                 // Unknown kind: cannot verify, treat as present.
                 solid += 1;
                 continue;
             };
             match self.get(&owner_key) {
-                Some(owner) if meta::meta_str(&owner, "uid") == r.uid => {
-                    if meta::is_deleting(&owner)
-                        && meta::finalizers(&owner)
-                            .iter()
-                            .any(|f| f == FOREGROUND_FINALIZER)
-                    {
+                Some(owner) if owner.uid() == r.uid => {
+                    if owner.is_deleting() && owner.has_finalizer(FOREGROUND_FINALIZER) {
                         waiting += 1;
                     } else {
                         solid += 1;
@@ -243,7 +265,7 @@ impl Gc {
             self.remove_refs(key, &dangling).await;
             return;
         }
-        if meta::is_deleting(&obj) {
+        if obj.is_deleting() {
             return;
         }
         let propagation = if waiting > 0 {
@@ -254,7 +276,7 @@ impl Gc {
         let Some(mut ctx) = self.ctx(key) else { return };
         let opts = DeleteOptions {
             propagation: Some(propagation),
-            uid: Some(meta::meta_str(&obj, "uid").to_owned()),
+            uid: Some(obj.uid().to_owned()),
             ..DeleteOptions::default()
         };
         if let Err(err) = ctx.delete(&key.namespace, &key.name, &opts).await {
@@ -323,32 +345,28 @@ impl Gc {
     }
 
     /// Dependents still referencing `uid`, with whether they block the owner.
-    fn live_dependents(&self, cluster: &str, uid: &str) -> Vec<(ObjectKey, Value, bool)> {
+    fn live_dependents(&self, cluster: &str, uid: &str) -> Vec<(ObjectKey, Head, bool)> {
         self.graph
             .dependents_of(cluster, uid)
             .into_iter()
             .filter_map(|k| {
                 let obj = self.get(&k)?;
-                let r = owner_refs(&obj).into_iter().find(|r| r.uid == uid)?;
-                Some((k, obj, r.block))
+                let block = obj.refs().iter().find(|r| r.uid == uid)?.block;
+                Some((k, obj, block))
             })
             .collect()
     }
 
     async fn foreground(&mut self, key: &ObjectKey) {
         let Some(owner) = self.get(key) else { return };
-        if !meta::is_deleting(&owner)
-            || !meta::finalizers(&owner)
-                .iter()
-                .any(|f| f == FOREGROUND_FINALIZER)
-        {
+        if !owner.is_deleting() || !owner.has_finalizer(FOREGROUND_FINALIZER) {
             return;
         }
-        let uid = meta::meta_str(&owner, "uid").to_owned();
+        let uid = owner.uid().to_owned();
         let cluster = key.bucket.cluster.to_string();
         let deps = self.live_dependents(&cluster, &uid);
         for (dep, obj, _) in &deps {
-            if !meta::is_deleting(obj) {
+            if !obj.is_deleting() {
                 self.dependent(dep).await;
             }
         }
@@ -363,14 +381,10 @@ impl Gc {
 
     async fn orphan(&mut self, key: &ObjectKey) {
         let Some(owner) = self.get(key) else { return };
-        if !meta::is_deleting(&owner)
-            || !meta::finalizers(&owner)
-                .iter()
-                .any(|f| f == ORPHAN_FINALIZER)
-        {
+        if !owner.is_deleting() || !owner.has_finalizer(ORPHAN_FINALIZER) {
             return;
         }
-        let uid = meta::meta_str(&owner, "uid").to_owned();
+        let uid = owner.uid().to_owned();
         let cluster = key.bucket.cluster.to_string();
         for (dep, _, _) in self.live_dependents(&cluster, &uid) {
             self.remove_refs(&dep, std::slice::from_ref(&uid)).await;
@@ -390,7 +404,7 @@ impl Gc {
         self.pending.clear();
         for work in pending {
             if let Work::Foreground(k) | Work::Orphan(k) = &work
-                && self.get(k).is_some_and(|o| meta::is_deleting(&o))
+                && self.get(k).is_some_and(|o| o.is_deleting())
             {
                 self.pending.insert(work.clone());
                 self.push(work);
@@ -402,7 +416,7 @@ impl Gc {
         for bucket in self.inner.store.buckets() {
             let (_, items) = self.inner.store.list(&bucket, None, None);
             for (ns, name, object) in items {
-                let Ok(obj) = serde_json::from_slice::<Value>(&object.value) else {
+                let Some(obj) = Head::parse(&object.value) else {
                     continue;
                 };
                 let key = ObjectKey::new(bucket.clone(), &ns, &name);
@@ -412,16 +426,12 @@ impl Gc {
     }
 }
 
-fn parse(bytes: &[u8]) -> Option<Value> {
-    serde_json::from_slice(bytes).ok()
-}
-
 fn handle_event(gc: &mut Gc, event: &Event) {
-    let prev = event.prev.as_deref().and_then(parse);
+    let prev = event.prev.as_deref().and_then(Head::parse);
     match event.kind {
         EventKind::Deleted => gc.observe(&event.key, None, prev.as_ref()),
         _ => {
-            let obj = parse(&event.object);
+            let obj = Head::parse(&event.object);
             gc.observe(&event.key, obj.as_ref(), prev.as_ref());
         }
     }
@@ -457,5 +467,32 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             _ = resync.tick() => gc.resync(),
             _ = shutdown.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_reads_what_the_collector_needs() {
+        let head = Head::parse(
+            br#"{"kind":"ConfigMap","data":{"a":"b"},"metadata":{"name":"c","uid":"u1",
+            "deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["foregroundDeletion"],
+            "ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u0",
+            "blockOwnerDeletion":true},{"apiVersion":"v1","kind":"Secret","name":"s",
+            "uid":"u2","blockOwnerDeletion":null}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(head.uid(), "u1");
+        assert!(head.is_deleting());
+        assert!(head.has_finalizer(FOREGROUND_FINALIZER));
+        assert!(!head.has_finalizer(ORPHAN_FINALIZER));
+        let refs: Vec<_> = head.refs().iter().map(|r| (&*r.uid, r.block)).collect();
+        assert_eq!(refs, [("u0", true), ("u2", false)]);
+        let bare = Head::parse(br#"{"metadata":{"deletionTimestamp":null}}"#).unwrap();
+        assert!(!bare.is_deleting());
+        assert!(bare.refs().is_empty());
+        assert_eq!(bare.uid(), "");
     }
 }
