@@ -335,13 +335,13 @@ impl Store {
             floor_base: loaded.floor_base.min(loaded.revision),
             buckets,
             bucket_writes,
-            history: loaded.history.into_iter().map(Arc::new).collect(),
+            history: VecDeque::new(),
             bucket_history: HashMap::new(),
             history_bytes: 0,
             shared_prevs: HashMap::new(),
             watchers: Mutex::new(Watchers::default()),
         };
-        let kept: Vec<Arc<Event>> = state.history.iter().cloned().collect();
+        let kept: VecDeque<Arc<Event>> = loaded.history.into_iter().map(Arc::new).collect();
         // The revision of each key's latest kept event so far: the previous write of the key's
         // next kept event.
         let mut latest: HashMap<&ObjectKey, Revision> = HashMap::new();
@@ -354,6 +354,7 @@ impl Store {
             let prev_rev = latest.insert(&event.key, event.rev);
             count_new_event(&mut state, event, prev_rev);
         }
+        state.history = kept;
         trim_history(&mut state, &config);
         let shared = Arc::new(Shared {
             state: RwLock::new(state),

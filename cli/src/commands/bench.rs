@@ -125,15 +125,10 @@ pub(crate) fn process_usage() -> (u64, f64) {
 /// process's resident set, in KiB, from `/proc/self/status` (zeros when they cannot be read).
 pub(crate) fn rss_parts() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (field("RssAnon:"), field("RssFile:"))
+    (
+        status_field(&status, "RssAnon:"),
+        status_field(&status, "RssFile:"),
+    )
 }
 
 /// Resident set size of process `pid` in KiB (0 when it cannot be read).
@@ -143,14 +138,17 @@ pub(crate) fn rss_of(pid: u32) -> u64 {
 
 /// `VmRSS` of a `/proc/<pid>/status` file, in KiB (0 when it cannot be read).
 fn rss_from(path: &str) -> u64 {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
+    std::fs::read_to_string(path).map_or(0, |status| status_field(&status, "VmRSS:"))
+}
+
+/// The KiB figure of field `name` (with its colon) of a `/proc/<pid>/status` text (0 when
+/// absent).
+fn status_field(status: &str, name: &str) -> u64 {
+    status
+        .lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0)
 }
 
