@@ -151,6 +151,8 @@ pub(crate) struct Inner {
     pub(crate) serving_port: watch::Sender<u16>,
     /// Request counters of the default cluster, served at `/metrics`.
     pub(crate) metrics: crate::metrics::Metrics,
+    /// Watch events of converted resources, encoded once for all their watchers.
+    pub(crate) watch_encodings: crate::handlers::watch_shared::SharedEncodings,
 }
 
 /// An embedded Kubernetes-compatible API server. Cheap to clone.
@@ -231,6 +233,7 @@ impl ApiServer {
             admission_policies: crate::policy::PolicyCache::default(),
             serving_port,
             metrics: crate::metrics::Metrics::default(),
+            watch_encodings: Default::default(),
         });
         let server = ApiServer { inner };
         server.load_crds();

@@ -7,6 +7,8 @@ use crate::common;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+
 use common::crd::{crd_from_json, install};
 use common::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -216,6 +218,127 @@ async fn multiple_versions_with_and_without_hook() {
     assert_eq!(as_alpha.data["spec"]["converted"], true);
     let list = alpha.list(&Default::default()).await.unwrap();
     assert_eq!(list.items[0].data["spec"]["converted"], true);
+}
+
+/// The next watch event of `stream` as (type, apiVersion, spec.converted, label `team`).
+async fn next_gadget<S>(stream: &mut S) -> (String, String, Value, Value)
+where
+    S: futures::Stream<Item = kube::Result<kube::api::WatchEvent<DynamicObject>>> + Unpin,
+{
+    use kube::api::WatchEvent;
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
+        .await
+        .expect("event in time")
+        .expect("stream open")
+        .expect("event ok");
+    let (kind, obj) = match event {
+        WatchEvent::Added(o) => ("ADDED", o),
+        WatchEvent::Modified(o) => ("MODIFIED", o),
+        WatchEvent::Deleted(o) => ("DELETED", o),
+        other => panic!("{other:?}"),
+    };
+    (
+        kind.to_owned(),
+        obj.types.map(|t| t.api_version).unwrap_or_default(),
+        obj.data["spec"]["converted"].clone(),
+        obj.labels().get("team").map_or(Value::Null, |t| json!(t)),
+    )
+}
+
+#[tokio::test]
+async fn watchers_of_each_version_see_events_in_their_version() {
+    let (server, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    server.register_conversion(
+        "test.ocm.io",
+        "Gadget",
+        Arc::new(|mut obj: Value, to: &str| {
+            if to == "test.ocm.io/v1alpha1" {
+                obj["spec"]["converted"] = json!(true);
+            } else if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("converted");
+            }
+            obj["apiVersion"] = json!(to);
+            Ok(obj)
+        }),
+    );
+    let alpha = api(&client, "v1alpha1");
+    let v1 = api(&client, "v1");
+    let params = kube::api::WatchParams::default();
+    // Two watchers of v1alpha1 and one of v1 without selectors, one of v1alpha1 selecting a
+    // label: every one must get each event in its own version.
+    let mut alpha_a = alpha.watch(&params, "0").await.unwrap().boxed();
+    let mut alpha_b = alpha.watch(&params, "0").await.unwrap().boxed();
+    let mut plain = v1.watch(&params, "0").await.unwrap().boxed();
+    let mut team = alpha
+        .watch(&params.clone().labels("team=a"), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let mut obj = gadget("v1", "w", json!({"mode": "fast"}));
+    obj.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+    v1.create(&PostParams::default(), &obj).await.unwrap();
+    let alpha_added = (
+        "ADDED".to_owned(),
+        "test.ocm.io/v1alpha1".to_owned(),
+        json!(true),
+        json!("a"),
+    );
+    assert_eq!(next_gadget(&mut alpha_a).await, alpha_added);
+    assert_eq!(next_gadget(&mut alpha_b).await, alpha_added);
+    assert_eq!(next_gadget(&mut team).await, alpha_added);
+    assert_eq!(
+        next_gadget(&mut plain).await,
+        (
+            "ADDED".to_owned(),
+            "test.ocm.io/v1".to_owned(),
+            Value::Null,
+            json!("a")
+        )
+    );
+    // The label goes: the selecting watcher sees the object leave, the others a change.
+    v1.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
+    )
+    .await
+    .unwrap();
+    let alpha_changed = (
+        "MODIFIED".to_owned(),
+        "test.ocm.io/v1alpha1".to_owned(),
+        json!(true),
+        json!("b"),
+    );
+    assert_eq!(next_gadget(&mut alpha_a).await, alpha_changed);
+    assert_eq!(next_gadget(&mut alpha_b).await, alpha_changed);
+    assert_eq!(
+        next_gadget(&mut team).await,
+        (
+            "DELETED".to_owned(),
+            "test.ocm.io/v1alpha1".to_owned(),
+            json!(true),
+            json!("b")
+        )
+    );
+    assert_eq!(
+        next_gadget(&mut plain).await,
+        (
+            "MODIFIED".to_owned(),
+            "test.ocm.io/v1".to_owned(),
+            Value::Null,
+            json!("b")
+        )
+    );
+    // Back in: ADDED for the selecting watcher.
+    v1.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next_gadget(&mut team).await, alpha_added);
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod protobuf_reply;
 mod read;
 mod token;
 mod watch;
+pub(crate) mod watch_shared;
 mod write;
 mod yaml_reply;
 

@@ -105,6 +105,15 @@ impl Filter {
         Some((namespace, name))
     }
 
+    /// Whether the field selector reads only `metadata.name` and `metadata.namespace`, so
+    /// that, with the label selector, it selects the same objects in every version.
+    pub fn selects_by_metadata_only(&self) -> bool {
+        self.fields
+            .terms()
+            .iter()
+            .all(|t| matches!(t.field.as_str(), "metadata.name" | "metadata.namespace"))
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
             && meta::meta_str(obj, "namespace") != ns

@@ -10,10 +10,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::read::Filter;
+use super::watch_shared::selection_head;
 use super::{Output, Reply, ReplyBody, ResourceRequest, partial_metadata};
 use crate::error::ApiError;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
+use crate::server::Inner;
 use crate::storage::{Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription};
 
 /// Encodes one watch event line.
@@ -31,6 +33,19 @@ fn value_line(kind: &str, object: &Value) -> Bytes {
     event_line(kind, &serde_json::to_vec(object).unwrap_or_default())
 }
 
+/// What a watcher sends for a change, given whether the object matched its selectors before
+/// and after: an object entering the selection is ADDED, one leaving it DELETED.
+fn transition(kind: EventKind, old_matches: bool, new_matches: bool) -> Option<&'static str> {
+    match (kind, old_matches, new_matches) {
+        (EventKind::Added, _, true) => Some("ADDED"),
+        (EventKind::Modified, true, true) => Some("MODIFIED"),
+        (EventKind::Modified, false, true) => Some("ADDED"),
+        (EventKind::Modified, true, false) => Some("DELETED"),
+        (EventKind::Deleted, true, _) => Some("DELETED"),
+        _ => None,
+    }
+}
+
 /// The ERROR event for a watch that cannot start.
 fn error_line(err: &ApiError) -> Bytes {
     value_line("ERROR", &err.to_status())
@@ -46,6 +61,8 @@ struct Watcher {
     tx: mpsc::Sender<Bytes>,
     last_rev: Revision,
     sent_columns: bool,
+    /// Events encoded for this resource's other watchers.
+    shared: Arc<Inner>,
 }
 
 impl Watcher {
@@ -69,12 +86,18 @@ impl Watcher {
                 .is_some_and(|n| n != name)
     }
 
-    fn simple(&self) -> bool {
+    /// Whether every event of the watch's namespace goes out as it is: no selector, no name,
+    /// JSON output.
+    fn unfiltered(&self) -> bool {
         self.filter.labels.is_everything()
             && self.filter.fields.is_everything()
             && self.name.is_none()
             && self.output == Output::Json
-            && self.ctx.passthrough()
+    }
+
+    /// Whether stored bytes go out untouched.
+    fn simple(&self) -> bool {
+        self.unfiltered() && self.ctx.passthrough()
     }
 
     /// Parses stored bytes into the object the client sees.
@@ -136,13 +159,27 @@ impl Watcher {
         if self.excludes_name(&event.key.name) {
             return true;
         }
-        if self.simple() {
+        if self.unfiltered() {
             let kind = match event.kind {
                 EventKind::Added => "ADDED",
                 EventKind::Modified => "MODIFIED",
                 EventKind::Deleted => "DELETED",
             };
-            return self.send_object(kind, &event.object, None).await;
+            return self.send_shared(kind, event).await;
+        }
+        if self.output == Output::Json && self.filter.selects_by_metadata_only() {
+            // Labels, name and namespace read the same in every version: match on the
+            // stored object's metadata and send the encoding other watchers share.
+            let selected = |raw: &[u8]| {
+                self.filter.could_match(raw)
+                    && selection_head(raw).is_some_and(|head| self.matches(&head))
+            };
+            let old_matches = event.prev.as_deref().is_some_and(selected);
+            let new_matches = selected(&event.object);
+            return match transition(event.kind, old_matches, new_matches) {
+                Some(kind) => self.send_shared(kind, event).await,
+                None => true,
+            };
         }
         // Neither side can match: nothing to send, nothing to parse.
         if !self.filter.could_match(&event.object)
@@ -164,15 +201,30 @@ impl Watcher {
             .and_then(|p| self.present(p).ok().flatten())
             .is_some_and(|p| self.matches(&p));
         let new_matches = self.matches(&new);
-        let kind = match (event.kind, old_matches, new_matches) {
-            (EventKind::Added, _, true) => "ADDED",
-            (EventKind::Modified, true, true) => "MODIFIED",
-            (EventKind::Modified, false, true) => "ADDED",
-            (EventKind::Modified, true, false) => "DELETED",
-            (EventKind::Deleted, true, _) => "DELETED",
-            _ => return true,
+        let Some(kind) = transition(event.kind, old_matches, new_matches) else {
+            return true;
         };
         self.send_object(kind, &event.object, Some(new)).await
+    }
+
+    /// Sends an event's object as the watch's version reads it, encoded once for all the
+    /// watchers of that version; false when the client is gone.
+    async fn send_shared(&mut self, kind: &str, event: &Event) -> bool {
+        if self.ctx.passthrough() {
+            return self.send_object(kind, &event.object, None).await;
+        }
+        let encoded = self
+            .shared
+            .watch_encodings
+            .json(event.rev, &self.version, || {
+                self.present(&event.object)
+                    .map(|v| v.map(|v| Bytes::from(serde_json::to_vec(&v).unwrap_or_default())))
+            });
+        match encoded {
+            Ok(Some(json)) => self.tx.send(event_line(kind, &json)).await.is_ok(),
+            Ok(None) => true,
+            Err(err) => self.tx.send(error_line(&err)).await.is_ok(),
+        }
     }
 
     async fn bookmark(&mut self, rev: Revision, initial_end: bool) -> bool {
@@ -313,6 +365,7 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
         tx,
         last_rev: start_rev,
         sent_columns: false,
+        shared: req.inner.clone(),
     };
     let interval = req.inner.config.bookmark_interval;
     let mut shutdown = req.inner.shutdown.subscribe();

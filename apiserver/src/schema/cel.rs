@@ -8,6 +8,7 @@ use kube_cel::{CompilationError, CompilationResult, CompiledSchema, ErrorKind, V
 use serde_json::Value;
 
 use super::cel_budget::{Cardinality, RuleCost, Tally, child_cardinality, expression_field};
+use super::cel_sites::RuleSites;
 use super::node::Node;
 use crate::validation::{BadValue, Cause, CauseType, child, index, key};
 
@@ -15,6 +16,8 @@ use crate::validation::{BadValue, Cause, CauseType, child, index, key};
 #[derive(Clone)]
 pub(crate) struct CelRules {
     compiled: Option<Arc<CompiledSchema>>,
+    /// Where in `compiled` the rules are.
+    sites: Option<Arc<RuleSites>>,
 }
 
 impl std::fmt::Debug for CelRules {
@@ -41,7 +44,8 @@ impl CelRules {
     /// Compile every rule of `schema` (parsed as `root`).
     pub(crate) fn compile(schema: &Value, root: &Node) -> CelRules {
         let compiled = has_rules(root).then(|| Arc::new(kube_cel::compile_schema(schema)));
-        CelRules { compiled }
+        let sites = compiled.as_deref().and_then(RuleSites::of).map(Arc::new);
+        CelRules { compiled, sites }
     }
 
     /// Rules that do not compile, select properties their schema does not declare, or are
@@ -82,7 +86,7 @@ impl CelRules {
         old: Option<&Value>,
         blocking: bool,
     ) -> Vec<Cause> {
-        let Some(compiled) = &self.compiled else {
+        let (Some(compiled), Some(sites)) = (&self.compiled, &self.sites) else {
             return Vec::new();
         };
         if blocking {
@@ -92,16 +96,15 @@ impl CelRules {
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
             )];
         }
-        if let Some(over) = super::cel_runtime::over_limit(compiled, obj, old) {
+        if let Some(over) = super::cel_runtime::over_limit(compiled, sites, obj, old) {
             let r = resolve(root, obj, old, &over.path);
             let type_name = r.node.map_or("", |n| n.type_name.as_str());
             return vec![Cause::invalid(r.field, type_name, &over.detail)];
         }
-        let Err(errors) = kube_cel::validate_compiled(compiled, obj, old) else {
-            return Vec::new();
-        };
+        let mut errors = Vec::new();
+        super::cel_sites::evaluate(compiled, sites, obj, old, "", &mut errors);
         let mut out = Vec::new();
-        for e in errors.iter() {
+        for e in &errors {
             if let Some(c) = to_cause(root, obj, old, e) {
                 out.push(c);
             }

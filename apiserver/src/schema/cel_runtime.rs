@@ -12,6 +12,7 @@
 use kube_cel::{CompilationResult, CompiledSchema};
 use serde_json::Value;
 
+use super::cel_sites::{RuleSites, branches, join};
 use crate::cel_cost::{self, BUDGET_ERROR, CALL_LIMIT_ERROR, PER_CALL_LIMIT, RUNTIME_BUDGET};
 
 /// A rule that would go over a limit: where (a kube-cel path, `spec.items[0]`) and kube's
@@ -27,11 +28,24 @@ pub(crate) struct OverLimit {
 /// The first rule of `compiled` that evaluating `obj` (against `old`) would stop for cost.
 pub(crate) fn over_limit(
     compiled: &CompiledSchema,
+    sites: &RuleSites,
     obj: &Value,
     old: Option<&Value>,
 ) -> Option<OverLimit> {
     let mut remaining = RUNTIME_BUDGET;
-    walk(compiled, obj, old, String::new(), &mut remaining).err()
+    let at = Site {
+        compiled,
+        sites,
+        path: String::new(),
+    };
+    walk(at, obj, old, &mut remaining).err()
+}
+
+/// A schema node that leads to rules, and where it is.
+struct Site<'a> {
+    compiled: &'a CompiledSchema,
+    sites: &'a RuleSites,
+    path: String,
 }
 
 /// kube's name for a rule in errors: its message, else its expression.
@@ -39,14 +53,6 @@ fn rule_name(cr: &CompilationResult) -> &str {
     match cr.rule.message.as_deref().map(str::trim) {
         Some(m) if !m.is_empty() => m,
         _ => cr.rule.rule.trim(),
-    }
-}
-
-fn join(base: &str, segment: &str) -> String {
-    if base.is_empty() {
-        segment.to_owned()
-    } else {
-        format!("{base}.{segment}")
     }
 }
 
@@ -83,13 +89,18 @@ fn charge(
     Ok(())
 }
 
+/// Charges the rules at and below `at` (only the parts of the schema that lead to rules).
 fn walk(
-    compiled: &CompiledSchema,
+    at: Site<'_>,
     value: &Value,
     old: Option<&Value>,
-    path: String,
     remaining: &mut u64,
 ) -> Result<(), OverLimit> {
+    let Site {
+        compiled,
+        sites,
+        path,
+    } = at;
     // Rules validate values, not nulls.
     if value.is_null() {
         return Ok(());
@@ -99,41 +110,66 @@ fn walk(
     }
     if let Some(obj) = value.as_object() {
         // In name order, so the same object always stops at the same rule.
-        let mut properties: Vec<_> = compiled.properties.iter().collect();
-        properties.sort_by_key(|(name, _)| *name);
-        for (name, child) in properties {
+        let mut properties: Vec<_> = compiled
+            .properties
+            .iter()
+            .filter_map(|(name, child)| Some((name, child, sites.property(name)?)))
+            .collect();
+        properties.sort_by_key(|(name, _, _)| *name);
+        for (name, child, child_sites) in properties {
             if let Some(v) = obj.get(name) {
                 let o = old.and_then(|o| o.get(name));
-                walk(child, v, o, join(&path, name), remaining)?;
+                let at = Site {
+                    compiled: child,
+                    sites: child_sites,
+                    path: join(&path, name),
+                };
+                walk(at, v, o, remaining)?;
             }
         }
-        if let Some(values) = compiled
-            .additional_properties
-            .as_deref()
-            .filter(|_| !compiled.preserve_unknown_fields)
-        {
+        if let (Some(values), Some(value_sites)) = (
+            compiled
+                .additional_properties
+                .as_deref()
+                .filter(|_| !compiled.preserve_unknown_fields),
+            sites.additional(),
+        ) {
             for (name, v) in obj {
                 if compiled.properties.contains_key(name) {
                     continue;
                 }
                 let o = old.and_then(|o| o.get(name));
-                walk(values, v, o, join(&path, name), remaining)?;
+                let at = Site {
+                    compiled: values,
+                    sites: value_sites,
+                    path: join(&path, name),
+                };
+                walk(at, v, o, remaining)?;
             }
         }
     }
-    if let (Some(items), Some(list)) = (compiled.items.as_deref(), value.as_array()) {
+    if let (Some(items), Some(item_sites), Some(list)) =
+        (compiled.items.as_deref(), sites.items(), value.as_array())
+    {
         for (i, v) in list.iter().enumerate() {
             let o = old.and_then(|o| o.get(i));
-            walk(items, v, o, format!("{path}[{i}]"), remaining)?;
+            let at = Site {
+                compiled: items,
+                sites: item_sites,
+                path: format!("{path}[{i}]"),
+            };
+            walk(at, v, o, remaining)?;
         }
     }
-    for branch in compiled
-        .all_of
-        .iter()
-        .chain(&compiled.one_of)
-        .chain(&compiled.any_of)
-    {
-        walk(branch, value, old, path.clone(), remaining)?;
+    for (i, branch) in branches(compiled).enumerate() {
+        if let Some(branch_sites) = sites.branch(i) {
+            let at = Site {
+                compiled: branch,
+                sites: branch_sites,
+                path: path.clone(),
+            };
+            walk(at, value, old, remaining)?;
+        }
     }
     Ok(())
 }
@@ -155,6 +191,11 @@ mod tests {
             "items": {"type": "array", "items": items}}}))
     }
 
+    fn over_limit_of(s: &CompiledSchema, obj: &Value, old: Option<&Value>) -> Option<OverLimit> {
+        let sites = RuleSites::of(s).expect("the schema has rules");
+        over_limit(s, &sites, obj, old)
+    }
+
     fn values(n: usize) -> Value {
         let v: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
         json!(v)
@@ -167,10 +208,10 @@ mod tests {
             json!({"message": " values must be unique "}),
         );
         let small = json!({"items": [{"v": values(10)}]});
-        assert_eq!(over_limit(&s, &small, None), None);
+        assert_eq!(over_limit_of(&s, &small, None), None);
         let big = json!({"items": [{"v": values(10)}, {"v": values(400)}]});
         assert_eq!(
-            over_limit(&s, &big, None),
+            over_limit_of(&s, &big, None),
             Some(OverLimit {
                 path: "items[1]".to_owned(),
                 detail: "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: values must be unique".to_owned(),
@@ -188,9 +229,9 @@ mod tests {
         // eleven of them exceed the budget.
         let item = json!({"v": values(240)});
         let ten = json!({"items": vec![item.clone(); 10]});
-        assert_eq!(over_limit(&s, &ten, None), None);
+        assert_eq!(over_limit_of(&s, &ten, None), None);
         let eleven = json!({"items": vec![item; 11]});
-        let over = over_limit(&s, &eleven, None).expect("over budget");
+        let over = over_limit_of(&s, &eleven, None).expect("over budget");
         assert_eq!(over.detail, BUDGET_ERROR);
         assert_eq!(over.path, "items[10]");
     }
@@ -199,7 +240,7 @@ mod tests {
     fn transition_rules_cost_nothing_on_create() {
         let s = schema("self.v.all(x, oldSelf.v.all(y, x != y))", json!({}));
         let big = json!({"items": [{"v": values(2000)}]});
-        assert_eq!(over_limit(&s, &big, None), None);
-        assert!(over_limit(&s, &big, Some(&big)).is_some());
+        assert_eq!(over_limit_of(&s, &big, None), None);
+        assert!(over_limit_of(&s, &big, Some(&big)).is_some());
     }
 }

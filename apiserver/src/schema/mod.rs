@@ -19,6 +19,7 @@ mod cel;
 mod cel_budget;
 mod cel_fields;
 mod cel_runtime;
+mod cel_sites;
 mod crd;
 mod default;
 mod formats;
