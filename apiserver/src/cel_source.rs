@@ -1,8 +1,8 @@
 //! Where things are in CEL source text, and cel-go's way of reporting an error there:
 //! `ERROR: <input>:<line>:<column>: <message>`, then the source line and a caret under the
-//! spot. The `cel` crate's syntax tree carries no positions, so the checks that report
-//! errors the interpreter does not (undeclared variables, undefined fields) find the spot by
-//! scanning the text, skipping string literals.
+//! spot. The `cel` crate's syntax tree carries no positions, so the check for undeclared
+//! variables finds the spot by scanning the text, skipping string literals (the type check
+//! places nodes with [`crate::cel_locate`]).
 
 /// An error at (1-based line, 0-based column in characters) of `source`, as cel-go prints it.
 pub(crate) fn error_at(source: &str, (line, column): (usize, usize), message: &str) -> String {

@@ -769,6 +769,41 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_old_self_is_not_judged_but_its_fields_are() {
+        let s = spec();
+        let variables = [
+            Variable {
+                name: "self",
+                schema: &s,
+                type_name: "T",
+                optional: false,
+            },
+            Variable {
+                name: "oldSelf",
+                schema: &s,
+                type_name: "T",
+                optional: true,
+            },
+        ];
+        let env = Env {
+            variables: &variables,
+            objects: false,
+            metadata: None,
+            definitions: None,
+        };
+        assert_eq!(
+            check("oldSelf.replicas == 'a' || oldSelf.hasValue()", &env).errors,
+            None
+        );
+        assert!(
+            check("oldSelf.nope == 1", &env)
+                .errors
+                .unwrap()
+                .contains("undefined field 'nope'")
+        );
+    }
+
+    #[test]
     fn conversions_give_their_type() {
         assert_eq!(
             messages("string(self.replicas) > 1", &spec()),
