@@ -479,6 +479,22 @@ mod tests {
     }
 
     #[test]
+    fn strings_numbers_and_comments_hide_their_insides() {
+        assert_eq!(
+            columns("'a\\'>' + r\"x>\" + \"y'>\" > 1.5e3 // x > y\n"),
+            [
+                ("lit".into(), 0),
+                ("_+_".into(), 7),
+                ("lit".into(), 9),
+                ("_+_".into(), 15),
+                ("lit".into(), 17),
+                ("_>_".into(), 23),
+                ("lit".into(), 25),
+            ]
+        );
+    }
+
+    #[test]
     fn macros_stand_at_their_paren_and_skip_the_variable() {
         assert_eq!(
             columns("l.all(x, x in [1]) || has(a.b)"),
