@@ -1,8 +1,8 @@
 //! Where things are in CEL source text, and cel-go's way of reporting an error there:
 //! `ERROR: <input>:<line>:<column>: <message>`, then the source line and a caret under the
-//! spot. The `cel` crate's syntax tree carries no positions, so the checks that report
-//! errors the interpreter does not (undeclared variables, undefined fields) find the spot by
-//! scanning the text, skipping string literals.
+//! spot. The `cel` crate's syntax tree carries no positions, so the check for undeclared
+//! variables finds the spot by scanning the text, skipping string literals (the type check
+//! places nodes with [`crate::cel_locate`]).
 
 /// An error at (1-based line, 0-based column in characters) of `source`, as cel-go prints it.
 pub(crate) fn error_at(source: &str, (line, column): (usize, usize), message: &str) -> String {
@@ -12,6 +12,17 @@ pub(crate) fn error_at(source: &str, (line, column): (usize, usize), message: &s
         out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(column)));
     }
     out
+}
+
+/// The (line, column) just after `text`, which starts at `at`.
+pub(crate) fn step_over(at: (usize, usize), text: &[char]) -> (usize, usize) {
+    text.iter().fold(at, |(line, column), c| {
+        if *c == '\n' {
+            (line + 1, 0)
+        } else {
+            (line, column + 1)
+        }
+    })
 }
 
 /// One token of interest: an identifier, with whether a `.` (or `?.`) selects it.
@@ -67,26 +78,10 @@ fn words(source: &str) -> Vec<Word> {
         } else if !c.is_whitespace() && c != '?' {
             dot = None;
         }
-        for c in &chars[i..(i + advance).min(chars.len())] {
-            if *c == '\n' {
-                line += 1;
-                column = 0;
-            } else {
-                column += 1;
-            }
-        }
+        (line, column) = step_over((line, column), &chars[i..(i + advance).min(chars.len())]);
         i += advance;
     }
     out
-}
-
-/// Where the `nth` (0-based) selection `.field` of `source` has its `.`.
-pub(crate) fn select_position(source: &str, field: &str, nth: usize) -> Option<(usize, usize)> {
-    words(source)
-        .into_iter()
-        .filter(|w| w.text == field)
-        .filter_map(|w| w.dot)
-        .nth(nth)
 }
 
 /// Where the first use of the variable `name` (an identifier not selected by a `.`) starts.
@@ -103,16 +98,6 @@ mod tests {
 
     #[test]
     fn positions_skip_strings_and_numbers() {
-        assert_eq!(select_position("self.foo == 1", "foo", 0), Some((1, 4)));
-        assert_eq!(
-            select_position("self.a == '.foo' || self . foo", "foo", 0),
-            Some((1, 25))
-        );
-        assert_eq!(
-            select_position("self.a ||\nself.b.foo", "foo", 0),
-            Some((2, 6))
-        );
-        assert_eq!(select_position("x.foo || y.foo", "foo", 1), Some((1, 10)));
         assert_eq!(ident_position("params.x == 1", "params"), Some((1, 0)));
         assert_eq!(
             ident_position("object.params == 1.5 && params.x", "params"),

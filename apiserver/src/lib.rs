@@ -25,6 +25,7 @@ pub mod auth;
 pub mod authn;
 mod authz;
 mod cel_cost;
+mod cel_locate;
 mod cel_source;
 mod controllers;
 pub mod discovery;

@@ -492,3 +492,70 @@ async fn rules_selecting_undeclared_properties_are_refused_at_write() {
     assert_eq!(code, 422);
     assert!(message.contains("undefined field 'newer'"), "{message}");
 }
+
+#[tokio::test]
+async fn rules_with_type_errors_are_refused_at_write() {
+    let (_s, client) = common::server().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = |rule: Value| -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "knobs.types.test.ocm.io"},
+            "spec": {"group": "types.test.ocm.io", "scope": "Namespaced",
+                "names": {"plural": "knobs", "singular": "knob", "kind": "Knob", "listKind": "KnobList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object",
+                            "properties": {"min": {"type": "integer"}, "name": {"type": "string"},
+                                "tags": {"type": "array", "items": {"type": "string"}},
+                                "port": {"x-kubernetes-int-or-string": true}},
+                            "x-kubernetes-validations": [rule]}}}}}]}
+        }))
+        .unwrap()
+    };
+    let refused = |rule: Value| {
+        let crds = crds.clone();
+        async move {
+            let err = crds
+                .create(&PostParams::default(), &crd(rule))
+                .await
+                .unwrap_err();
+            invalid(err)
+        }
+    };
+    let prefix = "CustomResourceDefinition.apiextensions.k8s.io \"knobs.types.test.ocm.io\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]";
+    let (code, message) = refused(json!({"rule": "self.name > 5"})).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        format!(
+            "{prefix}.rule: Invalid value: apiextensions.ValidationRule{{Rule:\"self.name > 5\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:11: found no matching overload for '_>_' applied to '(string, int)'\n | self.name > 5\n | ..........^"
+        )
+    );
+    let (_, message) = refused(json!({"rule": "self.tags.all(t, t == 1) && self.min"})).await;
+    assert!(
+        message.ends_with("compilation failed: ERROR: <input>:1:20: found no matching overload for '_==_' applied to '(string, int)'\n | self.tags.all(t, t == 1) && self.min\n | ...................^\nERROR: <input>:1:33: expected type 'bool' but found 'int'\n | self.tags.all(t, t == 1) && self.min\n | ................................^"),
+        "{message}"
+    );
+    let (_, message) = refused(json!({"rule": "self.min + 1"})).await;
+    assert!(
+        message.starts_with(&format!("{prefix}.rule: Invalid value: "))
+            && message.ends_with(": cel expression must evaluate to a bool"),
+        "{message}"
+    );
+    let (_, message) =
+        refused(json!({"rule": "self.min > 0", "messageExpression": "self.min"})).await;
+    assert!(
+        message.starts_with(&format!("{prefix}.messageExpression: Invalid value: "))
+            && message.ends_with(": messageExpression must evaluate to a string"),
+        "{message}"
+    );
+    // Well-typed rules, and rules on what is dyn, are accepted and enforced.
+    crds.create(
+        &PostParams::default(),
+        &crd(json!({"rule": "self.min < 2.5 && self.tags.all(t, t.startsWith('a')) && self.port != 'http'",
+            "messageExpression": "'min is ' + string(self.min)"})),
+    )
+    .await
+    .unwrap();
+}

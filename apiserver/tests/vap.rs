@@ -1042,14 +1042,25 @@ async fn authorizer_checks_can_carry_field_and_label_selectors() {
         .unwrap();
 }
 
-#[tokio::test]
-async fn type_checking_reports_fields_the_matched_kinds_do_not_have() {
+/// The `status.typeChecking` a new policy with `spec` gets (with the Widget CRD installed).
+async fn type_checking_of(name: &str, spec: Value) -> Value {
     let server = TlsServer::start().await;
     let client = server.client().await;
     common::crd::install_widget(&client).await;
-    let p: ValidatingAdmissionPolicy = serde_json::from_value(json!({
-        "metadata": {"name": "typos"},
-        "spec": {
+    let p: ValidatingAdmissionPolicy =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap();
+    let created = Api::<ValidatingAdmissionPolicy>::all(client)
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap();
+    serde_json::to_value(created.status.unwrap()).unwrap()["typeChecking"].clone()
+}
+
+#[tokio::test]
+async fn type_checking_reports_fields_the_matched_kinds_do_not_have() {
+    let type_checking = type_checking_of(
+        "typos",
+        json!({
             "matchConstraints": {"resourceRules": [
                 {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]},
                 {"operations": ["CREATE"], "apiGroups": ["test.ocm.io"], "apiVersions": ["v1"], "resources": ["widgets"]},
@@ -1060,21 +1071,56 @@ async fn type_checking_reports_fields_the_matched_kinds_do_not_have() {
                 {"expression": "object.replicas > 1"},
                 {"expression": "object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))"},
             ],
-        }
-    }))
-    .unwrap();
-    let created = Api::<ValidatingAdmissionPolicy>::all(client.clone())
-        .create(&PostParams::default(), &p)
-        .await
-        .unwrap();
-    let status = serde_json::to_value(created.status.unwrap()).unwrap();
+        }),
+    )
+    .await;
     assert_eq!(
-        status["typeChecking"],
+        type_checking,
         json!({"expressionWarnings": [
             {"fieldRef": "spec.validations[1].expression", "warning":
-                "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^"},
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n"},
             {"fieldRef": "spec.validations[2].expression", "warning":
-                "apps/v1, Kind=Deployment: ERROR: <input>:1:94: undefined field 'Privileged'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | .............................................................................................^\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'template'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | ...........^"},
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:76: undefined field 'Privileged'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | ...........................................................................^\n\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'template'\n | object.spec.template.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.Privileged))\n | ...........^\n"},
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn type_checking_reports_operands_of_the_wrong_type() {
+    let type_checking = type_checking_of(
+        "types",
+        json!({
+            "matchConstraints": {"resourceRules": [
+                {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]},
+                {"operations": ["CREATE"], "apiGroups": ["test.ocm.io"], "apiVersions": ["v1"], "resources": ["widgets"]},
+            ]},
+            // Match conditions and variables are not type-checked, as in kube.
+            "matchConditions": [{"name": "any", "expression": "object.metadata.name > 1"}],
+            "variables": [{"name": "n", "expression": "object.metadata.name > 1"}],
+            "validations": [
+                {"expression": "object.spec.replicas == 'three'"},
+                {"expression": "object.metadata.name.startsWith(1)"},
+                {"expression": "object.spec.color.size() > 0", "messageExpression": "object.metadata.name + 1"},
+                // What is dyn is never an error.
+                {"expression": "variables.n == 'x' && object.metadata.labels.all(k, k.startsWith('a')) && dyn(object.metadata.name) > 1"},
+            ],
+        }),
+    )
+    .await;
+    let both = |error: &str| {
+        format!("apps/v1, Kind=Deployment: {error}\n\ntest.ocm.io/v1, Kind=Widget: {error}\n")
+    };
+    assert_eq!(
+        type_checking,
+        json!({"expressionWarnings": [
+            {"fieldRef": "spec.validations[0].expression", "warning":
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_==_' applied to '(int, string)'\n | object.spec.replicas == 'three'\n | .....................^\n\ntest.ocm.io/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'replicas'\n | object.spec.replicas == 'three'\n | ...........^\n"},
+            {"fieldRef": "spec.validations[1].expression", "warning": both(
+                "ERROR: <input>:1:32: found no matching overload for 'startsWith' applied to 'string.(int)'\n | object.metadata.name.startsWith(1)\n | ...............................^")},
+            {"fieldRef": "spec.validations[2].expression", "warning":
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'color'\n | object.spec.color.size() > 0\n | ...........^\n"},
+            {"fieldRef": "spec.validations[2].messageExpression", "warning": both(
+                "ERROR: <input>:1:22: found no matching overload for '_+_' applied to '(string, int)'\n | object.metadata.name + 1\n | .....................^")},
         ]})
     );
 }

@@ -1,13 +1,15 @@
-//! `status.typeChecking` of a ValidatingAdmissionPolicy: each expression is checked against
-//! the schema of every kind the policy's `matchConstraints` names explicitly (no `*`), and a
-//! field the kind does not have is reported as kube's type checker reports it —
-//! `expressionWarnings` of `{fieldRef, warning}` with `apps/v1, Kind=Deployment: ERROR:
-//! <input>:1:7: undefined field 'replicas'` and the source line with a caret. Only undefined
-//! fields are found (see [`crate::schema`]'s CEL field check); other type errors are not.
+//! `status.typeChecking` of a ValidatingAdmissionPolicy: each validation's `expression` and
+//! `messageExpression` is checked against the schema of every kind the policy's
+//! `matchConstraints` names explicitly (no `*`), and the type errors are reported as kube's
+//! type checker reports them — `expressionWarnings` of `{fieldRef, warning}` with
+//! `apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'` (or
+//! `found no matching overload for '_>_' applied to '(string, int)'`, …) and the source line
+//! with a caret. What is checked is described in [`crate::schema`]'s CEL type check; as in
+//! kube, the result type is not (a policy's expressions may be any type here).
 
 use serde_json::{Map, Value, json};
 
-use crate::schema::{CelEnv, undefined_field_errors};
+use crate::schema::{CelEnv, CelVariable, check_cel, unique_type_name};
 
 /// Most kinds one policy is checked against (kube's limit too).
 pub const MAX_KINDS: usize = 10;
@@ -63,25 +65,30 @@ pub fn named_resources(policy: &Value) -> Vec<(String, String, String)> {
     out
 }
 
-/// Every expression of a policy with its field path, in kube's order.
+/// The expressions kube type-checks, with their field paths, in kube's order: each
+/// validation's `expression`, then its `messageExpression`.
 fn expressions(policy: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut add = |list: &str, key: &str| {
-        let items = policy
-            .pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array);
-        for (i, item) in items.into_iter().flatten().enumerate() {
-            if let Some(text) = item.get(key).and_then(Value::as_str) {
-                out.push((format!("spec.{list}[{i}].{key}"), text.to_owned()));
+    let validations = policy
+        .pointer("/spec/validations")
+        .and_then(Value::as_array);
+    for (i, item) in validations.into_iter().flatten().enumerate() {
+        for key in ["expression", "messageExpression"] {
+            if let Some(text) = item
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                out.push((format!("spec.validations[{i}].{key}"), text.to_owned()));
             }
         }
-    };
-    add("matchConditions", "expression");
-    add("variables", "expression");
-    add("validations", "expression");
-    add("validations", "messageExpression");
-    add("auditAnnotations", "valueExpression");
+    }
     out
+}
+
+/// The kind name of a `group/version, Kind=Name` string.
+fn kind_name(gvk: &str) -> &str {
+    gvk.rsplit_once("Kind=").map_or(gvk, |(_, kind)| kind)
 }
 
 /// The `expressionWarnings` of `policy` checked against `kinds`.
@@ -90,12 +97,32 @@ pub fn expression_warnings(policy: &Value, kinds: &[Kind<'_>], schemas: Schemas<
     for (field, expression) in expressions(policy) {
         let mut found = Vec::new();
         for kind in kinds {
-            let mut variables = vec![("object", kind.schema), ("oldObject", kind.schema)];
+            let object_type = unique_type_name(kind_name(kind.gvk));
+            let params_type = unique_type_name(
+                policy
+                    .pointer("/spec/paramKind/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("params"),
+            );
+            let variable = |name, schema, type_name| CelVariable {
+                name,
+                schema,
+                type_name,
+                optional: false,
+            };
+            let mut variables = vec![
+                variable("object", kind.schema, &object_type),
+                variable("oldObject", kind.schema, &object_type),
+            ];
             if let Some(params) = schemas.params {
-                variables.push(("params", params));
+                variables.push(variable("params", params, &params_type));
             }
             if let Some(namespace) = schemas.namespace {
-                variables.push(("namespaceObject", namespace));
+                variables.push(variable(
+                    "namespaceObject",
+                    namespace,
+                    "kubernetes.Namespace",
+                ));
             }
             let env = CelEnv {
                 variables: &variables,
@@ -103,8 +130,9 @@ pub fn expression_warnings(policy: &Value, kinds: &[Kind<'_>], schemas: Schemas<
                 metadata: Some(schemas.object_meta),
                 definitions: Some(schemas.definitions),
             };
-            if let Some(errors) = undefined_field_errors(&expression, &env) {
-                found.push(format!("{}: {errors}", kind.gvk));
+            if let Some(errors) = check_cel(&expression, &env).errors {
+                // kube ends each kind's report with a newline and joins them with another.
+                found.push(format!("{}: {errors}\n", kind.gvk));
             }
         }
         if !found.is_empty() {
@@ -180,9 +208,9 @@ mod tests {
             warnings,
             [
                 json!({"fieldRef": "spec.validations[0].expression", "warning":
-                    "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\napps/v1, Kind=ReplicaSet: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^"}),
+                    "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n\napps/v1, Kind=ReplicaSet: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n"}),
                 json!({"fieldRef": "spec.validations[1].expression", "warning":
-                    "apps/v1, Kind=Deployment: ERROR: <input>:1:51: undefined field 'nme'\n | object.metadata.labels.a == 'b' && object.metadata.nme != ''\n | ..................................................^\napps/v1, Kind=ReplicaSet: ERROR: <input>:1:51: undefined field 'nme'\n | object.metadata.labels.a == 'b' && object.metadata.nme != ''\n | ..................................................^"}),
+                    "apps/v1, Kind=Deployment: ERROR: <input>:1:51: undefined field 'nme'\n | object.metadata.labels.a == 'b' && object.metadata.nme != ''\n | ..................................................^\n\napps/v1, Kind=ReplicaSet: ERROR: <input>:1:51: undefined field 'nme'\n | object.metadata.labels.a == 'b' && object.metadata.nme != ''\n | ..................................................^\n"}),
             ]
         );
     }

@@ -48,11 +48,11 @@ impl CelRules {
         CelRules { compiled, sites }
     }
 
-    /// Rules that do not compile, select properties their schema does not declare, or are
-    /// estimated to cost more than kube allows (see [`super::cel_budget`]), as CRD-create
+    /// Rules that do not compile, fail kube's type check against their schema (see
+    /// [`super::cel_check`]), or are estimated to cost more than kube allows (see [`super::cel_budget`]), as CRD-create
     /// causes at `<path>.x-kubernetes-validations[i].rule` (`path` names the top-level
     /// `openAPIV3Schema`), then kube's causes when all rules together cost too much.
-    /// Expressions in `preexisting` are not checked for undeclared properties nor against
+    /// Expressions in `preexisting` are not type-checked nor checked against
     /// the per-expression cost limit.
     pub(crate) fn compile_errors(
         &self,
@@ -147,24 +147,46 @@ fn rule_value(raw: &Value) -> BadValue {
     ))
 }
 
-/// cel-go's errors for the properties `expression` selects that the schema at `at` does not
-/// declare; `None` when there are none or the expression was in the stored CRD.
-fn undefined_field_errors(
+/// kube's compile error for `expression` (the rule, or its message expression when
+/// `message`): cel-go's type errors against the schema at `at` (`compilation failed: ERROR:
+/// ...`), else a result of the wrong type; `None` when there is none or the expression was
+/// in the stored CRD.
+fn type_error(
     expression: &str,
+    message: bool,
+    raw: &Value,
     at: Place<'_>,
     preexisting: &HashSet<String>,
 ) -> Option<String> {
     if preexisting.contains(expression) {
         return None;
     }
-    let variables = [("self", at.schema), ("oldSelf", at.schema)];
-    let env = super::cel_fields::Env {
+    let type_name = super::unique_type_name("selfType");
+    let optional = raw.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+    let variable = |name, optional| super::CelVariable {
+        name,
+        schema: at.schema,
+        type_name: &type_name,
+        optional,
+    };
+    let variables = [variable("self", false), variable("oldSelf", optional)];
+    let env = super::CelEnv {
         variables: &variables,
         objects: at.at_root,
         metadata: None,
         definitions: None,
     };
-    super::cel_fields::undefined_field_errors(expression, &env)
+    let checked = super::check_cel(expression, &env);
+    let prefix = if message { "messageExpression " } else { "" };
+    if let Some(errors) = checked.errors {
+        return Some(format!("{prefix}compilation failed: {errors}"));
+    }
+    match checked.result.as_deref() {
+        Some("bool") | None if !message => None,
+        Some("string") | None if message => None,
+        _ if message => Some("messageExpression must evaluate to a string".to_owned()),
+        _ => Some("cel expression must evaluate to a bool".to_owned()),
+    }
 }
 
 /// A schema node being checked: its JSON, its field path, whether it is the top level, how
@@ -177,9 +199,9 @@ struct Place<'a> {
     cardinality: Cardinality,
 }
 
-/// The causes of a rule that parsed: properties its schema does not declare (then kube has no
-/// cost estimate for it), else an estimated cost over kube's limit; the same for its
-/// message expression.
+/// The causes of a rule that parsed: type errors against its schema or a result of the wrong
+/// type (then kube has no cost estimate for it), else an estimated cost over kube's limit;
+/// the same for its message expression.
 fn ok_rule_errors(
     cr: &CompilationResult,
     raw: &Value,
@@ -202,15 +224,9 @@ fn ok_rule_errors(
     ];
     for (message, key, program) in programs {
         let field = expression_field(rule_path, message);
-        match undefined_field_errors(text(key), at, preexisting) {
-            Some(errors) => {
-                let prefix = if message { "messageExpression " } else { "" };
-                out.push(Cause::invalid(
-                    field,
-                    rule_value(raw),
-                    &format!("{prefix}compilation failed: {errors}"),
-                ));
-            }
+        let checked = Some(text(key)).filter(|t| !t.is_empty());
+        match checked.and_then(|t| type_error(t, message, raw, at, preexisting)) {
+            Some(detail) => out.push(Cause::invalid(field, rule_value(raw), &detail)),
             None => {
                 if let Some(program) = program {
                     out.extend(cost_at(text(key)).check(program, field, message, tally));

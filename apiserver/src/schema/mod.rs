@@ -17,9 +17,10 @@
 
 mod cel;
 mod cel_budget;
-mod cel_fields;
+mod cel_check;
 mod cel_runtime;
 mod cel_sites;
+mod cel_types;
 mod crd;
 mod default;
 mod formats;
@@ -33,7 +34,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-pub(crate) use cel_fields::{CEL_RESERVED, Env as CelEnv, undefined_field_errors};
+pub(crate) use cel_check::{
+    CEL_RESERVED, Env as CelEnv, Variable as CelVariable, check as check_cel, unique_type_name,
+};
 pub use listtype::{ListType, MapType, SchemaNode};
 
 use crate::validation::{Cause, coerce_object_meta};
