@@ -22,6 +22,7 @@ mod patch_props;
 mod podtemplates;
 mod protobuf_bodies;
 mod protobuf_responses;
+mod quantities;
 mod rbac_incremental;
 mod request_timeout;
 mod resource_quota;
