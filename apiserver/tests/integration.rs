@@ -15,6 +15,7 @@ mod controller;
 mod crd;
 mod crud;
 mod discovery_health;
+mod discovery_media;
 mod field_validation;
 mod flowcontrol;
 mod openapi_v2;
