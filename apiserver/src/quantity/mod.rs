@@ -350,24 +350,23 @@ impl Quantity {
         (&whole * &unit == self.magnitude).then_some(whole)
     }
 
-    /// The canonical text of a non-zero quantity in a decimal format.
+    /// The canonical text of a non-zero quantity in a decimal format: trailing zeros moved
+    /// into the exponent, which then goes down to a multiple of three (on the digit text: one
+    /// conversion, however many zeros).
     fn write_decimal(&self, f: &mut fmt::Formatter<'_>, format: Format) -> fmt::Result {
-        let mut magnitude = self.magnitude.clone();
-        let mut exponent = self.exponent;
-        let ten = BigUint::from(10u32);
-        while magnitude >= ten && (&magnitude % &ten) == BigUint::ZERO {
-            magnitude /= &ten;
-            exponent += 1;
-        }
-        while exponent.rem_euclid(3) != 0 {
-            magnitude *= &ten;
-            exponent -= 1;
-        }
+        let text = self.magnitude.to_string();
+        let digits = text.trim_end_matches('0');
+        let mut exponent = self.exponent + (text.len() - digits.len()) as i64;
+        let padding = exponent.rem_euclid(3);
+        exponent -= padding;
+        let zeros = "0".repeat(padding as usize);
         let sign = if self.negative { "-" } else { "" };
         match format {
-            Format::DecimalExponent if exponent != 0 => write!(f, "{sign}{magnitude}e{exponent}"),
-            Format::DecimalExponent => write!(f, "{sign}{magnitude}"),
-            _ => write!(f, "{sign}{magnitude}{}", decimal_suffix(exponent)),
+            Format::DecimalExponent if exponent != 0 => {
+                write!(f, "{sign}{digits}{zeros}e{exponent}")
+            }
+            Format::DecimalExponent => write!(f, "{sign}{digits}{zeros}"),
+            _ => write!(f, "{sign}{digits}{zeros}{}", decimal_suffix(exponent)),
         }
     }
 }

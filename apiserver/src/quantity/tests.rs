@@ -270,3 +270,18 @@ fn counts_are_written_in_decimal_si() {
     assert_eq!(Quantity::from_count(1000).to_string(), "1k");
     assert_eq!(Quantity::from_count(1500).to_string(), "1500");
 }
+
+#[test]
+fn long_inputs_stay_cheap() {
+    let zeros = "0".repeat(100_000);
+    // 10^100000: exponent 99999 in decimal SI has no suffix in Go's table.
+    assert_eq!(canonical(&format!("1{zeros}")).as_deref(), Ok("10"));
+    assert_eq!(canonical(&format!("1{zeros}e0")).as_deref(), Ok("10e99999"));
+    assert_eq!(
+        canonical(&format!("1{zeros}Ki")).as_deref(),
+        Ok("9223372036854775807")
+    );
+    assert_eq!(canonical(&format!("0.{zeros}1")).as_deref(), Ok("1n"));
+    let nines = "9".repeat(100_000);
+    assert_eq!(canonical(&format!("0.{nines}")).as_deref(), Ok("1"));
+}
