@@ -410,8 +410,10 @@ where
         Route::Metrics => Err(ApiError::route_not_found()),
         Route::CoreRoot => crate::discovery::core_root(inner, &cluster, accept.as_deref()),
         Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),
-        Route::Group(g) => crate::discovery::group(inner, &cluster, &g),
-        Route::GroupVersion(g, v) => crate::discovery::group_version(inner, &cluster, &g, &v),
+        Route::Group(g) => crate::discovery::group(inner, &cluster, &g, accept.as_deref()),
+        Route::GroupVersion(g, v) => {
+            crate::discovery::group_version(inner, &cluster, &g, &v, accept.as_deref())
+        }
         Route::OpenApiV2 => Ok(crate::openapi::v2::serve::serve(
             inner,
             &cluster,

@@ -43,6 +43,7 @@ pub mod patch;
 pub mod pki;
 pub mod policy;
 pub mod protobuf;
+pub mod quantity;
 pub mod rbac;
 pub mod registry;
 pub mod request;

@@ -6,6 +6,7 @@
 //! Compute-resource keys (`requests.cpu`, `limits.memory`, …) are left out of `used`: there are
 //! no real pods to sum.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::system_ctx;
 use crate::ops::{Managed, Target};
+use crate::quantity::{self, Quantity};
 use crate::server::Inner;
 use crate::storage::{Bucket, Event, EventKind, ObjectKey};
 
@@ -49,12 +51,25 @@ pub(crate) fn counted_resource(key: &str) -> Option<String> {
 
 /// The status a quota with `spec.hard` = `hard` should have, `count(resource)` giving the
 /// objects of each counted storage resource in its namespace.
+/// Quantities are written in canonical form, as the server stores them (`1000` objects are
+/// `1k`), so the status compares equal to the stored one once written.
 pub(crate) fn desired_status(hard: &Map<String, Value>, count: impl Fn(&str) -> u64) -> Value {
     let used: Map<String, Value> = hard
         .keys()
         .filter_map(|key| {
             let resource = counted_resource(key)?;
-            Some((key.clone(), json!(count(&resource).to_string())))
+            let used = Quantity::from_count(count(&resource));
+            Some((key.clone(), json!(used.to_string())))
+        })
+        .collect();
+    let hard: Map<String, Value> = hard
+        .iter()
+        .map(|(key, limit)| {
+            let text = limit.as_str().and_then(|t| quantity::canonical(t).ok());
+            (
+                key.clone(),
+                text.map_or_else(|| limit.clone(), Value::String),
+            )
         })
         .collect();
     json!({"hard": hard, "used": used})
@@ -83,12 +98,13 @@ fn count_objects(inner: &Inner, cluster: &str, namespace: &str, resource: &str) 
     items.len() as u64
 }
 
-/// A quota's hard limit as a whole number (object counts are written as plain integers).
-fn hard_count(limit: &Value) -> Option<u64> {
-    limit
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .or_else(|| limit.as_u64())
+/// A quota's hard limit, a quantity.
+fn hard_limit(limit: &Value) -> Option<Quantity> {
+    match limit {
+        Value::String(text) => Quantity::parse(text.trim()).ok(),
+        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
+        _ => None,
+    }
 }
 
 /// Why creating one more object of `resource` in `namespace` would exceed a quota there, as
@@ -116,30 +132,34 @@ pub(crate) fn exceeded(
         let Some(hard) = quota.pointer("/spec/hard").and_then(Value::as_object) else {
             continue;
         };
-        let mut over: Vec<(&String, u64)> = hard
+        let mut over: Vec<(&String, Quantity)> = hard
             .iter()
             .filter(|(key, _)| counted_resource(key).as_deref() == Some(resource))
-            .filter_map(|(key, limit)| Some((key, hard_count(limit)?)))
+            .filter_map(|(key, limit)| Some((key, hard_limit(limit)?)))
             .collect();
         if over.is_empty() {
             continue;
         }
         let now = *used.get_or_insert_with(|| count_objects(inner, cluster, namespace, resource));
-        if over.iter().all(|(_, limit)| now < *limit) {
+        if over
+            .iter()
+            .all(|(_, limit)| limit.cmp_count(now + 1) != Ordering::Less)
+        {
             continue;
         }
-        over.sort();
-        let list = |value: &dyn Fn(u64) -> u64| {
+        over.sort_by(|a, b| a.0.cmp(b.0));
+        // kube prints each list as `key=quantity`, sorted by key.
+        let list = |value: &dyn Fn(&Quantity) -> String| {
             over.iter()
-                .map(|(key, limit)| format!("{key}={}", value(*limit)))
+                .map(|(key, limit)| format!("{key}={}", value(limit)))
                 .collect::<Vec<_>>()
                 .join(",")
         };
         return Some(format!(
             "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
-            list(&|_| 1),
-            list(&|_| now),
-            list(&|limit| limit),
+            list(&|_| Quantity::from_count(1).to_string()),
+            list(&|_| Quantity::from_count(now).to_string()),
+            list(&Quantity::to_string),
         ));
     }
     None
@@ -322,6 +342,29 @@ mod tests {
         assert_eq!(
             status["used"],
             json!({"count/configmaps": "2", "secrets": "1"})
+        );
+    }
+
+    #[test]
+    fn status_quantities_are_canonical() {
+        let hard = json!({"count/configmaps": "2000", "requests.cpu": "0.5"});
+        let status = desired_status(hard.as_object().unwrap(), |_| 1000);
+        assert_eq!(
+            status,
+            json!({"hard": {"count/configmaps": "2k", "requests.cpu": "500m"},
+                "used": {"count/configmaps": "1k"}})
+        );
+    }
+
+    #[test]
+    fn hard_limits_are_quantities() {
+        let limit = |v: Value| hard_limit(&v).map(|q| q.to_string());
+        assert_eq!(limit(json!("1k")).as_deref(), Some("1k"));
+        assert_eq!(limit(json!(5)).as_deref(), Some("5"));
+        assert_eq!(limit(json!("bogus")), None);
+        assert_eq!(
+            hard_limit(&json!("1k")).map(|q| q.cmp_count(1000)),
+            Some(Ordering::Equal)
         );
     }
 

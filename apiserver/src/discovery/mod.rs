@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::handlers::Reply;
+use crate::handlers::{Encoding, Reply, accept_clauses, negotiated_document};
 use crate::registry::{ResourceInfo, compare_versions};
 use crate::server::Inner;
 
@@ -18,33 +18,30 @@ mod version;
 pub use storage_hash::{resource_storage_hash, storage_version_hash};
 pub use version::{KUBERNETES_MINOR, git_version, version};
 
-/// Which aggregated discovery version the client asked for, if any.
-fn aggregated(accept: Option<&str>) -> Option<&'static str> {
-    let accept = accept?;
-    for clause in accept.split(',') {
-        let params: Vec<(String, String)> = clause
-            .split(';')
-            .skip(1)
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            .collect();
-        let get = |k: &str| {
-            params
-                .iter()
-                .find(|(pk, _)| pk == k)
-                .map(|(_, v)| v.as_str())
+/// The encoding of aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`)
+/// when `Accept` asks for it. As kube's discovery wrapper, the clauses are tried in goautoneg's
+/// order ([`accept_clauses`]) and the first naming that kind in a media type served wins; every
+/// other clause (a plain type included) is passed over, and with none the legacy document is
+/// answered. kube 1.35 serves no `v2beta1` (its `AggregatedDiscoveryRemoveBetaType` is locked
+/// on). A protobuf clause is passed over too: the server has no protobuf form of the list.
+fn aggregated(accept: Option<&str>) -> Option<Encoding> {
+    let accept = accept.filter(|a| !a.trim().is_empty())?;
+    accept_clauses(accept).into_iter().find_map(|clause| {
+        let encoding = match (clause.kind.as_str(), clause.subtype.as_str()) {
+            ("application", "json" | "*") | ("*", "*") => Encoding::Json,
+            ("application", "yaml") => Encoding::Yaml,
+            _ => return None,
         };
-        if get("as") == Some("APIGroupDiscoveryList") && get("g") == Some("apidiscovery.k8s.io") {
-            match get("v") {
-                Some("v2") => return Some("v2"),
-                Some("v2beta1") => return Some("v2beta1"),
-                _ => {}
-            }
-        }
-        // A plain type earlier in the list wins.
-        get("as")?;
-    }
-    None
+        let wanted = clause.param("g") == Some("apidiscovery.k8s.io")
+            && clause.param("v") == Some("v2")
+            && clause.param("as") == Some("APIGroupDiscoveryList");
+        // kube's restrictions: no server version; a stream only as a JSON watch.
+        let refused = clause.param("sv").is_some_and(|v| !v.is_empty())
+            || clause
+                .param("stream")
+                .is_some_and(|v| !v.is_empty() && (encoding == Encoding::Yaml || v != "watch"));
+        (wanted && !refused).then_some(encoding)
+    })
 }
 
 /// The versions of a group, most preferred first, with their resources.
@@ -133,12 +130,19 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
             out.push(e);
         }
     }
-    json!({
+    let mut list = json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": crate::registry::api_version(group, version),
         "resources": out,
-    })
+    });
+    // kube writes the core group's list without a version (as in release 1.1).
+    if group.is_empty()
+        && let Some(map) = list.as_object_mut()
+    {
+        map.remove("apiVersion");
+    }
+    list
 }
 
 fn discovery_item(group: &str, versions: &[(String, Vec<Arc<ResourceInfo>>)]) -> Value {
@@ -189,17 +193,24 @@ fn discovery_item(group: &str, versions: &[(String, Vec<Arc<ResourceInfo>>)]) ->
     json!({"metadata": metadata, "versions": versions})
 }
 
-fn aggregated_reply(version: &str, items: Vec<Value>) -> Reply {
+fn aggregated_reply(encoding: Encoding, items: Vec<Value>) -> Reply {
     let body = json!({
         "kind": "APIGroupDiscoveryList",
-        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "apiVersion": "apidiscovery.k8s.io/v2",
         "metadata": {},
         "items": items,
     });
-    let mut reply = Reply::json(StatusCode::OK, &body);
-    reply.content_type =
-        format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
-    reply
+    let (reply, media) = match encoding {
+        Encoding::Yaml => (
+            crate::handlers::encoded(encoding, false, Reply::json(StatusCode::OK, &body)),
+            "application/yaml",
+        ),
+        _ => (Reply::json(StatusCode::OK, &body), "application/json"),
+    };
+    Reply {
+        content_type: format!("{media};g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+        ..reply
+    }
 }
 
 /// `GET /api`.
@@ -208,22 +219,20 @@ pub(crate) fn core_root(
     cluster: &str,
     accept: Option<&str>,
 ) -> Result<Reply, ApiError> {
-    if let Some(v) = aggregated(accept) {
+    if let Some(encoding) = aggregated(accept) {
         let items = groups(inner, cluster)
             .into_iter()
             .filter(|(g, _)| g.is_empty())
             .map(|(g, versions)| discovery_item(&g, &versions))
             .collect();
-        return Ok(aggregated_reply(v, items));
+        return Ok(aggregated_reply(encoding, items));
     }
-    Ok(Reply::json(
-        StatusCode::OK,
-        &json!({
-            "kind": "APIVersions",
-            "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": inner.config.advertise_address}],
-        }),
-    ))
+    let body = json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": inner.config.advertise_address}],
+    });
+    negotiated_document(accept, Reply::json(StatusCode::OK, &body))
 }
 
 fn group_json(group: &str, versions: &[(String, Vec<Arc<ResourceInfo>>)]) -> Value {
@@ -242,27 +251,30 @@ pub(crate) fn groups_root(
     accept: Option<&str>,
 ) -> Result<Reply, ApiError> {
     let all = groups(inner, cluster);
-    if let Some(v) = aggregated(accept) {
+    if let Some(encoding) = aggregated(accept) {
         let items = all
             .into_iter()
             .filter(|(g, _)| !g.is_empty())
             .map(|(g, versions)| discovery_item(&g, &versions))
             .collect();
-        return Ok(aggregated_reply(v, items));
+        return Ok(aggregated_reply(encoding, items));
     }
     let groups: Vec<Value> = all
         .iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, versions)| group_json(g, versions))
         .collect();
-    Ok(Reply::json(
-        StatusCode::OK,
-        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
-    ))
+    let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
+    negotiated_document(accept, Reply::json(StatusCode::OK, &body))
 }
 
 /// `GET /apis/{group}`.
-pub(crate) fn group(inner: &Inner, cluster: &str, group: &str) -> Result<Reply, ApiError> {
+pub(crate) fn group(
+    inner: &Inner,
+    cluster: &str,
+    group: &str,
+    accept: Option<&str>,
+) -> Result<Reply, ApiError> {
     let all = groups(inner, cluster);
     let Some((g, versions)) = all.iter().find(|(g, _)| g == group && !g.is_empty()) else {
         return Err(ApiError::route_not_found());
@@ -270,7 +282,7 @@ pub(crate) fn group(inner: &Inner, cluster: &str, group: &str) -> Result<Reply, 
     let mut body = group_json(g, versions);
     body["kind"] = json!("APIGroup");
     body["apiVersion"] = json!("v1");
-    Ok(Reply::json(StatusCode::OK, &body))
+    negotiated_document(accept, Reply::json(StatusCode::OK, &body))
 }
 
 /// `GET /api/v1` or `GET /apis/{group}/{version}`.
@@ -279,6 +291,7 @@ pub(crate) fn group_version(
     cluster: &str,
     group: &str,
     version: &str,
+    accept: Option<&str>,
 ) -> Result<Reply, ApiError> {
     let all = groups(inner, cluster);
     let found = all
@@ -286,10 +299,10 @@ pub(crate) fn group_version(
         .find(|(g, _)| g == group)
         .and_then(|(_, versions)| versions.iter().find(|(v, _)| v == version));
     match found {
-        Some((v, resources)) => Ok(Reply::json(
-            StatusCode::OK,
-            &resource_list(group, v, resources),
-        )),
+        Some((v, resources)) => negotiated_document(
+            accept,
+            Reply::json(StatusCode::OK, &resource_list(group, v, resources)),
+        ),
         None => Err(ApiError::route_not_found()),
     }
 }
@@ -301,8 +314,36 @@ mod tests {
     #[test]
     fn aggregated_accept() {
         let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
-        assert_eq!(aggregated(Some(kubectl)), Some("v2"));
+        assert_eq!(aggregated(Some(kubectl)), Some(Encoding::Json));
         assert_eq!(aggregated(Some("application/json")), None);
         assert_eq!(aggregated(None), None);
+        assert_eq!(aggregated(Some("")), None);
+    }
+
+    #[test]
+    fn aggregated_accept_follows_kubes_clause_order() {
+        let v2 = "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        // A plain clause is passed over, wherever it is.
+        let plain_first = format!("application/json,application/json;{v2}");
+        assert_eq!(aggregated(Some(&plain_first)), Some(Encoding::Json));
+        // q values first: the YAML clause outranks the JSON one.
+        let by_q = format!("application/json;{v2};q=0.5,application/yaml;{v2}");
+        assert_eq!(aggregated(Some(&by_q)), Some(Encoding::Yaml));
+        // Concrete types before wildcards at equal q.
+        let wildcard = format!("*/*;{v2},application/yaml;{v2}");
+        assert_eq!(aggregated(Some(&wildcard)), Some(Encoding::Yaml));
+        // v2beta1 is no longer served; protobuf has no form here.
+        let beta = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+        assert_eq!(aggregated(Some(beta)), None);
+        let pb = format!("application/vnd.kubernetes.protobuf;{v2},application/json;{v2};q=0.9");
+        assert_eq!(aggregated(Some(&pb)), Some(Encoding::Json));
+        let sv = format!("application/json;{v2};sv=v1");
+        assert_eq!(aggregated(Some(&sv)), None);
+    }
+
+    #[test]
+    fn the_core_resource_list_has_no_api_version() {
+        assert!(resource_list("", "v1", &[]).get("apiVersion").is_none());
+        assert_eq!(resource_list("apps", "v1", &[])["apiVersion"], "v1");
     }
 }

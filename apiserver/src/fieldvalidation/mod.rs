@@ -166,17 +166,30 @@ pub(crate) fn report(
         return Ok(texts);
     }
     let message = format!("strict decoding error: {}", texts.join(", "));
+    Err(decode_error(check, subject, &message, patched))
+}
+
+/// kube's answer when the object written does not decode into its kind: for a create or
+/// update the 400 `<Kind> in version "<v>" cannot be handled as a <Kind>: <message>`, for a
+/// patch a 422 whose `patch` cause shows the patched object (`patched`, JSON text) or, for a
+/// strategic merge patch, the patch.
+pub(crate) fn decode_error(
+    check: &BodyCheck,
+    subject: Subject<'_>,
+    message: &str,
+    patched: impl FnOnce() -> String,
+) -> ApiError {
     if !check.is_patch() {
         let Subject { kind, version, .. } = subject;
-        return Err(ApiError::bad_request(format!(
+        return ApiError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: {message}"
-        )));
+        ));
     }
     let shown = match check {
         BodyCheck::Strategic { patch, .. } => go_format(patch),
         _ => patched(),
     };
-    Err(patch_invalid(shown, &message))
+    patch_invalid(shown, message)
 }
 
 /// kube's 422 for a patch whose result fails strict decoding: an Invalid error of no kind and

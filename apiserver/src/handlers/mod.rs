@@ -129,13 +129,7 @@ pub(crate) fn negotiate_media(
         return Ok((Output::Json, Encoding::Json));
     };
     for clause in accept_clauses(accept) {
-        let param = |k: &str| {
-            clause
-                .params
-                .iter()
-                .find(|(pk, _)| pk == k)
-                .map(|(_, v)| v.as_str())
-        };
+        let param = |k: &str| clause.param(k);
         let mime = format!("{}/{}", clause.kind, clause.subtype);
         let encoding = match mime.as_str() {
             "application/json" | "*/*" | "application/*" => Encoding::Json,
@@ -167,21 +161,71 @@ pub(crate) fn negotiate_media(
     ))
 }
 
+/// Whether an `Accept` header admits plain JSON (what a reply falls back to when an object
+/// cannot be encoded as protobuf).
+fn admits_json(accept: Option<&str>) -> bool {
+    let json_only = Answerable {
+        tables: true,
+        partial_metadata: true,
+        protobuf: false,
+    };
+    negotiate_media(accept, json_only).is_ok_and(|(_, encoding)| encoding == Encoding::Json)
+}
+
+/// Answers a plain document (discovery) in the encoding `Accept` negotiates under kube's
+/// default endpoint restrictions — JSON, YAML or protobuf; a Table or
+/// PartialObjectMetadata clause is accepted and answers the document as it is, as kube's
+/// negotiated writer does — or 406.
+pub(crate) fn negotiated_document(accept: Option<&str>, reply: Reply) -> Result<Reply, ApiError> {
+    let all = Answerable {
+        tables: true,
+        partial_metadata: true,
+        protobuf: true,
+    };
+    let (_, encoding) = negotiate_media(accept, all)?;
+    Ok(encoded(encoding, admits_json(accept), reply))
+}
+
+/// A JSON reply re-encoded (not a watch).
+pub(crate) fn encoded(encoding: Encoding, admits_json: bool, reply: Reply) -> Reply {
+    match encoding {
+        Encoding::Json => reply,
+        Encoding::Yaml => yaml_reply::reply(reply),
+        Encoding::Protobuf => protobuf_reply::ProtobufReply {
+            watch: false,
+            admits_json,
+        }
+        .reply(reply),
+    }
+}
+
 /// One clause of an `Accept` header, as kube's goautoneg parses it.
 #[derive(Debug)]
-struct AcceptClause {
-    kind: String,
-    subtype: String,
+pub(crate) struct AcceptClause {
+    /// The type (`application`, `*`).
+    pub kind: String,
+    /// The subtype (`json`, `*`).
+    pub subtype: String,
     q: f32,
     /// The parameters other than `q`.
-    params: Vec<(String, String)>,
+    pub params: Vec<(String, String)>,
+}
+
+impl AcceptClause {
+    /// The value of parameter `key`.
+    pub fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// The clauses of an `Accept` header in the order kube tries them: goautoneg's sort, by `q`
 /// (highest first) and then concrete types before wildcards (Go's `sort.Sort`, an insertion
 /// sort for up to 12 clauses, keeps equal clauses in their order). A clause that is not
 /// `type/subtype` (or `*`) is dropped; types compare as written (kube does not fold case).
-fn accept_clauses(accept: &str) -> Vec<AcceptClause> {
+pub(crate) fn accept_clauses(accept: &str) -> Vec<AcceptClause> {
     let mut clauses: Vec<AcceptClause> = Vec::new();
     for part in accept.split(',') {
         let mut pieces = part.trim_matches(' ').split(';');
@@ -302,13 +346,7 @@ impl ResourceRequest {
     /// Whether the `Accept` header also admits JSON (what a reply falls back to when an
     /// object cannot be encoded as protobuf).
     pub fn admits_json(&self) -> bool {
-        let json_only = Answerable {
-            tables: true,
-            partial_metadata: true,
-            protobuf: false,
-        };
-        negotiate_media(self.accept.as_deref(), json_only)
-            .is_ok_and(|(_, encoding)| encoding == Encoding::Json)
+        admits_json(self.accept.as_deref())
     }
 
     pub fn namespace(&self) -> &str {

@@ -117,6 +117,21 @@ pub(crate) fn normalize(
         if kind == BuiltinKind::Secret {
             merge_secret_string_data(obj);
         }
+        if let Err(err) = crate::quantity::fields::canonicalize(kind, obj) {
+            let subject = crate::fieldvalidation::Subject {
+                kind: &ctx.res.kind,
+                version: &ctx.version,
+                typed: true,
+            };
+            let shown =
+                || serde_json::to_string(patched.as_ref().unwrap_or(obj)).unwrap_or_default();
+            return Err(crate::fieldvalidation::decode_error(
+                &ctx.body,
+                subject,
+                &err.to_string(),
+                shown,
+            ));
+        }
         let input = obj.clone();
         let output = kind.normalize(input.clone()).map_err(|err| {
             ApiError::bad_request(format!(
@@ -178,12 +193,14 @@ pub(crate) fn normalize_patched(
     obj: &mut Value,
 ) -> Result<(), ApiError> {
     if let Some(kind) = res.builtin() {
-        *obj = kind.normalize(obj.clone()).map_err(|err| {
+        let invalid = |err: &dyn std::fmt::Display| {
             ApiError::internal(format!(
                 "the object patched by an admission webhook is not a valid {}: {err}",
                 res.kind
             ))
-        })?;
+        };
+        crate::quantity::fields::canonicalize(kind, obj).map_err(|err| invalid(&err))?;
+        *obj = kind.normalize(obj.clone()).map_err(|err| invalid(&err))?;
         flowcontrol_defaults(kind, obj);
         meta::drop_empty_metadata(obj);
     } else if let Some(schema) = res.version(version).and_then(|v| v.structural()) {

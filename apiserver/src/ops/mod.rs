@@ -590,6 +590,9 @@ impl Ctx {
             admission::record_managed(self, &mut new, Some(old), target);
         }
         meta::drop_empty_metadata(&mut new);
+        if managed == Managed::Computed {
+            crate::patch::managed_fields::keep_times_of_a_no_op(old, &mut new);
+        }
         let _ = old_stored;
         self.convert_to(new, &self.res.storage_api_version())
     }

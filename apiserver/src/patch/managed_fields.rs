@@ -219,6 +219,36 @@ pub(crate) fn without_managed_fields(object: &Value) -> Value {
     copy
 }
 
+/// What kube's `IgnoreManagedFieldsTimestampsTransformer` does: when a write changes nothing
+/// but the times of managedFields entries (an apply whose values differed from the stored ones
+/// only in form, `0.5` for a stored `500m`), the old entries are kept, so the write is a no-op.
+pub(crate) fn keep_times_of_a_no_op(old: &Value, new: &mut Value) {
+    let entries = |o: &Value| o.pointer("/metadata/managedFields").cloned();
+    let (Some(before), Some(after)) = (entries(old), entries(new)) else {
+        return;
+    };
+    if before == after {
+        return;
+    }
+    let untimed = |mf: &Value| -> Value {
+        let mut mf = mf.clone();
+        if let Value::Array(items) = &mut mf {
+            for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                item.shift_remove("time");
+            }
+        }
+        mf
+    };
+    if untimed(&before) != untimed(&after)
+        || without_managed_fields(old) != without_managed_fields(new)
+    {
+        return;
+    }
+    if let Some(Value::Object(meta)) = new.get_mut("metadata") {
+        meta.insert("managedFields".into(), before);
+    }
+}
+
 /// Fields no manager ever owns (kube's strip set).
 pub(crate) fn strip_set() -> FieldSet {
     let mut set = FieldSet::default();
@@ -589,6 +619,25 @@ mod tests {
         let mut new = live.clone();
         record_update(Some(&live), &mut new, &cm_type(), &opts("other", LATER));
         assert_eq!(new, live);
+    }
+
+    #[test]
+    fn a_write_changing_only_times_keeps_the_old_entries() {
+        let live = with_uid(created(
+            "creator",
+            json!({"metadata": {"name": "c"}, "data": {"a": "1"}}),
+        ));
+        let mut new = live.clone();
+        new["metadata"]["managedFields"][0]["time"] = json!(LATER);
+        keep_times_of_a_no_op(&live, &mut new);
+        assert_eq!(new, live);
+        // A changed value keeps the new time.
+        let mut changed = live.clone();
+        changed["metadata"]["managedFields"][0]["time"] = json!(LATER);
+        changed["data"]["a"] = json!("2");
+        let before = changed.clone();
+        keep_times_of_a_no_op(&live, &mut changed);
+        assert_eq!(changed, before);
     }
 
     #[test]

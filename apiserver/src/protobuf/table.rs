@@ -130,7 +130,16 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
         t.messages.get_key_value(&name).map(|(k, _)| k.as_str())
     };
     lookup(api_version).or_else(|| {
-        if matches!(kind, "DeleteOptions" | "Status") {
+        // meta.k8s.io/v1 kinds kube also writes under `v1` or with no version (discovery).
+        if matches!(
+            kind,
+            "DeleteOptions"
+                | "Status"
+                | "APIVersions"
+                | "APIGroupList"
+                | "APIGroup"
+                | "APIResourceList"
+        ) {
             lookup("meta.k8s.io/v1")
         } else {
             None

@@ -46,13 +46,13 @@ pub(super) fn definitions() -> &'static Definitions {
 }
 
 /// The definition a schema refers to.
-fn ref_name(schema: &Value) -> Option<String> {
+pub(crate) fn ref_name(schema: &Value) -> Option<String> {
     let target = schema.get("$ref")?.as_str()?;
     target.strip_prefix(DEFINITIONS).map(str::to_owned)
 }
 
 /// Adds a kind's type to the generator and returns its definition name.
-struct DefinitionOf<'g>(&'g mut SchemaGenerator);
+pub(crate) struct DefinitionOf<'g>(pub(crate) &'g mut SchemaGenerator);
 
 impl TypeVisitor for DefinitionOf<'_> {
     type Output = Option<String>;

@@ -12,7 +12,7 @@
 //! The document is built from the registry on each request, so creating, changing or deleting
 //! a CRD republishes it at once.
 
-mod builtin;
+pub(crate) mod builtin;
 mod crd;
 mod paths;
 pub(crate) mod proto;
