@@ -241,7 +241,11 @@ where
         kind.to_owned(),
         obj.types.map(|t| t.api_version).unwrap_or_default(),
         obj.data["spec"]["converted"].clone(),
-        obj.labels().get("team").map_or(Value::Null, |t| json!(t)),
+        obj.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("team"))
+            .map_or(Value::Null, |t| json!(t)),
     )
 }
 
