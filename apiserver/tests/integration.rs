@@ -5,6 +5,7 @@
 
 mod common;
 
+mod access_review_selectors;
 mod admission;
 mod all_errors;
 mod bad_input;
