@@ -47,5 +47,6 @@ mod token_review;
 mod vap;
 mod watch;
 mod webhooks;
+mod wide_integers;
 mod wire_format;
 mod yaml_responses;

@@ -27,6 +27,7 @@ mod node;
 mod prune;
 mod structure;
 mod validate;
+mod wide_ints;
 
 use std::collections::HashSet;
 
@@ -34,6 +35,7 @@ use serde_json::Value;
 
 pub(crate) use cel_fields::{CEL_RESERVED, Env as CelEnv, undefined_field_errors};
 pub use listtype::{ListType, MapType, SchemaNode};
+pub(crate) use wide_ints::widen_out_of_range_integers;
 
 use crate::validation::{Cause, coerce_object_meta};
 use node::Node;
