@@ -15,7 +15,11 @@ mod field;
 mod label;
 
 pub use field::{FieldSelector, FieldSet, FieldTerm};
-pub use label::{LabelSelector, Operator, Requirement, validate_structured_label_selector};
+pub(crate) use label::operator_value_causes;
+pub use label::{
+    LabelSelector, Operator, Requirement, validate_label_requirement,
+    validate_structured_label_selector,
+};
 
 /// A selector that cannot be parsed or uses an unsupported field: kube-apiserver answers
 /// 400 BadRequest with [`SelectorError::message`] as the Status message.

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod access_review_selectors;
 mod admission;
 mod all_errors;
 mod bad_input;
@@ -48,5 +49,6 @@ mod token_review;
 mod vap;
 mod watch;
 mod webhooks;
+mod wide_integers;
 mod wire_format;
 mod yaml_responses;

@@ -37,6 +37,21 @@ const STRUCT_CREATE: u64 = 40;
 const STRING_TRAVERSAL: f64 = 0.1;
 /// Cost per character of a regular expression.
 const REGEX_LENGTH: f64 = 0.25;
+/// kube's fixed cost of an authorization check (`<check>.check(verb)`): two fit in the
+/// per-call limit.
+const AUTHZ_CHECK: u64 = 350_000;
+/// kube's guess of selector requirements per character of a selector (`k,` is the
+/// shortest requirement that allocates).
+const SELECTOR_REQUIREMENTS_PER_CHAR: f64 = 0.5;
+
+/// kube's cost of parsing a field or label selector of `length` characters in an authorizer
+/// check: a list, a walk over the string, and a struct and a list per requirement it may hold.
+fn selector_cost(length: u64) -> u64 {
+    let requirements = by_factor(length, SELECTOR_REQUIREMENTS_PER_CHAR);
+    LIST_CREATE
+        .saturating_add(by_factor(length, STRING_TRAVERSAL))
+        .saturating_add(mul(requirements, LIST_CREATE + STRUCT_CREATE))
+}
 
 /// The largest cost of evaluating `expr` once, with sizes from `sizes`.
 pub(crate) fn estimate(expr: &IdedExpr, sizes: &dyn Sizes) -> u64 {
@@ -341,6 +356,15 @@ impl Walker<'_> {
                 };
                 Est::value(sum.saturating_add(call), Size::SCALAR)
             }
+            // kube's authorizer library: a check is costed heavily, a selector by its length;
+            // its builders and accessors (`group`, `path`, `allowed`…) cost 1, as below.
+            ("check", 1) if target.is_some() => {
+                Est::value(sum.saturating_add(AUTHZ_CHECK), Size::SCALAR)
+            }
+            ("fieldSelector" | "labelSelector", 1) if target.is_some() => Est::value(
+                sum.saturating_add(selector_cost(self.size(&args[0]).max)),
+                Size::SCALAR,
+            ),
             ("@in", 2) => Est::value(sum.saturating_add(self.size(&args[1]).max), Size::SCALAR),
             ("matches" | "find" | "findAll", _) => {
                 let (text, regex) = match (&target, args.as_slice()) {
@@ -465,6 +489,70 @@ mod tests {
 
     /// The size kube assumes for a string without `maxLength`.
     const UNBOUNDED_STRING: u64 = MAX_REQUEST_BYTES - 2;
+
+    #[test]
+    fn authorizer_library_costs_as_in_kube() {
+        let schema = json!({"type": "object"});
+        // kube's expected estimates (`TestAuthzLibrary` in k8s.io/apiserver/pkg/cel/library).
+        for (rule, expected) in [
+            ("authorizer.path('/healthz')", 2),
+            (
+                "authorizer.group('apps').resource('deployments').subresource('status').namespace('test').name('backend')",
+                6,
+            ),
+            (
+                "authorizer.path('/healthz').check('get').allowed()",
+                350_003,
+            ),
+            (
+                "authorizer.group('apps').resource('deployments').subresource('status').namespace('test').name('backend').check('create').allowed()",
+                350_007,
+            ),
+            (
+                "authorizer.group('apps').resource('deployments').subresource('status').namespace('test').name('backend').check('create').reason()",
+                350_007,
+            ),
+            (
+                "authorizer.group('apps').resource('deployments').subresource('status').namespace('test').name('backend').check('create').errored()",
+                350_007,
+            ),
+            (
+                "authorizer.serviceAccount('ns', 'sa').resource('deployments').check('delete').allowed()",
+                350_004,
+            ),
+        ] {
+            assert_eq!(cost_in(&schema, rule), expected, "{rule}");
+        }
+    }
+
+    #[test]
+    fn authorizer_selectors_cost_by_length() {
+        let schema = json!({"type": "object"});
+        // kube's selector cost: 10 + ceil(n/10) + ceil(n/2) * 50, after the 3 of
+        // `authorizer.group('').resource('pods')`.
+        let chain = "authorizer.group('').resource('pods')";
+        for (selector, cost) in [
+            ("spec.nodeName=mynode", 10 + 2 + 10 * 50),
+            ("app=web", 10 + 1 + 4 * 50),
+            ("", 10),
+        ] {
+            for function in ["fieldSelector", "labelSelector"] {
+                let rule = format!("{chain}.{function}('{selector}')");
+                assert_eq!(cost_in(&schema, &rule), 3 + cost, "{rule}");
+            }
+        }
+        let rule = format!("{chain}.fieldSelector('spec.nodeName=mynode').check('list').allowed()");
+        assert_eq!(cost_in(&schema, &rule), 3 + 512 + 350_000 + 1);
+        // A selector from a variable is costed by that value's length.
+        let program = Program::compile("authorizer.group('').resource('pods').labelSelector(self)")
+            .expect("rule parses");
+        let value = json!("a=bcd");
+        let sizes = ValueSizes::new(vec![("self", &value)]);
+        assert_eq!(
+            estimate(program.expression(), &sizes),
+            3 + 1 + 10 + 1 + 3 * 50
+        );
+    }
 
     #[test]
     fn scalars_cost_as_in_cel_go() {

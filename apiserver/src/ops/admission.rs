@@ -154,12 +154,16 @@ pub(crate) fn normalize(
         flowcontrol_defaults(kind, obj);
         // Metadata went through the typed ObjectMeta too; drop what Go omits.
         meta::drop_empty_metadata(obj);
-    } else if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
-        let pruned = schema
-            .prune(obj)
-            .map_err(|err| ApiError::bad_request(err.message))?;
-        unknown.extend(pruned);
-        schema.apply_defaults(obj);
+    } else {
+        // kube decodes custom resources as unstructured JSON: no int64, a float.
+        crate::schema::widen_out_of_range_integers(obj);
+        if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
+            let pruned = schema
+                .prune(obj)
+                .map_err(|err| ApiError::bad_request(err.message))?;
+            unknown.extend(pruned);
+            schema.apply_defaults(obj);
+        }
     }
     let warnings = crate::fieldvalidation::report(
         ctx.field_validation,
@@ -203,11 +207,14 @@ pub(crate) fn normalize_patched(
         *obj = kind.normalize(obj.clone()).map_err(|err| invalid(&err))?;
         flowcontrol_defaults(kind, obj);
         meta::drop_empty_metadata(obj);
-    } else if let Some(schema) = res.version(version).and_then(|v| v.structural()) {
-        schema
-            .prune(obj)
-            .map_err(|err| ApiError::internal(err.message))?;
-        schema.apply_defaults(obj);
+    } else {
+        crate::schema::widen_out_of_range_integers(obj);
+        if let Some(schema) = res.version(version).and_then(|v| v.structural()) {
+            schema
+                .prune(obj)
+                .map_err(|err| ApiError::internal(err.message))?;
+            schema.apply_defaults(obj);
+        }
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ mod live;
 mod policy;
 mod request_info;
 mod review;
+mod review_selectors;
 pub mod rules;
 mod signer;
 

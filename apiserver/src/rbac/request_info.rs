@@ -4,9 +4,11 @@
 //! `/watch/` and `/proxy/` path verbs, the namespace from `/namespaces/{ns}/`, and
 //! `/namespaces/{name}` itself addressing namespace `name` **in namespace `name`** (so a
 //! RoleBinding can grant reading one's own namespace). A list or watch with
-//! `fieldSelector=metadata.name=<n>` is authorized as naming `<n>`.
+//! `fieldSelector=metadata.name=<n>` is authorized as naming `<n>`. A list, watch or
+//! deletecollection carries its `fieldSelector` and `labelSelector` as selector attributes
+//! (kube's `AuthorizeWithSelectors`).
 
-use super::attributes::{Attributes, ResourceAttributes, Target};
+use super::attributes::{Attributes, ResourceAttributes, SelectorAttributes, Target};
 use crate::auth::Identity;
 use crate::request::Query;
 use crate::selector::FieldSelector;
@@ -110,6 +112,13 @@ pub fn request_attributes(
     if attrs.name.is_empty() && verb == "delete" {
         verb = "deletecollection".to_owned();
     }
+    if matches!(verb.as_str(), "list" | "watch" | "deletecollection") {
+        let q = Query::parse(query);
+        attrs.selectors = SelectorAttributes::parse(
+            q.get("fieldSelector").unwrap_or(""),
+            q.get("labelSelector").unwrap_or(""),
+        );
+    }
     Attributes {
         user,
         verb,
@@ -121,9 +130,20 @@ pub fn request_attributes(
 mod tests {
     use super::*;
 
+    /// Verb and target, the target's selectors left out (see `list_selectors`).
     fn attrs(method: &str, path: &str, query: Option<&str>) -> (String, Target) {
-        let a = request_attributes(Identity::admin(), method, path, query);
+        let mut a = request_attributes(Identity::admin(), method, path, query);
+        if let Target::Resource(r) = &mut a.target {
+            r.selectors = SelectorAttributes::default();
+        }
         (a.verb, a.target)
+    }
+
+    fn selectors(method: &str, path: &str, query: &str) -> SelectorAttributes {
+        match request_attributes(Identity::admin(), method, path, Some(query)).target {
+            Target::Resource(r) => r.selectors,
+            Target::NonResource { .. } => panic!("not a resource request"),
+        }
     }
 
     fn res(ns: &str, group: &str, resource: &str, sub: &str, name: &str) -> Target {
@@ -340,6 +360,38 @@ mod tests {
             let got = attrs(method, path, query);
             assert_eq!(got, (verb.to_owned(), target), "{method} {path} {query:?}");
         }
+    }
+
+    #[test]
+    fn list_selectors() {
+        let q = "fieldSelector=spec.nodeName%3Dn1&labelSelector=app%3Dweb";
+        let both = SelectorAttributes::parse("spec.nodeName=n1", "app=web");
+        for (method, path, query) in [
+            ("GET", "/api/v1/namespaces/ns/pods", q.to_owned()),
+            (
+                "GET",
+                "/api/v1/namespaces/ns/pods",
+                format!("{q}&watch=true"),
+            ),
+            ("GET", "/api/v1/watch/namespaces/ns/pods", q.to_owned()),
+            ("DELETE", "/api/v1/namespaces/ns/pods", q.to_owned()),
+        ] {
+            assert_eq!(selectors(method, path, &query), both, "{method} {path}");
+        }
+        // Other verbs carry none; an empty selector is none; a bad one is its parse error.
+        let none = SelectorAttributes::default();
+        assert_eq!(selectors("GET", "/api/v1/namespaces/ns/pods/p", q), none);
+        assert_eq!(selectors("DELETE", "/api/v1/namespaces/ns/pods/p", q), none);
+        assert_eq!(selectors("POST", "/api/v1/namespaces/ns/pods", q), none);
+        assert_eq!(
+            selectors("GET", "/api/v1/pods", "fieldSelector=&labelSelector="),
+            none
+        );
+        let bad = selectors("GET", "/api/v1/pods", "labelSelector=a%20in");
+        assert!(matches!(bad.label, Some(Err(_))), "{bad:?}");
+        // A name taken from the field selector keeps the selector too.
+        let named = selectors("GET", "/api/v1/pods", "fieldSelector=metadata.name%3Dp");
+        assert_eq!(named, SelectorAttributes::parse("metadata.name=p", ""));
     }
 
     #[test]

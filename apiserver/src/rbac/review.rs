@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::attributes::{Attributes, ResourceAttributes, Target};
 use super::authorizer::aggregate_errors;
 use super::policy::Policy;
+use super::review_selectors::{review_selectors, selector_causes};
 use super::rules::list;
 use crate::auth::Identity;
 use crate::error::{ApiError, Cause};
@@ -84,6 +85,14 @@ fn attribute_causes(spec: &Value) -> Vec<Cause> {
     causes
 }
 
+/// The selector checks of the spec's resource attributes, as Status causes.
+fn spec_selector_causes(spec: &Value) -> Vec<Cause> {
+    selector_causes(present(spec, "resourceAttributes"))
+        .into_iter()
+        .map(|c| Cause::new(&format!("{:?}", c.reason), c.message, c.field))
+        .collect()
+}
+
 /// The attributes a review spec asks about, for `user` (kube's `ResourceAttributesFrom` /
 /// `NonResourceAttributesFrom`).
 fn attributes_from_spec(spec: &Value, user: Identity) -> Attributes {
@@ -97,7 +106,7 @@ fn attributes_from_spec(spec: &Value, user: Identity) -> Attributes {
                 resource: str_field(r, "resource").to_owned(),
                 subresource: str_field(r, "subresource").to_owned(),
                 name: str_field(r, "name").to_owned(),
-                ..ResourceAttributes::default()
+                selectors: review_selectors(r),
             }),
         }
     } else {
@@ -157,6 +166,7 @@ pub fn subject_access_review(policy: &Policy, body: &Value) -> Result<Value, Api
             "at least one of user or group must be specified",
         ));
     }
+    causes.extend(spec_selector_causes(spec));
     if !causes.is_empty() {
         return Err(invalid("SubjectAccessReview", "", causes));
     }
@@ -203,6 +213,7 @@ pub fn local_subject_access_review(
             "at least one of user or group must be specified",
         ));
     }
+    causes.extend(spec_selector_causes(spec));
     if !causes.is_empty() {
         return Err(invalid("LocalSubjectAccessReview", name, causes));
     }
@@ -243,7 +254,8 @@ pub fn self_subject_access_review(
     body: &Value,
 ) -> Result<Value, ApiError> {
     let spec = body.get("spec").unwrap_or(&Value::Null);
-    let causes = attribute_causes(spec);
+    let mut causes = attribute_causes(spec);
+    causes.extend(spec_selector_causes(spec));
     if !causes.is_empty() {
         return Err(invalid("SelfSubjectAccessReview", "", causes));
     }

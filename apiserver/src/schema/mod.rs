@@ -29,6 +29,7 @@ mod node;
 mod prune;
 mod structure;
 mod validate;
+mod wide_ints;
 
 use std::collections::HashSet;
 
@@ -38,6 +39,7 @@ pub(crate) use cel_check::{
     CEL_RESERVED, Env as CelEnv, Variable as CelVariable, check as check_cel, unique_type_name,
 };
 pub use listtype::{ListType, MapType, SchemaNode};
+pub(crate) use wide_ints::widen_out_of_range_integers;
 
 use crate::validation::{Cause, coerce_object_meta};
 use node::Node;

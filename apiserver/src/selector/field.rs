@@ -59,6 +59,12 @@ impl FieldSelector {
         &self.terms
     }
 
+    /// A selector of the given terms, in the given order (kube's `fields.Requirements` built
+    /// from an access review's structured requirements).
+    pub fn from_terms(terms: Vec<FieldTerm>) -> Self {
+        FieldSelector { terms }
+    }
+
     /// Parse as apimachinery's `fields.ParseSelector` does: split on unescaped commas, sort,
     /// split each term at its first `!=`, `==` or `=`, unescape the value (`\\`, `\,`, `\=`).
     pub fn parse(selector: &str) -> Result<Self, SelectorError> {

@@ -294,45 +294,66 @@ pub fn validate_structured_label_selector(selector: &Value, field: &str) -> Vec<
     let exprs = obj.get("matchExpressions").and_then(Value::as_array);
     for (i, e) in exprs.into_iter().flatten().enumerate() {
         let path = format!("{field}.matchExpressions[{i}]");
-        let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&Value> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        match op {
-            "In" | "NotIn" => {
-                if values.is_empty() {
-                    causes.push(Cause::required(
-                        format!("{path}.values"),
-                        "must be specified when `operator` is 'In' or 'NotIn'",
-                    ));
-                }
-            }
-            "Exists" | "DoesNotExist" => {
-                if !values.is_empty() {
-                    causes.push(Cause::forbidden(
-                        format!("{path}.values"),
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    ));
-                }
-            }
-            other => causes.push(Cause::invalid(
-                format!("{path}.operator"),
-                other,
-                "not a valid selector operator",
-            )),
-        }
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        causes.extend(validate_label_key(key, &format!("{path}.key")));
-        for (j, v) in values.iter().enumerate() {
-            causes.extend(validate_label_value(
-                v.as_str().unwrap_or(""),
-                &format!("{path}.values[{j}]"),
-            ));
-        }
+        causes.extend(validate_label_requirement(e, &path, false));
     }
     causes
+}
+
+/// `ValidateLabelSelectorRequirement` on one `{key, operator, values}` at `path`. With
+/// `allow_unknown_operator` (how kube validates the requirements of an access review), an
+/// operator other than `In`/`NotIn`/`Exists`/`DoesNotExist` is not an error.
+pub fn validate_label_requirement(
+    requirement: &Value,
+    path: &str,
+    allow_unknown_operator: bool,
+) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let op = requirement
+        .get("operator")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let values: Vec<&Value> = requirement
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    causes.extend(operator_value_causes(op, values.len(), path));
+    if !allow_unknown_operator && !KNOWN_OPERATORS.contains(&op) {
+        causes.push(Cause::invalid(
+            format!("{path}.operator"),
+            op,
+            "not a valid selector operator",
+        ));
+    }
+    let key = requirement.get("key").and_then(Value::as_str).unwrap_or("");
+    causes.extend(validate_label_key(key, &format!("{path}.key")));
+    for (j, v) in values.iter().enumerate() {
+        causes.extend(validate_label_value(
+            v.as_str().unwrap_or(""),
+            &format!("{path}.values[{j}]"),
+        ));
+    }
+    causes
+}
+
+/// The operators of a structured selector requirement (label and field alike).
+const KNOWN_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
+
+/// The value count a structured requirement's operator demands (kube's label and field
+/// requirement validation share these messages): some values for `In`/`NotIn`, none for
+/// `Exists`/`DoesNotExist`; other operators are not checked here.
+pub(crate) fn operator_value_causes(op: &str, value_count: usize, path: &str) -> Vec<Cause> {
+    match op {
+        "In" | "NotIn" if value_count == 0 => vec![Cause::required(
+            format!("{path}.values"),
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        )],
+        "Exists" | "DoesNotExist" if value_count > 0 => vec![Cause::forbidden(
+            format!("{path}.values"),
+            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// `[]string{"a", "b"}` (or `[]string(nil)`): how Go's `%#v` prints a string slice.
