@@ -105,6 +105,17 @@ impl AgentAddon for BenchAddon {
     }
 }
 
+/// The hub's `LIST` and `WATCH` requests so far by (verb, resource), from its `/metrics`.
+async fn list_and_watch_counts(
+    admin: &kube::Client,
+) -> anyhow::Result<std::collections::BTreeMap<(String, String), u64>> {
+    let metrics = admin
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await
+        .context("reading the hub's /metrics")?;
+    Ok(super::restart_bench::request_counts(&metrics))
+}
+
 /// Runs the benchmark.
 pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-addons-{}", std::process::id()));
@@ -148,6 +159,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         }
     );
     bind_everything(&admin).await?;
+    let requests_before = list_and_watch_counts(&admin).await?;
     let (rss_before, _) = process_usage();
     let parts_before = super::bench::rss_parts();
     let stored_before = hub.server.store().stats();
@@ -195,6 +207,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let (created, available) = waiter.await.context("watching the addons")??;
     let (rss_after, _) = process_usage();
     let parts_after = super::bench::rss_parts();
+    let requests_after = list_and_watch_counts(&admin).await?;
     println!(
         "  {} ManagedClusterAddOns: all created after {:.1} s, all Available after {:.1} s",
         expected.len(),
@@ -268,6 +281,21 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
             mib(bytes) - mib(bytes_before),
         );
     }
+    let served: Vec<String> = requests_after
+        .iter()
+        .filter_map(|(key, after)| {
+            let grown = after - requests_before.get(key).copied().unwrap_or(0);
+            (grown > 0).then(|| format!("{} {} {grown}", key.0, key.1))
+        })
+        .collect();
+    println!(
+        "  LISTs and WATCHes the hub served during the rollout: {}",
+        if served.is_empty() {
+            "none".to_owned()
+        } else {
+            served.join(", ")
+        }
+    );
     if let Some(rss) = manager_rss {
         println!(
             "  RSS of the addon manager process: {:.0} MiB",

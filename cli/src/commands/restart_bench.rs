@@ -130,7 +130,7 @@ async fn print_requests(hub: &EmbeddedHub, clusters: usize) -> anyhow::Result<()
 }
 
 /// `apiserver_request_total` summed by (verb, resource) for `LIST` and `WATCH`.
-fn request_counts(metrics: &str) -> BTreeMap<(String, String), u64> {
+pub(crate) fn request_counts(metrics: &str) -> BTreeMap<(String, String), u64> {
     let mut counts = BTreeMap::new();
     for sample in ocm_apiserver::metrics::request_counts(metrics) {
         let verb = sample.label("verb");
