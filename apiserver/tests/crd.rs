@@ -249,6 +249,26 @@ where
     )
 }
 
+/// A watch event as [`next_gadget`] reads it: type, `test.ocm.io/<version>`, whether the
+/// conversion hook's mark is there, label `team`.
+fn seen(kind: &str, version: &str, converted: bool, team: &str) -> (String, String, Value, Value) {
+    let mark = if converted { json!(true) } else { Value::Null };
+    (
+        kind.to_owned(),
+        format!("test.ocm.io/{version}"),
+        mark,
+        json!(team),
+    )
+}
+
+/// Sets gadget `w`'s label `team`.
+async fn relabel(api: &Api<DynamicObject>, team: &str) {
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"team": team}}}));
+    api.patch("w", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn watchers_of_each_version_see_events_in_their_version() {
     let (server, client) = common::server().await;
@@ -282,66 +302,29 @@ async fn watchers_of_each_version_see_events_in_their_version() {
     let mut obj = gadget("v1", "w", json!({"mode": "fast"}));
     obj.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
     v1.create(&PostParams::default(), &obj).await.unwrap();
-    let alpha_added = (
-        "ADDED".to_owned(),
-        "test.ocm.io/v1alpha1".to_owned(),
-        json!(true),
-        json!("a"),
-    );
+    let alpha_added = seen("ADDED", "v1alpha1", true, "a");
     assert_eq!(next_gadget(&mut alpha_a).await, alpha_added);
     assert_eq!(next_gadget(&mut alpha_b).await, alpha_added);
     assert_eq!(next_gadget(&mut team).await, alpha_added);
     assert_eq!(
         next_gadget(&mut plain).await,
-        (
-            "ADDED".to_owned(),
-            "test.ocm.io/v1".to_owned(),
-            Value::Null,
-            json!("a")
-        )
+        seen("ADDED", "v1", false, "a")
     );
     // The label goes: the selecting watcher sees the object leave, the others a change.
-    v1.patch(
-        "w",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
-    )
-    .await
-    .unwrap();
-    let alpha_changed = (
-        "MODIFIED".to_owned(),
-        "test.ocm.io/v1alpha1".to_owned(),
-        json!(true),
-        json!("b"),
-    );
+    relabel(&v1, "b").await;
+    let alpha_changed = seen("MODIFIED", "v1alpha1", true, "b");
     assert_eq!(next_gadget(&mut alpha_a).await, alpha_changed);
     assert_eq!(next_gadget(&mut alpha_b).await, alpha_changed);
     assert_eq!(
         next_gadget(&mut team).await,
-        (
-            "DELETED".to_owned(),
-            "test.ocm.io/v1alpha1".to_owned(),
-            json!(true),
-            json!("b")
-        )
+        seen("DELETED", "v1alpha1", true, "b")
     );
     assert_eq!(
         next_gadget(&mut plain).await,
-        (
-            "MODIFIED".to_owned(),
-            "test.ocm.io/v1".to_owned(),
-            Value::Null,
-            json!("b")
-        )
+        seen("MODIFIED", "v1", false, "b")
     );
     // Back in: ADDED for the selecting watcher.
-    v1.patch(
-        "w",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
-    )
-    .await
-    .unwrap();
+    relabel(&v1, "a").await;
     assert_eq!(next_gadget(&mut team).await, alpha_added);
 }
 
