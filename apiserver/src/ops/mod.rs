@@ -419,6 +419,9 @@ impl Ctx {
                     deleted: false,
                 });
             }
+            // Not held while the write waits for its commit: under a burst of writes, hundreds
+            // wait at once.
+            drop((old, old_stored));
             let finished = admission::can_remove(self, &new_stored);
             if self.dry_run {
                 let object = self.present(new_stored)?;

@@ -63,11 +63,11 @@ pub struct StoreStats {
 enum WriteOp {
     Create {
         key: ObjectKey,
-        value: Value,
+        value: Unrevisioned,
     },
     Update {
         key: ObjectKey,
-        value: Value,
+        value: Unrevisioned,
         expected: Option<Revision>,
     },
     Delete {
@@ -673,6 +673,7 @@ impl Store {
 
     /// Creates an object; `metadata.resourceVersion` is set to the new revision.
     pub async fn create(&self, key: ObjectKey, value: Value) -> Result<Arc<Event>, StorageError> {
+        let value = Unrevisioned::new(value)?;
         self.submit(WriteOp::Create { key, value }).await
     }
 
@@ -683,6 +684,7 @@ impl Store {
         value: Value,
         expected: Option<Revision>,
     ) -> Result<Arc<Event>, StorageError> {
+        let value = Unrevisioned::new(value)?;
         self.submit(WriteOp::Update {
             key,
             value,
@@ -752,6 +754,92 @@ pub(crate) fn revision_of(value: &[u8]) -> Option<Revision> {
     }
     let obj: Obj = serde_json::from_slice(value).ok()?;
     obj.metadata?.resource_version?.parse().ok()
+}
+
+/// An object serialized before the committer gives it a revision: its JSON with an empty
+/// `metadata.resourceVersion` and where the revision's digits go. Writers serialize in their
+/// own tasks, so the committer's queue holds bytes rather than `Value` trees (under a burst of
+/// writes, hundreds wait there) and serializing is spread over the runtime's threads instead
+/// of the one committer. The JSON is byte for byte what serializing the object with its
+/// revision set gives.
+struct Unrevisioned {
+    json: Vec<u8>,
+    /// Where the revision's digits go; `None` when `metadata` is not an object (nothing to set).
+    split: Option<usize>,
+}
+
+impl std::fmt::Debug for Unrevisioned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unrevisioned")
+            .field("bytes", &self.json.len())
+            .field("split", &self.split)
+            .finish()
+    }
+}
+
+impl Unrevisioned {
+    fn new(mut value: Value) -> Result<Unrevisioned, StorageError> {
+        let serializing =
+            |err: serde_json::Error| StorageError::Backend(format!("serializing object: {err}"));
+        let Some(object) = value.as_object_mut() else {
+            return Err(StorageError::Backend("object is not a JSON object".into()));
+        };
+        let metadata = object
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        let Some(metadata) = metadata.as_object_mut() else {
+            let json = serde_json::to_vec(&value).map_err(serializing)?;
+            return Ok(Unrevisioned { json, split: None });
+        };
+        metadata.insert("resourceVersion".into(), Value::String(String::new()));
+        // serde_json's compact form, written out so as to note where the revision goes.
+        let mut json = Vec::new();
+        let mut split = None;
+        json.push(b'{');
+        for (i, (key, field)) in object.iter().enumerate() {
+            if i > 0 {
+                json.push(b',');
+            }
+            serde_json::to_writer(&mut json, key).map_err(serializing)?;
+            json.push(b':');
+            match field.as_object().filter(|_| key == "metadata") {
+                Some(metadata) => {
+                    json.push(b'{');
+                    for (j, (name, item)) in metadata.iter().enumerate() {
+                        if j > 0 {
+                            json.push(b',');
+                        }
+                        serde_json::to_writer(&mut json, name).map_err(serializing)?;
+                        json.push(b':');
+                        if name == "resourceVersion" {
+                            json.push(b'"');
+                            split = Some(json.len());
+                            json.push(b'"');
+                        } else {
+                            serde_json::to_writer(&mut json, item).map_err(serializing)?;
+                        }
+                    }
+                    json.push(b'}');
+                }
+                None => serde_json::to_writer(&mut json, field).map_err(serializing)?,
+            }
+        }
+        json.push(b'}');
+        Ok(Unrevisioned { json, split })
+    }
+
+    /// The object's JSON with `rev` as its resourceVersion, in a buffer of exactly its size.
+    fn with_revision(&self, rev: Revision) -> Bytes {
+        let Some(split) = self.split else {
+            return Bytes::copy_from_slice(&self.json);
+        };
+        let digits = rev.to_string();
+        let mut bytes = Vec::with_capacity(self.json.len() + digits.len());
+        bytes.extend_from_slice(&self.json[..split]);
+        bytes.extend_from_slice(digits.as_bytes());
+        bytes.extend_from_slice(&self.json[split..]);
+        Bytes::from(bytes)
+    }
 }
 
 fn serialize_with_revision(mut value: Value, rev: Revision) -> Result<Bytes, StorageError> {
@@ -884,7 +972,7 @@ fn prepare(
             if current.is_some() {
                 return Err(StorageError::AlreadyExists);
             }
-            let bytes = serialize_with_revision(value, rev)?;
+            let bytes = value.with_revision(rev);
             (EventKind::Added, bytes.clone(), Some(bytes))
         }
         WriteOp::Update {
@@ -900,7 +988,7 @@ fn prepare(
                     current: current.rev,
                 });
             }
-            let bytes = serialize_with_revision(value, rev)?;
+            let bytes = value.with_revision(rev);
             (EventKind::Modified, bytes.clone(), Some(bytes))
         }
         WriteOp::Delete { expected, .. } => {
@@ -1054,6 +1142,29 @@ mod tests {
 
     fn cm(name: &str, v: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": v}})
+    }
+
+    #[test]
+    fn objects_serialized_before_their_revision_read_as_serialized_with_it() {
+        let objects = [
+            cm("a", "b"),
+            json!({"kind": "X", "metadata": {"name": "n", "resourceVersion": "17", "labels": {"a\"b": "\u{1}é"}},
+                   "spec": {"template": {"metadata": {"resourceVersion": "9"}}}}),
+            json!({"spec": {"x": [1, 2.5, null, true, "s"]}}),
+            json!({"metadata": {}, "z": {}, "a": []}),
+            json!({"metadata": "not an object", "data": 1}),
+            json!({"metadata": {"name": "m"}, "resourceVersion": "top-level, not metadata's"}),
+        ];
+        for object in objects {
+            for rev in [1, 42, u64::MAX] {
+                let early = Unrevisioned::new(object.clone())
+                    .unwrap()
+                    .with_revision(rev);
+                let late = serialize_with_revision(object.clone(), rev).unwrap();
+                assert_eq!(early, late, "{object}");
+            }
+        }
+        assert!(Unrevisioned::new(json!(["not", "an", "object"])).is_err());
     }
 
     #[tokio::test]
