@@ -92,6 +92,9 @@ struct State {
     /// clusters' lease renewals must not push out the ManagedCluster history agents resume
     /// from).
     bucket_floors: HashMap<Bucket, Revision>,
+    /// The floors that moved since the backend last stored them: the committer sends these
+    /// with its next batch (not every floor — a fleet's store has tens of thousands).
+    unpersisted_floors: HashMap<Bucket, Revision>,
     /// Below this revision no bucket's events are known.
     floor_base: Revision,
     buckets: HashMap<Bucket, Objects>,
@@ -324,14 +327,13 @@ impl Store {
                 .or_default()
                 .insert((key.namespace, key.name), object);
         }
-        // What the backend holds; the committer sends floors that move from here on (the trim
-        // below included).
-        let persisted_floors: HashMap<Bucket, Revision> =
-            loaded.bucket_floors.into_iter().collect();
+        // What the backend holds; floors that move from here on (the trim below included) are
+        // sent with the committer's next batch.
         let mut state = State {
             revision: loaded.revision,
             compacted: loaded.history_floor.min(loaded.revision),
-            bucket_floors: persisted_floors.clone(),
+            bucket_floors: loaded.bucket_floors.into_iter().collect(),
+            unpersisted_floors: HashMap::new(),
             floor_base: loaded.floor_base.min(loaded.revision),
             buckets,
             bucket_writes,
@@ -365,7 +367,7 @@ impl Store {
         let committer_shared = shared.clone();
         std::thread::Builder::new()
             .name("apiserver-committer".into())
-            .spawn(move || committer(backend, committer_shared, rx, persisted_floors))
+            .spawn(move || committer(backend, committer_shared, rx))
             .map_err(|err| StorageError::Backend(format!("spawning committer: {err}")))?;
         Ok(Store { shared, tx })
     }
@@ -867,14 +869,9 @@ struct Pending {
     result: Result<Arc<Event>, StorageError>,
 }
 
-/// Commits batches of writes; `persisted_floors` are the bucket floors the backend holds, so
-/// a batch carries only those that moved.
-fn committer<B: Backend>(
-    mut backend: B,
-    shared: Arc<Shared>,
-    rx: std_mpsc::Receiver<Request>,
-    mut persisted_floors: HashMap<Bucket, Revision>,
-) {
+/// Commits batches of writes; a batch carries the bucket floors that moved since the backend
+/// last stored them.
+fn committer<B: Backend>(mut backend: B, shared: Arc<Shared>, rx: std_mpsc::Receiver<Request>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < shared.config.max_batch {
@@ -888,17 +885,17 @@ fn committer<B: Backend>(
         let mut revision;
         let history_floor;
         let floor_base;
-        let mut moved_floors = Vec::new();
+        let moved_floors: Vec<(Bucket, Revision)>;
         {
             let state = read_state(&shared);
             revision = state.revision;
             history_floor = state.compacted;
             floor_base = state.floor_base;
-            for (bucket, rev) in &state.bucket_floors {
-                if persisted_floors.get(bucket) != Some(rev) {
-                    moved_floors.push((bucket.clone(), *rev));
-                }
-            }
+            moved_floors = state
+                .unpersisted_floors
+                .iter()
+                .map(|(bucket, rev)| (bucket.clone(), *rev))
+                .collect();
             let mut overlay: HashMap<ObjectKey, Option<StoredObject>> = HashMap::new();
             for Request { op, reply } in batch {
                 let result = prepare(&state, &mut overlay, &mut revision, op);
@@ -921,9 +918,6 @@ fn committer<B: Backend>(
                 floor_base,
             })
         };
-        if committed.is_ok() && !events.is_empty() {
-            persisted_floors.extend(moved_floors);
-        }
         if !events.is_empty() {
             *shared
                 .commit_error
@@ -943,7 +937,7 @@ fn committer<B: Backend>(
             continue;
         }
         if !events.is_empty() {
-            publish(&shared, events, revision);
+            publish(&shared, events, revision, &moved_floors);
         }
         for p in pending {
             let _ = p.reply.send(p.result);
@@ -1086,11 +1080,26 @@ fn trim_history(state: &mut State, config: &StoreConfig) {
         }
         state.compacted = old.rev;
         state.bucket_floors.insert(old.key.bucket.clone(), old.rev);
+        state
+            .unpersisted_floors
+            .insert(old.key.bucket.clone(), old.rev);
     }
 }
 
-fn publish(shared: &Shared, events: Vec<Arc<Event>>, revision: Revision) {
+/// Makes a durable batch visible: its events, and `persisted_floors` (the floors it carried)
+/// no longer waiting to be stored unless they moved again since.
+fn publish(
+    shared: &Shared,
+    events: Vec<Arc<Event>>,
+    revision: Revision,
+    persisted_floors: &[(Bucket, Revision)],
+) {
     let mut state = write_state(shared);
+    for (bucket, rev) in persisted_floors {
+        if state.unpersisted_floors.get(bucket) == Some(rev) {
+            state.unpersisted_floors.remove(bucket);
+        }
+    }
     for event in &events {
         state
             .bucket_writes
@@ -1778,5 +1787,48 @@ mod tests {
             .unwrap();
         let names: Vec<_> = resumed.replay.iter().map(|e| e.key.name.clone()).collect();
         assert_eq!(names, vec!["later"]);
+    }
+
+    /// A backend that keeps nothing and records the floors each batch carried.
+    struct FloorRecorder(Arc<Mutex<Vec<Vec<(Bucket, Revision)>>>>);
+
+    impl Backend for FloorRecorder {
+        fn load(&mut self) -> Result<crate::storage::Loaded, StorageError> {
+            Ok(crate::storage::Loaded::default())
+        }
+        fn commit(&mut self, batch: Batch<'_>) -> Result<(), StorageError> {
+            self.0.lock().unwrap().push(batch.bucket_floors.to_vec());
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_carries_only_the_floors_that_moved_since_the_last_one() {
+        let batches = Arc::new(Mutex::new(Vec::new()));
+        let store = Store::open(FloorRecorder(batches.clone()), small_window()).unwrap();
+        // One object in each of 20 clusters: every bucket but the last three leaves the window
+        // and gets a floor.
+        for i in 0..20 {
+            let key = ObjectKey::new(Bucket::new(&format!("c{i}"), "/configmaps"), "ns", "cm");
+            store.create(key, cm("cm", "1")).await.unwrap();
+        }
+        let floored = (0..20)
+            .filter(|i| store.bucket_floor(&Bucket::new(&format!("c{i}"), "/configmaps")) > 0)
+            .count();
+        assert_eq!(floored, 17);
+        // Each write pushed one bucket out, whose floor the next batch carried once.
+        let batches = batches.lock().unwrap().clone();
+        assert_eq!(batches.len(), 20);
+        for (i, floors) in batches.iter().enumerate() {
+            let expected = if (4..20).contains(&i) {
+                vec![(
+                    Bucket::new(&format!("c{}", i - 4), "/configmaps"),
+                    i as Revision - 3,
+                )]
+            } else {
+                vec![]
+            };
+            assert_eq!(floors, &expected, "batch {i}");
+        }
     }
 }
