@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::reflector::{ObjectRef, Store};
 use ocm_api::work::names::APPLIED_MANIFEST_WORK_FINALIZER;
 use ocm_api::work::v1::{AppliedManifestResourceMeta, AppliedManifestWork, OrphaningRule};
 use ocm_runtime::shutdown::Shutdown;
@@ -272,6 +274,12 @@ pub(crate) async fn sweep(ctx: Arc<Ctx>, shutdown: Shutdown) {
     }
 }
 
+/// The reconciler's view of the cluster's ManifestWorks, once its first list is complete.
+fn synced_works(ctx: &Ctx) -> Option<&Store<ocm_api::work::v1::ManifestWork>> {
+    let store = ctx.hub_works.get()?;
+    matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))).then_some(store)
+}
+
 async fn sweep_once(ctx: &Ctx) -> Result<(), kube::Error> {
     let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
     let works: Api<ocm_api::work::v1::ManifestWork> =
@@ -284,7 +292,14 @@ async fn sweep_once(ctx: &Ctx) -> Result<(), kube::Error> {
             clean_up(ctx, &amw, false, &[]).await?;
             continue;
         }
-        let gone = works.get_opt(&amw.spec.manifest_work_name).await?.is_none();
+        let gone = match synced_works(ctx) {
+            Some(store) => {
+                let key =
+                    ObjectRef::new(&amw.spec.manifest_work_name).within(&ctx.options.cluster_name);
+                store.get(&key).is_none()
+            }
+            None => works.get_opt(&amw.spec.manifest_work_name).await?.is_none(),
+        };
         let started = amw
             .status
             .as_ref()

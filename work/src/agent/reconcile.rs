@@ -43,6 +43,9 @@ pub(crate) struct Ctx {
     /// every field the manifest sets, so fields removed from a manifest are removed on the
     /// cluster. Kept in memory only: after a restart, only the live object counts.
     last_applied: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// The ManifestWorks of this cluster as the reconciler's watch sees them, once it runs:
+    /// the sweep looks works up here rather than asking the hub for each.
+    pub(crate) hub_works: std::sync::OnceLock<kube::runtime::reflector::Store<ManifestWork>>,
 }
 
 impl Ctx {
@@ -64,6 +67,7 @@ impl Ctx {
             discovery: Discovery::default(),
             stats,
             last_applied: std::sync::Mutex::default(),
+            hub_works: std::sync::OnceLock::new(),
         }
     }
 }
@@ -107,7 +111,10 @@ pub(crate) enum PassError {
 pub(crate) async fn run(ctx: Arc<Ctx>, shutdown: Shutdown) {
     let works: Api<ManifestWork> = Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
     let concurrency = ctx.options.concurrency;
-    let running = Controller::new(works, watcher::Config::default().any_semantic())
+    let controller = Controller::new(works, watcher::Config::default().any_semantic());
+    // A restarted agent connection builds a new Ctx, so this is set once per Ctx.
+    let _ = ctx.hub_works.set(controller.store());
+    let running = controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()));
