@@ -173,6 +173,24 @@ async fn validation_defaulting_pruning() {
     assert_eq!(code, 415);
 }
 
+/// Registers a conversion hook for Gadgets that marks objects converted to v1alpha1
+/// (`spec.converted: true`), drops the mark for other versions and sets `apiVersion`.
+fn register_marking_hook(server: &ocm_apiserver::ApiServer) {
+    server.register_conversion(
+        "test.ocm.io",
+        "Gadget",
+        Arc::new(|mut obj: Value, to: &str| {
+            if to == "test.ocm.io/v1alpha1" {
+                obj["spec"]["converted"] = json!(true);
+            } else if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("converted");
+            }
+            obj["apiVersion"] = json!(to);
+            Ok(obj)
+        }),
+    );
+}
+
 #[tokio::test]
 async fn multiple_versions_with_and_without_hook() {
     let (server, client) = common::server().await;
@@ -201,19 +219,7 @@ async fn multiple_versions_with_and_without_hook() {
     let stored: Value = serde_json::from_slice(&raw[0].2.value).unwrap();
     assert_eq!(stored["apiVersion"], "test.ocm.io/v1");
     // A conversion hook takes over from the apiVersion rewrite.
-    server.register_conversion(
-        "test.ocm.io",
-        "Gadget",
-        Arc::new(|mut obj: Value, to: &str| {
-            if to == "test.ocm.io/v1alpha1" {
-                obj["spec"]["converted"] = json!(true);
-            } else if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("converted");
-            }
-            obj["apiVersion"] = json!(to);
-            Ok(obj)
-        }),
-    );
+    register_marking_hook(&server);
     let as_alpha = alpha.get("a").await.unwrap();
     assert_eq!(as_alpha.data["spec"]["converted"], true);
     let list = alpha.list(&Default::default()).await.unwrap();
@@ -273,19 +279,7 @@ async fn relabel(api: &Api<DynamicObject>, team: &str) {
 async fn watchers_of_each_version_see_events_in_their_version() {
     let (server, client) = common::server().await;
     install(&client, gadget_crd()).await;
-    server.register_conversion(
-        "test.ocm.io",
-        "Gadget",
-        Arc::new(|mut obj: Value, to: &str| {
-            if to == "test.ocm.io/v1alpha1" {
-                obj["spec"]["converted"] = json!(true);
-            } else if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("converted");
-            }
-            obj["apiVersion"] = json!(to);
-            Ok(obj)
-        }),
-    );
+    register_marking_hook(&server);
     let alpha = api(&client, "v1alpha1");
     let v1 = api(&client, "v1");
     let params = kube::api::WatchParams::default();

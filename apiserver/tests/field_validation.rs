@@ -75,6 +75,26 @@ async fn rejected(
     a
 }
 
+/// A create under `fieldValidation=Strict` that must fail with kube's 400 for a `kind` (of
+/// version v1) whose body has these strict decoding `errors`.
+async fn create_refused(
+    client: &kube::Client,
+    url: &str,
+    ct: &str,
+    body: &str,
+    kind: &str,
+    errors: &[&str],
+) {
+    let a = rejected(client, Method::POST, url, ct, body, BAD).await;
+    assert_eq!(
+        a.message(),
+        format!(
+            "{kind} in version \"v1\" cannot be handled as a {kind}: strict decoding error: {}",
+            errors.join(", ")
+        )
+    );
+}
+
 /// A request under the default `fieldValidation` (Warn) that must succeed with `code` and
 /// exactly these warnings.
 async fn warned(
@@ -300,12 +320,18 @@ fn open_crd() -> Value {
 const GADGETS: &str = "/apis/fv.example.com/v1/namespaces/default/gadgets";
 const OPENS: &str = "/apis/fv.example.com/v1/namespaces/default/opens";
 
-#[tokio::test]
-async fn custom_resources_report_duplicates_then_unknown_fields() {
+/// A server with the Gadget and Open CRDs installed, and its client.
+async fn gadgets_and_opens() -> (TlsServer, kube::Client) {
     let server = TlsServer::start().await;
     let client = server.client().await;
     common::crd::install(&client, common::crd::crd_from_json(gadget_crd())).await;
     common::crd::install(&client, common::crd::crd_from_json(open_crd())).await;
+    (server, client)
+}
+
+#[tokio::test]
+async fn custom_resources_report_duplicates_then_unknown_fields() {
+    let (_server, client) = gadgets_and_opens().await;
 
     let body = r#"{"apiVersion":"fv.example.com/v1","kind":"Gadget",
       "metadata":{"name":"g1","bogus":1},
@@ -323,14 +349,7 @@ async fn custom_resources_report_duplicates_then_unknown_fields() {
         "unknown field \"spec.manifests[0].metadata.wrong\"",
         "unknown field \"spec.template.metadata.junk\"",
     ];
-    let a = rejected(&client, Method::POST, GADGETS, JSON, body, BAD).await;
-    assert_eq!(
-        a.message(),
-        format!(
-            "Gadget in version \"v1\" cannot be handled as a Gadget: strict decoding error: {}",
-            expected.join(", ")
-        )
-    );
+    create_refused(&client, GADGETS, JSON, body, "Gadget", &expected).await;
     let a = warned(&client, Method::POST, GADGETS, JSON, body, 201, &expected).await;
     let spec = &a.body["spec"];
     assert_eq!(spec["color"], "blue");
@@ -348,16 +367,45 @@ async fn custom_resources_report_duplicates_then_unknown_fields() {
         "duplicate field \"spec.x\"",
         "unknown field \"metadata.bogus\"",
     ];
-    let a = rejected(&client, Method::POST, OPENS, JSON, body, BAD).await;
-    assert_eq!(
-        a.message(),
-        format!(
-            "Open in version \"v1\" cannot be handled as a Open: strict decoding error: {}",
-            expected.join(", ")
-        )
-    );
+    create_refused(&client, OPENS, JSON, body, "Open", &expected).await;
     let a = warned(&client, Method::POST, OPENS, JSON, body, 201, &expected).await;
     assert_eq!(a.body["spec"], json!({"x": 2, "anything": {"goes": true}}));
+}
+
+#[tokio::test]
+async fn custom_resource_yaml_bodies_report_repeated_keys_then_unknown_fields() {
+    let (_server, client) = gadgets_and_opens().await;
+
+    // As for typed objects, the YAML decoder's repeated keys come first; then the custom
+    // resource's unknown metadata and pruned fields.
+    let body = "apiVersion: fv.example.com/v1\nkind: Gadget\nmetadata:\n  name: gy\n  bogus: 1\nspec:\n  color: red\n  color: blue\n  zeta: 1\n";
+    let dup = "yaml: unmarshal errors:\n  line 8: key \"color\" already set in map";
+    let unknown = [
+        "unknown field \"metadata.bogus\"",
+        "unknown field \"spec.zeta\"",
+    ];
+    create_refused(
+        &client,
+        GADGETS,
+        YAML,
+        body,
+        "Gadget",
+        &[dup, unknown[0], unknown[1]],
+    )
+    .await;
+    let flat = dup.replace('\n', " ");
+    let expected = [flat.as_str(), unknown[0], unknown[1]];
+    let a = warned(&client, Method::POST, GADGETS, YAML, body, 201, &expected).await;
+    assert_eq!(a.body["spec"], json!({"color": "blue"}));
+
+    // Preserving everything, only the repeated key is reported.
+    let body =
+        "apiVersion: fv.example.com/v1\nkind: Open\nmetadata:\n  name: oy\nspec:\n  x: 1\n  x: 2\n";
+    let dup = "yaml: unmarshal errors:\n  line 7: key \"x\" already set in map";
+    create_refused(&client, OPENS, YAML, body, "Open", &[dup]).await;
+    let flat = dup.replace('\n', " ");
+    let a = warned(&client, Method::POST, OPENS, YAML, body, 201, &[&flat]).await;
+    assert_eq!(a.body["spec"], json!({"x": 2}));
 }
 
 /// Asserts kube's 422 for a patch that fails strict decoding: no kind, no name, one

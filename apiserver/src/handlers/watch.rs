@@ -15,7 +15,6 @@ use super::{Output, Reply, ReplyBody, ResourceRequest, partial_metadata};
 use crate::error::ApiError;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
-use crate::server::Inner;
 use crate::storage::{Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription};
 
 /// Encodes one watch event line.
@@ -61,8 +60,6 @@ struct Watcher {
     tx: mpsc::Sender<Bytes>,
     last_rev: Revision,
     sent_columns: bool,
-    /// Events encoded for this resource's other watchers.
-    shared: Arc<Inner>,
 }
 
 impl Watcher {
@@ -214,7 +211,8 @@ impl Watcher {
             return self.send_object(kind, &event.object, None).await;
         }
         let encoded = self
-            .shared
+            .ctx
+            .inner
             .watch_encodings
             .json(event.rev, &self.version, || {
                 self.present(&event.object)
@@ -365,7 +363,6 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
         tx,
         last_rev: start_rev,
         sent_columns: false,
-        shared: req.inner.clone(),
     };
     let interval = req.inner.config.bookmark_interval;
     let mut shutdown = req.inner.shutdown.subscribe();
