@@ -788,11 +788,12 @@ impl Unrevisioned {
             .entry("metadata")
             .or_insert_with(|| Value::Object(Default::default()));
         let Some(metadata) = metadata.as_object_mut() else {
-            let json = serde_json::to_vec(&value).map_err(serializing)?;
+            let json = crate::json_out::to_vec(&value).map_err(serializing)?;
             return Ok(Unrevisioned { json, split: None });
         };
         metadata.insert("resourceVersion".into(), Value::String(String::new()));
-        // serde_json's compact form, written out so as to note where the revision goes.
+        // The compact form kube writes (see `json_out`), written out so as to note where the
+        // revision goes.
         let mut json = Vec::new();
         let mut split = None;
         json.push(b'{');
@@ -800,7 +801,7 @@ impl Unrevisioned {
             if i > 0 {
                 json.push(b',');
             }
-            serde_json::to_writer(&mut json, key).map_err(serializing)?;
+            crate::json_out::to_writer(&mut json, key).map_err(serializing)?;
             json.push(b':');
             match field.as_object().filter(|_| key == "metadata") {
                 Some(metadata) => {
@@ -809,19 +810,19 @@ impl Unrevisioned {
                         if j > 0 {
                             json.push(b',');
                         }
-                        serde_json::to_writer(&mut json, name).map_err(serializing)?;
+                        crate::json_out::to_writer(&mut json, name).map_err(serializing)?;
                         json.push(b':');
                         if name == "resourceVersion" {
                             json.push(b'"');
                             split = Some(json.len());
                             json.push(b'"');
                         } else {
-                            serde_json::to_writer(&mut json, item).map_err(serializing)?;
+                            crate::json_out::to_writer(&mut json, item).map_err(serializing)?;
                         }
                     }
                     json.push(b'}');
                 }
-                None => serde_json::to_writer(&mut json, field).map_err(serializing)?,
+                None => crate::json_out::to_writer(&mut json, field).map_err(serializing)?,
             }
         }
         json.push(b'}');
@@ -852,7 +853,7 @@ fn serialize_with_revision(mut value: Value, rev: Revision) -> Result<Bytes, Sto
     if let Some(metadata) = metadata.as_object_mut() {
         metadata.insert("resourceVersion".into(), Value::String(rev.to_string()));
     }
-    let mut bytes = serde_json::to_vec(&value)
+    let mut bytes = crate::json_out::to_vec(&value)
         .map_err(|err| StorageError::Backend(format!("serializing object: {err}")))?;
     // The buffer grew by doubling: without this, every stored object and history event would
     // keep up to twice its size alive (a heap profile of 3,000 addons found a third of the
