@@ -35,6 +35,7 @@ pub mod flowcontrol;
 mod handlers;
 pub mod health;
 pub mod http;
+mod json_out;
 pub mod meta;
 pub mod metrics;
 pub mod openapi;

@@ -19,6 +19,7 @@ mod discovery_health;
 mod discovery_media;
 mod field_validation;
 mod flowcontrol;
+mod json_numbers;
 mod openapi_v2;
 mod patch_props;
 mod podtemplates;

@@ -1,5 +1,6 @@
 //! Integers above 2^63-1 in custom resources, through a real kube client: kept as the float
-//! kube's unstructured decoding makes of them (YAML `1.8446744073709552e+19`), and refused
+//! kube's unstructured decoding makes of them (YAML `1.8446744073709552e+19`, JSON
+//! `18446744073709552000`), and refused
 //! by a `type: integer` schema as a `number`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -51,7 +52,11 @@ async fn integers_beyond_int64_are_floats_in_custom_resources() {
     let amount = &created.data["spec"]["amount"];
     assert!(amount.is_f64(), "{amount}");
     assert_eq!(amount.as_f64(), Some(18_446_744_073_709_551_615.0));
-    assert!(created.data["spec"]["free"]["big"].is_f64());
+    // Answered `9223372036854776000`, which reads as an integer here.
+    assert_eq!(
+        created.data["spec"]["free"]["big"].as_f64(),
+        Some(9_223_372_036_854_775_808.0)
+    );
     assert_eq!(created.data["spec"]["free"]["max"], json!(i64::MAX));
 
     let yaml = common::send_accept(
@@ -68,6 +73,19 @@ async fn integers_beyond_int64_are_floats_in_custom_resources() {
     // go-yaml reads back as a uint64.
     assert!(text.contains("big: 9223372036854776000"), "{text}");
     assert!(text.contains("max: 9223372036854775807"), "{text}");
+    // JSON answers print the floats as Go's encoding/json does.
+    let json = common::send_accept(
+        &client,
+        "GET",
+        "/apis/test.ocm.io/v1/namespaces/default/bigs/b1",
+        "application/json",
+        None,
+    )
+    .await;
+    let text = json.text();
+    assert!(text.contains(r#""amount":18446744073709552000,"#), "{text}");
+    assert!(text.contains(r#""big":9223372036854776000,"#), "{text}");
+    assert!(text.contains(r#""max":9223372036854775807}"#), "{text}");
 
     // A `type: integer` field refuses it: it decoded as a number.
     let err = api

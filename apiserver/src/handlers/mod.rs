@@ -50,7 +50,7 @@ impl Reply {
     pub fn json(status: StatusCode, value: &Value) -> Reply {
         Reply::bytes(
             status,
-            Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            Bytes::from(crate::json_out::to_vec(value).unwrap_or_default()),
         )
     }
 

@@ -29,7 +29,7 @@ fn event_line(kind: &str, object: &[u8]) -> Bytes {
 }
 
 fn value_line(kind: &str, object: &Value) -> Bytes {
-    event_line(kind, &serde_json::to_vec(object).unwrap_or_default())
+    event_line(kind, &crate::json_out::to_vec(object).unwrap_or_default())
 }
 
 /// What a watcher sends for a change, given whether the object matched its selectors before
@@ -215,8 +215,9 @@ impl Watcher {
             .inner
             .watch_encodings
             .json(event.rev, &self.version, || {
-                self.present(&event.object)
-                    .map(|v| v.map(|v| Bytes::from(serde_json::to_vec(&v).unwrap_or_default())))
+                self.present(&event.object).map(|v| {
+                    v.map(|v| Bytes::from(crate::json_out::to_vec(&v).unwrap_or_default()))
+                })
             });
         match encoded {
             Ok(Some(json)) => self.tx.send(event_line(kind, &json)).await.is_ok(),

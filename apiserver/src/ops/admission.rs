@@ -124,7 +124,7 @@ pub(crate) fn normalize(
                 typed: true,
             };
             let shown =
-                || serde_json::to_string(patched.as_ref().unwrap_or(obj)).unwrap_or_default();
+                || crate::json_out::to_string(patched.as_ref().unwrap_or(obj)).unwrap_or_default();
             return Err(crate::fieldvalidation::decode_error(
                 &ctx.body,
                 subject,
@@ -177,7 +177,7 @@ pub(crate) fn normalize(
         || {
             patched
                 .as_ref()
-                .and_then(|p| serde_json::to_string(p).ok())
+                .and_then(|p| crate::json_out::to_string(p).ok())
                 .unwrap_or_default()
         },
     )?;

@@ -159,10 +159,15 @@ impl Ctx {
         ApiError::from_storage(err, self.gr(), name)
     }
 
-    /// Parses stored JSON.
+    /// Parses stored JSON. A custom resource is read as kube reads its stored JSON: an integer
+    /// beyond int64 (the text of a float such as `9223372036854776000`) is a float.
     pub fn parse(&self, object: &StoredObject) -> Result<Value, ApiError> {
-        serde_json::from_slice(&object.value)
-            .map_err(|err| ApiError::internal(format!("stored object is corrupt: {err}")))
+        let mut value = serde_json::from_slice(&object.value)
+            .map_err(|err| ApiError::internal(format!("stored object is corrupt: {err}")))?;
+        if self.res.is_custom() {
+            crate::schema::widen_out_of_range_integers(&mut value);
+        }
+        Ok(value)
     }
 
     /// A stored object as the client sees it: converted to the request version and defaulted.
@@ -1026,7 +1031,8 @@ fn copy_field(to: &mut Value, from: &Value, field: &str) {
     }
 }
 
-/// Equal apart from `metadata.resourceVersion`.
+/// Equal apart from `metadata.resourceVersion`, as kube compares an update with what it holds:
+/// by the JSON each would store (so `1.0` is no change from `1`).
 fn same_object(a: &Value, b: &Value) -> bool {
     let strip = |v: &Value| {
         let mut v = v.clone();
@@ -1035,7 +1041,7 @@ fn same_object(a: &Value, b: &Value) -> bool {
         }
         v
     };
-    strip(a) == strip(b)
+    crate::json_out::same_value(&strip(a), &strip(b))
 }
 
 /// `generateName` plus five random characters.

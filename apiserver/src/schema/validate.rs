@@ -140,21 +140,18 @@ fn schema_info(data: &Value) -> (&'static str, &'static str) {
     }
 }
 
-/// go-openapi's `IsFloat64AJSONInteger`.
+/// go-openapi's `IsFloat64AJSONInteger` (swag v0.25, kube 1.35's): within ±(2^53-1), and its
+/// nearest integer (halves away from zero), or within a relative 1e-9 of it.
 pub(crate) fn is_json_integer(f: f64) -> bool {
-    const MAX: f64 = 9_007_199_254_740_992.0; // 2^53
-    if !f.is_finite() || !(-MAX..=MAX).contains(&f) {
+    const MAX: f64 = 9_007_199_254_740_991.0; // 2^53 - 1
+    if !(-MAX..=MAX).contains(&f) {
         return false;
     }
-    if f == f.trunc() {
+    let rounded = f.round();
+    if f == rounded {
         return true;
     }
-    let g = f.trunc();
-    let diff = (f - g).abs();
-    if g == 0.0 || diff < f64::MIN_POSITIVE {
-        return diff < 1e-9 * f64::MIN_POSITIVE;
-    }
-    diff / (f.abs() + g.abs()).min(f64::MAX) < 1e-9
+    rounded != 0.0 && (f - rounded).abs() < 1e-9 * rounded.abs()
 }
 
 fn as_float(data: &Value) -> f64 {
@@ -972,5 +969,18 @@ mod tests {
         assert!(is_json_integer(1.0 / 0.1 * 0.3));
         assert!(!is_json_integer(1e300));
         assert!(!is_json_integer(f64::NAN));
+        assert!(!is_json_integer(f64::INFINITY));
+        // The bounds are ±(2^53-1).
+        assert!(is_json_integer(9_007_199_254_740_991.0));
+        assert!(!is_json_integer(9_007_199_254_740_992.0));
+        assert!(!is_json_integer(-9_007_199_254_740_992.0));
+        // Near an integer, relative to the nearest one (rounded half away from zero).
+        assert!(is_json_integer(1_000_000_000.5));
+        assert!(is_json_integer(-1_000_000_000.5));
+        assert!(!is_json_integer(400_000_000.5));
+        assert!(is_json_integer(400_000_000.4));
+        assert!(!is_json_integer(0.4));
+        assert!(!is_json_integer(1e-10));
+        assert!(is_json_integer(-0.0));
     }
 }

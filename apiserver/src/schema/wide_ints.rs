@@ -1,7 +1,8 @@
 //! Integers too large for int64 in custom resources, as kube-apiserver's unstructured JSON
 //! decoding reads them: a number that does not fit an `int64` becomes a `float64` (so
-//! `18446744073709551615` is kept as `1.8446744073709552e19`, and a `type: integer` schema
-//! then refuses it as a `number`).
+//! `18446744073709551615` is kept as the float 2^64, answered `18446744073709552000`, and a
+//! `type: integer` schema then refuses it as a `number`). Stored custom resources are read
+//! back the same way: the stored text of such a float is an integer to serde_json.
 
 use serde_json::{Number, Value};
 

@@ -791,11 +791,12 @@ impl Unrevisioned {
             .entry("metadata")
             .or_insert_with(|| Value::Object(Default::default()));
         let Some(metadata) = metadata.as_object_mut() else {
-            let json = serde_json::to_vec(&value).map_err(serializing)?;
+            let json = crate::json_out::to_vec(&value).map_err(serializing)?;
             return Ok(Unrevisioned { json, split: None });
         };
         metadata.insert("resourceVersion".into(), Value::String(String::new()));
-        // serde_json's compact form, written out so as to note where the revision goes.
+        // The compact form kube writes (see `json_out`), written out so as to note where the
+        // revision goes.
         let mut json = Vec::new();
         let mut split = None;
         json.push(b'{');
@@ -803,7 +804,7 @@ impl Unrevisioned {
             if i > 0 {
                 json.push(b',');
             }
-            serde_json::to_writer(&mut json, key).map_err(serializing)?;
+            crate::json_out::to_writer(&mut json, key).map_err(serializing)?;
             json.push(b':');
             match field.as_object().filter(|_| key == "metadata") {
                 Some(metadata) => {
@@ -812,19 +813,19 @@ impl Unrevisioned {
                         if j > 0 {
                             json.push(b',');
                         }
-                        serde_json::to_writer(&mut json, name).map_err(serializing)?;
+                        crate::json_out::to_writer(&mut json, name).map_err(serializing)?;
                         json.push(b':');
                         if name == "resourceVersion" {
                             json.push(b'"');
                             split = Some(json.len());
                             json.push(b'"');
                         } else {
-                            serde_json::to_writer(&mut json, item).map_err(serializing)?;
+                            crate::json_out::to_writer(&mut json, item).map_err(serializing)?;
                         }
                     }
                     json.push(b'}');
                 }
-                None => serde_json::to_writer(&mut json, field).map_err(serializing)?,
+                None => crate::json_out::to_writer(&mut json, field).map_err(serializing)?,
             }
         }
         json.push(b'}');
@@ -1135,7 +1136,7 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": v}})
     }
 
-    /// serde_json's serialization of `object` after setting `metadata.resourceVersion` to
+    /// The server's JSON (`json_out`) of `object` after setting `metadata.resourceVersion` to
     /// `rev` (when `metadata` is an object or absent), as the Value tree would give it.
     fn with_revision_set(mut object: Value, rev: Revision) -> Vec<u8> {
         let metadata = object
@@ -1146,7 +1147,7 @@ mod tests {
         if let Some(metadata) = metadata.as_object_mut() {
             metadata.insert("resourceVersion".into(), json!(rev.to_string()));
         }
-        serde_json::to_vec(&object).unwrap()
+        crate::json_out::to_vec(&object).unwrap()
     }
 
     #[test]
@@ -1155,7 +1156,7 @@ mod tests {
             cm("a", "b"),
             json!({"kind": "X", "metadata": {"name": "n", "resourceVersion": "17", "labels": {"a\"b": "\u{1}é"}},
                    "spec": {"template": {"metadata": {"resourceVersion": "9"}}}}),
-            json!({"spec": {"x": [1, 2.5, null, true, "s"]}}),
+            json!({"spec": {"x": [1, 2.5, 1.0, 1e21, null, true, "s"]}}),
             json!({"metadata": {}, "z": {}, "a": []}),
             json!({"metadata": "not an object", "data": 1}),
             json!({"metadata": {"name": "m"}, "resourceVersion": "top-level, not metadata's"}),

@@ -489,29 +489,12 @@ fn write_go_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Go's JSON float encoding: `'f'` format, or `'e'` when the exponent is below -6 or at
-/// least 21, with a two-digit exponent trimmed to one (`1e-07` becomes `1e-7`).
+/// Go's JSON float encoding (`null` for what JSON cannot hold).
 fn go_json_float(f: f64) -> String {
     if !f.is_finite() {
         return "null".to_string();
     }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = match e.strip_prefix('-') {
-                    Some(d) => ('-', d),
-                    None => ('+', e),
-                };
-                format!("{m}e{sign}{digits}")
-            }
-            None => s,
-        }
-    } else {
-        let s = format!("{f}");
-        s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
-    }
+    crate::json_out::go_float64(f)
 }
 
 /// `base.name` (or `name` at the root), like `field.Path.Child`.

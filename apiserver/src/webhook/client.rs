@@ -100,7 +100,8 @@ pub async fn post(
         .enable_http2()
         .build();
     let http: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
-    let payload = serde_json::to_vec(body).map_err(|err| CallError::Config(err.to_string()))?;
+    let payload =
+        crate::json_out::to_vec(body).map_err(|err| CallError::Config(err.to_string()))?;
     let request = http::Request::post(uri)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, */*")

@@ -123,7 +123,7 @@ pub(crate) fn serve(
         return reply(StatusCode::NOT_ACCEPTABLE, "", Vec::new(), headers);
     };
     let doc = super::document(inner, cluster);
-    let json = serde_json::to_vec(&doc).unwrap_or_default();
+    let json = crate::json_out::to_vec(&doc).unwrap_or_default();
     let tag = etag(&json);
     if let Ok(value) = HeaderValue::from_str(&tag) {
         headers.insert(ETAG, value);
