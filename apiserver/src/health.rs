@@ -5,12 +5,15 @@
 //! `?exclude=<check>` (repeatable) skips a check (`[+]<check> excluded: ok`), and every check
 //! is also served alone at `/<endpoint>/<check>` (`ok`, or a 500 with the reason).
 //!
-//! The checks carry kube's names where this server has the same thing: `etcd` is the store
-//! taking writes, the post-start hooks are the bootstrapping of the logical cluster (system
-//! namespaces, default RBAC, stored CRDs served, the controllers that keep
-//! `default/kubernetes` and `extension-apiserver-authentication`), and `/readyz`'s `shutdown`
-//! fails once the server is stopping. kube's checks of things this server does not have (`log`,
-//! `informer-sync`, KMS, aggregation, flow control...) are not listed.
+//! The checks carry kube-apiserver 1.35's names, in its order, where this server has the same
+//! thing: `etcd` is the store taking writes, the post-start hooks are the bootstrapping of the
+//! logical cluster (system namespaces, default RBAC, the flow-control bootstrap configuration,
+//! stored CRDs served, the controllers that keep `default/kubernetes` and
+//! `extension-apiserver-authentication`), and `/readyz`'s `shutdown` fails once the server is
+//! stopping. `log`, `informer-sync` and the apiextensions hooks are always ok here: logging
+//! cannot block, and the server answers only once its caches are filled and its CRD
+//! controllers run. kube's checks of things this server does not have (KMS, aggregation,
+//! fairness enforcement, priority classes, service IP allocation...) are not listed.
 
 use std::collections::BTreeSet;
 
@@ -60,6 +63,8 @@ struct Check {
     run: fn(&Inner, &str) -> Result<(), String>,
 }
 
+/// `ping` and `log` (kube's fails when klog has not flushed for two minutes; this server's
+/// logging does not block).
 fn ping(_: &Inner, _: &str) -> Result<(), String> {
     Ok(())
 }
@@ -68,7 +73,8 @@ fn storage(inner: &Inner, _: &str) -> Result<(), String> {
     inner.store.health()
 }
 
-/// The server answers only once it has started (stored CRDs loaded, controllers running).
+/// The server answers only once it has started (stored CRDs loaded, caches filled,
+/// controllers running).
 fn started(_: &Inner, _: &str) -> Result<(), String> {
     Ok(())
 }
@@ -95,11 +101,20 @@ const fn check(name: &'static str, run: fn(&Inner, &str) -> Result<(), String>) 
 
 /// The checks of an endpoint, in kube's order.
 fn checks(endpoint: Endpoint) -> Vec<Check> {
-    let mut list = vec![check("ping", ping), check("etcd", storage)];
+    let mut list = vec![
+        check("ping", ping),
+        check("log", ping),
+        check("etcd", storage),
+    ];
     if endpoint == Endpoint::Readyz {
-        list.push(check("etcd-readiness", storage));
+        list.extend([
+            check("etcd-readiness", storage),
+            check("informer-sync", started),
+        ]);
     }
     list.extend([
+        check("poststarthook/start-apiextensions-informers", started),
+        check("poststarthook/start-apiextensions-controllers", started),
         check("poststarthook/crd-informer-synced", started),
         check(
             "poststarthook/start-system-namespaces-controller",
@@ -110,6 +125,10 @@ fn checks(endpoint: Endpoint) -> Vec<Check> {
             started,
         ),
         check("poststarthook/rbac/bootstrap-roles", cluster_bootstrapped),
+        check(
+            "poststarthook/priority-and-fairness-config-producer",
+            cluster_bootstrapped,
+        ),
         check("poststarthook/bootstrap-controller", started),
     ]);
     if endpoint == Endpoint::Readyz {
@@ -118,13 +137,22 @@ fn checks(endpoint: Endpoint) -> Vec<Check> {
     list
 }
 
-fn text(status: StatusCode, body: String) -> Reply {
+/// A plain-text answer. kube marks the endpoint's answers and every failure
+/// `X-Content-Type-Options: nosniff`, but not a single check's `ok`.
+fn text(status: StatusCode, body: String, nosniff: bool) -> Reply {
+    let mut headers = http::HeaderMap::new();
+    if nosniff {
+        headers.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+    }
     Reply {
         status,
         content_type: "text/plain; charset=utf-8".into(),
         body: ReplyBody::Full(Bytes::from(body)),
         warnings: Vec::new(),
-        headers: http::HeaderMap::new(),
+        headers,
     }
 }
 
@@ -143,10 +171,11 @@ pub(crate) fn serve(
             return Err(ApiError::route_not_found());
         };
         return Ok(match (found.run)(inner, cluster) {
-            Ok(()) => text(StatusCode::OK, "ok".to_owned()),
+            Ok(()) => text(StatusCode::OK, "ok".to_owned(), false),
             Err(reason) => text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("internal server error: {reason}\n"),
+                true,
             ),
         });
     }
@@ -178,14 +207,16 @@ pub(crate) fn serve(
         return Ok(text(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("{lines}{} check failed\n", endpoint.name()),
+            true,
         ));
     }
     if Query::parse(raw_query).get("verbose").is_none() {
-        return Ok(text(StatusCode::OK, "ok".to_owned()));
+        return Ok(text(StatusCode::OK, "ok".to_owned(), true));
     }
     Ok(text(
         StatusCode::OK,
         format!("{lines}{} check passed\n", endpoint.name()),
+        true,
     ))
 }
 

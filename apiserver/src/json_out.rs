@@ -96,7 +96,8 @@ pub(crate) fn to_vec<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Vec
     Ok(out)
 }
 
-/// `value` as kube writes it in JSON, as a string.
+/// `value` as kube writes it in JSON, as a string (the tests' view of [`to_vec`]).
+#[cfg(test)]
 pub(crate) fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<String> {
     let bytes = to_vec(value)?;
     // serde_json writes UTF-8 only.

@@ -140,6 +140,43 @@ const DEPLOYMENT_ERRORS: [&str; 5] = [
     "unknown field \"spec.template.spec.containers[0].extra\"",
 ];
 
+/// An unknown field of a built-in kind is reported whatever its value, `null` included (Go's
+/// strict decoding looks the key up before it reads the value); a declared field set to
+/// `null` is not unknown.
+#[tokio::test]
+async fn null_valued_unknown_fields_of_built_in_kinds_are_reported() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let body = r#"{"apiVersion":"apps/v1","kind":"Deployment",
+  "metadata":{"name":"nulls","labels":null,"odd":null},
+  "spec":{"bogus":null,"paused":null,"replicas":1,"selector":{"matchLabels":{"app":"a"}},
+    "template":{"metadata":{"labels":{"app":"a"},"junk":null},
+      "spec":{"containers":[{"name":"c","image":"i","args":null,"extra":null}]}}},
+  "status":null}"#;
+    let errors = [
+        "unknown field \"metadata.odd\"",
+        "unknown field \"spec.bogus\"",
+        "unknown field \"spec.template.metadata.junk\"",
+        "unknown field \"spec.template.spec.containers[0].extra\"",
+    ];
+    create_refused(&client, DEPLOYMENTS, JSON, body, "Deployment", &errors).await;
+    let a = warned(&client, Method::POST, DEPLOYMENTS, JSON, body, 201, &errors).await;
+    assert_eq!(a.body["spec"]["replicas"], 1);
+    assert!(a.body["spec"].get("bogus").is_none());
+
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"nulls"},
+  "data":{"k":"v"},"immutable":null,"extra":null}"#;
+    create_refused(
+        &client,
+        CONFIGMAPS,
+        JSON,
+        body,
+        "ConfigMap",
+        &["unknown field \"extra\""],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn typed_create_and_update_report_unknown_and_duplicate_fields() {
     let server = TlsServer::start().await;
@@ -408,6 +445,23 @@ async fn custom_resource_yaml_bodies_report_repeated_keys_then_unknown_fields() 
     assert_eq!(a.body["spec"], json!({"x": 2}));
 }
 
+/// `v` with every object's keys in sorted order (how Go writes a `map[string]interface{}`).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Asserts kube's 422 for a patch that fails strict decoding: no kind, no name, one
 /// `FieldValueInvalid` cause on `patch`, and the message ending in `detail`.
 fn assert_patch_invalid(a: &Answer, detail: &str) {
@@ -490,8 +544,22 @@ async fn custom_resource_merge_patch_reports_pruned_fields() {
         "unknown field \"metadata.odd\"",
         "unknown field \"spec.shape\"",
     ];
+    // kube shows the merged object as its patch library writes it from the unstructured
+    // object: Go maps, every key sorted.
+    let mut merged = call(&client, Method::GET, &url, "", "").await.body;
+    merged["metadata"]["odd"] = json!(1);
+    merged["spec"]["shape"] = json!("round");
+    merged["spec"]["free"] = json!({"kept": 1});
     let a = rejected(&client, Method::PATCH, &url, MERGE, patch, INVALID).await;
     assert_patch_invalid(&a, &errors.join(", "));
+    assert_eq!(
+        a.message(),
+        format!(
+            " \"\" is invalid: patch: Invalid value: {:?}: strict decoding error: {}",
+            serde_json::to_string(&sorted(&merged)).unwrap(),
+            errors.join(", ")
+        )
+    );
     let a = warned(&client, Method::PATCH, &url, MERGE, patch, 200, &errors).await;
     assert_eq!(a.body["spec"], json!({"color": "red", "free": {"kept": 1}}));
 }

@@ -459,9 +459,34 @@ async fn invalid_policies_and_bindings_are_refused_with_422() {
             .unwrap_err(),
     );
     assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    // A syntax error's column and text are the parser's own (cel-go's ANTLR grammar words
+    // them otherwise, see Known gaps): only the start is kube's.
     assert!(
         message.starts_with("ValidatingAdmissionPolicy.admissionregistration.k8s.io \"bad\" is invalid: spec.validations[0].expression: Invalid value: \"object.data.size( >\": compilation failed: ERROR: <input>:1:"),
         "{message}"
+    );
+    // A checker error is cel-go's whole text, with its source line and caret: `params` is
+    // declared only with a paramKind.
+    let (code, reason, message) = status_of(
+        policies
+            .create(
+                &PostParams::default(),
+                &policy(
+                    "noparams",
+                    json!({"validations": [{"expression": "object.n > 1 && params.x == 1"}]}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"noparams\" is invalid: \
+         spec.validations[0].expression: Invalid value: \"object.n > 1 && params.x == 1\": \
+         compilation failed: ERROR: <input>:1:17: undeclared reference to 'params' (in container '')\n\
+         \x20| object.n > 1 && params.x == 1\n\
+         \x20| ................^"
     );
     let no_rules: ValidatingAdmissionPolicy = serde_json::from_value(
         json!({"metadata": {"name": "empty"}, "spec": {"matchConstraints": {}}}),

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use super::{Ctx, Target};
 use crate::error::{ApiError, Cause};
 use crate::meta;
+use crate::patch::ObjectType;
+use crate::patch::typeinfo::TypeRef;
 use crate::registry::{BuiltinKind, resource_from_crd};
 
 /// Finalizer that keeps a CRD until its custom resources are gone.
@@ -123,8 +125,7 @@ pub(crate) fn normalize(
                 version: &ctx.version,
                 typed: true,
             };
-            let shown =
-                || crate::json_out::to_string(patched.as_ref().unwrap_or(obj)).unwrap_or_default();
+            let shown = || crate::validation::go_json(patched.as_ref().unwrap_or(obj));
             return Err(crate::fieldvalidation::decode_error(
                 &ctx.body,
                 subject,
@@ -139,7 +140,9 @@ pub(crate) fn normalize(
                 ctx.res.kind, err
             ))
         })?;
-        dropped_fields(&input, &output, "", &mut unknown);
+        let types = ObjectType::builtin(&ctx.res.group, &ctx.res.kind);
+        let ty = types.as_ref().map(ObjectType::root);
+        dropped_fields(&input, &output, ty, "", &mut unknown);
         *obj = output;
         if let Some(mutating) = webhook_configuration(kind) {
             crate::webhook::apply_defaults(obj, mutating);
@@ -174,10 +177,12 @@ pub(crate) fn normalize(
             version: &ctx.version,
             typed: ctx.res.builtin().is_some(),
         },
+        // kube shows the JSON the patch library wrote: Go maps, so keys sorted and `<>&`
+        // escaped (built-in kinds: except subtrees the patch left alone, see Known gaps).
         || {
             patched
                 .as_ref()
-                .and_then(|p| crate::json_out::to_string(p).ok())
+                .map(crate::validation::go_json)
                 .unwrap_or_default()
         },
     )?;
@@ -272,8 +277,17 @@ fn merge_secret_string_data(obj: &mut Value) {
     }
 }
 
-/// Paths present (and not null) in `input` but missing from `output`.
-fn dropped_fields(input: &Value, output: &Value, prefix: &str, out: &mut Vec<String>) {
+/// Paths present in `input` but missing from `output` (the typed decoding of a built-in kind,
+/// whose fields are `ty`): the unknown fields. A null the decoding dropped is unknown only where
+/// `ty` says the object is a struct without that field (a declared field set to null is
+/// omitted too); without types, nulls are never reported.
+fn dropped_fields(
+    input: &Value,
+    output: &Value,
+    ty: Option<TypeRef<'_>>,
+    prefix: &str,
+    out: &mut Vec<String>,
+) {
     match (input, output) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in a {
@@ -284,21 +298,30 @@ fn dropped_fields(input: &Value, output: &Value, prefix: &str, out: &mut Vec<Str
                 };
                 match b.get(k) {
                     None => {
-                        if !v.is_null() && path != "metadata" {
+                        if path != "metadata"
+                            && (!v.is_null() || ty.is_some_and(|t| undeclared(t, k)))
+                        {
                             out.push(path);
                         }
                     }
-                    Some(w) => dropped_fields(v, w, &path, out),
+                    Some(w) => dropped_fields(v, w, ty.map(|t| t.field(k).0), &path, out),
                 }
             }
         }
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
             for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                dropped_fields(v, w, &format!("{prefix}[{i}]"), out);
+                dropped_fields(v, w, ty.map(TypeRef::items), &format!("{prefix}[{i}]"), out);
             }
         }
         _ => {}
     }
+}
+
+/// Whether `name` is not a member `t` can hold: `t` is a struct that does not declare it and
+/// takes no other keys.
+fn undeclared(t: TypeRef<'_>, name: &str) -> bool {
+    t.map()
+        .is_some_and(|m| m.elem.is_none() && !m.fields.contains_key(name))
 }
 
 /// Defaults applied when custom resources are read (schema defaults).
@@ -765,7 +788,17 @@ mod tests {
         let input = json!({"a": 1, "spec": {"x": 1, "y": null, "list": [{"k": 1, "z": 2}]}});
         let output = json!({"a": 1, "spec": {"x": 1, "list": [{"k": 1}]}});
         let mut out = Vec::new();
-        dropped_fields(&input, &output, "", &mut out);
+        dropped_fields(&input, &output, None, "", &mut out);
         assert_eq!(out, ["spec.list[0].z"]);
+    }
+
+    #[test]
+    fn nulls_are_unknown_where_the_struct_does_not_declare_them() {
+        let types = ObjectType::builtin("", "ConfigMap").unwrap();
+        let input = json!({"data": {"k": "v"}, "immutable": null, "bogus": null, "metadata": {}});
+        let output = json!({"data": {"k": "v"}, "metadata": {}});
+        let mut out = Vec::new();
+        dropped_fields(&input, &output, Some(types.root()), "", &mut out);
+        assert_eq!(out, ["bogus"]);
     }
 }

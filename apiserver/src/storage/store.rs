@@ -1785,8 +1785,11 @@ mod tests {
         assert_eq!(names, vec!["later"]);
     }
 
+    /// The floors each batch carried, one list per batch.
+    type Floors = Vec<Vec<(Bucket, Revision)>>;
+
     /// A backend that keeps nothing and records the floors each batch carried.
-    struct FloorRecorder(Arc<Mutex<Vec<Vec<(Bucket, Revision)>>>>);
+    struct FloorRecorder(Arc<Mutex<Floors>>);
 
     impl Backend for FloorRecorder {
         fn load(&mut self) -> Result<crate::storage::Loaded, StorageError> {

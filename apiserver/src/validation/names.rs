@@ -120,6 +120,13 @@ fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} characters")
 }
 
+/// The length message of the checks kube 1.35 moved to `k8s.io/apimachinery/pkg/api/validate/content`
+/// (label keys and their prefix part, label values), which count bytes; the older checks (object
+/// names, config keys) still say "characters".
+fn max_bytes_error(n: usize) -> String {
+    format!("must be no more than {n} bytes")
+}
+
 fn is_lower_alnum(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
 }
@@ -180,9 +187,14 @@ pub(crate) fn dns1123_label_errors(s: &str) -> Vec<String> {
 }
 
 pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    subdomain_errors(s, max_len_error)
+}
+
+/// [`dns1123_subdomain_errors`] with the length message `too_long` gives for the limit.
+fn subdomain_errors(s: &str, too_long: fn(usize) -> String) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
-        errs.push(max_len_error(253));
+        errs.push(too_long(253));
     }
     if !matches_dns1123_subdomain(s) {
         errs.push(regex_error(
@@ -276,8 +288,10 @@ fn matches_qualified_name_part(s: &str) -> bool {
     }
 }
 
-/// The messages for a bad qualified name (label key, annotation key, finalizer): an optional
-/// DNS-subdomain prefix and `/`, then a name of at most 63 characters.
+/// The messages for a bad qualified name (label key, annotation key, finalizer, selector key):
+/// an optional DNS-subdomain prefix and `/`, then a name of at most 63 bytes. Since 1.35 kube
+/// checks all of these with one label-key function, so a key with more than one `/` reads
+/// "a valid label key must consist of …" and lengths are counted in bytes.
 pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
@@ -287,7 +301,7 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
-                for m in dns1123_subdomain_errors(prefix) {
+                for m in subdomain_errors(prefix, max_bytes_error) {
                     errs.push(format!("prefix part {m}"));
                 }
             }
@@ -295,7 +309,7 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
         }
         _ => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
             ));
             return errs;
@@ -304,7 +318,7 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push(format!("name part {}", max_len_error(63)));
+        errs.push(format!("name part {}", max_bytes_error(63)));
     }
     if !matches_qualified_name_part(name) {
         errs.push(format!(
@@ -327,7 +341,7 @@ pub fn is_qualified_name(s: &str) -> bool {
 pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
-        errs.push(max_len_error(63));
+        errs.push(max_bytes_error(63));
     }
     if !(value.is_empty() || matches_qualified_name_part(value)) {
         errs.push(regex_error(
@@ -502,15 +516,19 @@ mod tests {
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_string(),
         ]);
         assert_eq!(qualified_name_errors("a/b/c"), vec![
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()
+            "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string()
         ]);
         assert_eq!(qualified_name_errors(&"a".repeat(64)).len(), 1);
         assert_eq!(
             qualified_name_errors(&format!("Ex.com/{}", "a".repeat(64))),
             vec![
                 format!("prefix part {SUBDOMAIN_MSG}"),
-                "name part must be no more than 63 characters".to_string()
+                "name part must be no more than 63 bytes".to_string()
             ]
+        );
+        assert_eq!(
+            qualified_name_errors(&format!("{}/x", "a".repeat(254))),
+            vec!["prefix part must be no more than 253 bytes"]
         );
     }
 
@@ -524,7 +542,7 @@ mod tests {
         ]);
         assert_eq!(
             label_value_errors(&"a".repeat(64)),
-            vec!["must be no more than 63 characters"]
+            vec!["must be no more than 63 bytes"]
         );
     }
 
