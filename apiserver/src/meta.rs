@@ -130,17 +130,17 @@ pub fn drop_empty_metadata(obj: &mut Value) {
 /// Whether the object changed outside `metadata` (and outside `status` when `ignore_status`):
 /// the rule for bumping `metadata.generation`.
 pub fn spec_changed(old: &Value, new: &Value, ignore_status: bool) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        let mut m = v.as_object().cloned().unwrap_or_default();
-        m.remove("metadata");
-        m.remove("apiVersion");
-        m.remove("kind");
-        if ignore_status {
-            m.remove("status");
-        }
-        m
+    let ignored = |key: &str| {
+        matches!(key, "metadata" | "apiVersion" | "kind") || (ignore_status && key == "status")
     };
-    strip(old) != strip(new)
+    let empty = Map::new();
+    let old = old.as_object().unwrap_or(&empty);
+    let new = new.as_object().unwrap_or(&empty);
+    let count = |m: &Map<String, Value>| m.keys().filter(|k| !ignored(k)).count();
+    count(old) != count(new)
+        || old
+            .iter()
+            .any(|(key, v)| !ignored(key) && new.get(key) != Some(v))
 }
 
 /// Reads a dotted field path such as `spec.nodeName` as the string a field selector compares.
@@ -174,6 +174,20 @@ mod tests {
         assert!(spec_changed(&a, &b, false));
         b["spec"]["x"] = json!(2);
         assert!(spec_changed(&a, &b, true));
+        // A field added or removed outside metadata counts; kind and apiVersion do not.
+        let c = json!({"kind": "K", "metadata": {}, "spec": {"x": 1}, "status": {"y": 1}});
+        assert!(!spec_changed(&a, &c, true));
+        assert!(spec_changed(
+            &a,
+            &json!({"metadata": {}, "spec": {"x": 1}, "data": 1}),
+            true
+        ));
+        assert!(spec_changed(&a, &json!({"metadata": {}}), false));
+        assert!(!spec_changed(
+            &json!("not an object"),
+            &json!({"metadata": {}}),
+            false
+        ));
     }
 
     #[test]

@@ -1034,14 +1034,45 @@ fn copy_field(to: &mut Value, from: &Value, field: &str) {
 /// Equal apart from `metadata.resourceVersion`, as kube compares an update with what it holds:
 /// by the JSON each would store (so `1.0` is no change from `1`).
 fn same_object(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
+    match (a.as_object(), b.as_object()) {
+        (Some(x), Some(y)) => same_fields(x, y, |key, v, w| {
+            if key == "metadata" {
+                same_metadata(v, w)
+            } else {
+                crate::json_out::same_value(v, w)
+            }
+        }),
+        _ => crate::json_out::same_value(a, b),
+    }
+}
+
+/// Metadata equal apart from `resourceVersion` (compared whole when it is not an object).
+fn same_metadata(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(x), Some(y)) => {
+            let rest = |m: &serde_json::Map<String, Value>| {
+                m.keys().filter(|k| *k != "resourceVersion").count()
+            };
+            rest(x) == rest(y)
+                && x.iter().all(|(key, v)| {
+                    key == "resourceVersion"
+                        || y.get(key)
+                            .is_some_and(|w| crate::json_out::same_value(v, w))
+                })
         }
-        v
-    };
-    crate::json_out::same_value(&strip(a), &strip(b))
+        _ => crate::json_out::same_value(a, b),
+    }
+}
+
+/// Same keys, and each key's values equal by `same`.
+fn same_fields(
+    x: &serde_json::Map<String, Value>,
+    y: &serde_json::Map<String, Value>,
+    same: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .all(|(key, v)| y.get(key).is_some_and(|w| same(key, v, w)))
 }
 
 /// `generateName` plus five random characters.
@@ -1055,4 +1086,39 @@ fn generate_name(prefix: &str) -> String {
         .map(|b| alphabet[(*b as usize) % alphabet.len()] as char)
         .collect();
     crate::validation::generate_name(prefix, &suffix)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::same_object;
+
+    #[test]
+    fn objects_are_the_same_apart_from_their_resource_version() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"n": 1}});
+        let b = json!({"spec": {"n": 1.0}, "metadata": {"resourceVersion": "2", "name": "a"}});
+        assert!(same_object(&a, &b));
+        let without = json!({"metadata": {"name": "a"}, "spec": {"n": 1}});
+        assert!(same_object(&a, &without));
+        assert!(same_object(&without, &a));
+        assert!(!same_object(
+            &a,
+            &json!({"metadata": {"name": "b"}, "spec": {"n": 1}})
+        ));
+        assert!(!same_object(
+            &a,
+            &json!({"metadata": {"name": "a"}, "spec": {"n": 2}})
+        ));
+        assert!(!same_object(
+            &a,
+            &json!({"metadata": {"name": "a", "uid": "u"}, "spec": {"n": 1}})
+        ));
+        assert!(!same_object(&a, &json!({"metadata": {"name": "a"}})));
+        assert!(!same_object(
+            &json!({"metadata": "x"}),
+            &json!({"metadata": "y"})
+        ));
+        assert!(same_object(&json!([1, 2]), &json!([1.0, 2])));
+    }
 }
