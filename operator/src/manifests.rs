@@ -14,7 +14,7 @@
 use serde_json::{Value, json};
 
 use crate::cluster_manager::rbac::cluster_rules;
-use crate::cluster_manager::render::Component;
+use crate::cluster_manager::render::{Component, WebhookKind};
 
 /// Namespace of the operators.
 pub const OPERATOR_NAMESPACE: &str = "open-cluster-management";
@@ -87,7 +87,7 @@ pub fn hub_operator_rules() -> Value {
         Component::Placement,
         Component::Work,
         Component::AddonManager,
-        Component::Webhook,
+        Component::Webhook(WebhookKind::Registration),
     ] {
         if let Value::Array(granted) = cluster_rules(component) {
             rules.extend(granted);
@@ -232,7 +232,7 @@ mod tests {
             Component::Placement,
             Component::Work,
             Component::AddonManager,
-            Component::Webhook,
+            Component::Webhook(WebhookKind::Registration),
         ] {
             for rule in cluster_rules(component).as_array().unwrap() {
                 assert!(held.contains(rule), "{component:?}: {rule}");

@@ -6,9 +6,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ocm_api::cluster::v1::ManagedCluster;
@@ -27,11 +28,13 @@ use serde_json::json;
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 
 /// The hub components a default ClusterManager runs.
-const COMPONENTS: [&str; 4] = [
+const COMPONENTS: [&str; 6] = [
     "cluster-manager-registration-controller",
     "cluster-manager-placement-controller",
     "cluster-manager-addon-manager-controller",
-    "cluster-manager-webhook",
+    "cluster-manager-registration-webhook",
+    "cluster-manager-work-webhook",
+    "cluster-manager-addon-webhook",
 ];
 
 async fn wait_cluster_manager(api: &Api<ClusterManager>, type_: &str, status: &str, reason: &str) {
@@ -167,8 +170,9 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     namespaces.get("c1").await.unwrap();
 
-    // The hub's admission policies run in the webhook pod, reached through its Service: a
-    // ManifestWork without manifests is refused (the plain API server alone would take it).
+    // The hub's admission policies run in the webhook pods, each reached through its group's
+    // Service: a ManifestWork without manifests is refused by the work webhook (the plain API
+    // server alone would take it).
     let empty: ManifestWork = serde_json::from_value(json!({
         "metadata": {"name": "empty", "namespace": "c1"},
         "spec": {"workload": {"manifests": []}}}))
@@ -181,6 +185,35 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         refused.to_string().contains("denied the request"),
         "{refused}"
     );
+    // Upstream's names: the webhook CA in Secret `signer-secret`, its bundle in ConfigMap
+    // `ca-bundle-configmap`, and each group's webhooks sent to that group's Service.
+    let signer = Api::<Secret>::namespaced(admin.clone(), HUB_NAMESPACE)
+        .get("signer-secret")
+        .await
+        .unwrap();
+    let ca = signer.data.unwrap()["tls.crt"].0.clone();
+    let bundle = Api::<ConfigMap>::namespaced(admin.clone(), HUB_NAMESPACE)
+        .get("ca-bundle-configmap")
+        .await
+        .unwrap();
+    assert_eq!(
+        bundle.data.unwrap()["ca-bundle.crt"].as_bytes(),
+        ca.as_slice()
+    );
+    let validating = Api::<ValidatingWebhookConfiguration>::all(admin.clone())
+        .get("ocm-hub-validating-webhooks")
+        .await
+        .unwrap();
+    for hook in validating.webhooks.unwrap() {
+        let group = hook.rules.unwrap()[0].api_groups.clone().unwrap()[0].clone();
+        let service = hook.client_config.service.unwrap().name;
+        let expected = match group.as_str() {
+            "work.open-cluster-management.io" => "cluster-manager-work-webhook",
+            "addon.open-cluster-management.io" => "cluster-manager-addon-webhook",
+            _ => "cluster-manager-registration-webhook",
+        };
+        assert_eq!(service, expected, "{}", hook.name);
+    }
 
     // The addon CRDs convert through the same pod: a ManagedClusterAddOn written in v1alpha1
     // with the deprecated installNamespace reads back in v1beta1 with it in the annotation

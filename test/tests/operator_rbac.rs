@@ -198,7 +198,7 @@ async fn a_cluster_manager_installs_and_uninstalls_the_hub_components() {
     assert_eq!(container.image.as_deref(), Some("example.com/ocm:1"));
     assert!(
         deployments
-            .get_opt("cluster-manager-webhook")
+            .get_opt("cluster-manager-registration-webhook")
             .await
             .unwrap()
             .is_some()

@@ -105,11 +105,21 @@ pub fn validating_configuration(base_url: &str, ca_bundle: &str) -> Value {
 }
 
 /// `configuration` (from [`mutating_configuration`] or [`validating_configuration`]) with every
-/// webhook reached through Service `namespace/name` (port 443, the same paths) instead of a
-/// URL — how an operator-installed hub, whose webhook server is a Deployment, is registered.
-pub fn through_service(mut configuration: Value, namespace: &str, name: &str) -> Value {
+/// webhook reached through Service `namespace/<service(group)>` (port 443, the same paths),
+/// `group` being the API group the webhook's rule names, instead of a URL — how an
+/// operator-installed hub, whose webhook servers are Deployments, is registered.
+pub fn through_service(
+    mut configuration: Value,
+    namespace: &str,
+    service: impl Fn(&str) -> String,
+) -> Value {
     if let Some(hooks) = configuration["webhooks"].as_array_mut() {
         for hook in hooks {
+            let name = service(
+                hook.pointer("/rules/0/apiGroups/0")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            );
             let config = &mut hook["clientConfig"];
             let url = config["url"].as_str().unwrap_or_default().to_owned();
             // The path after `https://host[:port]`.
@@ -316,14 +326,32 @@ mod service_tests {
         let config = through_service(
             validating_configuration("https://127.0.0.1:9443", "CA"),
             "ns",
-            "svc",
+            |group| format!("svc-{}", group.split('.').next().unwrap_or_default()),
         );
-        let hook = &config["webhooks"][0]["clientConfig"];
-        assert!(hook.get("url").is_none());
-        assert_eq!(hook["service"]["name"], "svc");
-        assert_eq!(hook["service"]["port"], 443);
-        assert_eq!(hook["service"]["path"], VALIDATE_PATH);
-        assert!(hook["caBundle"].is_string());
+        let hooks = config["webhooks"].as_array().unwrap();
+        for hook in hooks {
+            let group = hook["rules"][0]["apiGroups"][0].as_str().unwrap();
+            let client = &hook["clientConfig"];
+            assert!(client.get("url").is_none());
+            assert_eq!(
+                client["service"]["name"],
+                format!("svc-{}", group.split('.').next().unwrap())
+            );
+            assert_eq!(client["service"]["port"], 443);
+            assert_eq!(client["service"]["path"], VALIDATE_PATH);
+            assert!(client["caBundle"].is_string());
+        }
+        // Each group's webhooks go to that group's service.
+        assert!(
+            hooks
+                .iter()
+                .any(|h| h["clientConfig"]["service"]["name"] == "svc-cluster")
+        );
+        assert!(
+            hooks
+                .iter()
+                .any(|h| h["clientConfig"]["service"]["name"] == "svc-work")
+        );
     }
 }
 

@@ -407,6 +407,9 @@ pub(crate) async fn wait_all_available(
         .applied_objects()
         .boxed();
     let mut ready: BTreeMap<String, bool> = names.iter().map(|n| (n.clone(), false)).collect();
+    if ready.is_empty() {
+        return Ok(());
+    }
     while let Some(event) = stream.next().await {
         let Ok(cluster) = event else { continue };
         let name = cluster.metadata.name.clone().unwrap_or_default();

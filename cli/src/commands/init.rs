@@ -59,7 +59,7 @@ async fn verify_join_works(server: &str, token: &str) -> anyhow::Result<()> {
         .await
         .context("the join command would not find the hub CA")?;
     let kubeconfig = super::join::bootstrap_kubeconfig(server, &ca, token);
-    super::join::check_token(server, &kubeconfig, "ocm-init-check")
+    super::join::check_token(server, &kubeconfig, Some("ocm-init-check"))
         .await
         .context("the join command's token does not work yet")
 }

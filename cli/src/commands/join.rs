@@ -22,14 +22,24 @@ pub use ocm_hub::join::{AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig,
 #[derive(Debug, Args)]
 pub struct JoinArgs {
     /// URL of the hub's API server (https://host:port).
-    #[arg(long)]
-    pub hub_apiserver: String,
+    #[arg(long, required_unless_present = "bootstrap_kubeconfig")]
+    pub hub_apiserver: Option<String>,
     /// Bootstrap token printed by `ocm init`.
-    #[arg(long)]
-    pub hub_token: String,
+    #[arg(long, required_unless_present = "bootstrap_kubeconfig")]
+    pub hub_token: Option<String>,
+    /// With --operator: a kubeconfig of the hub to bootstrap with, instead of --hub-apiserver
+    /// and --hub-token (what upstream's klusterlet Helm chart takes as
+    /// `bootstrapHubKubeConfig`). It must carry its credentials inline.
+    #[arg(long, requires = "operator", conflicts_with_all = ["hub_apiserver", "hub_token", "ca_file"])]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
     /// Name of this cluster on the hub (a DNS label, at most 63 characters).
-    #[arg(long)]
-    pub cluster_name: String,
+    #[arg(long, required_unless_present = "no_klusterlet")]
+    pub cluster_name: Option<String>,
+    /// With --operator: install the klusterlet operator and the bootstrap kubeconfig only, and
+    /// no Klusterlet (upstream's Helm chart with `klusterlet.create=false`); Klusterlets are
+    /// then created by hand, each naming its cluster.
+    #[arg(long, requires = "operator", conflicts_with_all = ["cluster_name", "singleton", "wait"])]
+    pub no_klusterlet: bool,
     /// CA bundle of the hub (default: read from the hub's kube-public/cluster-info).
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
@@ -73,21 +83,33 @@ pub struct JoinArgs {
     pub timeout: u64,
 }
 
-/// Installs the klusterlet operator, the bootstrap kubeconfig and a Klusterlet `klusterlet`
-/// on the managed cluster; with `--wait`, returns once the cluster's ManagedCluster exists on
-/// the hub (its agent runs and registered).
+/// Installs the klusterlet operator, the bootstrap kubeconfig and (unless `--no-klusterlet`) a
+/// Klusterlet `klusterlet` on the managed cluster; with `--wait`, returns once the cluster's
+/// ManagedCluster exists on the hub (its agent runs and registered).
 async fn join_with_operator(
     spoke: &kube::Client,
     bootstrap: &str,
     args: &JoinArgs,
 ) -> anyhow::Result<()> {
-    use crate::operator_install::{KlusterletRequest, install_klusterlet, wait_until};
+    use crate::operator_install::{
+        KlusterletRequest, install_klusterlet, install_klusterlet_operator, wait_until,
+    };
+    let Some(cluster_name) = args.cluster_name.as_deref() else {
+        install_klusterlet_operator(spoke, &args.image).await?;
+        prepare_spoke(spoke, bootstrap).await?;
+        println!(
+            "installed the klusterlet operator ({}) and Secret {AGENT_NAMESPACE}/{BOOTSTRAP_SECRET} \
+             on the managed cluster; no Klusterlet (create one naming its cluster)",
+            args.image
+        );
+        return Ok(());
+    };
     install_klusterlet(
         spoke,
         &KlusterletRequest {
             image: &args.image,
             bootstrap,
-            cluster_name: &args.cluster_name,
+            cluster_name,
             singleton: args.singleton,
             client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
         },
@@ -105,16 +127,35 @@ async fn join_with_operator(
     if args.wait {
         let hub = ocm_runtime::kubeconfig::client_from_yaml(bootstrap).await?;
         let clusters: Api<ManagedCluster> = Api::all(hub);
-        wait_until(clusters, &args.cluster_name, std::time::Duration::from_secs(args.timeout), |_| true)
+        wait_until(clusters, cluster_name, std::time::Duration::from_secs(args.timeout), |_| true)
             .await
             .context("waiting for the agent to register (kubectl get klusterlet klusterlet -o yaml on the managed cluster)")?;
-        println!("cluster {} asked to join the hub", args.cluster_name);
+        println!("cluster {cluster_name} asked to join the hub");
     }
-    println!(
-        "On the hub, accept it with: ocm accept --clusters {}",
-        args.cluster_name
-    );
+    println!("On the hub, accept it with: ocm accept --clusters {cluster_name}");
     Ok(())
+}
+
+/// The bootstrap kubeconfig given with `--bootstrap-kubeconfig`, checked: it parses, carries its
+/// credentials inline (it goes into a Secret the agents read on another machine) and names an
+/// https server; returns it with that server's URL.
+fn read_bootstrap_kubeconfig(path: &std::path::Path) -> anyhow::Result<(String, String)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the bootstrap kubeconfig {}", path.display()))?;
+    let config = ocm_runtime::kubeconfig::parse(&text)
+        .with_context(|| format!("the bootstrap kubeconfig {} is not valid", path.display()))?;
+    if let Some(feature) = ocm_runtime::kubeconfig::untrusted_features(&config) {
+        bail!(
+            "the bootstrap kubeconfig {} uses {feature}: it goes into a Secret on the managed \
+             cluster, so its credentials and CA must be inline (client-certificate-data, \
+             client-key-data, token, certificate-authority-data)",
+            path.display()
+        );
+    }
+    let server = ocm_runtime::kubeconfig::current_server(&config)
+        .with_context(|| format!("the bootstrap kubeconfig {}", path.display()))?;
+    check_hub_url(&server.server)?;
+    Ok((text, server.server))
 }
 
 /// Checks a cluster name the way the hub will (it names a namespace).
@@ -227,12 +268,12 @@ pub fn cluster_info_ca(cm: &ConfigMap) -> anyhow::Result<String> {
 
 /// Reads the hub CA from `--ca-file`, or from the hub's `kube-public/cluster-info`: anonymously
 /// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
-async fn hub_ca(args: &JoinArgs) -> anyhow::Result<String> {
+async fn hub_ca(args: &JoinArgs, url: &str, token: &str) -> anyhow::Result<String> {
     if let Some(path) = &args.ca_file {
         return std::fs::read_to_string(path)
             .with_context(|| format!("reading CA file {}", path.display()));
     }
-    discover_ca(&args.hub_apiserver, &args.hub_token).await
+    discover_ca(url, token).await
 }
 
 /// Learns the CA of the hub at `url` from its `kube-public/cluster-info`: anonymously, else
@@ -281,14 +322,15 @@ pub fn describe_hub_error(url: &str, err: kube::Error) -> anyhow::Error {
 }
 
 /// Verifies with the hub that the token authenticates and may read ManagedClusters; nothing is
-/// written.
+/// written. Without a cluster name any name does: only whether the hub allows the read counts.
 pub async fn check_token(
     url: &str,
     bootstrap_kubeconfig: &str,
-    cluster: &str,
+    cluster: Option<&str>,
 ) -> anyhow::Result<()> {
     let client = ocm_runtime::kubeconfig::client_from_yaml(bootstrap_kubeconfig).await?;
     let clusters = Api::<ManagedCluster>::all(client);
+    let cluster = cluster.unwrap_or("ocm-join-access-check");
     retry_while_propagating("checking the bootstrap token", || clusters.get_opt(cluster))
         .await
         .map_err(|e| describe_hub_error(url, e))?;
@@ -297,15 +339,28 @@ pub async fn check_token(
 
 /// Runs `ocm join` until SIGINT/SIGTERM.
 pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
-    check_cluster_name(&args.cluster_name)?;
-    check_hub_url(&args.hub_apiserver)?;
-    if args.hub_token.trim().is_empty() || args.hub_token.contains(char::is_whitespace) {
-        bail!("invalid hub token: empty or contains whitespace");
+    if let Some(name) = &args.cluster_name {
+        check_cluster_name(name)?;
     }
-    let ca = hub_ca(&args).await?;
-    let bootstrap = bootstrap_kubeconfig(&args.hub_apiserver, &ca, &args.hub_token);
-    check_token(&args.hub_apiserver, &bootstrap, &args.cluster_name).await?;
-    println!("hub {} reachable, token accepted", args.hub_apiserver);
+    let (url, bootstrap) = match &args.bootstrap_kubeconfig {
+        Some(path) => {
+            let (text, url) = read_bootstrap_kubeconfig(path)?;
+            (url, text)
+        }
+        None => {
+            let (Some(url), Some(token)) = (&args.hub_apiserver, &args.hub_token) else {
+                bail!("--hub-apiserver and --hub-token are needed (or --bootstrap-kubeconfig)");
+            };
+            check_hub_url(url)?;
+            if token.trim().is_empty() || token.contains(char::is_whitespace) {
+                bail!("invalid hub token: empty or contains whitespace");
+            }
+            let ca = hub_ca(&args, url, token).await?;
+            (url.clone(), bootstrap_kubeconfig(url, &ca, token))
+        }
+    };
+    check_token(&url, &bootstrap, args.cluster_name.as_deref()).await?;
+    println!("hub {url} reachable, credentials accepted");
 
     if args.operator
         && let Some(path) = &args.spoke_kubeconfig
@@ -315,6 +370,9 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             .with_context(|| format!("loading {}", path.display()))?;
         return join_with_operator(&spoke, &bootstrap, &args).await;
     }
+    let Some(cluster_name) = args.cluster_name.clone() else {
+        bail!("--cluster-name is needed to run the agent");
+    };
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let mut simulated = None;
@@ -326,12 +384,12 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             let dir = args
                 .data_dir
                 .clone()
-                .unwrap_or_else(|| super::ocm_home().join("clusters").join(&args.cluster_name));
+                .unwrap_or_else(|| super::ocm_home().join("clusters").join(&cluster_name));
             let cluster =
                 crate::simulated::SimulatedCluster::start(&dir, args.simulated_listen).await?;
             println!(
                 "simulated cluster {} running at {} (kubeconfig {})",
-                args.cluster_name,
+                cluster_name,
                 cluster.url,
                 cluster.kubeconfig.display()
             );
@@ -342,7 +400,7 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     };
     prepare_spoke(&spoke, &bootstrap).await?;
     let options = ocm_registration::agent::AgentOptions {
-        cluster_name: args.cluster_name.clone(),
+        cluster_name,
         client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
         ..Default::default()
     };

@@ -1,5 +1,5 @@
 //! The ClusterManager controller: applies the hub CRDs and what [`super::render`] says
-//! (server-side apply), keeps the webhook server's certificate ([`super::webhook_cert`]),
+//! (server-side apply), keeps the webhook servers' certificates ([`super::webhook_cert`]),
 //! reports `Applied` and `Progressing` with upstream's reasons, observed generation and
 //! related resources, and on deletion removes everything it created but the CRDs before
 //! letting the ClusterManager go (finalizer
@@ -10,12 +10,13 @@
 //! `external-hub-kubeconfig` there; the CRDs on that hub. Without the secret, `Applied` is
 //! False (`RuntimeResourceApplyFailed`, naming it).
 //!
-//! Once the webhook server's Deployment is rolled out, the Mutating/ValidatingWebhookConfiguration
-//! of the hub's admission policies are registered, naming the webhook Service (reason
+//! Once the webhook servers' Deployments are rolled out, the Mutating/ValidatingWebhookConfiguration
+//! of the hub's admission policies are registered, each webhook naming its group's webhook
+//! Service (reason
 //! `WebhookApplyFailed` when that fails); deleting the ClusterManager removes them first.
 //!
-//! With them, the addon CRDs' `spec.conversion` names the same Service (v1alpha1 and v1beta1
-//! of ClusterManagementAddOn and ManagedClusterAddOn converted by the webhook server); it is
+//! With them, the addon CRDs' `spec.conversion` names the addon webhook Service (v1alpha1 and
+//! v1beta1 of ClusterManagementAddOn and ManagedClusterAddOn converted by that server); it is
 //! turned off again when the ClusterManager goes, since the CRDs stay.
 //!
 //! `HubRegistrationDegraded` and `HubPlacementDegraded` follow those components' Deployments.
@@ -36,7 +37,8 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
 use super::render::{
-    EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, components_namespace, crds, hosted, render,
+    EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, WebhookKind, components_namespace, crds,
+    hosted, render,
 };
 use crate::apply::{
     Applied, apply_all, control_plane_nodes, delete_all, related, related_entries, set_finalizer,
@@ -114,23 +116,23 @@ fn component_degraded(
     }
 }
 
-/// The hub's webhook configurations, every webhook reached through the webhook Service of
-/// ClusterManager `cm_name`, trusting `ca_bundle`.
+/// The hub's webhook configurations, each webhook reached through the webhook Service of
+/// its API group ([`WebhookKind::of_group`]) of ClusterManager `cm_name`, trusting `ca_bundle`.
 fn webhook_configurations(cm_name: &str, ca_bundle: &str) -> Vec<serde_json::Value> {
     use ocm_webhook::install::{mutating_configuration, through_service, validating_configuration};
-    let service = format!("{cm_name}-webhook");
+    let service = |group: &str| WebhookKind::of_group(group).service(cm_name);
     // The URL is replaced by the Service reference; only its path is kept.
     let base = "https://webhook.invalid";
     vec![
         through_service(
             mutating_configuration(base, ca_bundle),
             HUB_NAMESPACE,
-            &service,
+            service,
         ),
         through_service(
             validating_configuration(base, ca_bundle),
             HUB_NAMESPACE,
-            &service,
+            service,
         ),
     ]
 }
@@ -142,7 +144,7 @@ fn webhook_configurations(cm_name: &str, ca_bundle: &str) -> Vec<serde_json::Val
 fn conversion_objects(cm_name: &str, ca_bundle: Option<&str>) -> Vec<serde_json::Value> {
     ocm_webhook::install::conversion_through_service(
         HUB_NAMESPACE,
-        &format!("{cm_name}-webhook"),
+        &WebhookKind::Addon.service(cm_name),
         ca_bundle,
     )
 }
@@ -260,7 +262,12 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
             // Registered once the server answers: before, failurePolicy Fail would refuse
             // every OCM write. (Hosted: the hub would need the management cluster's
             // address; not yet.)
-            Ok(ca) if !hosted(&cm) && !rolling.contains(&format!("{name}-webhook")) => {
+            Ok(ca)
+                if !hosted(&cm)
+                    && !WebhookKind::ALL
+                        .iter()
+                        .any(|kind| rolling.contains(&kind.service(&name))) =>
+            {
                 webhook_objects = webhook_configurations(&name, &ca);
                 let mut applied = apply_all(&ctx.client, FIELD_MANAGER, &webhook_objects).await;
                 if applied.failure.is_none() {

@@ -239,7 +239,7 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["bind"],
             ),
         ],
-        Component::Webhook => vec![
+        Component::Webhook(_) => vec![
             rule(
                 &["authorization.k8s.io"],
                 &["subjectaccessreviews"],
@@ -254,7 +254,7 @@ pub fn cluster_rules(component: Component) -> Value {
 /// The rules of a controller component's Role in the hub namespace (leader election on
 /// `lease`); `None` for the webhook server, which elects no leader.
 pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
-    (component != Component::Webhook).then(|| {
+    (!matches!(component, Component::Webhook(_))).then(|| {
         json!([
             rule(&["coordination.k8s.io"], &["leases"], &["create"]),
             // `watch` by name: a waiting candidate sees a released Lease at once.
@@ -271,6 +271,7 @@ pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_manager::render::WebhookKind;
 
     fn allows(rules: &Value, group: &str, resource: &str, verb: &str) -> bool {
         rules.as_array().unwrap().iter().any(|r| {
@@ -336,7 +337,7 @@ mod tests {
         let addons = cluster_rules(Component::AddonManager);
         assert!(allows(&addons, ADDON, "managedclusteraddons", "create"));
         assert!(!allows(&addons, CLUSTER, "managedclusters", "patch"));
-        let webhook = cluster_rules(Component::Webhook);
+        let webhook = cluster_rules(Component::Webhook(WebhookKind::Work));
         assert!(allows(
             &webhook,
             "authorization.k8s.io",
@@ -344,7 +345,7 @@ mod tests {
             "create"
         ));
         assert_eq!(webhook.as_array().unwrap().len(), 2);
-        assert!(lease_rules(Component::Webhook, "x").is_none());
+        assert!(lease_rules(Component::Webhook(WebhookKind::Addon), "x").is_none());
         let lease = lease_rules(
             Component::Placement,
             "cluster-manager-placement-controller-lock",

@@ -3,9 +3,11 @@
 //! One namespace, `open-cluster-management-hub`; per hub component a ServiceAccount, a
 //! ClusterRole and its binding, and a Deployment running the same `ocm` image with the
 //! component's subcommand (`ocm hub controllers --only <component>`, `ocm hub webhook`); a
-//! Service in front of the webhook server. Names follow upstream's (`<cm>-registration-controller`,
-//! `<cm>-placement-controller`, `<cm>-work-controller`, `<cm>-addon-manager-controller`); the
-//! webhook server is one Deployment, `<cm>-webhook`, where upstream has three. Upstream's
+//! Service in front of each webhook server. Names follow upstream's (`<cm>-registration-controller`,
+//! `<cm>-placement-controller`, `<cm>-work-controller`, `<cm>-addon-manager-controller`, and the
+//! webhook servers `<cm>-registration-webhook`, `<cm>-work-webhook`, `<cm>-addon-webhook`, each
+//! sent the admission reviews of its API group, the addon one also the addon CRDs'
+//! conversions — [`WebhookKind::of_group`]). Upstream's
 //! gates decide which components run: the work controller with the work configuration's
 //! `ManifestWorkReplicaSet` gate, the addon manager unless `AddonManagement` is disabled.
 //! Replicas: 1 when the hub has at most one control-plane node, else 3. Images: the
@@ -76,8 +78,57 @@ pub enum Component {
     Work,
     /// The addons' generic hub controllers.
     AddonManager,
-    /// Admission and conversion webhook server.
-    Webhook,
+    /// An admission (and conversion) webhook server.
+    Webhook(WebhookKind),
+}
+
+/// Which API group's webhooks a webhook server is sent (upstream runs one server per group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebhookKind {
+    /// `cluster.open-cluster-management.io` (ManagedCluster, ManagedClusterSetBinding, …).
+    Registration,
+    /// `work.open-cluster-management.io` (ManifestWork, ManifestWorkReplicaSet).
+    Work,
+    /// `addon.open-cluster-management.io`, and the addon CRDs' version conversion.
+    Addon,
+}
+
+impl WebhookKind {
+    /// Every webhook server, in start order.
+    pub const ALL: [WebhookKind; 3] = [
+        WebhookKind::Registration,
+        WebhookKind::Work,
+        WebhookKind::Addon,
+    ];
+
+    /// The server a webhook of API group `group` is sent to (anything not work or addon goes
+    /// to the registration one).
+    pub fn of_group(group: &str) -> WebhookKind {
+        match group {
+            "work.open-cluster-management.io" => WebhookKind::Work,
+            "addon.open-cluster-management.io" => WebhookKind::Addon,
+            _ => WebhookKind::Registration,
+        }
+    }
+
+    /// `registration`, `work` or `addon`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WebhookKind::Registration => "registration",
+            WebhookKind::Work => "work",
+            WebhookKind::Addon => "addon",
+        }
+    }
+
+    /// Name of its Deployment and Service: `<cm>-<kind>-webhook`.
+    pub fn service(self, cm_name: &str) -> String {
+        format!("{cm_name}-{}-webhook", self.name())
+    }
+
+    /// Secret holding its serving certificate: `<kind>-webhook-serving-cert` (upstream's).
+    pub fn serving_secret(self) -> String {
+        format!("{}-webhook-serving-cert", self.name())
+    }
 }
 
 impl Component {
@@ -88,7 +139,9 @@ impl Component {
             Component::Placement => "placement-controller",
             Component::Work => "work-controller",
             Component::AddonManager => "addon-manager-controller",
-            Component::Webhook => "webhook",
+            Component::Webhook(WebhookKind::Registration) => "registration-webhook",
+            Component::Webhook(WebhookKind::Work) => "work-webhook",
+            Component::Webhook(WebhookKind::Addon) => "addon-webhook",
         }
     }
 
@@ -104,7 +157,7 @@ impl Component {
             Component::Placement => Some("placement"),
             Component::Work => Some("work"),
             Component::AddonManager => Some("addon-manager"),
-            Component::Webhook => None,
+            Component::Webhook(_) => None,
         }
     }
 }
@@ -138,7 +191,7 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
     if gate(addon_gates, "AddonManagement") != Some(FeatureGateMode::Disable) {
         out.push(Component::AddonManager);
     }
-    out.push(Component::Webhook);
+    out.extend(WebhookKind::ALL.map(Component::Webhook));
     out
 }
 
@@ -156,10 +209,16 @@ const UPSTREAM_DEFAULT_IMAGES: [&str; 4] = [
 fn image_of(input: &RenderInput<'_>, component: Component) -> String {
     let spec = &input.cluster_manager.spec;
     let named = match component {
-        Component::Registration | Component::Webhook => spec.registration_image_pull_spec.as_ref(),
+        Component::Registration | Component::Webhook(WebhookKind::Registration) => {
+            spec.registration_image_pull_spec.as_ref()
+        }
         Component::Placement => spec.placement_image_pull_spec.as_ref(),
-        Component::Work => spec.work_image_pull_spec.as_ref(),
-        Component::AddonManager => spec.add_on_manager_image_pull_spec.as_ref(),
+        Component::Work | Component::Webhook(WebhookKind::Work) => {
+            spec.work_image_pull_spec.as_ref()
+        }
+        Component::AddonManager | Component::Webhook(WebhookKind::Addon) => {
+            spec.add_on_manager_image_pull_spec.as_ref()
+        }
     };
     crate::pod::chosen_image(
         named.map(String::as_str),
@@ -220,16 +279,14 @@ fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
     args
 }
 
-/// Name of the Secret holding the webhook server's serving certificate.
-pub fn webhook_secret(cm_name: &str) -> String {
-    format!("{cm_name}-webhook-serving-cert")
-}
-
 /// Name of the ClusterRole (and binding) of a component.
 pub fn cluster_role_name(cm_name: &str, component: Component) -> String {
-    match component.controllers_name() {
-        Some(name) => format!("open-cluster-management:{cm_name}-{name}:controller"),
-        None => format!("open-cluster-management:{cm_name}-webhook"),
+    match (component, component.controllers_name()) {
+        (Component::Webhook(kind), _) => {
+            format!("open-cluster-management:{cm_name}-{}:webhook", kind.name())
+        }
+        (_, Some(name)) => format!("open-cluster-management:{cm_name}-{name}:controller"),
+        (_, None) => format!("open-cluster-management:{cm_name}-webhook"),
     }
 }
 
@@ -254,12 +311,12 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
         "securityContext": crate::pod::restricted_security_context(),
     });
     let mut volumes = json!([]);
-    if component == Component::Webhook {
+    if let Component::Webhook(kind) = component {
         container["ports"] = json!([{"name": "webhook", "containerPort": WEBHOOK_PORT}]);
         container["volumeMounts"] = json!([{"name": "serving-cert",
             "mountPath": "/var/run/ocm/webhook-serving-cert", "readOnly": true}]);
         volumes = json!([{"name": "serving-cert",
-            "secret": {"secretName": webhook_secret(cm_name)}}]);
+            "secret": {"secretName": kind.serving_secret()}}]);
     } else {
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
         container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
@@ -322,7 +379,7 @@ pub fn leader_lease(component: Component) -> Option<String> {
 
 /// Every object of the ClusterManager. Order: namespace, then per component ServiceAccount,
 /// ClusterRole and binding ([`super::rbac::cluster_rules`]), leader-election Role and binding
-/// in the hub namespace (controllers), Deployment; then the webhook Service.
+/// in the hub namespace (controllers), Deployment; then the webhook Services.
 pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
@@ -379,13 +436,15 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
         }
         out.push(deployment(input, component));
     }
-    out.push(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("{cm_name}-webhook"), "namespace": namespace,
-                     "labels": label},
-        "spec": {"selector": {"app": format!("{cm_name}-webhook")},
-                 "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
-    }));
+    for kind in WebhookKind::ALL {
+        out.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": kind.service(cm_name), "namespace": namespace,
+                         "labels": label},
+            "spec": {"selector": {"app": kind.service(cm_name)},
+                     "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
+        }));
+    }
     out
 }
 
@@ -431,7 +490,9 @@ mod tests {
                 "cluster-manager-registration-controller",
                 "cluster-manager-placement-controller",
                 "cluster-manager-addon-manager-controller",
-                "cluster-manager-webhook",
+                "cluster-manager-registration-webhook",
+                "cluster-manager-work-webhook",
+                "cluster-manager-addon-webhook",
             ]
         );
         let registration =
@@ -509,7 +570,7 @@ mod tests {
                 .to_string()
                 .contains("--kubeconfig=/var/run/ocm/hub-kubeconfig/kubeconfig")
         );
-        let webhook = deployment_named(&objects, "cluster-manager-webhook").unwrap();
+        let webhook = deployment_named(&objects, "cluster-manager-work-webhook").unwrap();
         assert_eq!(
             webhook["spec"]["template"]["spec"]["volumes"][1]["secret"]["secretName"],
             EXTERNAL_HUB_KUBECONFIG
@@ -553,10 +614,39 @@ mod tests {
                 .unwrap()
                 .contains(&json!("--auto-approved-users=alice,bob"))
         );
-        let webhook = deployment_named(&objects, "cluster-manager-webhook").unwrap();
+        for (name, secret) in [
+            (
+                "cluster-manager-registration-webhook",
+                "registration-webhook-serving-cert",
+            ),
+            ("cluster-manager-work-webhook", "work-webhook-serving-cert"),
+            (
+                "cluster-manager-addon-webhook",
+                "addon-webhook-serving-cert",
+            ),
+        ] {
+            let webhook = deployment_named(&objects, name).unwrap();
+            assert_eq!(
+                webhook["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+                secret
+            );
+            assert_eq!(
+                webhook["spec"]["template"]["spec"]["serviceAccountName"],
+                format!("{}-sa", name.trim_start_matches("cluster-manager-"))
+            );
+        }
+        let services: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "Service")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
         assert_eq!(
-            webhook["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
-            "cluster-manager-webhook-serving-cert"
+            services,
+            [
+                "cluster-manager-registration-webhook",
+                "cluster-manager-work-webhook",
+                "cluster-manager-addon-webhook"
+            ]
         );
     }
 }

@@ -1,24 +1,32 @@
-//! The webhook server's serving certificate: a CA kept in Secret `<cm>-webhook-signer`
-//! (`tls.crt`, `tls.key`) and a serving certificate for the webhook Service's names in
-//! Secret `<cm>-webhook-serving-cert` (`tls.crt`, `tls.key`, `ca.crt`), which the webhook
-//! Deployment mounts. The serving certificate is re-issued by the same CA once less than a
-//! fifth of its lifetime is left (the server reloads changed files); the CA bundle is what
-//! webhook configurations trust.
+//! The webhook servers' serving certificates: a CA kept in Secret `signer-secret` (`tls.crt`,
+//! `tls.key`) and, for each webhook Service, a serving certificate for its names in Secret
+//! `<kind>-webhook-serving-cert` (`tls.crt`, `tls.key`, `ca.crt`), which that webhook
+//! Deployment mounts — upstream's names; the CA bundle is also published in ConfigMap
+//! `ca-bundle-configmap` (key `ca-bundle.crt`). A serving certificate is re-issued by the same
+//! CA once less than a fifth of its lifetime is left (the server reloads changed files); the
+//! CA bundle is what webhook configurations trust.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams};
 use ocm_webhook::certs::{SERVING_LIFETIME, expires_at, issue_serving};
 
-use super::render::webhook_secret;
+use super::render::WebhookKind;
 use crate::OperatorError;
 
-/// Name of the Secret holding the webhook CA.
-pub fn signer_secret(cm_name: &str) -> String {
-    format!("{cm_name}-webhook-signer")
-}
+/// Name of the Secret holding the webhook CA (upstream's).
+pub const SIGNER_SECRET: &str = "signer-secret";
+
+/// Name of the ConfigMap publishing the CA bundle (key [`CA_BUNDLE_KEY`], upstream's).
+pub const CA_BUNDLE_CONFIGMAP: &str = "ca-bundle-configmap";
+
+/// Key of the CA bundle in [`CA_BUNDLE_CONFIGMAP`].
+pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
+
+/// Field manager of the certificate Secrets and the CA bundle ConfigMap.
+const MANAGER: &str = "cluster-manager-operator";
 
 /// The names the webhook Service answers to inside the cluster.
 pub fn service_hosts(service: &str, namespace: &str) -> Vec<String> {
@@ -74,65 +82,100 @@ async fn write(
     value["kind"] = "Secret".into();
     api.patch(
         name,
-        &PatchParams::apply("cluster-manager-operator").force(),
+        &PatchParams::apply(MANAGER).force(),
         &Patch::Apply(&value),
     )
     .await?;
     Ok(())
 }
 
-/// Makes sure both Secrets (in the components' `namespace`) hold valid certificates; returns
-/// the CA bundle.
+/// Makes sure the CA and every webhook Service's serving certificate (in the components'
+/// `namespace`) are valid, and the CA bundle is published; returns the CA bundle.
 pub async fn ensure(
     client: &kube::Client,
     namespace: &str,
     cm_name: &str,
 ) -> Result<String, OperatorError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let signer = api.get_opt(&signer_secret(cm_name)).await?;
-    let ca = signer
+    let signer = api.get_opt(SIGNER_SECRET).await?;
+    let existing = signer
         .as_ref()
         .and_then(|s| Some((text(s, "tls.crt")?, text(s, "tls.key")?)));
-    let serving = api.get_opt(&webhook_secret(cm_name)).await?;
-    let serving = serving
-        .as_ref()
-        .and_then(|s| Some((text(s, "tls.crt")?, text(s, "ca.crt")?)));
+    let (ca_cert, ca_key) = match existing {
+        Some(ca) => ca,
+        None => {
+            let issued = issue_serving(None, &[])?;
+            write(
+                &api,
+                namespace,
+                SIGNER_SECRET,
+                &[("tls.crt", &issued.ca_cert), ("tls.key", &issued.ca_key)],
+            )
+            .await?;
+            (issued.ca_cert, issued.ca_key)
+        }
+    };
     let now = jiff::Timestamp::now().as_second();
-    if let Some((ca_cert, _)) = &ca
-        && !needs_reissue(
+    for kind in WebhookKind::ALL {
+        let serving = api.get_opt(&kind.serving_secret()).await?;
+        let serving = serving
+            .as_ref()
+            .and_then(|s| Some((text(s, "tls.crt")?, text(s, "ca.crt")?)));
+        if !needs_reissue(
             serving.as_ref().map(|(c, b)| (c.as_str(), b.as_str())),
-            ca_cert,
+            &ca_cert,
             now,
-        )
-    {
-        return Ok(ca_cert.clone());
-    }
-    let service = format!("{cm_name}-webhook");
-    let issued = issue_serving(
-        ca.as_ref().map(|(c, k)| (c.as_str(), k.as_str())),
-        &service_hosts(&service, namespace),
-    )?;
-    if ca.is_none() {
+        ) {
+            continue;
+        }
+        let issued = issue_serving(
+            Some((&ca_cert, &ca_key)),
+            &service_hosts(&kind.service(cm_name), namespace),
+        )?;
         write(
             &api,
             namespace,
-            &signer_secret(cm_name),
-            &[("tls.crt", &issued.ca_cert), ("tls.key", &issued.ca_key)],
+            &kind.serving_secret(),
+            &[
+                ("tls.crt", &issued.cert),
+                ("tls.key", &issued.key),
+                ("ca.crt", &issued.ca_cert),
+            ],
         )
         .await?;
     }
-    write(
-        &api,
-        namespace,
-        &webhook_secret(cm_name),
-        &[
-            ("tls.crt", &issued.cert),
-            ("tls.key", &issued.key),
-            ("ca.crt", &issued.ca_cert),
-        ],
+    publish_ca_bundle(client, namespace, &ca_cert).await?;
+    Ok(ca_cert)
+}
+
+/// Writes the CA bundle into [`CA_BUNDLE_CONFIGMAP`] unless it is there already.
+async fn publish_ca_bundle(
+    client: &kube::Client,
+    namespace: &str,
+    ca: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let current = api.get_opt(CA_BUNDLE_CONFIGMAP).await?;
+    if current
+        .as_ref()
+        .and_then(|c| c.data.as_ref())
+        .and_then(|d| d.get(CA_BUNDLE_KEY))
+        .is_some_and(|bundle| bundle == ca)
+    {
+        return Ok(());
+    }
+    let configmap = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": CA_BUNDLE_CONFIGMAP, "namespace": namespace},
+        "data": {CA_BUNDLE_KEY: ca},
+    });
+    api.patch(
+        CA_BUNDLE_CONFIGMAP,
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&configmap),
     )
     .await?;
-    Ok(issued.ca_cert)
+    Ok(())
 }
 
 #[cfg(test)]
