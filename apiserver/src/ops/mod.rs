@@ -620,7 +620,11 @@ impl Ctx {
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
             let mut obj = self.parse(&current)?;
+            // A namespace already terminating is answered as it stands (no admission, no
+            // change), once the preconditions hold.
+            let finalizing = admission::namespace_finalizing(self, &obj);
             if attempt == 0
+                && !finalizing
                 && !self
                     .inner
                     .admission_hooks(&self.res.group, &self.res.plural, None)
@@ -637,7 +641,7 @@ impl Ctx {
                     Some(&presented),
                 )?;
             }
-            if attempt == 0 {
+            if attempt == 0 && !finalizing {
                 let webhooks = self.inner.webhooks.get(&self.inner.store, &self.cluster);
                 let policies = self
                     .inner
@@ -685,6 +689,9 @@ impl Ctx {
                         rv, current.rev
                     ),
                 ));
+            }
+            if finalizing {
+                return Ok(Deleted::Pending(self.present(obj)?));
             }
             let before = obj.clone();
             let mut finalizers = meta::finalizers(&obj);
