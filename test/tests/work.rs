@@ -859,6 +859,90 @@ async fn a_work_with_a_crd_and_its_resources_finishes_deleting() {
     hub.stop().await;
 }
 
+/// With the hub work gate `CleanUpCompletedManifestWork`, a work with
+/// `ttlSecondsAfterFinished` whose condition rule says its Job completed is deleted by the hub
+/// after the TTL, and the Job (and its pods, which the simulator made) go with it; a work
+/// without TTL stays. As upstream's e2e "Should cleanup manifestwork with TTL after job
+/// completion".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_work_with_a_ttl_is_deleted_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub: fast_hub_options(),
+        work_gates: ocm_work::gates::HubWorkGates {
+            clean_up_completed_manifest_work: true,
+            ..Default::default()
+        },
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
+    let (spoke, agent) = join_and_accept(&hub, &bootstrap, "c1").await;
+    let work_agent = RunningWorkAgent::start(&spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let job = |name: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "default"},
+               "spec": {"manualSelector": true, "selector": {"matchLabels": {"job": name}},
+                        "template": {"metadata": {"labels": {"job": name}},
+                                     "spec": {"restartPolicy": "Never",
+                                              "containers": [{"name": "c", "image": "busybox",
+                                                              "command": ["sleep", "1"]}]}}}})
+    };
+    let complete_rule = |name: &str| {
+        json!({"resourceIdentifier": {"group": "batch", "resource": "jobs", "name": name,
+                                      "namespace": "default"},
+               "conditionRules": [{"condition": "Complete", "type": "CEL",
+                   "celExpressions": ["object.status.conditions.exists(c, c.type == 'Complete' && c.status == 'True')"],
+                   "message": "Job completed successfully"}]})
+    };
+    create_work(
+        &works,
+        "once",
+        json!([job("once")]),
+        json!({"deleteOption": {"propagationPolicy": "Foreground", "ttlSecondsAfterFinished": 1},
+               "manifestConfigs": [complete_rule("once")]}),
+    )
+    .await;
+    create_work(
+        &works,
+        "kept",
+        json!([job("kept")]),
+        json!({"manifestConfigs": [complete_rule("kept")]}),
+    )
+    .await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(spoke.clone(), "default");
+    let kept = wait_work(&works, "kept", "Complete", |w: &ManifestWork| {
+        condition(w, "Complete") == "True"
+    })
+    .await
+    .unwrap();
+    assert!(kept.metadata.deletion_timestamp.is_none());
+    wait_gone(&works, "once").await.unwrap();
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(spoke.clone(), "default");
+    wait_gone(&jobs, "once").await.unwrap();
+    let kept_pods = pods
+        .list(&kube::api::ListParams::default().labels("job=kept"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(kept_pods.len(), 1);
+    assert_eq!(
+        kept_pods[0]
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref()),
+        Some("Succeeded")
+    );
+    assert!(works.get_opt("kept").await.unwrap().is_some());
+
+    work_agent.stop().await;
+    agent.stop().await.unwrap();
+    hub.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_manifests_executors_restarts_and_an_absent_hub() {
     let dir = tempfile::tempdir().unwrap();
