@@ -47,6 +47,10 @@ pub struct ApiServerConfig {
     pub max_in_flight: usize,
     /// Period of the full resync of the garbage collector and namespace controller.
     pub resync_interval: Duration,
+    /// How long the namespace controller waits after it sees a namespace marked for deletion
+    /// before deleting its content (kube-controller-manager's namespace controller waits 5 s,
+    /// so that a client deleting a namespace and then its objects still finds them).
+    pub namespace_deletion_grace_period: Duration,
     /// `host:port` clients reach the server at, reported by `GET /api`.
     pub advertise_address: String,
     /// Whether network requests without credentials run as `system:anonymous` (else 401).
@@ -85,6 +89,7 @@ impl Default for ApiServerConfig {
             auto_create_clusters: true,
             max_in_flight: 10_000,
             resync_interval: Duration::from_secs(30),
+            namespace_deletion_grace_period: Duration::from_secs(5),
             advertise_address: "127.0.0.1:6443".into(),
             anonymous_auth: true,
             client_ca: None,

@@ -390,6 +390,104 @@ async fn namespace_termination() {
     assert!(matches!(err, kube::Error::Api(s) if s.code == 403));
 }
 
+/// kube-apiserver 1.35 answers a DELETE of a namespace that is already terminating with 200
+/// and the namespace as it stands (not 409), still checking a UID precondition.
+#[tokio::test]
+async fn deleting_a_terminating_namespace_again_answers_the_namespace() {
+    let (_s, client) = common::server().await;
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "twice"}})).unwrap();
+    nss.create(&PostParams::default(), &ns).await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "twice");
+    let mut held = cm("held", json!({}));
+    held.metadata.finalizers = Some(vec!["test.io/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
+
+    let first = nss
+        .delete("twice", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("the namespace itself");
+    assert!(first.metadata.deletion_timestamp.is_some());
+    let again = nss
+        .delete("twice", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("the terminating namespace itself");
+    assert_eq!(again.metadata.uid, first.metadata.uid);
+    assert_eq!(
+        again.metadata.deletion_timestamp,
+        first.metadata.deletion_timestamp
+    );
+    assert_eq!(
+        again.status.as_ref().unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    // Orphan propagation changes nothing on a terminating namespace either.
+    let orphan = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Orphan),
+        ..DeleteParams::default()
+    };
+    let third = nss.delete("twice", &orphan).await.unwrap().left().unwrap();
+    assert_eq!(third.metadata.finalizers, None);
+    // A UID precondition that does not hold is still a conflict.
+    let wrong_uid = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match nss.delete("twice", &wrong_uid).await.unwrap_err() {
+        kube::Error::Api(s) => assert_eq!(s.code, 409, "{s:?}"),
+        other => panic!("{other:?}"),
+    }
+
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("namespace gone", || async {
+        nss.get_opt("twice").await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
+/// As kube's namespace controller, ours leaves a terminating namespace's content alone for a
+/// grace period: a client that deletes a namespace and then the objects in it gets 200s, not
+/// 404s; the rest of the content goes afterwards, and the namespace with it.
+#[tokio::test]
+async fn a_namespace_content_is_deleted_after_the_grace_period() {
+    let (_s, client) = common::server().await;
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "later"}})).unwrap();
+    nss.create(&PostParams::default(), &ns).await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "later");
+    for name in ["mine", "rest"] {
+        cms.create(&PostParams::default(), &cm(name, json!({})))
+            .await
+            .unwrap();
+    }
+    nss.delete("later", &DeleteParams::default()).await.unwrap();
+    cms.delete("mine", &DeleteParams::default())
+        .await
+        .expect("the object is still there to delete");
+    assert!(cms.get_opt("rest").await.unwrap().is_some());
+    eventually("the rest of the content deleted", || async {
+        cms.get_opt("rest").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    eventually("namespace gone", || async {
+        nss.get_opt("later").await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn selectors_and_pagination() {
     let (_s, client) = common::server().await;

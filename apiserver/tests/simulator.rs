@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
@@ -122,7 +122,50 @@ async fn workloads_in_a_simulated_cluster_settle_and_others_are_left_alone() {
         })
     })
     .await;
+    // Its pods are there, as the Job controller makes them, each run to completion; they go
+    // with the Job.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let job_pods = pods
+        .list(&ListParams::default().labels("batch.kubernetes.io/job-name=once"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(job_pods.len(), 2);
+    let job_uid = jobs.get("once").await.unwrap().metadata.uid.unwrap();
+    for pod in &job_pods {
+        assert!(pod.metadata.name.as_deref().unwrap().starts_with("once-"));
+        let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("Job", job_uid.as_str())
+        );
+        assert_eq!(owner.controller, Some(true));
+        let status = pod.status.as_ref().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Succeeded"));
+        let terminated = status.container_statuses.as_ref().unwrap()[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (0, Some("Completed"))
+        );
+    }
+    jobs.delete("once", &DeleteParams::background())
+        .await
+        .unwrap();
+    common::eventually("the job's pods deleted with it", || async {
+        pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=once"))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+            .then_some(())
+    })
+    .await;
     let pod: Pod = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "nginx"}]}

@@ -1149,3 +1149,57 @@ async fn type_checking_reports_operands_of_the_wrong_type() {
         ]})
     );
 }
+
+/// kube's namespace storage answers a DELETE of a namespace already terminating before
+/// validating admission runs: a policy that would refuse the DELETE is not asked then (it is
+/// for a namespace not yet terminating).
+#[tokio::test]
+async fn deleting_a_terminating_namespace_again_skips_validating_admission() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    install_denying(
+        &client,
+        "no-locked-deletes",
+        json!({"matchConstraints": {"resourceRules": [{
+                  "operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+                  "resources": ["namespaces"]}]},
+               "validations": [{"expression":
+                  "!has(oldObject.metadata.labels) || !('locked' in oldObject.metadata.labels)"}]}),
+    )
+    .await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespace(&client, "guarded", json!({"locked": "yes"})).await;
+    let (code, _, _) = status_of(
+        namespaces
+            .delete("guarded", &Default::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422);
+
+    namespace(&client, "doomed", json!({})).await;
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
+    create_cm(&client, "doomed", &held).await.unwrap();
+    namespaces
+        .delete("doomed", &Default::default())
+        .await
+        .unwrap();
+    namespaces
+        .patch(
+            "doomed",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"locked": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    let again = namespaces
+        .delete("doomed", &Default::default())
+        .await
+        .expect("a terminating namespace is answered without validating admission")
+        .left()
+        .unwrap();
+    assert!(again.metadata.deletion_timestamp.is_some());
+}

@@ -12,14 +12,20 @@ use ocm_apiserver::{
     AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionResult, ApiServer,
 };
 use ocm_webhook::policy::{Access, Facts, Operation, Review, Verdict, WEBHOOKS, admit_both};
+use ocm_work::gates::HubWorkGates;
 use serde_json::Value;
 
-/// Registers the hub's admission policies on `server`.
-pub fn register(server: &ApiServer, default_cluster_set: bool) {
+/// Registers the hub's admission policies on `server`; `work_gates` are the hub's work
+/// feature gates (`NilExecutorValidating` changes the ManifestWork check).
+pub fn register(server: &ApiServer, default_cluster_set: bool, work_gates: HubWorkGates) {
     let resources: BTreeSet<(&str, &str)> =
         WEBHOOKS.iter().map(|w| (w.group, w.resource)).collect();
     for (group, resource) in resources {
-        server.register_admission(group, resource, hook(server.clone(), default_cluster_set));
+        server.register_admission(
+            group,
+            resource,
+            hook(server.clone(), default_cluster_set, work_gates),
+        );
     }
 }
 
@@ -36,7 +42,7 @@ fn namespace_terminating(server: &ApiServer, cluster: &str, name: &str) -> bool 
         })
 }
 
-fn hook(server: ApiServer, default_cluster_set: bool) -> AdmissionHook {
+fn hook(server: ApiServer, default_cluster_set: bool, work_gates: HubWorkGates) -> AdmissionHook {
     Arc::new(move |req| {
         let review = Review {
             operation: Some(match req.operation {
@@ -59,6 +65,7 @@ fn hook(server: ApiServer, default_cluster_set: bool) -> AdmissionHook {
             now: jiff::Timestamp::now(),
             default_cluster_set,
             cluster_namespace_terminating: terminating,
+            nil_executor_validating: work_gates.nil_executor_validating,
         };
         let authorize = |access: &Access| {
             req.is_allowed(

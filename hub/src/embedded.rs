@@ -22,6 +22,7 @@ use ocm_registration::hub::{HubContext, HubOptions};
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
+use ocm_work::gates::HubWorkGates;
 use serde_json::json;
 
 /// Field manager of what `ocm hub` applies itself.
@@ -50,6 +51,10 @@ pub struct EmbeddedHubOptions {
     /// Controllers run beside the hub's own, under the same leader election (`ocm hub` adds
     /// the addons' install strategies).
     pub extra_controllers: HubControllers,
+    /// The hub's work feature gates (`NilExecutorValidating` in the ManifestWork admission,
+    /// `CleanUpCompletedManifestWork` in the work controller; ManifestWorkReplicaSet runs
+    /// whatever its gate says).
+    pub work_gates: HubWorkGates,
 }
 
 /// A controller a hub runs beside its own: started with the hub's admin client and stopped by
@@ -79,6 +84,7 @@ impl EmbeddedHubOptions {
             csr_signing_duration: Duration::from_secs(365 * 24 * 3600),
             run_controllers: true,
             extra_controllers: HubControllers::default(),
+            work_gates: HubWorkGates::default(),
         }
     }
 }
@@ -126,7 +132,11 @@ impl EmbeddedHub {
         };
         let server = ApiServer::start(config).await?;
         register_hooks(&server);
-        crate::admission::register(&server, options.hub.default_cluster_sets);
+        crate::admission::register(
+            &server,
+            options.hub.default_cluster_sets,
+            options.work_gates,
+        );
         let serving =
             ocm_apiserver::serve::serve_tls(server.clone(), options.listen, tls.server_config()?)
                 .await
@@ -155,6 +165,7 @@ impl EmbeddedHub {
             tokio::spawn(run_controllers_as_leader(
                 ctx,
                 options.extra_controllers.clone(),
+                options.work_gates,
                 data_dir_identity(&options.data_dir),
             ))
         });
@@ -221,6 +232,7 @@ pub const LEADER_LEASE: &str = "cluster-manager-registration-controller-lock";
 pub async fn run_controllers_as_leader(
     ctx: Arc<HubContext>,
     extra: HubControllers,
+    work_gates: HubWorkGates,
     identity: String,
 ) {
     let election = ocm_runtime::leader::LeaderElection::new(
@@ -238,18 +250,22 @@ pub async fn run_controllers_as_leader(
                 metrics: ctx.metrics.clone(),
                 shutdown: leading,
             });
-            run_hub_controllers(ctx, extra.clone())
+            run_hub_controllers(ctx, extra.clone(), work_gates)
         })
         .await;
 }
 
 /// Every hub controller — registration, placement, ManifestWorkReplicaSet and the extra ones —
 /// until `ctx.shutdown` is cancelled.
-async fn run_hub_controllers(ctx: Arc<HubContext>, extra: HubControllers) {
+async fn run_hub_controllers(
+    ctx: Arc<HubContext>,
+    extra: HubControllers,
+    work_gates: HubWorkGates,
+) {
     futures::future::join_all(
         HubComponent::ALL
             .iter()
-            .map(|component| run_component(ctx.clone(), *component, extra.clone())),
+            .map(|component| run_component(ctx.clone(), *component, extra.clone(), work_gates)),
     )
     .await;
 }
@@ -262,7 +278,7 @@ pub enum HubComponent {
     Registration,
     /// Placement scheduling.
     Placement,
-    /// ManifestWorkReplicaSet.
+    /// ManifestWorkReplicaSet, and the completed-work cleanup (CleanUpCompletedManifestWork).
     Work,
     /// The addons' generic controllers (install strategies, configs): the extra controllers.
     AddonManager,
@@ -305,20 +321,35 @@ impl HubComponent {
 }
 
 /// One component's controllers until `ctx.shutdown` is cancelled.
-async fn run_component(ctx: Arc<HubContext>, component: HubComponent, extra: HubControllers) {
+async fn run_component(
+    ctx: Arc<HubContext>,
+    component: HubComponent,
+    extra: HubControllers,
+    work_gates: HubWorkGates,
+) {
     match component {
         HubComponent::Registration => ocm_registration::hub::run(ctx).await,
         HubComponent::Placement => {
             ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone()).await;
         }
         HubComponent::Work => {
-            ocm_work::hub::run(
+            let replica_sets = ocm_work::hub::run(
                 ctx.client.clone(),
                 ocm_work::hub::ReplicaSetOptions::default(),
                 ctx.metrics.clone(),
                 ctx.shutdown.clone(),
-            )
-            .await;
+            );
+            let cleanup = async {
+                if work_gates.clean_up_completed_manifest_work {
+                    ocm_work::hub::completed::run(
+                        ctx.client.clone(),
+                        ctx.metrics.clone(),
+                        ctx.shutdown.clone(),
+                    )
+                    .await;
+                }
+            };
+            futures::future::join(replica_sets, cleanup).await;
         }
         HubComponent::AddonManager => {
             futures::future::join_all(
@@ -337,6 +368,7 @@ pub async fn run_components_as_leader(
     ctx: Arc<HubContext>,
     components: &[HubComponent],
     extra: HubControllers,
+    work_gates: HubWorkGates,
     identity: String,
 ) {
     futures::future::join_all(components.iter().map(|component| {
@@ -358,7 +390,7 @@ pub async fn run_components_as_leader(
                         metrics: ctx.metrics.clone(),
                         shutdown: leading,
                     });
-                    run_component(ctx, component, extra.clone())
+                    run_component(ctx, component, extra.clone(), work_gates)
                 })
                 .await;
         }

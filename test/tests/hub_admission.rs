@@ -748,3 +748,132 @@ async fn the_webhook_server_alone_defaults_refuses_and_converts() {
     webhook.stop();
     apiserver.stop();
 }
+
+/// With the hub work gate `NilExecutorValidating`, a ManifestWork without an executor is
+/// checked as if its executor were the work agent's default service account — on the embedded
+/// hub (`EmbeddedHubOptions::work_gates`, `ocm hub --feature-gates`) and through `ocm hub
+/// webhook --feature-gates` alike: 400 with upstream's message until the requester may
+/// `execute-as` `system:serviceaccount::klusterlet-work-sa`. Without the gate, no check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nil_executor_validating_checks_works_without_an_executor() {
+    /// Creates a work without executor as `dev`: before and after dev may execute-as the
+    /// default executor.
+    async fn cases(kubeconfig: &Path) -> (Outcome, Outcome) {
+        let admin = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
+            .await
+            .unwrap();
+        apply(
+            &admin,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}}),
+        )
+        .await;
+        apply(
+            &admin,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "dev-works", "namespace": "c1"},
+            "rules": [{"apiGroups": ["work.open-cluster-management.io"],
+                       "resources": ["manifestworks"], "verbs": ["create", "get"]}]}),
+        )
+        .await;
+        apply(
+            &admin,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "dev-works", "namespace": "c1"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "dev-works"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}]}),
+        )
+        .await;
+        let dev = as_user(kubeconfig, "dev", &["system:authenticated"]).await;
+        let works = api(
+            &dev,
+            "work.open-cluster-management.io",
+            "v1",
+            "ManifestWork",
+            "manifestworks",
+            Some("c1"),
+        );
+        let before = outcome(
+            works
+                .create(
+                    &PostParams::default(),
+                    &object(work("nil1", json!({}), "x")),
+                )
+                .await,
+        );
+        apply(&admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "default-executor", "namespace": "c1"},
+            "rules": [{"apiGroups": ["work.open-cluster-management.io"], "resources": ["manifestworks"],
+                       "resourceNames": ["system:serviceaccount::klusterlet-work-sa"],
+                       "verbs": ["execute-as"]}]})).await;
+        apply(&admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "dev-default-executor", "namespace": "c1"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "default-executor"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}]})).await;
+        let after = outcome(
+            works
+                .create(
+                    &PostParams::default(),
+                    &object(work("nil2", json!({}), "x")),
+                )
+                .await,
+        );
+        (before, after)
+    }
+    let message = "user dev cannot manipulate the Manifestwork with executor /klusterlet-work-sa in namespace c1";
+
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub: ocm_e2e::fast_hub_options(),
+        work_gates: ocm_work::gates::HubWorkGates::parse(&["NilExecutorValidating=true"]).unwrap(),
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path().join("embedded"))
+    })
+    .await
+    .unwrap();
+    let (before, after) = cases(&embedded.admin_kubeconfig).await;
+    let refused = before.expect("refused without execute-as on the default executor");
+    assert_eq!((refused.code, refused.message.as_str()), (400, message));
+    assert_eq!(after, None);
+    embedded.stop().await;
+
+    let home = dir.path().join("real");
+    std::fs::create_dir_all(&home).unwrap();
+    let (apiserver, kubeconfig) = ocm_e2e::process::start_apiserver(OCM, &home, &[]);
+    let webhook = ocm_e2e::process::Process::spawn(
+        OCM,
+        &home,
+        &[
+            "hub",
+            "webhook",
+            "--install",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--data-dir",
+            home.join("webhook").to_str().unwrap(),
+            "--webhook-listen",
+            "127.0.0.1:0",
+            "--feature-gates=NilExecutorValidating=true",
+        ],
+    );
+    webhook.wait_line("ocm hub webhook serving at");
+    let (before, after) = cases(&kubeconfig).await;
+    let refused = before.expect("refused through the webhook");
+    assert_eq!(refused.code, 400, "{refused:?}");
+    assert!(
+        refused
+            .message
+            .ends_with(&format!("denied the request: {message}")),
+        "{refused:?}"
+    );
+    assert_eq!(after, None);
+    webhook.stop();
+    apiserver.stop();
+
+    // Without the gate a work without executor needs nothing more.
+    let plain = ocm_e2e::start_fast_hub(&dir.path().join("plain"))
+        .await
+        .unwrap();
+    let (before, _) = cases(&plain.admin_kubeconfig).await;
+    assert_eq!(before, None);
+    plain.stop().await;
+}

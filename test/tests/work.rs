@@ -732,6 +732,217 @@ async fn update_strategies_crds_shared_objects_and_orphaning() {
     hub.stop().await;
 }
 
+/// A work that applies a CRD and a custom resource of it (as upstream's e2e does: two served
+/// versions, the resource moved from v1 to v2, a ClusterRole aggregated to `admin` granting
+/// it) finishes deleting. The agent runs with upstream's klusterlet work permissions (`admin`
+/// plus what it needs besides), so once the aggregated role is gone a read of the custom
+/// resource is Forbidden rather than NotFound; its type is no longer served once the CRD is
+/// gone, and then it counts as gone, so the AppliedManifestWork and then the ManifestWork lose
+/// their finalizers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_work_with_a_crd_and_its_resources_finishes_deleting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let agent_sa = ("open-cluster-management-agent", "klusterlet-work-sa");
+    Api::<ClusterRole>::all(spoke.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "work-agent"},
+                "rules": [{"apiGroups": ["", "apps", "rbac.authorization.k8s.io",
+                                         "apiextensions.k8s.io", "work.open-cluster-management.io",
+                                         "authorization.k8s.io", "coordination.k8s.io",
+                                         "events.k8s.io"],
+                           "resources": ["*"], "verbs": ["*"]}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(spoke.clone());
+    for role in ["work-agent", "admin"] {
+        bindings
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": format!("work-agent-{role}")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": role},
+                    "subjects": [{"kind": "ServiceAccount", "namespace": agent_sa.0,
+                                  "name": agent_sa.1}]}))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let agent_identity = ocm_apiserver::Identity {
+        user: format!("system:serviceaccount:{}:{}", agent_sa.0, agent_sa.1),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{}", agent_sa.0),
+            "system:authenticated".into(),
+        ],
+        ..Default::default()
+    };
+    let agent_client = kube::Client::new(
+        hub.server
+            .service_for_cluster(&ocm::simulated::logical_cluster_name("c1"))
+            .with_identity(agent_identity),
+        "default",
+    );
+    let work_agent = RunningWorkAgent::start(&agent_client, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(spoke.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "books"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                   "spec": {"type": "object", "properties": {"foo": {"type": "string"}}},
+                   "status": {"type": "object"}}}}})
+    };
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "guestbooks.my.domain"},
+        "spec": {"group": "my.domain", "scope": "Namespaced", "conversion": {"strategy": "None"},
+                 "names": {"plural": "guestbooks", "singular": "guestbook", "kind": "Guestbook",
+                           "listKind": "GuestbookList"},
+                 "versions": [version("v1", false), version("v2", true)]}});
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "guestbook-editor",
+                     "labels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+        "rules": [{"apiGroups": ["my.domain"], "resources": ["guestbooks"], "verbs": ["*"]}]});
+    let book = |api_version: &str, foo: &str| {
+        json!({"apiVersion": api_version, "kind": "Guestbook",
+               "metadata": {"name": "cr1", "namespace": "books"}, "spec": {"foo": foo}})
+    };
+    create_work(
+        &works,
+        "books",
+        json!([crd.clone(), role.clone(), book("my.domain/v1", "bar")]),
+        json!({}),
+    )
+    .await;
+    applied_and_available(&works, "books").await;
+    set_manifests(
+        &works,
+        "books",
+        json!([crd, role, book("my.domain/v2", "foo")]),
+    )
+    .await;
+    wait_applied_generation(&works, "books", 2).await;
+
+    works
+        .delete("books", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&works, "books").await.unwrap();
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(spoke.clone());
+    wait_gone(&crds, "guestbooks.my.domain").await.unwrap();
+    let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
+    assert!(
+        applied
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .all(|a| a.spec.manifest_work_name != "books")
+    );
+
+    work_agent.stop().await;
+    for agent in agents {
+        agent.stop().await.unwrap();
+    }
+    hub.stop().await;
+}
+
+/// With the hub work gate `CleanUpCompletedManifestWork`, a work with
+/// `ttlSecondsAfterFinished` whose condition rule says its Job completed is deleted by the hub
+/// after the TTL, and the Job (and its pods, which the simulator made) go with it; a work
+/// without TTL stays. As upstream's e2e "Should cleanup manifestwork with TTL after job
+/// completion".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_work_with_a_ttl_is_deleted_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = ocm::embedded::EmbeddedHub::start(ocm::embedded::EmbeddedHubOptions {
+        listen: ([127, 0, 0, 1], 0).into(),
+        hub: fast_hub_options(),
+        work_gates: ocm_work::gates::HubWorkGates {
+            clean_up_completed_manifest_work: true,
+            ..Default::default()
+        },
+        ..ocm::embedded::EmbeddedHubOptions::new(dir.path())
+    })
+    .await
+    .unwrap();
+    let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
+    let (spoke, agent) = join_and_accept(&hub, &bootstrap, "c1").await;
+    let work_agent = RunningWorkAgent::start(&spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let job = |name: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "default"},
+               "spec": {"manualSelector": true, "selector": {"matchLabels": {"job": name}},
+                        "template": {"metadata": {"labels": {"job": name}},
+                                     "spec": {"restartPolicy": "Never",
+                                              "containers": [{"name": "c", "image": "busybox",
+                                                              "command": ["sleep", "1"]}]}}}})
+    };
+    let complete_rule = |name: &str| {
+        json!({"resourceIdentifier": {"group": "batch", "resource": "jobs", "name": name,
+                                      "namespace": "default"},
+               "conditionRules": [{"condition": "Complete", "type": "CEL",
+                   "celExpressions": ["object.status.conditions.exists(c, c.type == 'Complete' && c.status == 'True')"],
+                   "message": "Job completed successfully"}]})
+    };
+    create_work(
+        &works,
+        "once",
+        json!([job("once")]),
+        json!({"deleteOption": {"propagationPolicy": "Foreground", "ttlSecondsAfterFinished": 1},
+               "manifestConfigs": [complete_rule("once")]}),
+    )
+    .await;
+    create_work(
+        &works,
+        "kept",
+        json!([job("kept")]),
+        json!({"manifestConfigs": [complete_rule("kept")]}),
+    )
+    .await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(spoke.clone(), "default");
+    let kept = wait_work(&works, "kept", "Complete", |w: &ManifestWork| {
+        condition(w, "Complete") == "True"
+    })
+    .await
+    .unwrap();
+    assert!(kept.metadata.deletion_timestamp.is_none());
+    wait_gone(&works, "once").await.unwrap();
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(spoke.clone(), "default");
+    wait_gone(&jobs, "once").await.unwrap();
+    let kept_pods = pods
+        .list(&kube::api::ListParams::default().labels("job=kept"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(kept_pods.len(), 1);
+    assert_eq!(
+        kept_pods[0]
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref()),
+        Some("Succeeded")
+    );
+    assert!(works.get_opt("kept").await.unwrap().is_some());
+
+    work_agent.stop().await;
+    agent.stop().await.unwrap();
+    hub.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_manifests_executors_restarts_and_an_absent_hub() {
     let dir = tempfile::tempdir().unwrap();

@@ -109,6 +109,9 @@ pub struct Facts {
     /// Whether the namespace named like the ManagedCluster is terminating; see
     /// [`namespace_to_check`].
     pub cluster_namespace_terminating: bool,
+    /// The `NilExecutorValidating` work gate: a ManifestWork without `spec.executor` is
+    /// checked as if its executor were the work agent's default service account.
+    pub nil_executor_validating: bool,
 }
 
 /// Why a request is refused; becomes the response Status.
@@ -273,7 +276,7 @@ pub fn admit(
             cluster_policy(phase, review, operation, object, facts, authorize)
         }
         ("work.open-cluster-management.io", "manifestworks", Phase::Validating) => {
-            manifest_work(review, object, authorize).map(|()| None)
+            manifest_work(review, object, facts, authorize).map(|()| None)
         }
         ("work.open-cluster-management.io", "manifestworkreplicasets", Phase::Validating) => {
             manifest_work_replica_set(review, object, authorize).map(|()| None)
@@ -368,10 +371,12 @@ fn spec_unchanged(review: &Review, object: &Value) -> bool {
 }
 
 /// Upstream's work checks: the manifests, and that whoever sets or changes an executor may
-/// `execute-as` it in the work's namespace.
+/// `execute-as` it in the work's namespace. With the `NilExecutorValidating` gate, a work
+/// without an executor is checked against the work agent's default service account.
 fn manifest_work(
     review: &Review,
     object: &Value,
+    facts: &Facts,
     authorize: &(dyn Fn(&Access) -> bool + Sync),
 ) -> Result<(), Denial> {
     if spec_unchanged(review, object) {
@@ -379,14 +384,32 @@ fn manifest_work(
     }
     ocm_work::validation::validate_manifest_work(object)
         .map_err(|invalid| Denial::bad_request(invalid.0))?;
+    let executor = object.pointer("/spec/executor").filter(|e| !e.is_null());
+    if let Some(executor) = executor
+        && executor.pointer("/subject/type").and_then(Value::as_str) == Some("ServiceAccount")
+        && executor
+            .pointer("/subject/serviceAccount")
+            .is_none_or(Value::is_null)
+    {
+        return Err(Denial::bad_request(
+            "executor service account can not be nil".into(),
+        ));
+    }
+    let subject = match executor {
+        Some(_) => ocm_work::validation::executor_subject(object),
+        None if facts.nil_executor_validating => {
+            Some(ocm_api::work::names::hub_feature_gates::DEFAULT_EXECUTOR.to_owned())
+        }
+        None => None,
+    };
     executor_check(
         review,
-        object.pointer("/spec/executor"),
+        executor,
         review
             .old_object
             .as_ref()
-            .map(|old| old.pointer("/spec/executor")),
-        ocm_work::validation::executor_subject(object),
+            .map(|old| old.pointer("/spec/executor").filter(|e| !e.is_null())),
+        subject,
         authorize,
     )
 }
@@ -482,6 +505,7 @@ mod tests {
         Facts {
             now: "2026-02-02T10:11:12Z".parse().unwrap(),
             default_cluster_set: true,
+            nil_executor_validating: false,
             cluster_namespace_terminating: false,
         }
     }
@@ -599,6 +623,82 @@ mod tests {
         assert_eq!(asked[0].verb, "execute-as");
         assert_eq!(asked[0].namespace, "c1");
         assert_eq!(asked[0].name, "system:serviceaccount:d:sa");
+    }
+
+    #[test]
+    fn with_nil_executor_validating_a_work_without_executor_needs_the_default_one() {
+        let work = json!({"metadata": {"name": "w", "namespace": "c1"}, "spec": {
+            "workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "a", "namespace": "d"}}]}}});
+        let r = review(
+            "manifestworks",
+            "work.open-cluster-management.io",
+            work.clone(),
+            None,
+        );
+        // Gate off: no executor, no check.
+        let asked = std::sync::Mutex::new(Vec::new());
+        let deny_all = |a: &Access| {
+            asked.lock().unwrap().push(a.clone());
+            false
+        };
+        assert_eq!(
+            admit(Phase::Validating, &r, &facts(), &deny_all),
+            Verdict::Allow
+        );
+        assert!(asked.lock().unwrap().is_empty());
+        // Gate on: checked as `system:serviceaccount::klusterlet-work-sa`.
+        let gated = Facts {
+            nil_executor_validating: true,
+            ..facts()
+        };
+        let Verdict::Deny(denial) = admit(Phase::Validating, &r, &gated, &deny_all) else {
+            panic!("denial expected")
+        };
+        assert_eq!(denial.code, 400);
+        assert_eq!(
+            denial.message,
+            "user bob cannot manipulate the Manifestwork with executor /klusterlet-work-sa in namespace c1"
+        );
+        let asked = asked.into_inner().unwrap();
+        assert_eq!(asked[0].verb, "execute-as");
+        assert_eq!(asked[0].name, "system:serviceaccount::klusterlet-work-sa");
+        assert_eq!(
+            admit(Phase::Validating, &r, &gated, &|_: &Access| true),
+            Verdict::Allow
+        );
+        // An update that leaves the (absent) executor alone is not checked again.
+        let mut changed = work.clone();
+        changed["spec"]["workload"]["manifests"][0]["metadata"]["name"] = json!("b");
+        let update = review(
+            "manifestworks",
+            "work.open-cluster-management.io",
+            changed,
+            Some(work),
+        );
+        assert_eq!(
+            admit(Phase::Validating, &update, &gated, &|_: &Access| false),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn a_service_account_executor_must_name_one() {
+        let work = json!({"metadata": {"name": "w", "namespace": "c1"}, "spec": {
+            "workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "a", "namespace": "d"}}]},
+            "executor": {"subject": {"type": "ServiceAccount"}}}});
+        let r = review(
+            "manifestworks",
+            "work.open-cluster-management.io",
+            work,
+            None,
+        );
+        let Verdict::Deny(denial) = admit(Phase::Validating, &r, &facts(), &|_: &Access| true)
+        else {
+            panic!("denial expected")
+        };
+        assert_eq!(denial.message, "executor service account can not be nil");
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct WebhookOptions {
     pub listen: SocketAddr,
     /// Whether clusters without a set label go into `default`.
     pub default_cluster_set: bool,
+    /// The hub's work feature gates (`NilExecutorValidating` changes the ManifestWork check).
+    pub work_gates: ocm_work::gates::HubWorkGates,
 }
 
 /// A running webhook server.
@@ -197,6 +199,7 @@ async fn admission(state: &State, phase: Phase, body: &[u8]) -> Response<Full<By
         now: jiff::Timestamp::now(),
         default_cluster_set: state.options.default_cluster_set,
         cluster_namespace_terminating: terminating,
+        nil_executor_validating: state.options.work_gates.nil_executor_validating,
     };
     match decide(
         &state.access,

@@ -7,8 +7,10 @@
 //!   feedback.
 //! - [`hub`]: the ManifestWorkReplicaSet controller (fan-out of a template by placement).
 //! - [`validation`]: the checks the hub runs on every ManifestWork write.
+//! - [`gates`]: the hub's work feature gates.
 
 pub mod agent;
+pub mod gates;
 pub mod hub;
 pub mod status;
 pub mod validation;

@@ -1,9 +1,16 @@
 //! Namespace controller: empties a terminating namespace (respecting finalizers of its
 //! contents), reports progress in conditions, then removes the `kubernetes` finalizer so the
 //! namespace disappears.
+//!
+//! As kube-controller-manager's, it starts on a namespace only a grace period
+//! ([`crate::ApiServerConfig::namespace_deletion_grace_period`], 5 s by default) after it saw
+//! the namespace marked for deletion: until then the content stays, so a client that deletes a
+//! namespace and then the objects in it gets answers kube would give (200, not 404). From then
+//! on it works at once on every change of the namespace or its content.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -18,8 +25,11 @@ const NS_RESOURCE: &str = "/namespaces";
 pub(crate) async fn run(inner: Arc<Inner>) {
     let (_, mut events) = inner.store.subscribe_all();
     let mut shutdown = inner.shutdown.subscribe();
-    let mut terminating: HashSet<(String, String)> = HashSet::new();
-    let mut queue: VecDeque<(String, String)> = VecDeque::new();
+    let grace = inner.config.namespace_deletion_grace_period;
+    let mut waiting = Waiting::default();
+    let mut terminating: HashSet<NsKey> = HashSet::new();
+    let mut queue: VecDeque<NsKey> = VecDeque::new();
+    let start = Instant::now();
     for bucket in inner.store.buckets() {
         if &*bucket.resource == NS_RESOURCE {
             let (_, items) = inner.store.list(&bucket, None, None);
@@ -27,20 +37,24 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 if serde_json::from_slice::<Value>(&object.value)
                     .is_ok_and(|v| meta::is_deleting(&v))
                 {
-                    terminating.insert((bucket.cluster.to_string(), name.clone()));
-                    queue.push_back((bucket.cluster.to_string(), name));
+                    waiting.observe((bucket.cluster.to_string(), name), start + grace);
                 }
             }
         }
     }
     let mut resync = tokio::time::interval(inner.config.resync_interval);
     loop {
-        while let Some((cluster, ns)) = queue.pop_front() {
-            queue.retain(|q| q != &(cluster.clone(), ns.clone()));
-            if !reconcile(&inner, &cluster, &ns).await {
-                terminating.remove(&(cluster, ns));
+        for key in waiting.take_ready(Instant::now()) {
+            terminating.insert(key.clone());
+            queue.push_back(key);
+        }
+        while let Some(key) = queue.pop_front() {
+            queue.retain(|q| q != &key);
+            if !reconcile(&inner, &key.0, &key.1).await {
+                terminating.remove(&key);
             }
         }
+        let next = waiting.next();
         tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
@@ -50,9 +64,13 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     let gone = event.kind == crate::storage::EventKind::Deleted;
                     let key = (cluster, event.key.name.clone());
                     if deleting && !gone {
-                        terminating.insert(key.clone());
-                        queue.push_back(key);
+                        if terminating.contains(&key) {
+                            queue.push_back(key);
+                        } else {
+                            waiting.observe(key, Instant::now() + grace);
+                        }
                     } else {
+                        waiting.forget(&key);
                         terminating.remove(&key);
                     }
                 } else if !event.key.namespace.is_empty() {
@@ -62,11 +80,64 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     }
                 }
             }
+            () = sleep_until(next), if next.is_some() => {}
             _ = resync.tick() => {
                 queue.extend(terminating.iter().cloned());
             }
             _ = shutdown.changed() => return,
         }
+    }
+}
+
+/// A namespace of a logical cluster: (cluster, name).
+type NsKey = (String, String);
+
+/// Sleeps until `at` (forever without one).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Namespaces seen terminating whose deletion grace period has not passed yet, with the
+/// moment it passes.
+#[derive(Debug, Default)]
+struct Waiting {
+    until: HashMap<NsKey, Instant>,
+}
+
+impl Waiting {
+    /// Records a namespace seen terminating; one already waiting keeps its earlier moment.
+    fn observe(&mut self, key: NsKey, at: Instant) {
+        self.until
+            .entry(key)
+            .and_modify(|t| *t = (*t).min(at))
+            .or_insert(at);
+    }
+
+    /// Forgets a namespace that is gone (or no longer terminating).
+    fn forget(&mut self, key: &NsKey) {
+        self.until.remove(key);
+    }
+
+    /// The namespaces whose grace period has passed at `now`, no longer waiting.
+    fn take_ready(&mut self, now: Instant) -> Vec<NsKey> {
+        let ready: Vec<NsKey> = self
+            .until
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &ready {
+            self.until.remove(key);
+        }
+        ready
+    }
+
+    /// The earliest moment a waiting namespace becomes ready.
+    fn next(&self) -> Option<Instant> {
+        self.until.values().min().copied()
     }
 }
 
@@ -284,5 +355,33 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
             tracing::debug!(%err, "namespace finalize");
             err.code != 404
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn key(name: &str) -> NsKey {
+        (String::new(), name.to_owned())
+    }
+
+    #[test]
+    fn a_namespace_waits_out_its_grace_period_from_the_first_sighting() {
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(5);
+        let mut waiting = Waiting::default();
+        waiting.observe(key("a"), t0 + grace);
+        // A later sighting (the namespace's status changed) does not push it back.
+        waiting.observe(key("a"), t0 + grace + Duration::from_secs(3));
+        waiting.observe(key("b"), t0 + Duration::from_secs(1) + grace);
+        assert_eq!(waiting.next(), Some(t0 + grace));
+        assert!(waiting.take_ready(t0).is_empty());
+        assert_eq!(waiting.take_ready(t0 + grace), vec![key("a")]);
+        assert_eq!(waiting.next(), Some(t0 + Duration::from_secs(6)));
+        waiting.forget(&key("b"));
+        assert_eq!(waiting.next(), None);
+        assert!(waiting.take_ready(t0 + Duration::from_secs(60)).is_empty());
     }
 }

@@ -3,9 +3,10 @@
 //! kubelet and the workload controllers so that workloads reach the status a real cluster
 //! would give them, after a delay.
 //!
-//! Status only: no ReplicaSets or Pods are created for Deployments (memory matters when one
-//! process hosts thousands of simulated clusters), but each kind's status says what a real
-//! cluster would say once its pods are ready:
+//! Status only for the long-running kinds: no ReplicaSets or Pods are created for
+//! Deployments (memory matters when one process hosts thousands of simulated clusters), but
+//! each kind's status says what a real cluster would say once its pods are ready. Jobs are
+//! the exception: their Pods are what a user looks at to see a Job ran, and they are few.
 //!
 //! - Deployment / ReplicaSet / StatefulSet: every replica ready, available and updated,
 //!   `observedGeneration` current; Deployments get `Available` (MinimumReplicasAvailable) and
@@ -13,9 +14,12 @@
 //!   `nodeSelector` matches no Node of the cluster stays unavailable, as its pods would stay
 //!   Pending: every replica unavailable, `Available` False (MinimumReplicasUnavailable).
 //! - DaemonSet: one pod per Node of the cluster, all ready.
-//! - Job: succeeded = completions (default 1), `Complete` and `SuccessCriteriaMet`
-//!   conditions, start and completion times.
-//! - Pod: `Running`, every condition True, a pod IP.
+//! - Job: its Pods, as the Job controller would make them (one per completion, owned by the
+//!   Job, labelled from the template plus the `job-name` / `controller-uid` labels unless the
+//!   selector is manual), each `Succeeded` with its containers terminated (exit code 0,
+//!   `Completed`); then succeeded = completions (default 1), `SuccessCriteriaMet` and
+//!   `Complete` conditions, start and completion times. A suspended Job is left alone.
+//! - Pod: `Running`, every condition True, a pod IP; a Job's pod `Succeeded`.
 //!
 //! Driven by the store's change feed; one timer queue for the whole server. An object deleted
 //! before its delay is simply skipped; the status is written once per generation.
@@ -150,7 +154,12 @@ fn status_matches(have: Option<&Value>, want: &Value) -> bool {
         return true;
     };
     want.iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "conditions" | "startTime" | "completionTime"))
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "conditions" | "startTime" | "completionTime" | "containerStatuses"
+            )
+        })
         .all(|(k, v)| have.get(k) == Some(v))
         && want.get("conditions").is_none_or(|wc| {
             wc.as_array().is_none_or(|wc| {
@@ -243,22 +252,21 @@ pub(crate) fn desired_status(
             "updatedNumberScheduled": node_count,
             "numberMisscheduled": 0,
         })),
+        "batch/jobs" if suspended(object) => None,
         "batch/jobs" => {
-            let completions = object
-                .pointer("/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
+            let job_condition = |type_: &str| {
+                json!({"type": type_, "status": "True", "reason": "CompletionsReached",
+                       "message": "Reached expected number of succeeded pods",
+                       "lastProbeTime": now, "lastTransitionTime": now})
+            };
             Some(json!({
-                "succeeded": completions, "active": 0, "ready": 0,
+                "succeeded": completions(object), "ready": 0, "terminating": 0,
+                "uncountedTerminatedPods": {},
                 "startTime": now, "completionTime": now,
-                "conditions": [
-                    condition("SuccessCriteriaMet", "CompletionsReached",
-                              "Reached expected number of succeeded pods", now),
-                    condition("Complete", "CompletionsReached",
-                              "Reached expected number of succeeded pods", now),
-                ],
+                "conditions": [job_condition("SuccessCriteriaMet"), job_condition("Complete")],
             }))
         }
+        "/pods" if job_controlled(object) => Some(completed_pod_status(object, now)),
         "/pods" => {
             let conditions: Vec<Value> =
                 ["PodScheduled", "Initialized", "ContainersReady", "Ready"]
@@ -274,7 +282,187 @@ pub(crate) fn desired_status(
     }
 }
 
+/// Completions a Job needs (`spec.completions`, default 1).
+fn completions(job: &Value) -> i64 {
+    job.pointer("/spec/completions")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+/// Whether a Job is suspended (its pods are not made).
+fn suspended(job: &Value) -> bool {
+    job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether a Pod's controller is a Job.
+fn job_controlled(pod: &Value) -> bool {
+    controller_uid(pod, "Job").is_some()
+}
+
+/// The uid of `pod`'s controller of kind `kind`.
+fn controller_uid<'a>(pod: &'a Value, kind: &str) -> Option<&'a str> {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| {
+            o.get("kind").and_then(Value::as_str) == Some(kind)
+                && o.get("controller").and_then(Value::as_bool) == Some(true)
+        })
+        .and_then(|o| o.get("uid").and_then(Value::as_str))
+}
+
+/// The status of a Job's pod that ran to completion: `Succeeded`, every container terminated
+/// with exit code 0 (`Completed`), not ready.
+fn completed_pod_status(pod: &Value, now: &str) -> Value {
+    let containers: Vec<Value> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            let id = format!("simulated://{}/{name}", meta::meta_str(pod, "uid"));
+            json!({"name": name, "image": c.get("image").cloned().unwrap_or(json!("")),
+                   "imageID": "", "containerID": id, "ready": false, "restartCount": 0,
+                   "started": false,
+                   "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                            "startedAt": now, "finishedAt": now,
+                                            "containerID": id}}})
+        })
+        .collect();
+    let condition = |type_: &str, status: &str, reason: Option<&str>| {
+        let mut c = json!({"type": type_, "status": status, "lastProbeTime": null,
+                           "lastTransitionTime": now});
+        if let Some(reason) = reason {
+            c["reason"] = json!(reason);
+        }
+        c
+    };
+    json!({
+        "phase": "Succeeded", "podIP": "10.0.0.10", "podIPs": [{"ip": "10.0.0.10"}],
+        "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "qosClass": "BestEffort",
+        "startTime": now,
+        "conditions": [
+            condition("PodReadyToStartContainers", "False", None),
+            condition("Initialized", "True", Some("PodCompleted")),
+            condition("Ready", "False", Some("PodCompleted")),
+            condition("ContainersReady", "False", Some("PodCompleted")),
+            condition("PodScheduled", "True", None),
+        ],
+        "containerStatuses": containers,
+    })
+}
+
+/// The label a Pod of Job `name` (uid `uid`) gets besides its template's when the Job's
+/// selector is generated (not `manualSelector`), as kube-apiserver adds them to the template.
+fn job_pod_labels(job: &Value) -> serde_json::Map<String, Value> {
+    let mut labels = job
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let manual = job.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
+    let name = meta::meta_str(job, "name");
+    let uid = meta::meta_str(job, "uid");
+    if !manual {
+        for (key, value) in [
+            ("batch.kubernetes.io/controller-uid", uid),
+            ("batch.kubernetes.io/job-name", name),
+            ("controller-uid", uid),
+            ("job-name", name),
+        ] {
+            if value.len() <= 63 {
+                labels.entry(key.to_owned()).or_insert_with(|| json!(value));
+            }
+        }
+    }
+    labels
+}
+
+/// A Pod of `job` as its controller makes it: named `<job>-<random>`, owned by the Job,
+/// the template's metadata and spec, scheduled on `node`.
+pub(crate) fn job_pod(job: &Value, node: Option<&str>) -> Value {
+    let name = meta::meta_str(job, "name");
+    let mut spec = job
+        .pointer("/spec/template/spec")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if let (Some(node), Some(map)) = (node, spec.as_object_mut()) {
+        map.entry("nodeName").or_insert_with(|| json!(node));
+    }
+    let mut metadata = json!({
+        "generateName": format!("{name}-"),
+        "labels": job_pod_labels(job),
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name,
+                             "uid": meta::meta_str(job, "uid"),
+                             "controller": true, "blockOwnerDeletion": true}],
+    });
+    if let Some(annotations) = job.pointer("/spec/template/metadata/annotations") {
+        metadata["annotations"] = annotations.clone();
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+}
+
+/// Makes the Pods Job `key` still lacks (one per completion), each completed at once.
+async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
+    let Some(job) = inner
+        .store
+        .get(key)
+        .and_then(|stored| serde_json::from_slice::<Value>(&stored.value).ok())
+    else {
+        return;
+    };
+    if meta::is_deleting(&job) || suspended(&job) {
+        return;
+    }
+    let uid = meta::meta_str(&job, "uid");
+    let pods = Bucket::new(&key.bucket.cluster, "/pods");
+    let (_, items) = inner.store.list(&pods, Some(&key.namespace), None);
+    let have = items
+        .iter()
+        .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
+        .filter(|pod| controller_uid(pod, "Job") == Some(uid))
+        .count() as i64;
+    if have >= completions(&job) {
+        return;
+    }
+    let Some(mut ctx) = system_ctx(inner, &pods, "kube-controller-manager") else {
+        return;
+    };
+    let (_, nodes) = inner
+        .store
+        .list(&Bucket::new(&key.bucket.cluster, "/nodes"), None, None);
+    let node = nodes.first().map(|(_, name, _)| name.clone());
+    for _ in have..completions(&job) {
+        match ctx
+            .create(
+                &key.namespace,
+                job_pod(&job, node.as_deref()),
+                Managed::RecordUpdate,
+            )
+            .await
+        {
+            Ok(created) => {
+                let name = meta::meta_str(&created, "name");
+                set_status(inner, &ObjectKey::new(pods.clone(), &key.namespace, name)).await;
+            }
+            Err(err) => {
+                tracing::debug!(%err, job = %key.name, "simulated job pod");
+                return;
+            }
+        }
+    }
+}
+
 async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
+    if &*key.bucket.resource == "batch/jobs" {
+        ensure_job_pods(inner, key).await;
+    }
+    set_status(inner, key).await;
+}
+
+async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
     let Some(mut ctx) = system_ctx(inner, &key.bucket, "simulated-kubelet") else {
         return;
     };
@@ -310,6 +498,46 @@ async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jobs_pods_are_made_as_its_controller_makes_them_and_complete() {
+        let job = json!({"metadata": {"name": "pi", "namespace": "default", "uid": "u1"},
+            "spec": {"template": {"metadata": {"labels": {"app": "pi"}},
+                                  "spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "perl"}]}}}});
+        let pod = job_pod(&job, Some("node-1"));
+        assert_eq!(pod["metadata"]["generateName"], "pi-");
+        assert_eq!(pod["metadata"]["labels"]["app"], "pi");
+        assert_eq!(
+            pod["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+            "pi"
+        );
+        assert_eq!(pod["metadata"]["labels"]["controller-uid"], "u1");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "Job");
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], true);
+        assert_eq!(pod["spec"]["nodeName"], "node-1");
+        assert!(job_controlled(&pod));
+        // A manual selector: the template's labels only.
+        let mut manual = job.clone();
+        manual["spec"]["manualSelector"] = json!(true);
+        let labels = job_pod(&manual, None)["metadata"]["labels"].clone();
+        assert_eq!(labels, json!({"app": "pi"}));
+
+        let status = desired_status("/pods", &pod, &[], "t").unwrap();
+        assert_eq!(status["phase"], "Succeeded");
+        let terminated = &status["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 0);
+        assert_eq!(terminated["reason"], "Completed");
+        // Written once: later times do not make it differ.
+        let later = desired_status("/pods", &pod, &[], "later").unwrap();
+        assert!(status_matches(Some(&status), &later));
+        // A pod of no Job runs.
+        let plain = json!({"metadata": {"name": "p"}, "spec": {}});
+        assert_eq!(
+            desired_status("/pods", &plain, &[], "t").unwrap()["phase"],
+            "Running"
+        );
+    }
 
     #[test]
     fn deployments_report_every_replica_ready() {
@@ -373,6 +601,11 @@ mod tests {
         let j =
             desired_status("batch/jobs", &json!({"spec": {"completions": 4}}), &[], "t").unwrap();
         assert_eq!(j["succeeded"], 4);
+        assert_eq!(j["conditions"][0]["type"], "SuccessCriteriaMet");
+        assert_eq!(j["conditions"][1]["type"], "Complete");
+        assert!(j.get("active").is_none(), "kube omits a zero `active`");
+        let suspended = json!({"spec": {"suspend": true}});
+        assert!(desired_status("batch/jobs", &suspended, &[], "t").is_none());
         assert!(desired_status("/configmaps", &json!({}), &[], "t").is_none());
     }
 }

@@ -525,6 +525,18 @@ pub(crate) fn prepare_update(
     Ok(())
 }
 
+/// Whether `obj` is a namespace already terminating whose `spec.finalizers` are not done: a
+/// DELETE of it changes nothing and answers the namespace as it stands (kube-apiserver's
+/// namespace storage does the same, after checking the preconditions).
+pub(crate) fn namespace_finalizing(ctx: &Ctx, obj: &Value) -> bool {
+    ctx.res.builtin() == Some(BuiltinKind::Namespace)
+        && meta::is_deleting(obj)
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}
+
 /// Delete-time rules. Returns whether the object must stay even without finalizers.
 pub(crate) fn prepare_delete(ctx: &mut Ctx, obj: &mut Value) -> Result<bool, ApiError> {
     match ctx.res.builtin() {
@@ -542,13 +554,6 @@ pub(crate) fn prepare_delete(ctx: &mut Ctx, obj: &mut Value) -> Result<bool, Api
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty());
             if meta::is_deleting(obj) {
-                if spec_finalizers {
-                    return Err(ApiError::conflict_because(
-                        ctx.gr(),
-                        &name,
-                        "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
-                    ));
-                }
                 return Ok(false);
             }
             obj["status"] = json!({"phase": "Terminating"});

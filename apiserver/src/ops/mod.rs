@@ -620,7 +620,13 @@ impl Ctx {
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(self.gr(), name))?;
             let mut obj = self.parse(&current)?;
+            // A namespace already terminating is answered as it stands (nothing changed, no
+            // validating admission: kube's namespace storage returns before it), once the
+            // preconditions hold. Mutating webhooks still see the request, as kube's DELETE
+            // handler calls them before the storage.
+            let finalizing = admission::namespace_finalizing(self, &obj);
             if attempt == 0
+                && !finalizing
                 && !self
                     .inner
                     .admission_hooks(&self.res.group, &self.res.plural, None)
@@ -646,7 +652,12 @@ impl Ctx {
                     .is_some_and(|p| !p.entries.is_empty());
                 if policies || !webhooks.mutating.is_empty() || !webhooks.validating.is_empty() {
                     let presented = self.present(obj.clone())?;
-                    for phase in [Phase::Mutating, Phase::Validating] {
+                    let phases: &[Phase] = if finalizing {
+                        &[Phase::Mutating]
+                    } else {
+                        &[Phase::Mutating, Phase::Validating]
+                    };
+                    for phase in phases.iter().copied() {
                         self.call_webhooks(
                             phase,
                             crate::admission::AdmissionOperation::Delete,
@@ -685,6 +696,9 @@ impl Ctx {
                         rv, current.rev
                     ),
                 ));
+            }
+            if finalizing {
+                return Ok(Deleted::Pending(self.present(obj)?));
             }
             let before = obj.clone();
             let mut finalizers = meta::finalizers(&obj);

@@ -20,6 +20,7 @@ use ocm_registration::hub::{HubContext, HubOptions};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
 use ocm_webhook::{RunningWebhook, ServerAccess, ServingCerts, WebhookOptions};
+use ocm_work::gates::HubWorkGates;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
@@ -54,6 +55,11 @@ pub struct HubArgs {
     /// Longest client certificate the embedded CSR signer issues, in seconds.
     #[arg(long, default_value_t = 365 * 24 * 3600)]
     cluster_signing_duration_seconds: u64,
+    /// Hub work feature gates in upstream's syntax, e.g.
+    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
+    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    #[arg(long = "feature-gates")]
+    feature_gates: Vec<String>,
     #[command(flatten)]
     webhook: WebhookFlags,
     #[command(flatten)]
@@ -90,6 +96,11 @@ pub struct ControllersArgs {
     /// (registration).
     #[arg(long, default_value_t = 5)]
     lease_grace_multiplier: u32,
+    /// Hub work feature gates in upstream's syntax, e.g.
+    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
+    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    #[arg(long = "feature-gates")]
+    feature_gates: Vec<String>,
 }
 
 /// Flags of `ocm hub webhook`.
@@ -109,6 +120,11 @@ pub struct WebhookArgs {
     /// Whether clusters without a cluster set label go into `default`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     default_cluster_set: bool,
+    /// Hub work feature gates in upstream's syntax, e.g.
+    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
+    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    #[arg(long = "feature-gates")]
+    feature_gates: Vec<String>,
     #[command(flatten)]
     webhook: WebhookFlags,
 }
@@ -157,6 +173,7 @@ impl WebhookFlags {
         client: &kube::Client,
         data_dir: &Path,
         default_cluster_set: bool,
+        work_gates: HubWorkGates,
     ) -> anyhow::Result<Webhooks> {
         let certs = match &self.webhook_cert_dir {
             Some(dir) => ServingCerts::provided(dir).with_context(|| {
@@ -181,6 +198,7 @@ impl WebhookFlags {
             WebhookOptions {
                 listen: self.webhook_listen,
                 default_cluster_set,
+                work_gates,
             },
             certs,
             ServerAccess::new(client.clone()),
@@ -228,6 +246,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         Some(HubCommand::Controllers(controllers)) => return run_components(controllers).await,
         None => {}
     }
+    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
     let options = HubOptions {
         auto_approved_users: args.auto_approved_users.clone(),
         lease_grace_multiplier: args.lease_grace_multiplier.max(1),
@@ -253,7 +272,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let webhooks = args
             .webhook
-            .start(&client, &data_dir, options.default_cluster_sets)
+            .start(&client, &data_dir, options.default_cluster_sets, work_gates)
             .await?;
         install_webhooks(&client, &webhooks).await?;
         prepare_for_joins(&client, kubeconfig).await?;
@@ -273,6 +292,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         crate::embedded::run_controllers_as_leader(
             ctx,
             addon_controllers(),
+            work_gates,
             crate::embedded::process_identity(),
         )
         .await;
@@ -285,6 +305,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         hub: options,
         csr_signing_duration: std::time::Duration::from_secs(args.cluster_signing_duration_seconds),
         extra_controllers: addon_controllers(),
+        work_gates,
         ..EmbeddedHubOptions::new(&data_dir)
     })
     .await?;
@@ -351,6 +372,7 @@ pub(crate) async fn cluster_client(kubeconfig: Option<&Path>) -> anyhow::Result<
 
 /// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
 async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
+    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
     let mut components = Vec::new();
     for name in &args.only {
         let component = crate::embedded::HubComponent::parse(name.trim()).with_context(|| {
@@ -398,6 +420,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
         ctx,
         &components,
         addon_controllers(),
+        work_gates,
         crate::embedded::process_identity(),
     )
     .await;
@@ -420,6 +443,7 @@ async fn prepare_for_joins(client: &kube::Client, kubeconfig: &Path) -> anyhow::
 async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
+    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
     let client = cluster_client(args.kubeconfig.as_deref()).await?;
     let data_dir = args
         .data_dir
@@ -433,7 +457,7 @@ async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     }
     let webhooks = args
         .webhook
-        .start(&client, &data_dir, args.default_cluster_set)
+        .start(&client, &data_dir, args.default_cluster_set, work_gates)
         .await?;
     if args.install {
         install_webhooks(&client, &webhooks).await?;

@@ -261,3 +261,28 @@ pub mod well_known_status {
             .unwrap_or(&[])
     }
 }
+
+/// The hub's work feature gates (upstream's names; each off unless enabled). A
+/// ClusterManager lists them in `spec.workConfiguration.featureGates`; the hub components take
+/// them as `--feature-gates=<name>=true`.
+pub mod hub_feature_gates {
+    /// The work webhook checks a ManifestWork without `spec.executor` as if its executor were
+    /// the work agent's default service account (`system:serviceaccount::klusterlet-work-sa`).
+    pub const NIL_EXECUTOR_VALIDATING: &str = "NilExecutorValidating";
+    /// The hub work controller fans ManifestWorkReplicaSets out.
+    pub const MANIFEST_WORK_REPLICA_SET: &str = "ManifestWorkReplicaSet";
+    /// The hub work controller deletes a ManifestWork `ttlSecondsAfterFinished` after its
+    /// `Complete` condition became True.
+    pub const CLEAN_UP_COMPLETED_MANIFEST_WORK: &str = "CleanUpCompletedManifestWork";
+    /// Works delivered through cloud events (accepted, not implemented by ocm-rs).
+    pub const CLOUD_EVENTS_DRIVERS: &str = "CloudEventsDrivers";
+    /// Every hub work gate.
+    pub const ALL: [&str; 4] = [
+        NIL_EXECUTOR_VALIDATING,
+        MANIFEST_WORK_REPLICA_SET,
+        CLEAN_UP_COMPLETED_MANIFEST_WORK,
+        CLOUD_EVENTS_DRIVERS,
+    ];
+    /// The work agent's default service account, the executor a work without one runs as.
+    pub const DEFAULT_EXECUTOR: &str = "system:serviceaccount::klusterlet-work-sa";
+}

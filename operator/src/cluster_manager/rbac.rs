@@ -7,9 +7,14 @@
 //! (the per-cluster and shared roles it writes), because RBAC lets a subject grant only what
 //! it holds — it needs neither `escalate` nor `bind` that way.
 //!
-//! Not granted: `execute-as` for the work controller (a ManifestWorkReplicaSet whose template
-//! names an executor needs it, narrowed to those service accounts by the admin), and `get` on
-//! addon config kinds other than AddOnDeploymentConfig (add per kind the hub's addons use).
+//! Not granted: `execute-as` for the work controller on named executors (a
+//! ManifestWorkReplicaSet whose template names an executor needs it, narrowed to those service
+//! accounts by the admin), and `get` on addon config kinds other than AddOnDeploymentConfig
+//! (add per kind the hub's addons use). The work controller and the addon manager may
+//! `execute-as` the work agent's default service account
+//! (`system:serviceaccount::klusterlet-work-sa`, upstream's executor-admin role): with the
+//! `NilExecutorValidating` gate, the works they write without an executor are checked against
+//! it.
 
 use serde_json::{Value, json};
 
@@ -26,6 +31,17 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 
 fn named(groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs, "resourceNames": names})
+}
+
+/// `execute-as` on the work agent's default service account only: works written without an
+/// executor pass the `NilExecutorValidating` check.
+fn default_executor() -> Value {
+    named(
+        &[WORK],
+        &["manifestworks"],
+        &["execute-as"],
+        &[ocm_api::work::names::hub_feature_gates::DEFAULT_EXECUTOR],
+    )
 }
 
 /// The rules of a component's ClusterRole.
@@ -173,6 +189,7 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["manifestworks"],
                 &["list", "watch", "create", "patch", "delete"],
             ),
+            default_executor(),
             rule(
                 &[CLUSTER],
                 &["placements", "placementdecisions", "managedclusters"],
@@ -213,6 +230,7 @@ pub fn cluster_rules(component: Component) -> Value {
                     "get", "list", "watch", "create", "update", "patch", "delete",
                 ],
             ),
+            default_executor(),
             rule(
                 &["certificates.k8s.io"],
                 &["certificatesigningrequests"],
@@ -333,7 +351,18 @@ mod tests {
         assert!(!allows(&placement, WORK, "manifestworks", "create"));
         let work = cluster_rules(Component::Work);
         assert!(allows(&work, WORK, "manifestworks", "create"));
-        assert!(!allows(&work, WORK, "manifestworks", "execute-as"));
+        // `execute-as` only on the default executor (works without one, NilExecutorValidating).
+        let execute_as: Vec<&Value> = work
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["verbs"] == json!(["execute-as"]))
+            .collect();
+        assert_eq!(execute_as.len(), 1);
+        assert_eq!(
+            execute_as[0]["resourceNames"],
+            json!(["system:serviceaccount::klusterlet-work-sa"])
+        );
         let addons = cluster_rules(Component::AddonManager);
         assert!(allows(&addons, ADDON, "managedclusteraddons", "create"));
         assert!(!allows(&addons, CLUSTER, "managedclusters", "patch"));

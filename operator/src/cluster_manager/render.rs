@@ -9,7 +9,9 @@
 //! sent the admission reviews of its API group, the addon one also the addon CRDs'
 //! conversions — [`WebhookKind::of_group`]). Upstream's
 //! gates decide which components run: the work controller with the work configuration's
-//! `ManifestWorkReplicaSet` gate, the addon manager unless `AddonManagement` is disabled.
+//! `ManifestWorkReplicaSet` or `CleanUpCompletedManifestWork` gate, the addon manager unless
+//! `AddonManagement` is disabled; the work gates reach the work controller and the work
+//! webhook as `--feature-gates=<name>=<bool>` flags.
 //! Replicas: 1 when the hub has at most one control-plane node, else 3. Images: the
 //! ClusterManager's image fields when set to something other than the CRD's defaults
 //! (upstream's quay.io images), else the `ocm` image the operator runs with.
@@ -17,6 +19,7 @@
 use ocm_api::operator::v1::{
     ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
 };
+use ocm_api::work::names::hub_feature_gates as work_gate_names;
 use serde_json::{Value, json};
 
 /// Namespace of the hub components in Default mode.
@@ -185,7 +188,10 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
         .map(|a| a.feature_gates.as_slice())
         .unwrap_or_default();
     let mut out = vec![Component::Registration, Component::Placement];
-    if gate(work_gates, "ManifestWorkReplicaSet") == Some(FeatureGateMode::Enable) {
+    let enabled = |feature| gate(work_gates, feature) == Some(FeatureGateMode::Enable);
+    if enabled(work_gate_names::MANIFEST_WORK_REPLICA_SET)
+        || enabled(work_gate_names::CLEAN_UP_COMPLETED_MANIFEST_WORK)
+    {
         out.push(Component::Work);
     }
     if gate(addon_gates, "AddonManagement") != Some(FeatureGateMode::Disable) {
@@ -193,6 +199,26 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
     }
     out.extend(WebhookKind::ALL.map(Component::Webhook));
     out
+}
+
+/// The work configuration's gates as the work components' flags, upstream's way: one
+/// `--feature-gates=<name>=<true|false>` per gate a hub work component knows (others are
+/// left out).
+fn work_gate_flags(cm: &ClusterManager) -> Vec<String> {
+    let gates = cm
+        .spec
+        .work_configuration
+        .as_ref()
+        .map(|w| w.feature_gates.as_slice())
+        .unwrap_or_default();
+    let mut flags = Vec::new();
+    for name in work_gate_names::ALL {
+        if let Some(mode) = gate(gates, name) {
+            let on = mode == FeatureGateMode::Enable;
+            flags.push(format!("--feature-gates={name}={on}"));
+        }
+    }
+    flags
 }
 
 /// The images the ClusterManager CRD defaults its image fields to (upstream's): they mean
@@ -257,12 +283,16 @@ fn args(cm: &ClusterManager, component: Component) -> Vec<String> {
 fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
     let metrics = format!("0.0.0.0:{METRICS_PORT}");
     let Some(name) = component.controllers_name() else {
-        return vec![
+        let mut args = vec![
             "hub".into(),
             "webhook".into(),
             format!("--webhook-listen=0.0.0.0:{WEBHOOK_PORT}"),
             "--webhook-cert-dir=/var/run/ocm/webhook-serving-cert".into(),
         ];
+        if component == Component::Webhook(WebhookKind::Work) {
+            args.extend(work_gate_flags(cm));
+        }
+        return args;
     };
     let mut args = vec![
         "hub".into(),
@@ -270,6 +300,9 @@ fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
         format!("--only={name}"),
         format!("--metrics-addr={metrics}"),
     ];
+    if component == Component::Work {
+        args.extend(work_gate_flags(cm));
+    }
     if component == Component::Registration {
         let users = auto_approved_users(cm);
         if !users.is_empty() {
@@ -575,6 +608,44 @@ mod tests {
             webhook["spec"]["template"]["spec"]["volumes"][1]["secret"]["secretName"],
             EXTERNAL_HUB_KUBECONFIG
         );
+    }
+
+    #[test]
+    fn work_gates_reach_the_work_webhook_and_controller_as_flags() {
+        let args = |objects: &[Value], name: &str| -> Vec<String> {
+            deployment_named(objects, name).map_or_else(Vec::new, |d| {
+                serde_json::from_value(
+                    d["spec"]["template"]["spec"]["containers"][0]["args"].clone(),
+                )
+                .unwrap()
+            })
+        };
+        // Only the cleanup gate: the work controller runs for it.
+        let cm = cm(json!({"workConfiguration": {"featureGates": [
+            {"feature": "NilExecutorValidating", "mode": "Enable"},
+            {"feature": "CleanUpCompletedManifestWork", "mode": "Enable"},
+            {"feature": "ManifestWorkReplicaSet", "mode": "Disable"},
+            {"feature": "SomethingElse", "mode": "Enable"}]}}));
+        let objects = rendered(&cm, 1);
+        let expected = vec![
+            "--feature-gates=NilExecutorValidating=true".to_owned(),
+            "--feature-gates=ManifestWorkReplicaSet=false".to_owned(),
+            "--feature-gates=CleanUpCompletedManifestWork=true".to_owned(),
+        ];
+        let webhook = args(&objects, "cluster-manager-work-webhook");
+        assert!(webhook.starts_with(&["hub".to_owned(), "webhook".to_owned()]));
+        assert!(webhook.ends_with(&expected), "{webhook:?}");
+        let controller = args(&objects, "cluster-manager-work-controller");
+        assert!(controller.ends_with(&expected), "{controller:?}");
+        // The other webhooks get none.
+        assert!(
+            !args(&objects, "cluster-manager-registration-webhook")
+                .iter()
+                .any(|a| a.starts_with("--feature-gates"))
+        );
+        // No work gate enabled: no work controller.
+        let objects = rendered(&self::cm(json!({})), 1);
+        assert!(deployment_named(&objects, "cluster-manager-work-controller").is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -158,8 +159,48 @@ fn api_for(ctx: &Ctx, res: &AppliedManifestResourceMeta) -> Api<DynamicObject> {
     }
 }
 
+/// Whether the resource list of a group version (`None`: the group version is not served)
+/// still has `resource`.
+pub(crate) fn lists_resource(list: Option<&APIResourceList>, resource: &str) -> bool {
+    list.is_some_and(|l| l.resources.iter().any(|r| r.name == resource))
+}
+
+/// Whether the managed cluster still serves the type of `res` (a CRD deleted in the same
+/// cleanup takes its type, and so its objects, with it). Asked through discovery, which every
+/// authenticated user may read.
+async fn served(ctx: &Ctx, res: &AppliedManifestResourceMeta) -> Result<bool, kube::Error> {
+    let list = if res.group.is_empty() {
+        ctx.spoke.list_core_api_resources(&res.version).await
+    } else {
+        ctx.spoke
+            .list_api_group_resources(&format!("{}/{}", res.group, res.version))
+            .await
+    };
+    match list {
+        Ok(list) => Ok(lists_resource(Some(&list), &res.resource)),
+        Err(kube::Error::Api(e)) if e.is_not_found() => Ok(lists_resource(None, &res.resource)),
+        Err(e) => Err(e),
+    }
+}
+
+/// `err` from reading or deleting `res`, unless the type of `res` is no longer served: then
+/// the object is gone with its type (a request for it may fail otherwise than NotFound, e.g.
+/// Forbidden once the aggregated ClusterRole that granted it went in the same cleanup).
+async fn gone_with_its_type(
+    ctx: &Ctx,
+    res: &AppliedManifestResourceMeta,
+    err: kube::Error,
+) -> Result<Removal, kube::Error> {
+    if served(ctx, res).await? {
+        Err(err)
+    } else {
+        Ok(Removal::Gone)
+    }
+}
+
 /// Stops `amw_uid` from owning `res`: removes only our owner reference when `orphan` is set
-/// or another owner remains; otherwise deletes the object (uid precondition).
+/// or another owner remains; otherwise deletes the object (uid precondition). An object whose
+/// type the cluster no longer serves is gone.
 pub(crate) async fn release(
     ctx: &Ctx,
     res: &AppliedManifestResourceMeta,
@@ -167,7 +208,11 @@ pub(crate) async fn release(
     orphan: bool,
 ) -> Result<Removal, kube::Error> {
     let api = api_for(ctx, res);
-    let Some(live) = api.get_opt(&res.name).await? else {
+    let live = match api.get_opt(&res.name).await {
+        Ok(live) => live,
+        Err(err) => return gone_with_its_type(ctx, res, err).await,
+    };
+    let Some(live) = live else {
         return Ok(Removal::Gone);
     };
     let live_uid = live.uid().unwrap_or_default();
@@ -204,7 +249,7 @@ pub(crate) async fn release(
     match api.delete(&res.name, &params).await {
         Ok(_) => Ok(Removal::Pending),
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(Removal::Gone),
-        Err(e) => Err(e),
+        Err(e) => gone_with_its_type(ctx, res, e).await,
     }
 }
 
@@ -218,6 +263,8 @@ pub(crate) async fn clean_up(
 ) -> Result<bool, kube::Error> {
     let uid = amw.uid().unwrap_or_default();
     let mut pending = false;
+    let mut failed = None;
+    // Every object is asked to go, whatever happened to the ones before it.
     for res in amw
         .status
         .as_ref()
@@ -225,9 +272,14 @@ pub(crate) async fn clean_up(
         .unwrap_or_default()
     {
         let orphan = orphan_all || orphaned(rules, res);
-        if release(ctx, res, &uid, orphan).await? == Removal::Pending {
-            pending = true;
+        match release(ctx, res, &uid, orphan).await {
+            Ok(Removal::Pending) => pending = true,
+            Ok(Removal::Gone) => {}
+            Err(err) => failed = failed.or(Some(err)),
         }
+    }
+    if let Some(err) = failed {
+        return Err(err);
     }
     if pending {
         return Ok(false);
@@ -416,6 +468,21 @@ mod tests {
                 resource("dropped", "u3"),
                 resource("dropped-before-created", "")
             ]
+        );
+    }
+
+    #[test]
+    fn an_object_is_gone_with_its_type() {
+        let list: APIResourceList = serde_json::from_value(serde_json::json!({
+            "groupVersion": "my.domain/v2",
+            "resources": [{"name": "guestbooks", "singularName": "guestbook",
+                           "namespaced": true, "kind": "Guestbook", "verbs": ["get"]}]}))
+        .unwrap();
+        assert!(lists_resource(Some(&list), "guestbooks"));
+        assert!(!lists_resource(Some(&list), "libraries"));
+        assert!(
+            !lists_resource(None, "guestbooks"),
+            "group version not served"
         );
     }
 

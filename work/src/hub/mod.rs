@@ -5,7 +5,10 @@
 //! - [`replicaset`]: pure planning of one ManifestWorkReplicaSet reconcile.
 //! - [`overrides`]: the ocm-rs per-cluster overrides extension.
 //! - [`controller`]: reads the hub, applies the plan, writes status.
+//! - [`completed`]: deletes completed ManifestWorks after their TTL
+//!   (`CleanUpCompletedManifestWork`).
 
+pub mod completed;
 pub mod controller;
 pub mod overrides;
 pub mod replicaset;

@@ -11,7 +11,8 @@
 //! - each placement is rolled out with its strategy ([`super::rollout`]); works of clusters
 //!   that left the decisions, and of placements no longer referenced, are deleted;
 //! - status: `PlacementVerified`, `PlacementRolledOut`, `ManifestworkApplied`, the summary
-//!   and the per-placement summary.
+//!   and the per-placement summary (`total`, `applied`, `available`, `progressing`,
+//!   `degraded`; `desiredTotal` and `updated` stay 0, as upstream never sets them).
 //!
 //! One deviation, documented for users: upstream derives a cluster's rollout state only
 //! from the work's `Progressing` condition, which its agent sets only through condition
@@ -408,10 +409,9 @@ pub fn plan(input: &ReplicaSetInput<'_>) -> ReplicaSetPlan {
             .as_ref()
             .map(|s| s.decision_groups.len())
             .unwrap_or(0);
+        // As upstream's controller: `desiredTotal` and `updated` stay 0 (never set).
         let mut summary = ManifestWorkReplicaSetSummary {
             total: present.len() as i64,
-            desired_total: selected,
-            updated: up_to_date.len() as i64,
             ..Default::default()
         };
         for (cluster, work) in &works {
@@ -444,7 +444,6 @@ pub fn plan(input: &ReplicaSetInput<'_>) -> ReplicaSetPlan {
 
     let mut summary = ManifestWorkReplicaSetSummary {
         total: count,
-        desired_total,
         ..Default::default()
     };
     for p in &summaries {
@@ -452,7 +451,6 @@ pub fn plan(input: &ReplicaSetInput<'_>) -> ReplicaSetPlan {
         summary.available += p.summary.available;
         summary.progressing += p.summary.progressing;
         summary.degraded += p.summary.degraded;
-        summary.updated += p.summary.updated;
     }
     status.placements_summary = summaries;
     if !status

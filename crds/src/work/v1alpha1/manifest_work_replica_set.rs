@@ -130,11 +130,11 @@ pub struct ManifestWorkReplicaSetSummary {
     #[serde(default)]
     #[schemars(schema_with = "crate::work::schema::integer", transform = crate::schema::no_default)]
     pub applied: i64,
-    /// Works the rollout will create in the end.
+    /// Works the rollout will create in the end (upstream's controller never sets it: 0).
     #[serde(default)]
     #[schemars(schema_with = "crate::work::schema::integer", transform = crate::schema::no_default)]
     pub desired_total: i64,
-    /// Clusters running the current template.
+    /// Clusters running the current template (upstream's controller never sets it: 0).
     #[serde(default)]
     #[schemars(schema_with = "crate::work::schema::integer", transform = crate::schema::no_default)]
     pub updated: i64,
