@@ -60,7 +60,13 @@ pub fn hub_operator_rules() -> Value {
         ),
         rule(
             &[""],
-            &["namespaces", "serviceaccounts", "services", "secrets"],
+            &[
+                "namespaces",
+                "serviceaccounts",
+                "services",
+                "secrets",
+                "configmaps",
+            ],
             &ALL,
         ),
         rule(&["apps"], &["deployments"], &ALL),
