@@ -344,8 +344,9 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     } else {
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
         if component == Component::Placement && placement_debug_server(cm) {
-            container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT},
-                                        {"name": "https", "containerPort": PLACEMENT_DEBUG_PORT}]);
+            // The debugger's port first: where a pod listens first is when it is ready.
+            container["ports"] = json!([{"name": "https", "containerPort": PLACEMENT_DEBUG_PORT},
+                                        {"name": "metrics", "containerPort": METRICS_PORT}]);
         }
         container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
         container["readinessProbe"] = json!({"httpGet": {"path": "/readyz", "port": METRICS_PORT}});
@@ -728,7 +729,7 @@ mod tests {
                 .unwrap()
                 .contains(&json!("--placement-debug-listen=0.0.0.0:9443"))
         );
-        assert_eq!(container["ports"][1]["containerPort"], 9443);
+        assert_eq!(container["ports"][0]["containerPort"], 9443);
         assert_eq!(
             placement["spec"]["template"]["metadata"]["labels"]["app"],
             "cluster-manager-placement-controller"
