@@ -130,7 +130,23 @@ pub fn parse_body(body: &[u8]) -> Result<Placement, String> {
             "request body too large: exceeds maximum of {MAX_BODY_BYTES} bytes"
         ));
     }
-    serde_json::from_slice(body).map_err(|e| format!("failed to unmarshal placement JSON: {e}"))
+    let mut value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| format!("failed to unmarshal placement JSON: {e}"))?;
+    drop_nulls(&mut value);
+    serde_json::from_value(value).map_err(|e| format!("failed to unmarshal placement JSON: {e}"))
+}
+
+/// Removes `null` members, which Go clients write for empty lists and unset fields and which
+/// mean the same as leaving them out.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }
 
 /// `placement` as the answer shows it: name, namespace, labels and annotations, no status.
@@ -355,6 +371,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.metadata.name.as_deref(), Some("x"));
+        // As a Go client marshals one: nulls for unset lists and times.
+        let p = parse_body(
+            br#"{"kind":"Placement","apiVersion":"cluster.open-cluster-management.io/v1beta1","metadata":{"name":"x","namespace":"ns","creationTimestamp":null},"spec":{"clusterSets":["s"],"predicates":null,"prioritizerPolicy":{"mode":"","configurations":null},"tolerations":[{"key":"k","operator":"Exists"}],"decisionStrategy":{"groupStrategy":{"decisionGroups":null,"clustersPerDecisionGroup":0}}},"status":{"numberOfSelectedClusters":0,"decisionGroups":null,"conditions":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(p.spec.cluster_sets, ["s"]);
         assert_eq!(
             serde_json::to_value(DebugResult::error("nope")).unwrap(),
             json!({"error": "nope"})
