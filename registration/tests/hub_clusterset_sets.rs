@@ -417,3 +417,24 @@ async fn member_clusters_list_their_sets_managed_namespaces() {
     let global = sets.get("global").await.unwrap();
     assert_eq!(global.spec.managed_namespaces.len(), 1);
 }
+
+#[tokio::test]
+async fn every_hub_controller_stops_when_asked() {
+    // A leader that loses or hands over its lease cancels the controllers; `run` must return
+    // (a controller that keeps running would hold the handover until the lease expires).
+    let hub = start_hub(true).await;
+    let ctx = Arc::new(HubContext {
+        client: hub.client.clone(),
+        options: HubOptions::default(),
+        metrics: ControllerMetrics::new("ocm"),
+        shutdown: Shutdown::new(),
+    });
+    let running = tokio::spawn(ocm_registration::hub::run(ctx.clone()));
+    let sets: Api<ManagedClusterSet> = Api::all(hub.client.clone());
+    wait_for(&sets, "default", "the controllers at work", |_| true).await;
+    ctx.shutdown.cancel();
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the hub controllers stop")
+        .unwrap();
+}

@@ -152,9 +152,17 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<Ctx>)
     super::error::retry_after(&ctx.hub.metrics, CONTROLLER, err, RETRY)
 }
 
-/// Runs the managed-namespace controller until the watches end. Every cluster event is
-/// reconciled: without a difference it costs no request.
+/// Runs the managed-namespace controller until `ctx.shutdown` is cancelled.
 pub(crate) async fn run(ctx: Arc<HubContext>) {
+    tokio::select! {
+        () = controller(ctx.clone()) => {}
+        () = ctx.shutdown.cancelled() => {}
+    }
+}
+
+/// The controller itself, until its watches end. Every cluster event is reconciled: without a
+/// difference it costs no request.
+async fn controller(ctx: Arc<HubContext>) {
     let controller = Controller::new(
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
