@@ -103,7 +103,9 @@ pub fn from_bootstrap_identity(csr: &CertificateSigningRequest) -> bool {
             .any(|g| BOOTSTRAP_GROUPS.contains(&g.as_str()))
 }
 
-/// The pending CSRs of `cluster` that `ocm accept` approves.
+/// The pending CSRs of `cluster` that `ocm accept` approves: requests from a bootstrap identity
+/// (with `skip_approve_check`, from anyone — say a hub admin's kubeconfig used to bootstrap, as
+/// clusteradm's `--skip-approve-check` allows) whose subject names an agent of `cluster`.
 pub fn csrs_to_approve(
     cluster: &str,
     csrs: &[CertificateSigningRequest],
@@ -113,7 +115,7 @@ pub fn csrs_to_approve(
     // common name and usages must all name an agent of `cluster`.
     let candidates: Vec<(&CertificateSigningRequest, String)> = csrs
         .iter()
-        .filter(|csr| is_pending(csr) && from_bootstrap_identity(csr))
+        .filter(|csr| is_pending(csr) && (skip_approve_check || from_bootstrap_identity(csr)))
         .filter_map(|csr| {
             let agent = crate::hub::validate_agent_csr(csr).ok()?;
             (agent.cluster == cluster).then_some((csr, agent.common_name))
@@ -471,6 +473,35 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn skip_approve_check_takes_a_request_from_any_identity_with_a_valid_subject() {
+        let mut admin = csr(
+            "admin",
+            "c1",
+            "kubernetes-admin",
+            "system:open-cluster-management:c1:a",
+            &[O1, OALL],
+        );
+        admin.spec.groups = Some(vec!["system:masters".into(), "system:authenticated".into()]);
+        assert!(matches!(
+            csrs_to_approve("c1", std::slice::from_ref(&admin), false),
+            Err(AcceptError::NoPendingCsr(_))
+        ));
+        assert_eq!(
+            csrs_to_approve("c1", std::slice::from_ref(&admin), true).unwrap(),
+            ["admin"]
+        );
+        // The subject check stays: a request for another cluster's agent is never approved.
+        let other = csr(
+            "other",
+            "c1",
+            "kubernetes-admin",
+            "system:open-cluster-management:c2:a",
+            &["system:open-cluster-management:c2", OALL],
+        );
+        assert!(csrs_to_approve("c1", &[other], true).is_err());
     }
 
     #[test]

@@ -511,6 +511,16 @@ pub async fn agent_certificate(
 /// Waits (watching the hub, up to [`WAIT`]) until a CSR of `cluster` from a bootstrap identity
 /// waits for approval: the agent asks to join (again) with its bootstrap kubeconfig.
 pub async fn wait_for_bootstrap_csr(hub: &kube::Client, cluster: &str) -> anyhow::Result<()> {
+    wait_for_pending_csr(hub, cluster, ocm::accept::from_bootstrap_identity).await
+}
+
+/// Waits (watching the hub, up to [`WAIT`]) until a pending CSR labelled with `cluster` for
+/// which `matches` holds exists.
+pub async fn wait_for_pending_csr(
+    hub: &kube::Client,
+    cluster: &str,
+    matches: impl Fn(&k8s_openapi::api::certificates::v1::CertificateSigningRequest) -> bool,
+) -> anyhow::Result<()> {
     use futures::StreamExt;
     use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
     use kube::runtime::{WatchStreamExt, watcher};
@@ -523,7 +533,7 @@ pub async fn wait_for_bootstrap_csr(hub: &kube::Client, cluster: &str) -> anyhow
         while let Some(event) = events.next().await {
             if let Ok(csr) = event
                 && ocm::accept::is_pending(&csr)
-                && ocm::accept::from_bootstrap_identity(&csr)
+                && matches(&csr)
             {
                 return Ok(());
             }
@@ -532,7 +542,7 @@ pub async fn wait_for_bootstrap_csr(hub: &kube::Client, cluster: &str) -> anyhow
     };
     tokio::time::timeout(WAIT, asked)
         .await
-        .with_context(|| format!("timed out waiting for a bootstrap CSR of {cluster}"))?
+        .with_context(|| format!("timed out waiting for a pending CSR of {cluster}"))?
 }
 
 /// The end of validity of the first certificate of `pem`, verified against `ca_pem`.

@@ -161,3 +161,133 @@ fn the_operator_demo_joins_its_clusters_through_the_operators_and_resumes() {
         "{stdout}"
     );
 }
+
+/// The shape of upstream's e2e environment, made with ocm's installers back to back: the hub
+/// cluster is also the managed cluster; `ocm join --operator --no-klusterlet
+/// --bootstrap-kubeconfig <hub admin kubeconfig>` installs the klusterlet operator and the
+/// bootstrap Secret only (upstream's klusterlet chart with `klusterlet.create=false`), and a
+/// Klusterlet created afterwards by hand joins the hub it runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_joins_itself_with_a_bootstrap_kubeconfig_and_no_klusterlet() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::PostParams;
+    use ocm_api::operator::v1::Klusterlet;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, hub_kubeconfig) = start_apiserver(OCM, home, &[]);
+    let hub_kubelet =
+        ocm_e2e::start_process_kubelet(OCM, &hub_kubeconfig, IMAGE, &home.join("hub"))
+            .await
+            .unwrap();
+    let hub = hub_kubeconfig.to_str().unwrap();
+    let init = [
+        "init",
+        "--kubeconfig",
+        hub,
+        "--operator",
+        "--image",
+        IMAGE,
+        "--wait",
+        "--timeout",
+        "60",
+    ];
+    let (code, out, err) = ocm(home, &init).await;
+    assert_eq!(code, 0, "ocm init --operator failed:\n{out}\n{err}");
+    let join = [
+        "join",
+        "--operator",
+        "--no-klusterlet",
+        "--image",
+        IMAGE,
+        "--spoke-kubeconfig",
+        hub,
+        "--bootstrap-kubeconfig",
+        hub,
+    ];
+    let (code, out, err) = ocm(home, &join).await;
+    assert_eq!(code, 0, "ocm join --no-klusterlet failed:\n{out}\n{err}");
+    assert!(out.contains("no Klusterlet"), "{out}");
+
+    let admin = ocm_runtime::kubeconfig::client_from_file(&hub_kubeconfig)
+        .await
+        .unwrap();
+    // The operator and the bootstrap Secret (the kubeconfig as given), and no Klusterlet.
+    wait_deployment_available(&admin, "open-cluster-management", "klusterlet", 1)
+        .await
+        .unwrap();
+    let secret = Api::<Secret>::namespaced(admin.clone(), AGENT_NS)
+        .get("bootstrap-hub-kubeconfig")
+        .await
+        .unwrap();
+    assert_eq!(
+        secret.data.unwrap()["kubeconfig"].0,
+        std::fs::read(&hub_kubeconfig).unwrap()
+    );
+    let klusterlets: Api<Klusterlet> = Api::all(admin.clone());
+    assert!(
+        klusterlets
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // A Klusterlet naming its cluster, as upstream's suite makes them: the agents join.
+    let klusterlet: Klusterlet = serde_json::from_value(serde_json::json!({
+        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
+        "metadata": {"name": "klusterlet"},
+        "spec": {"clusterName": "local", "namespace": AGENT_NS,
+                 "registrationImagePullSpec": IMAGE, "workImagePullSpec": IMAGE}}))
+    .unwrap();
+    klusterlets
+        .create(&PostParams::default(), &klusterlet)
+        .await
+        .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(admin.clone());
+    wait_for(&clusters, "local", "asked to join", |_| true)
+        .await
+        .unwrap();
+    ocm_e2e::wait_for_pending_csr(&admin, "local", |_| true)
+        .await
+        .unwrap();
+    // Its request comes from the hub's admin, not a bootstrap identity: accepted only when
+    // the hub admin says so (as clusteradm's --skip-approve-check).
+    let accept = ["accept", "--kubeconfig", hub, "--clusters", "local"];
+    let (code, out, err) = ocm(home, &accept).await;
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("no pending certificate request from a bootstrap identity"),
+        "{err}"
+    );
+    let (code, out, err) = ocm(home, &[&accept[..], &["--skip-approve-check"]].concat()).await;
+    assert_eq!(code, 0, "ocm accept failed:\n{out}\n{err}");
+    wait_for(
+        &clusters,
+        "local",
+        "Joined and Available",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+
+    // A bootstrap kubeconfig whose credentials are files cannot go into a Secret: refused,
+    // naming the problem, before anything is written.
+    let with_files = home.join("files.kubeconfig");
+    std::fs::write(
+        &with_files,
+        std::fs::read_to_string(&hub_kubeconfig).unwrap().replace(
+            "client-certificate-data:",
+            "client-certificate: /tmp/cert.pem\n    x-was:",
+        ),
+    )
+    .unwrap();
+    let mut bad = join;
+    bad[8] = with_files.to_str().unwrap();
+    let (code, out, err) = ocm(home, &bad).await;
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("must be inline"), "{err}");
+    hub_kubelet.cancel();
+    apiserver.stop();
+}

@@ -19,7 +19,9 @@ pub struct AcceptArgs {
     /// Seconds to wait with --wait.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
-    /// Approve even when several identities ask for one cluster.
+    /// Approve even when several identities ask for one cluster, or when the request does not
+    /// come from a bootstrap identity (a cluster bootstrapped with a hub admin's kubeconfig);
+    /// the request must still name an agent of the cluster.
     #[arg(long)]
     skip_approve_check: bool,
 }

@@ -146,7 +146,7 @@ fn read_bootstrap_kubeconfig(path: &std::path::Path) -> anyhow::Result<(String, 
         .with_context(|| format!("the bootstrap kubeconfig {} is not valid", path.display()))?;
     if let Some(feature) = ocm_runtime::kubeconfig::untrusted_features(&config) {
         bail!(
-            "the bootstrap kubeconfig {} uses {feature}: it goes into a Secret on the managed \
+            "the bootstrap kubeconfig {}: {feature}; it goes into a Secret on the managed \
              cluster, so its credentials and CA must be inline (client-certificate-data, \
              client-key-data, token, certificate-authority-data)",
             path.display()
