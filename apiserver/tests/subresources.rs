@@ -1,4 +1,4 @@
-//! Subresources other than status: scale, CSR approval, access reviews.
+//! Subresources other than status: scale, CSR approval, access reviews, pod binding and log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -89,4 +89,110 @@ async fn self_subject_access_review_is_answered() {
         .unwrap();
     assert!(answer.status.unwrap().allowed);
     assert_eq!(server.store().revision(), before, "reviews are not stored");
+}
+
+#[tokio::test]
+async fn pod_binding_and_log_from_the_nodes_kubelet() {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_s, client) = common::server().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = json!({"metadata": {"name": "p1"},
+        "spec": {"containers": [{"name": "c", "image": "curlimages/curl"}]}});
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(pod).unwrap(),
+    )
+    .await
+    .unwrap();
+    // Not bound yet: no log.
+    let err = pods.logs("p1", &Default::default()).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 400 && s.message.contains("does not have a host assigned")),
+        "{err:?}"
+    );
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p1"},
+                         "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    pods.create_subresource::<serde_json::Value, serde_json::Value>(
+        "binding",
+        "p1",
+        &PostParams::default(),
+        &binding,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        pods.get("p1")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .as_deref(),
+        Some("n1")
+    );
+    // Bound once: a second binding is a conflict, as in kube.
+    let err = pods
+        .create_subresource::<serde_json::Value, serde_json::Value>(
+            "binding",
+            "p1",
+            &PostParams::default(),
+            &binding,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.message.contains("already assigned to node \"n1\"")),
+        "{err:?}"
+    );
+    // A "kubelet" answering one request; the node names it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let kubelet = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0; 4096];
+        let n = stream.read(&mut buf).await.unwrap();
+        let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let body = "hello from c\n";
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(reply.as_bytes()).await.unwrap();
+        request
+    });
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    nodes
+        .patch_status(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}})),
+        )
+        .await
+        .unwrap();
+    let log = pods
+        .logs(
+            "p1",
+            &kube::api::LogParams {
+                tail_lines: Some(5),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(log, "hello from c\n");
+    let request = kubelet.await.unwrap();
+    assert!(
+        request.starts_with("GET /containerLogs/default/p1/c?tailLines=5 "),
+        "{request}"
+    );
 }

@@ -1,18 +1,31 @@
 //! The cluster table `ocm get clusters` and `ocm demo` print: the columns kubectl shows for
-//! ManagedCluster (NAME, HUB ACCEPTED, MANAGED CLUSTER URLS, JOINED, AVAILABLE, AGE).
+//! ManagedCluster (NAME, HUB ACCEPTED, MANAGED CLUSTER URLS, JOINED, AVAILABLE, AGE), and
+//! with `-o wide` the reported claims.
 
 use ocm_api::cluster::v1::ManagedCluster;
 
 /// One row per cluster, sorted by name, aligned like kubectl's output.
 pub fn render(clusters: &[ManagedCluster], now: jiff::Timestamp) -> String {
-    let mut rows: Vec<[String; 6]> = vec![[
-        "NAME".into(),
-        "HUB ACCEPTED".into(),
-        "MANAGED CLUSTER URLS".into(),
-        "JOINED".into(),
-        "AVAILABLE".into(),
-        "AGE".into(),
-    ]];
+    render_with(clusters, now, false)
+}
+
+/// [`render`] with, when `wide`, a CLAIMS column: the reported cluster claims (ClusterClaims
+/// and, with the agent's `ClusterProperty` gate, ClusterProperties) as `name=value`.
+pub fn render_with(clusters: &[ManagedCluster], now: jiff::Timestamp, wide: bool) -> String {
+    let mut header: Vec<String> = [
+        "NAME",
+        "HUB ACCEPTED",
+        "MANAGED CLUSTER URLS",
+        "JOINED",
+        "AVAILABLE",
+        "AGE",
+    ]
+    .map(String::from)
+    .to_vec();
+    if wide {
+        header.push("CLAIMS".into());
+    }
+    let mut rows: Vec<Vec<String>> = vec![header];
     let mut sorted: Vec<&ManagedCluster> = clusters.iter().collect();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     for cluster in sorted {
@@ -36,16 +49,27 @@ pub fn render(clusters: &[ManagedCluster], now: jiff::Timestamp) -> String {
             .as_ref()
             .map(|t| human_age(now.duration_since(t.0)))
             .unwrap_or_else(|| "<unknown>".into());
-        rows.push([
+        let mut row = vec![
             cluster.metadata.name.clone().unwrap_or_default(),
             cluster.spec.hub_accepts_client.to_string(),
             urls.join(","),
             condition("ManagedClusterJoined"),
             condition("ManagedClusterConditionAvailable"),
             age,
-        ]);
+        ];
+        if wide {
+            let claims: Vec<String> = cluster
+                .status
+                .iter()
+                .flat_map(|s| &s.cluster_claims)
+                .map(|c| format!("{}={}", c.name, c.value))
+                .collect();
+            row.push(claims.join(","));
+        }
+        rows.push(row);
     }
-    let widths: Vec<usize> = (0..6)
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -121,5 +145,24 @@ mod tests {
         assert!(lines[1].contains("True"));
         assert!(lines[1].contains("Unknown"));
         assert!(lines[1].ends_with("5m0s"), "{text}");
+    }
+
+    #[test]
+    fn wide_adds_the_reported_claims() {
+        let cluster: ManagedCluster = serde_json::from_value(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1",
+            "kind": "ManagedCluster",
+            "metadata": {"name": "c1"},
+            "spec": {"hubAcceptsClient": true},
+            "status": {"clusterClaims": [{"name": "id.k8s.io", "value": "abc"},
+                                         {"name": "prop1", "value": "value1"}]}
+        }))
+        .unwrap();
+        let now: jiff::Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let text = render_with(std::slice::from_ref(&cluster), now, true);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("CLAIMS"), "{text}");
+        assert!(lines[1].ends_with("id.k8s.io=abc,prop1=value1"), "{text}");
+        assert!(!render(&[cluster], now).contains("CLAIMS"));
     }
 }

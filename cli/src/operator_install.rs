@@ -113,11 +113,14 @@ pub async fn install_hub_operator(client: &kube::Client, image: &str) -> anyhow:
     apply_operator(client, &ocm_operator::manifests::hub_operator(image, crd)).await
 }
 
-/// Applies ClusterManager [`CLUSTER_MANAGER`] (default spec).
+/// Applies ClusterManager [`CLUSTER_MANAGER`]: the default spec with the placement debugger
+/// on, as upstream's cluster-manager chart makes it.
 pub async fn create_cluster_manager(client: &kube::Client) -> anyhow::Result<()> {
     let cluster_manager = serde_json::json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
-        "metadata": {"name": CLUSTER_MANAGER}, "spec": {}});
+        "metadata": {"name": CLUSTER_MANAGER},
+        "spec": {"placementConfiguration": {"featureGates": [
+            {"feature": "PlacementDebugServer", "mode": "Enable"}]}}});
     apply_object(client, &cluster_manager).await
 }
 

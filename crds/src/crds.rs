@@ -11,14 +11,21 @@ pub enum Target {
     Hub,
     /// A managed cluster (Klusterlet side).
     Klusterlet,
+    /// A managed cluster whose Klusterlet turns on the registration `ClusterProperty`
+    /// feature gate: the SIG-Multicluster About API (as upstream, installed only then).
+    About,
 }
 
 impl Target {
+    /// Every target, in the order `crdgen` writes them.
+    pub const ALL: [Target; 3] = [Target::Hub, Target::Klusterlet, Target::About];
+
     /// Folder name under `crds/manifests/`.
     pub fn dir_name(self) -> &'static str {
         match self {
             Target::Hub => "hub",
             Target::Klusterlet => "klusterlet",
+            Target::About => "about",
         }
     }
 }
@@ -41,11 +48,18 @@ pub fn klusterlet() -> Vec<CustomResourceDefinition> {
     sort(crds)
 }
 
+/// The About API CRDs (ClusterProperty) a Klusterlet installs with the `ClusterProperty`
+/// registration feature gate.
+pub fn about() -> Vec<CustomResourceDefinition> {
+    sort(crate::about::klusterlet_crds())
+}
+
 /// The CRDs for one target.
 pub fn for_target(target: Target) -> Vec<CustomResourceDefinition> {
     match target {
         Target::Hub => hub(),
         Target::Klusterlet => klusterlet(),
+        Target::About => about(),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Rust types of every Open Cluster Management API, wire-compatible with upstream OCM.
 //!
-//! One module per API group ([`cluster`], [`work`], [`addon`], [`operator`]), one module per
+//! One module per API group ([`cluster`], [`work`], [`addon`], [`operator`], and the
+//! SIG-Multicluster [`about`] API), one module per
 //! version inside it, one file per kind. Each group also has a `names` module with its
 //! well-known labels, annotations, finalizers, condition types and reasons.
 //!
 //! [`crds`] assembles the CustomResourceDefinitions that are installed on a hub and on a
 //! managed cluster; the `crdgen` binary writes them to `crds/manifests/`.
 
+pub mod about;
 pub mod addon;
 pub mod cluster;
 pub mod crds;

@@ -5,7 +5,7 @@ use ocm_api::crds::{Target, file_name, for_target, to_yaml};
 #[test]
 fn checked_in_manifests_match_generated() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
-    for target in [Target::Hub, Target::Klusterlet] {
+    for target in Target::ALL {
         let dir = root.join(target.dir_name());
         let crds = for_target(target);
         assert!(!crds.is_empty(), "no CRDs for {target:?}");

@@ -1,6 +1,7 @@
 //! The registration agent joins a hub over real TLS: bootstrap token → ManagedCluster and CSR →
 //! approval → hub kubeconfig secret → acceptance → Joined, lease, status; a restart reuses the
-//! stored certificate; claims are ordered, truncated and filtered.
+//! stored certificate; claims are ordered, truncated and filtered; ClusterProperties are
+//! reported with their gate; managed namespaces are created, reported and released.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -308,5 +309,211 @@ async fn a_denied_cluster_waits_and_resumes_when_accepted_again() {
         .wait_lease_renewed_after("deny1", accepted_again)
         .await;
     assert_eq!(bench.csrs("deny1").await.len(), 1);
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_properties_are_reported_beside_claims_with_the_gate() {
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    use ocm_api::about::v1alpha1::ClusterProperty;
+    let bench = Bench::start(Duration::from_secs(3600)).await;
+    bench.create_nodes(&[("n1", "2", "4Gi", false)]).await;
+    install_crds(&bench.spoke, ocm_api::crds::about()).await;
+    bench
+        .create_claim("shared.example.com", "from-claim", false)
+        .await;
+    let mut options = bench.options("props1");
+    options.apply_feature_gates("ClusterProperty=true").unwrap();
+    // Long period: property changes must arrive through the property watch.
+    options.status_sync_period = Duration::from_secs(600);
+    let agent = join(&bench, options, 60).await;
+    let properties: Api<ClusterProperty> = Api::all(bench.spoke.clone());
+    let claim = |mc: &ManagedCluster, name: &str| -> Option<String> {
+        mc.status
+            .as_ref()?
+            .cluster_claims
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.value.clone())
+    };
+    create(
+        &properties,
+        serde_json::json!({"metadata": {"name": "prop1"}, "spec": {"value": "value1"}}),
+    )
+    .await;
+    create(
+        &properties,
+        serde_json::json!({"metadata": {"name": "shared.example.com"},
+                           "spec": {"value": "from-property"}}),
+    )
+    .await;
+    let mc = bench
+        .wait_cluster("props1", "prop1=value1", move |mc| {
+            claim(mc, "prop1").as_deref() == Some("value1")
+        })
+        .await;
+    // A property wins over a claim of the same name.
+    assert_eq!(
+        claim(&mc, "shared.example.com").as_deref(),
+        Some("from-property")
+    );
+    properties
+        .patch(
+            "prop1",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"value": "value2"}})),
+        )
+        .await
+        .unwrap();
+    bench
+        .wait_cluster("props1", "prop1=value2", move |mc| {
+            claim(mc, "prop1").as_deref() == Some("value2")
+        })
+        .await;
+    properties
+        .delete("prop1", &DeleteParams::default())
+        .await
+        .unwrap();
+    properties
+        .delete("shared.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let mc = bench
+        .wait_cluster("props1", "prop1 gone", move |mc| {
+            claim(mc, "prop1").is_none()
+        })
+        .await;
+    assert_eq!(
+        claim(&mc, "shared.example.com").as_deref(),
+        Some("from-claim")
+    );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_gate_cluster_properties_are_not_reported() {
+    use ocm_api::about::v1alpha1::ClusterProperty;
+    let bench = Bench::start(Duration::from_secs(3600)).await;
+    bench.create_nodes(&[("n1", "2", "4Gi", false)]).await;
+    install_crds(&bench.spoke, ocm_api::crds::about()).await;
+    create(
+        &Api::<ClusterProperty>::all(bench.spoke.clone()),
+        serde_json::json!({"metadata": {"name": "prop1"}, "spec": {"value": "value1"}}),
+    )
+    .await;
+    bench.create_claim("claim1", "c", false).await;
+    let agent = join(&bench, bench.options("props2"), 60).await;
+    let mc = bench
+        .wait_cluster("props2", "claims", |mc| {
+            mc.status
+                .as_ref()
+                .is_some_and(|s| !s.cluster_claims.is_empty())
+        })
+        .await;
+    let names: Vec<String> = mc
+        .status
+        .unwrap()
+        .cluster_claims
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["claim1"]);
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_namespaces_are_created_labelled_reported_and_released() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    use ocm_registration::agent::managed_namespaces::hub_cluster_set_label;
+    let bench = Bench::start(Duration::from_secs(3600)).await;
+    bench.create_nodes(&[("n1", "2", "4Gi", false)]).await;
+    let mut options = bench.options("mns1");
+    options.status_sync_period = Duration::from_secs(600);
+    let agent = join(&bench, options, 60).await;
+    let label = hub_cluster_set_label(&bench.url);
+    let namespaces: Api<Namespace> = Api::all(bench.spoke.clone());
+    let clusters: Api<ManagedCluster> = Api::all(bench.hub.clone());
+    // The hub (played here) lists two namespaces of set "universal".
+    let list = |names: &[&str]| {
+        let entries: Vec<serde_json::Value> = names
+            .iter()
+            .map(|n| serde_json::json!({"name": n, "clusterSet": "universal"}))
+            .collect();
+        serde_json::json!({"status": {"managedNamespaces": entries}})
+    };
+    clusters
+        .patch_status(
+            "mns1",
+            &PatchParams::default(),
+            &Patch::Merge(list(&["team-a", "team-b"])),
+        )
+        .await
+        .unwrap();
+    let mc = bench
+        .wait_cluster("mns1", "both NamespaceAvailable", |mc| {
+            let entries = &mc.status.as_ref().unwrap().managed_namespaces;
+            entries.len() == 2
+                && entries.iter().all(|e| {
+                    find_condition(&e.conditions, "NamespaceAvailable")
+                        .is_some_and(|c| c.status == "True" && c.reason == "NamespaceApplied")
+                })
+        })
+        .await;
+    assert_eq!(
+        mc.status.unwrap().managed_namespaces[0].cluster_set,
+        "universal"
+    );
+    let labelled = |ns: &Namespace| ns.metadata.labels.clone().unwrap_or_default();
+    for name in ["team-a", "team-b"] {
+        let ns = namespaces.get(name).await.unwrap();
+        assert_eq!(labelled(&ns).get(&label).map(String::as_str), Some("true"));
+    }
+    // Deleted on the managed cluster: created again (the labelled watch wakes the agent).
+    namespaces
+        .delete("team-b", &DeleteParams::default())
+        .await
+        .unwrap();
+    let label_b = label.clone();
+    wait_for(
+        &namespaces,
+        "team-b",
+        "team-b back",
+        move |ns: &Namespace| {
+            ns.metadata.deletion_timestamp.is_none()
+                && ns
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(&label_b))
+                    .is_some_and(|v| v == "true")
+        },
+    )
+    .await;
+    // Dropped from the list: kept, labelled "false"; the other stays "true".
+    clusters
+        .patch_status(
+            "mns1",
+            &PatchParams::default(),
+            &Patch::Merge(list(&["team-b"])),
+        )
+        .await
+        .unwrap();
+    let label_a = label.clone();
+    wait_for(
+        &namespaces,
+        "team-a",
+        "team-a released",
+        move |ns: &Namespace| {
+            ns.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(&label_a))
+                .is_some_and(|v| v == "false")
+        },
+    )
+    .await;
+    let ns = namespaces.get("team-b").await.unwrap();
+    assert_eq!(labelled(&ns).get(&label).map(String::as_str), Some("true"));
     agent.stop().await;
 }

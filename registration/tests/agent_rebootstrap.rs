@@ -1,7 +1,7 @@
-//! When the agent goes back to bootstrap: the hub answers 401 (expired certificate), the hub
-//! keeps answering 403 for the agent's own ManagedCluster, the bootstrap kubeconfig points at
-//! another hub address; and a malformed bootstrap kubeconfig stops an agent that never joined
-//! with a clear error.
+//! When the agent goes back to bootstrap: the hub answers 401 (expired certificate), the
+//! bootstrap kubeconfig points at another hub address; when it does not: the hub admin deleted
+//! the ManagedCluster (it stays deleted, as upstream); and a malformed bootstrap kubeconfig
+//! stops an agent that never joined with a clear error.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams};
+use kube::runtime::wait::await_condition;
+use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{AgentError, AgentProgress};
 use support_agent::*;
 
@@ -69,22 +71,50 @@ async fn an_expired_certificate_sends_the_agent_back_to_bootstrap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn repeated_forbidden_on_the_own_cluster_sends_the_agent_back_to_bootstrap() {
+async fn a_managed_cluster_the_hub_admin_deleted_stays_deleted() {
+    // As upstream: the agent creates its ManagedCluster only while bootstrapping. The hub
+    // admin deletes it (and the hub withdraws the cluster's RBAC with it); the running agent
+    // says so and neither creates it again nor asks for a new certificate.
     let bench = Bench::start(Duration::from_secs(3600)).await;
     bench.create_nodes(&[("n1", "2", "4Gi", false)]).await;
-    let agent = join(&bench, bench.options("forb1"), 60).await;
-    let before = names(&bench.csrs("forb1").await);
-    // The hub withdraws the cluster's permissions.
+    let mut options = bench.options("gone1");
+    options.status_sync_period = Duration::from_millis(500);
+    let mut agent = join(&bench, options, 1).await;
+    let before = names(&bench.csrs("gone1").await);
+    let clusters: Api<ManagedCluster> = Api::all(bench.hub.clone());
     Api::<ClusterRoleBinding>::all(bench.hub.clone())
         .delete(
-            "open-cluster-management:managedcluster:forb1",
+            "open-cluster-management:managedcluster:gone1",
             &DeleteParams::default(),
         )
         .await
         .unwrap();
-    bench
-        .approve_next_csr_from("forb1", "system:bootstrap:", &before)
+    clusters
+        .delete("gone1", &DeleteParams::default())
+        .await
+        .unwrap();
+    agent
+        .wait_progress("Deleted", |p| *p == AgentProgress::Deleted)
         .await;
+    assert!(
+        agent
+            .progress
+            .borrow()
+            .to_string()
+            .contains("stays deleted")
+    );
+    // Many status syncs (every 0.5 s) and lease renewals (every 1 s) later, nothing came
+    // back: waiting for a re-created cluster or a new CSR must run out of time.
+    let recreated = tokio::time::timeout(
+        Duration::from_secs(6),
+        await_condition(clusters.clone(), "gone1", |mc: Option<&ManagedCluster>| {
+            mc.is_some()
+        }),
+    )
+    .await;
+    assert!(recreated.is_err(), "the ManagedCluster came back");
+    assert_eq!(names(&bench.csrs("gone1").await), before);
+    assert_eq!(*agent.progress.borrow(), AgentProgress::Deleted);
     agent.stop().await;
 }
 

@@ -1,6 +1,6 @@
 //! Cluster sets against the embedded server: `default` and `global` created, recreated and
 //! reset; clusters put into `default`; `ClusterSetEmpty` for both selector types; bindings
-//! `Bound` / `ClusterSetNotFound`.
+//! `Bound` / `ClusterSetNotFound`; clusters listing their sets' managed namespaces.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -294,4 +294,147 @@ async fn bindings_are_bound_while_their_set_exists() {
     // Without the DefaultClusterSet option no built-in set is created.
     assert!(sets.get_opt("default").await.unwrap().is_none());
     assert!(sets.get_opt("global").await.unwrap().is_none());
+}
+
+fn managed(cluster: &ManagedCluster) -> Vec<(String, String)> {
+    cluster
+        .status
+        .iter()
+        .flat_map(|s| &s.managed_namespaces)
+        .map(|e| (e.cluster_set.clone(), e.name.clone()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(s, n)| ((*s).to_owned(), (*n).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn member_clusters_list_their_sets_managed_namespaces() {
+    let hub = start_hub(true).await;
+    let sets: Api<ManagedClusterSet> = Api::all(hub.client.clone());
+    let clusters: Api<ManagedCluster> = Api::all(hub.client.clone());
+    let mut cluster = ManagedCluster::new("c1", ManagedClusterSpec::default());
+    cluster.metadata.labels = Some(
+        [
+            (CLUSTER_SET.to_owned(), "universal".to_owned()),
+            ("env".to_owned(), "dev".to_owned()),
+        ]
+        .into(),
+    );
+    clusters
+        .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
+    let set = |name: &str, spec: serde_json::Value| -> ManagedClusterSet {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSet", "metadata": {"name": name}, "spec": spec}))
+        .unwrap()
+    };
+    sets.create(
+        &PostParams::default(),
+        &set(
+            "universal",
+            json!({"managedNamespaces": [{"name": "ns-b"}, {"name": "ns-a"}]}),
+        ),
+    )
+    .await
+    .unwrap();
+    sets.create(
+        &PostParams::default(),
+        &set(
+            "by-env",
+            json!({"clusterSelector": {"selectorType": "LabelSelector",
+                      "labelSelector": {"matchLabels": {"env": "dev"}}},
+                   "managedNamespaces": [{"name": "ns-c"}]}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_for(&clusters, "c1", "namespaces of both sets", |c| {
+        managed(c)
+            == pairs(&[
+                ("by-env", "ns-c"),
+                ("universal", "ns-a"),
+                ("universal", "ns-b"),
+            ])
+    })
+    .await;
+
+    // The agent's conditions survive a change of the list.
+    clusters
+        .patch_status(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"managedNamespaces": [
+                {"name": "ns-c", "clusterSet": "by-env", "conditions": [{
+                    "type": "NamespaceAvailable", "status": "True", "reason": "NamespaceApplied",
+                    "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+                {"name": "ns-a", "clusterSet": "universal"},
+                {"name": "ns-b", "clusterSet": "universal"}]}})),
+        )
+        .await
+        .unwrap();
+    sets.patch(
+        "universal",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"managedNamespaces": [{"name": "ns-b"}]}})),
+    )
+    .await
+    .unwrap();
+    let c = wait_for(&clusters, "c1", "ns-a dropped", |c| {
+        managed(c) == pairs(&[("by-env", "ns-c"), ("universal", "ns-b")])
+    })
+    .await;
+    let kept = &c.status.unwrap().managed_namespaces[0];
+    assert_eq!(kept.conditions[0].reason, "NamespaceApplied");
+
+    // Leaving a set drops its namespaces; the built-in global set's namespaces are the
+    // admin's (not reset) and reach every cluster.
+    clusters
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"env": "prod"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&sets, "global", "the global set", |_| true).await;
+    sets.patch(
+        "global",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"managedNamespaces": [{"name": "everywhere"}]}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&clusters, "c1", "by-env left, global joined", |c| {
+        managed(c) == pairs(&[("global", "everywhere"), ("universal", "ns-b")])
+    })
+    .await;
+    let global = sets.get("global").await.unwrap();
+    assert_eq!(global.spec.managed_namespaces.len(), 1);
+}
+
+#[tokio::test]
+async fn every_hub_controller_stops_when_asked() {
+    // A leader that loses or hands over its lease cancels the controllers; `run` must return
+    // (a controller that keeps running would hold the handover until the lease expires).
+    let hub = start_hub(true).await;
+    let ctx = Arc::new(HubContext {
+        client: hub.client.clone(),
+        options: HubOptions::default(),
+        metrics: ControllerMetrics::new("ocm"),
+        shutdown: Shutdown::new(),
+    });
+    let running = tokio::spawn(ocm_registration::hub::run(ctx.clone()));
+    let sets: Api<ManagedClusterSet> = Api::all(hub.client.clone());
+    wait_for(&sets, "default", "the controllers at work", |_| true).await;
+    ctx.shutdown.cancel();
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the hub controllers stop")
+        .unwrap();
 }

@@ -1,6 +1,8 @@
 //! The process kubelet keeps a running pod's files current, as a kubelet does: its
 //! ServiceAccount token (read from a file the kubeconfig names) is renewed before it expires,
-//! and a changed ConfigMap reaches the pod's volume — without restarting the process.
+//! and a changed ConfigMap reaches the pod's volume — without restarting the process. A curl
+//! pod runs as the machine's curl, reaches a Service through the pods' published ports, and
+//! its output is its log through the API server's `pods/log`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -157,6 +159,176 @@ async fn a_running_pod_gets_renewed_tokens_and_current_volumes() {
         .unwrap();
     let status = pod.status.unwrap();
     assert_eq!(status.container_statuses.unwrap()[0].restart_count, 0);
+    kubelet.cancel();
+    apiserver.stop();
+}
+
+/// Creates `crds` and waits until they are established.
+async fn install_crds(
+    client: &kube::Client,
+    crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::ResourceExt;
+    use kube::runtime::wait::{await_condition, conditions};
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in &crds {
+        api.create(&PostParams::default(), crd).await.unwrap();
+    }
+    for crd in &crds {
+        tokio::time::timeout(
+            ocm_e2e::WAIT,
+            await_condition(
+                api.clone(),
+                &crd.name_any(),
+                conditions::is_crd_established(),
+            ),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    }
+}
+
+/// Runs a curl pod and returns its log once it finished (and whether it succeeded).
+async fn curl_pod(admin: &kube::Client, name: &str, command: Vec<String>) -> (String, String) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "curl", "image": "curlimages/curl:latest",
+                                 "command": command}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let done = ocm_e2e::wait_for(&pods, name, "the curl pod finished", |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|phase| matches!(phase, "Succeeded" | "Failed"))
+    })
+    .await
+    .unwrap();
+    let phase = done.status.unwrap().phase.unwrap();
+    assert_eq!(done.spec.unwrap().node_name.as_deref(), Some("node-1"));
+    let log = pods.logs(name, &Default::default()).await.unwrap();
+    (phase, log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curl_pod_reaches_the_placement_debugger_through_its_service_and_logs_the_answer() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no curl on this machine: curl pods stay simulated; nothing to test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    install_crds(&admin, ocm_api::crds::hub()).await;
+    let kubelet = ocm_e2e::start_process_kubelet(OCM, &kubeconfig, IMAGE, home)
+        .await
+        .unwrap();
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "placement"}})).unwrap();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "placement"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "placement", "namespace": "default"}]}))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    // The placement controller with its debugger, as the operator runs it, behind a Service.
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "placement"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "placement"}},
+                 "template": {"metadata": {"labels": {"app": "placement"}},
+                              "spec": {"serviceAccountName": "placement",
+                                       "containers": [{"name": "main", "image": IMAGE,
+                                           "args": ["hub", "controllers", "--only=placement",
+                                                    "--metrics-addr=0.0.0.0:8080",
+                                                    "--placement-debug-listen=0.0.0.0:9443"],
+                                           "ports": [{"name": "https", "containerPort": 9443},
+                                                     {"name": "metrics", "containerPort": 8080}]}]}}}}))
+    .unwrap();
+    Api::<Deployment>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "placement-debug"},
+        "spec": {"selector": {"app": "placement"},
+                 "ports": [{"name": "https", "port": 9443, "targetPort": "https"}]}}))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let placement: ocm_api::cluster::v1beta1::Placement = serde_json::from_value(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "p1", "namespace": "default"}, "spec": {}}))
+    .unwrap();
+    Api::<ocm_api::cluster::v1beta1::Placement>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &placement)
+        .await
+        .unwrap();
+    wait_deployment_available(&admin, "default", "placement", 1)
+        .await
+        .unwrap();
+    let token = Api::<ServiceAccount>::namespaced(admin.clone(), "default")
+        .create_token_request("placement", &PostParams::default(), &Default::default())
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let url = "https://placement-debug.default.svc.cluster.local:9443/debug/placements/default/p1";
+    let curl =
+        |auth: &str| -> Vec<String> { ["curl", "-sk", "-H", auth, url].map(String::from).to_vec() };
+
+    let (phase, log) = curl_pod(
+        &admin,
+        "curl-ok",
+        curl(&format!("Authorization: Bearer {token}")),
+    )
+    .await;
+    assert_eq!(phase, "Succeeded", "{log}");
+    let answer: serde_json::Value =
+        serde_json::from_str(&log).unwrap_or_else(|e| panic!("{e}: {log}"));
+    assert_eq!(answer["placement"]["metadata"]["name"], "p1", "{log}");
+    assert_eq!(
+        answer["filteredPipelineResults"][1]["name"], "Predicate,TaintToleration",
+        "{log}"
+    );
+    assert!(answer.get("error").is_none(), "{log}");
+
+    // A token the API server does not know: the debugger refuses it.
+    let (phase, log) = curl_pod(&admin, "curl-bad", curl("Authorization: Bearer nope")).await;
+    assert_eq!(phase, "Succeeded");
+    assert_eq!(log, "Unauthorized");
+
+    // A Service nobody serves: curl fails to resolve it, and the pod fails with it.
+    let (phase, _) = curl_pod(
+        &admin,
+        "curl-nowhere",
+        ["curl", "-sS", "https://nobody.default.svc:443/"]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(phase, "Failed");
     kubelet.cancel();
     apiserver.stop();
 }

@@ -470,7 +470,8 @@ async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
     let resource = key.bucket.resource.clone();
     let mut set = |_: &mut crate::ops::Ctx, old: &Value| {
         let mut new = old.clone();
-        if meta::is_deleting(old) {
+        // Taken by the process kubelet since it was queued: its status is the kubelet's.
+        if meta::is_deleting(old) || old["metadata"]["annotations"][PROCESS_ANNOTATION] == "true" {
             return Ok(new);
         }
         if let Some(status) = desired_status(&resource, old, &nodes, &meta::now())

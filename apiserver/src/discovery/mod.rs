@@ -82,6 +82,7 @@ fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, St
             "v1".into(),
             "TokenRequest".into(),
         ),
+        "binding" => (String::new(), "v1".into(), "Binding".into()),
         _ => (res.group.clone(), version.to_owned(), res.kind.clone()),
     }
 }
@@ -89,7 +90,8 @@ fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, St
 fn subresource_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
         "finalize" => vec!["update"],
-        "token" => vec!["create"],
+        "token" | "binding" => vec!["create"],
+        "log" => vec!["get"],
         _ => vec!["get", "patch", "update"],
     }
 }

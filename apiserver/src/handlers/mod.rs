@@ -5,6 +5,7 @@
 mod apply;
 mod delete;
 mod list_items;
+mod pods;
 mod protobuf_reply;
 mod read;
 mod token;
@@ -470,6 +471,14 @@ async fn handle_json(req: ResourceRequest, body: Bytes) -> Result<Reply, ApiErro
         }
         if sub == "token" && verb == "create" {
             return token::create(&req, &body);
+        }
+        if req.res.builtin() == Some(crate::registry::BuiltinKind::Pod) {
+            match (sub.as_str(), verb) {
+                ("binding", "create") => return pods::bind(&req, &body).await,
+                ("log", "get") => return pods::log(&req).await,
+                ("binding" | "log", _) => return Err(ApiError::method_not_allowed()),
+                _ => {}
+            }
         }
         let allowed = match sub.as_str() {
             "finalize" => matches!(verb, "update"),

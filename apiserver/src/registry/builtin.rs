@@ -292,6 +292,8 @@ fn defs() -> Vec<Def> {
                 "status.podIP",
                 "status.nominatedNodeName",
             ],
+            // As served when something plays the kubelet (see `handlers::pods`).
+            extra: &["binding", "log"],
             ..def(K::Pod, "", "v1", "pods", "Pod", true)
         },
         Def {

@@ -49,6 +49,11 @@ pub struct AgentArgs {
     /// Most custom cluster claims reported.
     #[arg(long, default_value_t = 20)]
     max_custom_cluster_claims: usize,
+    /// Registration feature gates, upstream's syntax (`ClusterProperty=true,ClusterClaim=false`;
+    /// repeatable). The agent knows `ClusterClaim` (on by default) and `ClusterProperty` (off);
+    /// other gates are accepted and ignored.
+    #[arg(long)]
+    feature_gates: Vec<String>,
     /// How often each work's objects are read back, repaired and reported (with the work agent).
     #[arg(long, default_value = "10s", value_parser = super::work_agent::parse_duration)]
     status_sync_interval: Duration,
@@ -77,7 +82,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    let options = AgentOptions {
+    let mut options = AgentOptions {
         cluster_name: args.cluster_name.clone(),
         agent_namespace: args.agent_namespace.clone(),
         client_cert_expiration_seconds: args.client_cert_expiration_seconds,
@@ -89,6 +94,14 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         max_custom_cluster_claims: args.max_custom_cluster_claims,
         ..Default::default()
     };
+    for gates in &args.feature_gates {
+        let ignored = options
+            .apply_feature_gates(gates)
+            .map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
+        if !ignored.is_empty() {
+            tracing::info!(gates = ?ignored, "feature gates the registration agent does not use");
+        }
+    }
     let work = (!args.registration_only).then(|| ocm_work::agent::WorkAgentOptions {
         cluster_name: args.cluster_name.clone(),
         agent_namespace: args.agent_namespace.clone(),

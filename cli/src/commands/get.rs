@@ -18,6 +18,9 @@ enum What {
     Clusters {
         #[command(flatten)]
         hub: super::HubAccess,
+        /// `wide` adds the reported cluster claims (ClusterClaims and ClusterProperties).
+        #[arg(short = 'o', long, value_parser = ["wide"])]
+        output: Option<String>,
     },
     /// ManifestWorks of a cluster (or of every cluster).
     Works(super::work::GetWorksArgs),
@@ -32,7 +35,7 @@ enum What {
 /// Prints the table.
 pub async fn run(args: GetArgs) -> anyhow::Result<()> {
     match args.what {
-        What::Clusters { hub } => {
+        What::Clusters { hub, output } => {
             let client = hub.client().await?;
             let api: Api<ManagedCluster> = Api::all(client);
             let list = api.list(&ListParams::default()).await?;
@@ -41,7 +44,11 @@ pub async fn run(args: GetArgs) -> anyhow::Result<()> {
             } else {
                 print!(
                     "{}",
-                    crate::clusters_table::render(&list.items, jiff::Timestamp::now())
+                    crate::clusters_table::render_with(
+                        &list.items,
+                        jiff::Timestamp::now(),
+                        output.as_deref() == Some("wide")
+                    )
                 );
             }
             Ok(())

@@ -101,6 +101,11 @@ pub struct ControllersArgs {
     /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
     #[arg(long = "feature-gates")]
     feature_gates: Vec<String>,
+    /// Also serve the placement debugger (`/debug/placements/`, HTTPS with a self-signed
+    /// certificate) on this address, in every replica and not only the leader (upstream's
+    /// PlacementDebugServer gate).
+    #[arg(long)]
+    placement_debug_listen: Option<SocketAddr>,
 }
 
 /// Flags of `ocm hub webhook`.
@@ -401,6 +406,16 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
         crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await
     {
         tracing::debug!(%err, "could not make sure the hub namespace exists");
+    }
+    if let Some(listen) = args.placement_debug_listen {
+        let server =
+            ocm_placement::debugger::server::serve(client.clone(), listen, shutdown.clone())
+                .await
+                .context("starting the placement debugger")?;
+        println!(
+            "  placement debugger: https://{}/debug/placements/",
+            server.local_addr
+        );
     }
     let _ = ready_tx.send(true);
     let names: Vec<&str> = components.iter().map(|c| c.name()).collect();

@@ -1,4 +1,4 @@
-//! Writes the generated CRD manifests to `crds/manifests/{hub,klusterlet}/`, one file per
+//! Writes the generated CRD manifests to `crds/manifests/{hub,klusterlet,about}/`, one file per
 //! CRD, removing files of CRDs that no longer exist.
 
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
 
 fn write_all(root: &Path) -> Result<usize, Box<dyn std::error::Error>> {
     let mut written = 0;
-    for target in [Target::Hub, Target::Klusterlet] {
+    for target in Target::ALL {
         let dir = root.join(target.dir_name());
         std::fs::create_dir_all(&dir)?;
         for entry in std::fs::read_dir(&dir)? {

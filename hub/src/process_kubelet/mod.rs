@@ -12,9 +12,14 @@
 //! share this machine's network). Processes restart per `restartPolicy`; exits show in the
 //! Pod's status; a changed template replaces the Pods (one at a time would need surge
 //! accounting: all at once, like the Recreate strategy); fewer replicas stop Pods. The
-//! Deployment's status counts the processes that run. Other images stay simulated (the
+//! Deployment's status counts the processes that run. Pods whose container runs `curl` run
+//! as the machine's `curl`, reaching Services through the pods' published ports
+//! ([`command`]). The pods' output is served as their logs ([`logs`]: the Node names the
+//! endpoint, the API server's `pods/log` reads it). Other images stay simulated (the
 //! workload simulator leaves annotated Deployments and Pods to this kubelet).
 
+pub mod command;
+pub mod logs;
 pub mod pod;
 mod supervisor;
 
@@ -110,6 +115,20 @@ pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown:
                 .await;
         }
     }
+    match logs::serve(options.work_dir.clone(), shutdown.child()).await {
+        Ok(port) => {
+            if let Err(err) = logs::register_node(&client, &options.node_name, port).await {
+                tracing::warn!(%err, node = %options.node_name, "cannot name the log endpoint on the node");
+            }
+        }
+        Err(err) => tracing::warn!(%err, "cannot serve the pods' logs"),
+    }
+    tokio::spawn(command::run(
+        client.clone(),
+        options.node_name.clone(),
+        options.work_dir.clone(),
+        shutdown.child(),
+    ));
     let (reader, writer) = reflector::store::<Deployment>();
     let deployments = reflector::reflector(
         writer,

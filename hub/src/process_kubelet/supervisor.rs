@@ -250,17 +250,19 @@ async fn copy_lines(
     }
 }
 
-/// Returns once something accepts connections on loopback `port` (at once for none).
-async fn listening(port: Option<u16>) {
-    let Some(port) = port else { return };
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
+/// Returns once something accepts connections on every loopback port of `ports` (at once
+/// for none).
+async fn listening(ports: &[u16]) {
+    for port in ports {
+        loop {
+            if tokio::net::TcpStream::connect(("127.0.0.1", *port))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -499,16 +501,16 @@ pub(super) async fn supervise(run: PodRun) {
         )
         .await;
         tracing::info!(pod = %name, namespace = %namespace, "pod process started");
-        // Ready once it listens on its first port (a readiness check), or at once without
-        // ports; the exit or the stop may come first.
-        let first_port = ports.values().next().copied();
+        // Ready once it listens on every port it declares (a readiness check), or at once
+        // without ports; the exit or the stop may come first.
+        let local: Vec<u16> = ports.values().copied().collect();
         let exit = tokio::select! {
             status = child.wait() => Some(status.ok().and_then(|s| s.code()).unwrap_or(-1)),
             () = run.stop.cancelled() => {
                 terminate(&mut child, grace).await;
                 break;
             }
-            () = listening(first_port) => None,
+            () = listening(&local) => None,
         };
         let exit = match exit {
             Some(code) => code,

@@ -176,6 +176,15 @@ pub fn cluster_rules(component: Component) -> Value {
             ),
             rule(&[CLUSTER], &["placements/finalizers"], &["update"]),
             rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+            // The placement debugger: its callers' tokens and rights, and the placement asked
+            // about.
+            rule(&[CLUSTER], &["placements"], &["get"]),
+            rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+            rule(
+                &["authorization.k8s.io"],
+                &["subjectaccessreviews"],
+                &["create"],
+            ),
         ],
         Component::Work => vec![
             rule(

@@ -14,7 +14,9 @@
 //! webhook as `--feature-gates=<name>=<bool>` flags.
 //! Replicas: 1 when the hub has at most one control-plane node, else 3. Images: the
 //! ClusterManager's image fields when set to something other than the CRD's defaults
-//! (upstream's quay.io images), else the `ocm` image the operator runs with.
+//! (upstream's quay.io images), else the `ocm` image the operator runs with. The placement
+//! configuration's `PlacementDebugServer` gate makes the placement pods serve the placement
+//! debugger on port 9443 behind the Service `<cm>-placement` (upstream's names and port).
 
 use ocm_api::operator::v1::{
     ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
@@ -58,6 +60,23 @@ pub const WEBHOOK_PORT: i32 = 9443;
 
 /// Port of the components' /metrics, /healthz and /readyz endpoint inside their pods.
 pub const METRICS_PORT: i32 = 8080;
+
+/// Port of the placement debugger inside the placement controller's pods (and of its
+/// Service `<cm>-placement`), as upstream.
+pub const PLACEMENT_DEBUG_PORT: i32 = 9443;
+
+/// Whether the placement configuration turns on `PlacementDebugServer` (upstream's gate, off
+/// by default): the placement pods then serve the debugger and the Service
+/// `<cm>-placement` leads to it.
+pub fn placement_debug_server(cm: &ClusterManager) -> bool {
+    let gates = cm
+        .spec
+        .placement_configuration
+        .as_ref()
+        .map(|p| p.feature_gates.as_slice())
+        .unwrap_or_default();
+    gate(gates, "PlacementDebugServer") == Some(FeatureGateMode::Enable)
+}
 
 /// What the rendering needs besides the ClusterManager.
 #[derive(Debug, Clone)]
@@ -309,6 +328,11 @@ fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
             args.push(format!("--auto-approved-users={}", users.join(",")));
         }
     }
+    if component == Component::Placement && placement_debug_server(cm) {
+        args.push(format!(
+            "--placement-debug-listen=0.0.0.0:{PLACEMENT_DEBUG_PORT}"
+        ));
+    }
     args
 }
 
@@ -352,6 +376,11 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
             "secret": {"secretName": kind.serving_secret()}}]);
     } else {
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
+        if component == Component::Placement && placement_debug_server(cm) {
+            // The debugger's port first: where a pod listens first is when it is ready.
+            container["ports"] = json!([{"name": "https", "containerPort": PLACEMENT_DEBUG_PORT},
+                                        {"name": "metrics", "containerPort": METRICS_PORT}]);
+        }
         container["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": METRICS_PORT}});
         container["readinessProbe"] = json!({"httpGet": {"path": "/readyz", "port": METRICS_PORT}});
     }
@@ -412,7 +441,8 @@ pub fn leader_lease(component: Component) -> Option<String> {
 
 /// Every object of the ClusterManager. Order: namespace, then per component ServiceAccount,
 /// ClusterRole and binding ([`super::rbac::cluster_rules`]), leader-election Role and binding
-/// in the hub namespace (controllers), Deployment; then the webhook Services.
+/// in the hub namespace (controllers), Deployment; then the webhook Services, and with
+/// `PlacementDebugServer` the placement debugger's Service.
 pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
@@ -476,6 +506,18 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
                          "labels": label},
             "spec": {"selector": {"app": kind.service(cm_name)},
                      "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
+        }));
+    }
+    if placement_debug_server(cm) {
+        let placement = format!("{cm_name}-{}", Component::Placement.deployment_suffix());
+        out.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{cm_name}-placement"), "namespace": namespace,
+                         "labels": label},
+            "spec": {"selector": {"app": placement}, "type": "ClusterIP",
+                     "ports": [{"name": "https", "protocol": "TCP",
+                                "port": PLACEMENT_DEBUG_PORT,
+                                "targetPort": PLACEMENT_DEBUG_PORT}]},
         }));
     }
     out
@@ -718,6 +760,50 @@ mod tests {
                 "cluster-manager-work-webhook",
                 "cluster-manager-addon-webhook"
             ]
+        );
+    }
+
+    #[test]
+    fn the_placement_debug_server_gate_adds_its_port_and_service() {
+        let service_of = |objects: &[Value]| {
+            objects
+                .iter()
+                .find(|o| {
+                    o["kind"] == "Service" && o["metadata"]["name"] == "cluster-manager-placement"
+                })
+                .cloned()
+        };
+        let plain = rendered(&cm(json!({})), 1);
+        assert!(service_of(&plain).is_none());
+        let placement = deployment_named(&plain, "cluster-manager-placement-controller").unwrap();
+        let args = placement["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(!args.contains("placement-debug-listen"), "{args}");
+
+        let gated = rendered(
+            &cm(json!({"placementConfiguration": {"featureGates": [
+                {"feature": "PlacementDebugServer", "mode": "Enable"}]}})),
+            1,
+        );
+        let service = service_of(&gated).unwrap();
+        assert_eq!(service["metadata"]["namespace"], HUB_NAMESPACE);
+        assert_eq!(service["spec"]["ports"][0]["port"], 9443);
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], 9443);
+        assert_eq!(
+            service["spec"]["selector"]["app"],
+            "cluster-manager-placement-controller"
+        );
+        let placement = deployment_named(&gated, "cluster-manager-placement-controller").unwrap();
+        let container = &placement["spec"]["template"]["spec"]["containers"][0];
+        assert!(
+            container["args"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("--placement-debug-listen=0.0.0.0:9443"))
+        );
+        assert_eq!(container["ports"][0]["containerPort"], 9443);
+        assert_eq!(
+            placement["spec"]["template"]["metadata"]["labels"]["app"],
+            "cluster-manager-placement-controller"
         );
     }
 }

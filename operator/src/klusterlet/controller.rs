@@ -431,7 +431,7 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         control_plane_nodes: nodes,
         hub_secret: &hub_secret,
     });
-    let crd_objects = crds();
+    let crd_objects = crds(&k);
     let crds_applied = apply_all(&managed, FIELD_MANAGER, &crd_objects).await;
     let mut applied = match &crds_applied.failure {
         None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,

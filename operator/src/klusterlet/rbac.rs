@@ -2,8 +2,8 @@
 //!
 //! Registration agent (`open-cluster-management:<klusterlet>-registration:agent`): its own and
 //! the addons' secrets (addon agents' credentials go to the addons' install namespaces, so
-//! Secrets across the cluster), namespaces (get), nodes and ClusterClaims (status), Leases
-//! (addon health), events.
+//! Secrets across the cluster), namespaces (the cluster sets' managed namespaces), nodes,
+//! ClusterClaims and ClusterProperties (status), Leases (addon health), events.
 //!
 //! Work agent (`open-cluster-management:<klusterlet>-work:agent`): AppliedManifestWorks,
 //! SubjectAccessReviews (executor checks), events; a Role in the agent namespace to read the
@@ -32,7 +32,12 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 pub fn registration_rules() -> Value {
     json!([
         rule(&[""], &["secrets"], &ALL),
-        rule(&[""], &["namespaces"], &["get"]),
+        // Managed namespaces of the hub's cluster sets (and addon install namespaces).
+        rule(
+            &[""],
+            &["namespaces"],
+            &["create", "get", "list", "update", "watch", "patch"]
+        ),
         rule(&[""], &["nodes"], &["get", "list", "watch"]),
         rule(
             &["coordination.k8s.io"],
@@ -42,6 +47,11 @@ pub fn registration_rules() -> Value {
         rule(
             &["cluster.open-cluster-management.io"],
             &["clusterclaims"],
+            &["get", "list", "watch"]
+        ),
+        rule(
+            &["about.k8s.io"],
+            &["clusterproperties"],
             &["get", "list", "watch"]
         ),
         rule(

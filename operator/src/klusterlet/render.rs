@@ -18,7 +18,7 @@
 //! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
 //! agent runs no replicas (upstream does the same).
 
-use ocm_api::operator::v1::Klusterlet;
+use ocm_api::operator::v1::{FeatureGateMode, Klusterlet};
 use serde_json::{Value, json};
 
 /// Default agent namespace (`spec.namespace` empty).
@@ -227,6 +227,10 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
                     claims.max_custom_cluster_claims
                 ));
             }
+            for gate in &registration.feature_gates {
+                let on = gate.mode == Some(FeatureGateMode::Enable);
+                args.push(format!("--feature-gates={}={on}", gate.feature));
+            }
         }
     }
     if agent.works()
@@ -307,10 +311,26 @@ fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
     })
 }
 
-/// The managed-cluster CRDs a Klusterlet installs (all but the Klusterlet's own).
-pub fn crds() -> Vec<Value> {
-    ocm_api::crds::klusterlet()
-        .into_iter()
+/// Whether the Klusterlet turns on the registration feature gate `feature` (upstream's
+/// registration gates are off unless enabled, but for `ClusterClaim` and `AddonManagement`).
+pub fn registration_gate(klusterlet: &Klusterlet, feature: &str) -> bool {
+    let default = matches!(feature, "ClusterClaim" | "AddonManagement");
+    klusterlet
+        .spec
+        .registration_configuration
+        .as_ref()
+        .and_then(|r| r.feature_gates.iter().rev().find(|g| g.feature == feature))
+        .map_or(default, |g| g.mode == Some(FeatureGateMode::Enable))
+}
+
+/// The managed-cluster CRDs a Klusterlet installs (all but the Klusterlet's own), and with
+/// the registration `ClusterProperty` gate the About API's ClusterProperty (as upstream).
+pub fn crds(klusterlet: &Klusterlet) -> Vec<Value> {
+    let mut crds = ocm_api::crds::klusterlet();
+    if registration_gate(klusterlet, "ClusterProperty") {
+        crds.extend(ocm_api::crds::about());
+    }
+    crds.into_iter()
         .filter(|crd| crd.spec.group != "operator.open-cluster-management.io")
         .filter_map(|crd| serde_json::to_value(crd).ok())
         .collect()
@@ -439,11 +459,56 @@ mod tests {
                 .iter()
                 .all(|o| o["metadata"]["labels"][KLUSTERLET_LABEL] == "klusterlet")
         );
-        assert!(!crds().is_empty());
+        assert!(!crds(&k).is_empty());
         assert!(
-            crds()
+            crds(&k)
                 .iter()
                 .all(|c| c["spec"]["group"] != "operator.open-cluster-management.io")
+        );
+    }
+
+    #[test]
+    fn the_cluster_property_gate_reaches_the_agent_and_installs_the_about_api() {
+        let crd_names = |k: &Klusterlet| -> Vec<String> {
+            crds(k)
+                .iter()
+                .map(|c| {
+                    c["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        };
+        let plain = klusterlet(json!({"clusterName": "c1"}));
+        assert!(!registration_gate(&plain, "ClusterProperty"));
+        assert!(registration_gate(&plain, "ClusterClaim"));
+        assert!(!crd_names(&plain).contains(&"clusterproperties.about.k8s.io".to_owned()));
+        let gated = klusterlet(json!({"clusterName": "c1", "registrationConfiguration": {
+            "featureGates": [{"feature": "ClusterProperty", "mode": "Enable"},
+                             {"feature": "ClusterClaim", "mode": "Disable"}]}}));
+        assert!(registration_gate(&gated, "ClusterProperty"));
+        assert!(crd_names(&gated).contains(&"clusterproperties.about.k8s.io".to_owned()));
+        let objects = render(&RenderInput {
+            klusterlet: &gated,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &HubSecret::default(),
+        });
+        let args = &deployments(&objects)[0]["spec"]["template"]["spec"]["containers"][0]["args"];
+        let args: Vec<&str> = args
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            args.contains(&"--feature-gates=ClusterProperty=true"),
+            "{args:?}"
+        );
+        assert!(
+            args.contains(&"--feature-gates=ClusterClaim=false"),
+            "{args:?}"
         );
     }
 

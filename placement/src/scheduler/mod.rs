@@ -89,7 +89,7 @@ mod cel;
 mod decisions;
 mod explain;
 mod fast_hash;
-mod filter;
+pub(crate) mod filter;
 mod groups;
 mod quantity;
 mod result;

@@ -3,16 +3,17 @@
 //! health ([`super::addons`], [`super::addon_health`]), until the hub refuses it.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, GetParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use ocm_api::about::v1alpha1::ClusterProperty;
 use ocm_api::cluster::names::{MANAGED_CLUSTER_LEASE, conditions, labels};
 use ocm_api::cluster::v1::{ManagedCluster, ManagedClusterStatus, ManagedClusterVersion};
 use ocm_api::cluster::v1alpha1::ClusterClaim;
@@ -27,10 +28,6 @@ use super::rotation::{CertValidity, RotationSchedule};
 use super::secrets::{self, HubCreds};
 use super::status::{self, Availability, Claim};
 use super::{AgentError, AgentProgress, Backoff, Ctx, keys, status_code};
-
-/// Consecutive 403 answers on the agent's own ManagedCluster (after it had been readable)
-/// that send the agent back to bootstrap.
-const FORBIDDEN_LIMIT: u32 = 3;
 
 /// Lease duration when the ManagedCluster gives none (or 0).
 const DEFAULT_LEASE_SECONDS: i32 = 60;
@@ -57,7 +54,10 @@ struct Joined<'a> {
     cluster_rx: watch::Receiver<Option<ManagedCluster>>,
     sync: Notify,
     readable: AtomicBool,
-    forbidden: AtomicU32,
+    /// Label of the namespaces this agent manages for the hub's cluster sets.
+    namespace_label: String,
+    /// The hub deleted the ManagedCluster (seen by the watch); it is not created again.
+    deleted: AtomicBool,
 }
 
 /// Runs the joined phase until the agent must start over.
@@ -69,6 +69,7 @@ pub(crate) async fn run(
     expiry_note: Option<String>,
 ) -> Result<Outcome, AgentError> {
     let client = creds.client().await?;
+    let namespace_label = super::managed_namespaces::hub_cluster_set_label(&creds.server.server);
     let (hub, hub_rx) = watch::channel(client);
     let addon_env = super::addons::AddonEnv {
         spoke: ctx.spoke.clone(),
@@ -89,7 +90,8 @@ pub(crate) async fn run(
         cluster_rx,
         sync: Notify::new(),
         readable: AtomicBool::new(false),
-        forbidden: AtomicU32::new(0),
+        namespace_label,
+        deleted: AtomicBool::new(false),
     };
     tokio::select! {
         outcome = joined.watch_cluster() => Ok(outcome),
@@ -130,38 +132,28 @@ impl Joined<'_> {
         self.hub.borrow().clone()
     }
 
-    /// Decides whether a failed hub call sends the agent back to bootstrap.
-    fn classify(&self, code: Option<u16>, own_cluster: bool) -> Option<Outcome> {
-        match code {
-            Some(401) => {
-                let validity = self
-                    .creds
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .validity();
-                if validity.expired(Timestamp::now()) {
-                    return Some(self.expired_outcome(&validity));
-                }
-                Some(Outcome {
-                    reason: "the hub no longer accepts the client certificate (401 Unauthorized)"
-                        .into(),
-                    force_bootstrap: true,
-                    expired: None,
-                })
-            }
-            Some(403) if own_cluster && self.readable.load(Ordering::Relaxed) => {
-                let n = self.forbidden.fetch_add(1, Ordering::Relaxed) + 1;
-                (n >= FORBIDDEN_LIMIT).then(|| Outcome {
-                    reason: format!(
-                        "the hub refused access to ManagedCluster {} {n} times in a row (403 Forbidden)",
-                        self.cluster
-                    ),
-                    force_bootstrap: true,
-                    expired: None,
-                })
-            }
-            _ => None,
+    /// Decides whether a failed hub call sends the agent back to bootstrap: only a 401 (the
+    /// hub no longer accepts the certificate, or it expired). A 403 — the hub denied the
+    /// cluster or deleted its ManagedCluster and with it the cluster's RBAC — does not: as
+    /// upstream, the agent creates its ManagedCluster only while bootstrapping, so a cluster a
+    /// hub admin deleted stays deleted until the agent registers again.
+    fn classify(&self, code: Option<u16>) -> Option<Outcome> {
+        if code != Some(401) {
+            return None;
         }
+        let validity = self
+            .creds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .validity();
+        if validity.expired(Timestamp::now()) {
+            return Some(self.expired_outcome(&validity));
+        }
+        Some(Outcome {
+            reason: "the hub no longer accepts the client certificate (401 Unauthorized)".into(),
+            force_bootstrap: true,
+            expired: None,
+        })
     }
 
     /// Publishes a ManagedCluster read outside the watch when it is newer than the last one.
@@ -179,7 +171,7 @@ impl Joined<'_> {
 
     fn own_cluster_readable(&self) {
         self.readable.store(true, Ordering::Relaxed);
-        self.forbidden.store(0, Ordering::Relaxed);
+        self.deleted.store(false, Ordering::Relaxed);
     }
 
     /// Follows the ManagedCluster (restarting the watch when the hub client changes).
@@ -210,6 +202,12 @@ impl Joined<'_> {
                         self.sync.notify_one();
                     }
                     Some(Ok(watcher::Event::Delete(_))) => {
+                        self.deleted.store(true, Ordering::Relaxed);
+                        tracing::warn!(
+                            cluster = self.cluster,
+                            "the hub deleted this cluster's ManagedCluster; it is not created again until the agent registers again (a new bootstrap kubeconfig)"
+                        );
+                        self.ctx.set_progress(AgentProgress::Deleted);
                         tx.send_replace(None);
                     }
                     Some(Ok(_)) => {}
@@ -221,7 +219,7 @@ impl Joined<'_> {
                             watcher::Error::WatchError(s) => Some(s.code),
                             watcher::Error::NoResourceVersion => None,
                         };
-                        if let Some(outcome) = self.classify(code, true) {
+                        if let Some(outcome) = self.classify(code) {
                             return outcome;
                         }
                         tracing::warn!(error = %err, "watching the ManagedCluster");
@@ -271,12 +269,18 @@ impl Joined<'_> {
                     c
                 }
                 Err(err) => {
-                    if status_code(&err) == Some(403) && !self.readable.load(Ordering::Relaxed) {
+                    let code = status_code(&err);
+                    if self.deleted.load(Ordering::Relaxed) && matches!(code, Some(403 | 404)) {
+                        // Deleted by the hub admin: nothing to report until it is back.
+                        self.ctx.set_progress(AgentProgress::Deleted);
+                        return Ok(());
+                    }
+                    if code == Some(403) && !self.readable.load(Ordering::Relaxed) {
                         // The hub grants access to the ManagedCluster on acceptance.
                         self.ctx.set_progress(AgentProgress::WaitingForAcceptance);
                         return Ok(());
                     }
-                    return Err(self.hub_error(err, true));
+                    return Err(self.hub_error(err));
                 }
             };
             if !accepted(&cluster) {
@@ -294,7 +298,8 @@ impl Joined<'_> {
                 );
                 return Ok(());
             }
-            let new = self.desired_status(&old, availability).await;
+            let deleting = cluster.metadata.deletion_timestamp.is_some();
+            let new = self.desired_status(&old, deleting, availability).await;
             let available = is_true(&new.conditions, conditions::AVAILABLE);
             if let Some(mut patch) = status::status_patch(&old, &new) {
                 patch["metadata"] = json!({ "resourceVersion": cluster.metadata.resource_version });
@@ -304,7 +309,7 @@ impl Joined<'_> {
                 {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                    Err(err) => return Err(self.hub_error(err, true)),
+                    Err(err) => return Err(self.hub_error(err)),
                 }
             }
             self.ctx.set_progress(if available {
@@ -319,8 +324,8 @@ impl Joined<'_> {
         )))
     }
 
-    fn hub_error(&self, err: kube::Error, own_cluster: bool) -> SyncError {
-        match self.classify(status_code(&err), own_cluster) {
+    fn hub_error(&self, err: kube::Error) -> SyncError {
+        match self.classify(status_code(&err)) {
             Some(outcome) => SyncError::Restart(outcome),
             None => SyncError::Failed(AgentError::Hub(err)),
         }
@@ -330,6 +335,7 @@ impl Joined<'_> {
     async fn desired_status(
         &self,
         old: &ManagedClusterStatus,
+        deleting: bool,
         availability: &mut Availability,
     ) -> ManagedClusterStatus {
         let spoke = &self.ctx.spoke;
@@ -377,34 +383,77 @@ impl Joined<'_> {
             }
             Err(err) => tracing::warn!(error = %err, "listing nodes"),
         }
-        match Api::<ClusterClaim>::all(spoke.clone())
-            .list(&ListParams::default())
-            .await
-        {
-            Ok(list) => {
-                let claims: Vec<Claim> = list
-                    .items
-                    .iter()
-                    .map(|c| Claim {
-                        name: c.metadata.name.clone().unwrap_or_default(),
-                        value: c.spec.value.clone(),
-                        spoke_only: c
-                            .metadata
-                            .labels
-                            .as_ref()
-                            .is_some_and(|l| l.contains_key(labels::SPOKE_ONLY_CLAIM)),
-                    })
-                    .collect();
-                new.cluster_claims = status::reported_claims(
-                    &claims,
-                    self.ctx.options.max_custom_cluster_claims,
-                    &self.ctx.options.reserved_claim_suffixes,
-                );
+        // Claims and (with the ClusterProperty gate) properties; a failed list keeps what
+        // was reported, a missing API reports none of that kind.
+        let spoke_only = |meta: &kube::api::ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(labels::SPOKE_ONLY_CLAIM))
+        };
+        let mut listed = true;
+        let mut properties = Vec::new();
+        if self.ctx.options.cluster_properties {
+            match Api::<ClusterProperty>::all(spoke.clone())
+                .list(&ListParams::default())
+                .await
+            {
+                Ok(list) => {
+                    properties = list
+                        .items
+                        .iter()
+                        .map(|p| Claim {
+                            name: p.metadata.name.clone().unwrap_or_default(),
+                            value: p.spec.value.clone(),
+                            spoke_only: spoke_only(&p.metadata),
+                        })
+                        .collect();
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(err) => {
+                    listed = false;
+                    tracing::warn!(error = %err, "listing cluster properties");
+                }
             }
-            // No ClusterClaim API on the managed cluster: no claims.
-            Err(kube::Error::Api(s)) if s.code == 404 => new.cluster_claims.clear(),
-            Err(err) => tracing::warn!(error = %err, "listing cluster claims"),
         }
+        let mut claims = Vec::new();
+        if self.ctx.options.cluster_claims {
+            match Api::<ClusterClaim>::all(spoke.clone())
+                .list(&ListParams::default())
+                .await
+            {
+                Ok(list) => {
+                    claims = list
+                        .items
+                        .iter()
+                        .map(|c| Claim {
+                            name: c.metadata.name.clone().unwrap_or_default(),
+                            value: c.spec.value.clone(),
+                            spoke_only: spoke_only(&c.metadata),
+                        })
+                        .collect();
+                }
+                // No ClusterClaim API on the managed cluster: no claims.
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(err) => {
+                    listed = false;
+                    tracing::warn!(error = %err, "listing cluster claims");
+                }
+            }
+        }
+        if listed {
+            new.cluster_claims = status::reported_claims(
+                &status::with_properties(properties, claims),
+                self.ctx.options.max_custom_cluster_claims,
+                &self.ctx.options.reserved_claim_suffixes,
+            );
+        }
+        super::managed_namespaces::reconcile(
+            spoke,
+            &self.namespace_label,
+            &mut new.managed_namespaces,
+            deleting,
+        )
+        .await;
         new
     }
 
@@ -424,7 +473,7 @@ impl Joined<'_> {
             match self.renew_lease().await {
                 Ok(()) => backoff.reset(),
                 Err(err) => {
-                    if let Some(outcome) = self.classify(status_code(&err), false) {
+                    if let Some(outcome) = self.classify(status_code(&err)) {
                         return outcome;
                     }
                     wait = wait.min(backoff.next_delay());
@@ -606,7 +655,7 @@ impl Joined<'_> {
             request_certificate(self.ctx, &hub, self.cluster, self.agent, false)
                 .await
                 .map_err(|err| match &err {
-                    AgentError::Hub(e) => match self.classify(status_code(e), false) {
+                    AgentError::Hub(e) => match self.classify(status_code(e)) {
                         Some(outcome) => SyncError::Restart(outcome),
                         None => SyncError::Failed(err),
                     },
@@ -698,25 +747,46 @@ impl Joined<'_> {
         Ok(())
     }
 
-    /// Triggers a status sync on changes of nodes and cluster claims. Never returns.
+    /// Triggers a status sync on changes of nodes, cluster claims and (with the gate)
+    /// cluster properties, and when a managed namespace is deleted or loses its label (a
+    /// labelled watch reports both as deletions). Never returns.
     async fn spoke_triggers(&self) -> std::convert::Infallible {
-        let nodes = watcher(
-            Api::<Node>::all(self.ctx.spoke.clone()),
-            watcher::Config::default(),
-        )
-        .backoff_on_errors()
-        .touched_objects()
-        .map(|r| r.is_ok());
+        let spoke = &self.ctx.spoke;
+        let nodes = watcher(Api::<Node>::all(spoke.clone()), watcher::Config::default())
+            .backoff_on_errors()
+            .touched_objects()
+            .map(|r| r.is_ok())
+            .boxed();
         let claims = watcher(
-            Api::<ClusterClaim>::all(self.ctx.spoke.clone()),
+            Api::<ClusterClaim>::all(spoke.clone()),
             watcher::Config::default(),
         )
         .backoff_on_errors()
         .touched_objects()
-        .map(|r| r.is_ok());
-        let mut merged = std::pin::pin!(futures::stream::select(nodes, claims));
-        while let Some(ok) = merged.next().await {
-            if ok {
+        .map(|r| r.is_ok())
+        .boxed();
+        let properties = if self.ctx.options.cluster_properties {
+            watcher(
+                Api::<ClusterProperty>::all(spoke.clone()),
+                watcher::Config::default(),
+            )
+            .backoff_on_errors()
+            .touched_objects()
+            .map(|r| r.is_ok())
+            .boxed()
+        } else {
+            futures::stream::pending().boxed()
+        };
+        let namespaces = watcher(
+            Api::<Namespace>::all(spoke.clone()),
+            watcher::Config::default().labels(&format!("{}=true", self.namespace_label)),
+        )
+        .backoff_on_errors()
+        .map(|e| matches!(e, Ok(watcher::Event::Delete(_))))
+        .boxed();
+        let mut merged = futures::stream::select_all([nodes, claims, properties, namespaces]);
+        while let Some(trigger) = merged.next().await {
+            if trigger {
                 self.sync.notify_one();
             }
         }

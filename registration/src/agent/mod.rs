@@ -17,8 +17,10 @@
 //!    ([`addon_health`]).
 //! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
 //!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
-//!    write again), when the hub refuses the certificate (401), when it keeps refusing access
-//!    to the ManagedCluster (403), or when the bootstrap kubeconfig changes.
+//!    write again), when the hub refuses the certificate (401), or when the bootstrap
+//!    kubeconfig changes. Nothing else: as upstream, the ManagedCluster is created only while
+//!    bootstrapping, so one a hub admin deleted stays deleted ([`AgentProgress::Deleted`])
+//!    until the agent registers again.
 //!
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
 //! caller (the `ocm` CLI) where it stands.
@@ -28,6 +30,7 @@ pub mod addons;
 mod bootstrap;
 mod certs;
 mod joined;
+pub mod managed_namespaces;
 pub mod rotation;
 mod secrets;
 mod status;
@@ -97,6 +100,13 @@ pub struct AgentOptions {
     pub cert_check_period: Duration,
     /// Most custom cluster claims reported (upstream: 20).
     pub max_custom_cluster_claims: usize,
+    /// Report ClusterClaims in the ManagedCluster status (upstream's `ClusterClaim` feature
+    /// gate, on by default).
+    pub cluster_claims: bool,
+    /// Report ClusterProperties (`about.k8s.io`) in the ManagedCluster status beside the
+    /// claims; a property wins over a claim of the same name (upstream's `ClusterProperty`
+    /// feature gate, off by default).
+    pub cluster_properties: bool,
     /// Claim name suffixes treated like the reserved claims (always reported, first).
     pub reserved_claim_suffixes: Vec<String>,
     /// The certificate is renewed when its remaining lifetime falls below a fraction of the
@@ -123,11 +133,43 @@ impl Default for AgentOptions {
             status_sync_period: Duration::from_secs(60),
             cert_check_period: Duration::from_secs(5 * 60),
             max_custom_cluster_claims: ocm_api::cluster::names::claims::DEFAULT_MAX_CUSTOM_CLAIMS,
+            cluster_claims: true,
+            cluster_properties: false,
             reserved_claim_suffixes: Vec::new(),
             rotation_threshold: (0.20, 0.25),
             addon_lease_check_period: Duration::from_secs(30),
             addon_lease_grace: Duration::from_secs(5 * 60),
         }
+    }
+}
+
+impl AgentOptions {
+    /// Applies upstream's `--feature-gates` syntax (`Name=true,Other=false`) to the gates the
+    /// agent knows (`ClusterClaim`, `ClusterProperty`); returns the names of the other gates
+    /// (upstream's other registration gates, which change nothing here). A malformed entry is
+    /// an error.
+    pub fn apply_feature_gates(&mut self, gates: &str) -> Result<Vec<String>, String> {
+        let mut ignored = Vec::new();
+        for entry in gates.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, value) = entry
+                .split_once('=')
+                .ok_or_else(|| format!("feature gate {entry:?} is not Name=true|false"))?;
+            let on = match value.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(format!(
+                        "feature gate {name}: {value:?} is not true or false"
+                    ));
+                }
+            };
+            match name.trim() {
+                "ClusterClaim" => self.cluster_claims = on,
+                "ClusterProperty" => self.cluster_properties = on,
+                other => ignored.push(other.to_owned()),
+            }
+        }
+        Ok(ignored)
     }
 }
 
@@ -154,6 +196,9 @@ pub enum AgentProgress {
     Joined,
     /// The cluster joined and reports itself available.
     Available,
+    /// The hub admin deleted the cluster's ManagedCluster. The agent does not create it again
+    /// (as upstream): a new bootstrap kubeconfig registers the cluster anew.
+    Deleted,
     /// Something failed; the agent retries after a backoff.
     Retrying {
         /// What failed.
@@ -186,6 +231,9 @@ impl fmt::Display for AgentProgress {
             }
             AgentProgress::Joined => f.write_str("joined the hub"),
             AgentProgress::Available => f.write_str("joined the hub and available"),
+            AgentProgress::Deleted => f.write_str(
+                "the hub deleted this cluster's ManagedCluster; it stays deleted until the agent registers again with a new bootstrap kubeconfig",
+            ),
             AgentProgress::Retrying { error } => write!(f, "retrying after an error: {error}"),
             AgentProgress::Rebootstrapping { reason } => {
                 write!(f, "registering again: {reason}")
@@ -565,6 +613,20 @@ mod tests {
             let err = validate_cluster_name(bad).unwrap_err().to_string();
             assert!(err.contains("invalid cluster name"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn feature_gates_use_upstreams_syntax() {
+        let mut options = AgentOptions::default();
+        assert!(options.cluster_claims && !options.cluster_properties);
+        let ignored = options
+            .apply_feature_gates("ClusterProperty=true, ClusterClaim=false,AddonManagement=true")
+            .unwrap();
+        assert!(options.cluster_properties && !options.cluster_claims);
+        assert_eq!(ignored, ["AddonManagement"]);
+        assert!(options.apply_feature_gates("ClusterProperty").is_err());
+        assert!(options.apply_feature_gates("ClusterProperty=yes").is_err());
+        assert_eq!(options.apply_feature_gates(""), Ok(Vec::new()));
     }
 
     #[test]

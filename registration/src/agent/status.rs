@@ -62,6 +62,16 @@ pub fn reported_claims(
     reserved
 }
 
+/// ClusterProperties and ClusterClaims as one list of claims: every reported property, then
+/// the claims whose name no reported property has (a property wins, as upstream). Spoke-only
+/// ones are not reported, so they shadow nothing.
+pub fn with_properties(properties: Vec<Claim>, claims: Vec<Claim>) -> Vec<Claim> {
+    let mut out: Vec<Claim> = properties.into_iter().filter(|p| !p.spoke_only).collect();
+    let taken: std::collections::HashSet<String> = out.iter().map(|p| p.name.clone()).collect();
+    out.extend(claims.into_iter().filter(|c| !taken.contains(&c.name)));
+    out
+}
+
 /// Sum of node capacity (all nodes) and allocatable (schedulable nodes only).
 pub fn node_resources(nodes: &[Node]) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
     let mut capacity: BTreeMap<String, Sum> = BTreeMap::new();
@@ -287,6 +297,9 @@ pub fn status_patch(old: &ManagedClusterStatus, new: &ManagedClusterStatus) -> O
     if old.cluster_claims != new.cluster_claims {
         status.insert("clusterClaims".into(), json!(new.cluster_claims));
     }
+    if old.managed_namespaces != new.managed_namespaces {
+        status.insert("managedNamespaces".into(), json!(new.managed_namespaces));
+    }
     if status.is_empty() {
         None
     } else {
@@ -306,6 +319,39 @@ mod tests {
             value: format!("v-{name}"),
             spoke_only,
         }
+    }
+
+    #[test]
+    fn properties_win_over_claims_of_the_same_name() {
+        let property = |name: &str, value: &str, spoke_only: bool| Claim {
+            name: name.into(),
+            value: value.into(),
+            spoke_only,
+        };
+        let merged = with_properties(
+            vec![
+                property("prop1", "from-property", false),
+                property("hidden", "p", true),
+            ],
+            vec![
+                property("prop1", "from-claim", false),
+                property("hidden", "from-claim", false),
+                property("other", "c", false),
+            ],
+        );
+        let out = reported_claims(&merged, 20, &[]);
+        let pairs: Vec<(&str, &str)> = out
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("hidden", "from-claim"),
+                ("other", "c"),
+                ("prop1", "from-property")
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! - With [`HubOptions::default_cluster_sets`] (upstream's DefaultClusterSet gate):
 //!   the `default` set (selector type `ExclusiveClusterSetLabel`) and the `global` set (type
 //!   `LabelSelector`, empty selector: every cluster) exist; they are recreated when deleted and
-//!   their spec is reset when changed, unless annotated
+//!   their cluster selector is reset when changed (the rest of the spec, such as
+//!   `managedNamespaces`, is the admin's), unless annotated
 //!   `cluster.open-cluster-management.io/autoupdate: "false"`. Clusters without a (non-empty)
 //!   `cluster.open-cluster-management.io/clusterset` label get `default` — done at admission
 //!   by [`super::admission`] and, so that it holds on any API server, by a controller here.
@@ -35,6 +36,7 @@ use ocm_api::cluster::v1beta2::{
     ManagedClusterSelector, ManagedClusterSet, ManagedClusterSetBinding, ManagedClusterSetSpec,
     SelectorType,
 };
+
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::cache::strip_managed_fields;
 use ocm_runtime::conditions::{condition, set_condition};
@@ -80,7 +82,8 @@ pub(crate) enum BuiltinAction {
     Keep,
     /// Missing: create it.
     Create(ManagedClusterSet),
-    /// Its spec drifted: put this spec back.
+    /// Its cluster selector drifted: put this spec (the right selector, the rest as it was)
+    /// back.
     Reset(ManagedClusterSetSpec),
 }
 
@@ -100,15 +103,17 @@ pub(crate) fn builtin_action(name: &str, current: Option<&ManagedClusterSet>) ->
     {
         return BuiltinAction::Keep;
     }
-    // A missing selector is the same as the schema default (ExclusiveClusterSetLabel).
-    let mut normalized = current.spec.clone();
-    if normalized.cluster_selector.is_none() {
-        normalized.cluster_selector = Some(ManagedClusterSelector::default());
-    }
-    if normalized == spec {
+    // Only the selector is the hub's (as upstream): `managedNamespaces` and anything else
+    // stay as the admin set them. A missing selector is the same as the schema default
+    // (ExclusiveClusterSetLabel).
+    let selector = current.spec.cluster_selector.clone().unwrap_or_default();
+    if Some(selector) == spec.cluster_selector {
         BuiltinAction::Keep
     } else {
-        BuiltinAction::Reset(spec)
+        BuiltinAction::Reset(ManagedClusterSetSpec {
+            cluster_selector: spec.cluster_selector,
+            ..current.spec.clone()
+        })
     }
 }
 
@@ -532,6 +537,7 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use ocm_api::cluster::v1::ManagedClusterSpec;
+    use ocm_api::cluster::v1beta2::ManagedNamespaceConfig;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -588,6 +594,22 @@ mod tests {
             builtin_action("global", Some(&drifted)),
             BuiltinAction::Reset(spec) if spec == global.spec
         ));
+        // The admin's managed namespaces are not the hub's to reset (as upstream) …
+        let mut with_namespaces = global.clone();
+        with_namespaces.spec.managed_namespaces = vec![ManagedNamespaceConfig {
+            name: "team-a".into(),
+        }];
+        assert!(matches!(
+            builtin_action("global", Some(&with_namespaces)),
+            BuiltinAction::Keep
+        ));
+        // … and survive a reset of the selector.
+        drifted.spec.managed_namespaces = with_namespaces.spec.managed_namespaces.clone();
+        assert!(matches!(
+            builtin_action("global", Some(&drifted)),
+            BuiltinAction::Reset(spec) if spec == with_namespaces.spec
+        ));
+        drifted.spec.managed_namespaces.clear();
         drifted.metadata.annotations = Some(labels(&[(AUTOUPDATE, "false")]));
         assert!(matches!(
             builtin_action("global", Some(&drifted)),

@@ -8,6 +8,7 @@ mod clustersets;
 mod csr_approval;
 mod error;
 mod lease;
+mod managed_namespaces;
 mod metrics;
 pub mod rbac;
 mod taints;
@@ -74,6 +75,7 @@ pub async fn run(ctx: Arc<HubContext>) {
         lease::run(ctx.clone()),
         taints::run(ctx.clone()),
         clustersets::run(ctx.clone()),
+        managed_namespaces::run(ctx.clone()),
         metrics::run(ctx.clone()),
     );
 }

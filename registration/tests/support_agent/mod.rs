@@ -627,7 +627,8 @@ pub async fn create_rbac(admin: &kube::Client, objects: serde_json::Value) {
     }
 }
 
-async fn install_crds(client: &kube::Client, crds: Vec<CustomResourceDefinition>) {
+/// Creates `crds` and waits until they are established.
+pub async fn install_crds(client: &kube::Client, crds: Vec<CustomResourceDefinition>) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in &crds {
         api.create(&PostParams::default(), crd).await.unwrap();

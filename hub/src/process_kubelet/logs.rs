@@ -1,0 +1,180 @@
+//! The kubelet's log endpoint, so that `kubectl logs` (the API server's `pods/log`) reaches
+//! the pods this kubelet runs: `GET /containerLogs/<namespace>/<pod>/<container>` answers the
+//! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
+//! `tailLines` and `limitBytes`). It listens on a free loopback port over plain HTTP, and the
+//! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
+//! 127.0.0.1), which is where the API server looks for a pod's kubelet.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use ocm_runtime::shutdown::Shutdown;
+use serde_json::json;
+
+/// Whether `name` can name a namespace, pod or container (no path tricks).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+}
+
+/// The log file of `path` (`/containerLogs/<ns>/<pod>/<container>`) under `work_dir`.
+pub fn log_file(work_dir: &Path, path: &str) -> Option<PathBuf> {
+    let rest = path.strip_prefix("/containerLogs/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let [namespace, pod, container] = parts.as_slice() else {
+        return None;
+    };
+    [namespace, pod, container]
+        .iter()
+        .all(|p| is_plain_name(p))
+        .then(|| work_dir.join(namespace).join(pod).join("container.log"))
+}
+
+/// The part of `text` the options ask for: the last `tailLines` lines, then at most
+/// `limitBytes` bytes from the start.
+pub fn select(text: &str, tail_lines: Option<usize>, limit_bytes: Option<usize>) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let from = tail_lines.map_or(0, |n| lines.len().saturating_sub(n));
+    let mut out = lines[from..].concat();
+    if let Some(limit) = limit_bytes
+        && out.len() > limit
+    {
+        let mut end = limit;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+    }
+    out
+}
+
+fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn answer(work_dir: &Path, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let Some(file) = log_file(work_dir, req.uri().path()) else {
+        return reply(StatusCode::NOT_FOUND, "404 page not found".into());
+    };
+    let query = req.uri().query().unwrap_or_default();
+    let option = |key: &str| {
+        query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    match std::fs::read(&file) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            reply(
+                StatusCode::OK,
+                select(&text, option("tailLines"), option("limitBytes")),
+            )
+        }
+        Err(_) => reply(
+            StatusCode::NOT_FOUND,
+            format!("no log for {}", req.uri().path()),
+        ),
+    }
+}
+
+/// Serves the log endpoint on a free loopback port until `shutdown`; returns the port.
+pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = shutdown.cancelled() => break,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            let work_dir = work_dir.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let response = answer(&work_dir, &req);
+                    async move { Ok::<_, Infallible>(response) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// Makes the Node `node` name this kubelet's endpoint (creating the Node if missing).
+pub async fn register_node(
+    client: &kube::Client,
+    node: &str,
+    port: u16,
+) -> Result<(), kube::Error> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    if nodes.get_opt(node).await?.is_none() {
+        let object: Node = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}},
+        }))
+        .map_err(kube::Error::SerdeError)?;
+        match nodes.create(&PostParams::default(), &object).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let status = json!({"status": {
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                      {"type": "Hostname", "address": node}],
+    }});
+    nodes
+        .patch_status(node, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn only_plain_names_reach_a_log_file() {
+        let dir = Path::new("/pods");
+        assert_eq!(
+            log_file(dir, "/containerLogs/ns/p-1/curl").unwrap(),
+            Path::new("/pods/ns/p-1/container.log")
+        );
+        assert_eq!(log_file(dir, "/containerLogs/../p/c"), None);
+        assert_eq!(log_file(dir, "/containerLogs/ns/p"), None);
+        assert_eq!(log_file(dir, "/other/ns/p/c"), None);
+    }
+
+    #[test]
+    fn tail_lines_and_limit_bytes_cut_the_log() {
+        let text = "a\nb\nc\n";
+        assert_eq!(select(text, None, None), text);
+        assert_eq!(select(text, Some(2), None), "b\nc\n");
+        assert_eq!(select(text, Some(5), None), text);
+        assert_eq!(select(text, Some(0), None), "");
+        assert_eq!(select("a\nb\nc", Some(1), None), "c");
+        assert_eq!(select(text, None, Some(3)), "a\nb");
+    }
+}
