@@ -276,7 +276,10 @@ impl ApiServer {
                     continue;
                 };
                 match resource_from_crd(&crd) {
-                    Ok(info) => self.inner.registry.set_crd(&bucket.cluster, &name, info),
+                    Ok(info) => self
+                        .inner
+                        .registry
+                        .set_crd(&bucket.cluster, &name, &crd, info),
                     Err(err) => tracing::warn!(crd = name, %err, "stored CRD cannot be served"),
                 }
             }

@@ -322,6 +322,80 @@ async fn watchers_of_each_version_see_events_in_their_version() {
     assert_eq!(next_gadget(&mut team).await, alpha_added);
 }
 
+/// A watch opened before a CRD's spec changed ends at its next event instead of sending it as
+/// the old spec would present it (kube-apiserver ends the watches of a CRD's storage when it
+/// replaces it); a new watch from the last revision gets the object as now served. A watch
+/// sharing encodings with a stale one is not handed the stale encoding.
+#[tokio::test]
+async fn watches_end_when_the_crds_spec_changes() {
+    let (_server, client) = common::server().await;
+    install(&client, gadget_crd()).await;
+    let v1 = api(&client, "v1");
+    v1.create(
+        &PostParams::default(),
+        &gadget("v1", "first", json!({"mode": "fast"})),
+    )
+    .await
+    .unwrap();
+    let params = kube::api::WatchParams::default();
+    let mut before = v1.watch(&params, "0").await.unwrap().boxed();
+    let (kind, ..) = next_gadget(&mut before).await;
+    assert_eq!(kind, "ADDED");
+
+    // A new default for spec.name: objects read (and watched) from now on carry it.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let patch = json!({"spec": {"versions": [
+        {"name": "v1alpha1", "served": true, "storage": false, "schema": {"openAPIV3Schema":
+            gadget_crd().spec.versions[0].schema.clone().unwrap().open_api_v3_schema}},
+        {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "mode": {"type": "string"},
+                "name": {"type": "string", "default": "defaulted"}}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
+    ]}});
+    crds.patch(
+        "gadgets.test.ocm.io",
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    )
+    .await
+    .unwrap();
+    eventually("the CRD served with its new default", || async {
+        let got = v1.get("first").await.ok()?;
+        (got.data["spec"]["name"] == "defaulted").then_some(())
+    })
+    .await;
+    let created = v1
+        .create(
+            &PostParams::default(),
+            &gadget("v1", "second", json!({"mode": "slow"})),
+        )
+        .await
+        .unwrap();
+    // The old watch ends without the event.
+    let end = tokio::time::timeout(std::time::Duration::from_secs(10), before.next())
+        .await
+        .expect("the stale watch ends in time");
+    assert!(end.is_none(), "the stale watch sent {end:?}");
+    // Watching again from the revision before the create: the object as now served.
+    let rv = created.metadata.resource_version.unwrap();
+    let previous = (rv.parse::<u64>().unwrap() - 1).to_string();
+    let mut after = v1.watch(&params, &previous).await.unwrap().boxed();
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), after.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    match event {
+        kube::api::WatchEvent::Added(obj) => {
+            assert_eq!(obj.metadata.name.as_deref(), Some("second"));
+            assert_eq!(obj.data["spec"]["name"], "defaulted");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn printer_columns_in_tables() {
     let (server, client) = common::server().await;

@@ -129,7 +129,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
         inner.registry.remove_crd(cluster, name);
         return None;
     }
-    inner.registry.set_crd(cluster, name, info.clone());
+    inner.registry.set_crd(cluster, name, &crd, info.clone());
     let status = crd_conditions(&crd, &info, &meta::now());
     if crd.get("status") != Some(&status)
         && let Some(mut ctx) = system_ctx(inner, &bucket, "kube-apiserver")

@@ -147,6 +147,17 @@ impl Watcher {
         if event.rev <= self.last_rev {
             return true;
         }
+        if !self
+            .ctx
+            .inner
+            .registry
+            .is_current(&self.ctx.cluster, &self.res)
+        {
+            // The CRD's spec changed (conversion, schema, columns) or it went: end the watch,
+            // as kube-apiserver does when it replaces a CRD's storage; the client watches
+            // again from its last revision and gets the resource as now served.
+            return false;
+        }
         self.last_rev = event.rev;
         if let Some(ns) = &self.filter.namespace
             && event.key.namespace != *ns
@@ -210,15 +221,15 @@ impl Watcher {
         if self.ctx.passthrough() {
             return self.send_object(kind, &event.object, None).await;
         }
-        let encoded = self
-            .ctx
-            .inner
-            .watch_encodings
-            .json(event.rev, &self.version, || {
-                self.present(&event.object).map(|v| {
-                    v.map(|v| Bytes::from(crate::json_out::to_vec(&v).unwrap_or_default()))
-                })
-            });
+        let encoded =
+            self.ctx
+                .inner
+                .watch_encodings
+                .json(event.rev, &self.res, &self.version, || {
+                    self.present(&event.object).map(|v| {
+                        v.map(|v| Bytes::from(crate::json_out::to_vec(&v).unwrap_or_default()))
+                    })
+                });
         match encoded {
             Ok(Some(json)) => self.tx.send(event_line(kind, &json)).await.is_ok(),
             Ok(None) => true,

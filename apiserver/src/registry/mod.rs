@@ -274,7 +274,15 @@ impl ResourceInfo {
 #[derive(Debug, Default)]
 struct ClusterResources {
     /// By CRD name.
-    by_crd: HashMap<String, Arc<ResourceInfo>>,
+    by_crd: HashMap<String, ServedCrd>,
+}
+
+/// A CRD's served resource and what it was built from.
+#[derive(Debug)]
+struct ServedCrd {
+    /// The CRD's `spec` as JSON text: the same spec serves the same resource.
+    spec: String,
+    info: Arc<ResourceInfo>,
 }
 
 /// All served resources, built in and per cluster.
@@ -299,14 +307,43 @@ impl Registry {
         }
     }
 
-    /// Serves (or re-serves) a CRD's resource in `cluster`.
-    pub fn set_crd(&self, cluster: &str, crd_name: &str, info: ResourceInfo) {
+    /// Serves (or re-serves) a CRD's resource in `cluster`, built from `crd` (its
+    /// CustomResourceDefinition object). While the CRD's `spec` stays the same the resource
+    /// served stays the same object, so [`Registry::is_current`] holds for it: as in
+    /// kube-apiserver, only a changed spec replaces what serves the resource (and ends its
+    /// watches).
+    pub fn set_crd(&self, cluster: &str, crd_name: &str, crd: &Value, info: ResourceInfo) {
+        let spec = crd.get("spec").map(Value::to_string).unwrap_or_default();
         let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        let by_crd = &mut clusters.entry(cluster.to_owned()).or_default().by_crd;
+        if by_crd
+            .get(crd_name)
+            .is_some_and(|served| served.spec == spec)
+        {
+            return;
+        }
+        by_crd.insert(
+            crd_name.to_owned(),
+            ServedCrd {
+                spec,
+                info: Arc::new(info),
+            },
+        );
+    }
+
+    /// Whether `res` is what serves its resource in `cluster` now: always for built-in kinds;
+    /// for a CRD's resource, until the CRD's spec changes or it is deleted. Watches opened on
+    /// an earlier resource end, as kube-apiserver ends them when it replaces a CRD's storage,
+    /// so that clients watch again with the current conversion, schema and columns.
+    pub fn is_current(&self, cluster: &str, res: &Arc<ResourceInfo>) -> bool {
+        let Source::Crd(crd_name) = &res.source else {
+            return true;
+        };
+        let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
         clusters
-            .entry(cluster.to_owned())
-            .or_default()
-            .by_crd
-            .insert(crd_name.to_owned(), Arc::new(info));
+            .get(cluster)
+            .and_then(|c| c.by_crd.get(crd_name))
+            .is_some_and(|served| Arc::ptr_eq(&served.info, res))
     }
 
     /// Stops serving a CRD's resource in `cluster`.
@@ -320,7 +357,11 @@ impl Registry {
     /// The resource of a CRD in `cluster`, if served.
     pub fn crd_resource(&self, cluster: &str, crd_name: &str) -> Option<Arc<ResourceInfo>> {
         let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
-        clusters.get(cluster)?.by_crd.get(crd_name).cloned()
+        clusters
+            .get(cluster)?
+            .by_crd
+            .get(crd_name)
+            .map(|served| served.info.clone())
     }
 
     /// Every resource served in `cluster`.
@@ -328,7 +369,7 @@ impl Registry {
         let mut all = self.builtins.clone();
         let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = clusters.get(cluster) {
-            let mut crds: Vec<_> = c.by_crd.values().cloned().collect();
+            let mut crds: Vec<_> = c.by_crd.values().map(|s| s.info.clone()).collect();
             crds.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
             all.extend(crds);
         }
@@ -360,6 +401,7 @@ impl Registry {
             .get(cluster)?
             .by_crd
             .values()
+            .map(|served| &served.info)
             .find(|r| r.group == group && r.plural == plural && r.version(version).is_some())
             .cloned()
     }
@@ -378,6 +420,7 @@ impl Registry {
             .get(cluster)?
             .by_crd
             .values()
+            .map(|served| &served.info)
             .find(|r| r.group == group && r.kind == kind)
             .cloned()
     }
@@ -401,6 +444,7 @@ impl Registry {
             .get(cluster)?
             .by_crd
             .values()
+            .map(|served| &served.info)
             .find(|r| r.group == group && r.plural == plural)
             .cloned()
     }
