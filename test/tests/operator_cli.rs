@@ -26,24 +26,23 @@ async fn ocm(home: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn init_and_join_with_operators_back_to_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path();
+/// An `ocm apiserver` process as the hub, with a process kubelet running its `ocm` pods.
+async fn start_hub(
+    home: &std::path::Path,
+) -> (
+    ocm_e2e::process::Process,
+    std::path::PathBuf,
+    ocm_runtime::shutdown::Shutdown,
+) {
     let (apiserver, hub_kubeconfig) = start_apiserver(OCM, home, &[]);
-    let hub_kubelet =
-        ocm_e2e::start_process_kubelet(OCM, &hub_kubeconfig, IMAGE, &home.join("hub"))
-            .await
-            .unwrap();
-    let spoke = SimulatedCluster::start(&home.join("c1"), ([127, 0, 0, 1], 0).into())
+    let kubelet = ocm_e2e::start_process_kubelet(OCM, &hub_kubeconfig, IMAGE, &home.join("hub"))
         .await
         .unwrap();
-    let spoke_kubelet =
-        ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, &home.join("c1"))
-            .await
-            .unwrap();
-    let hub = hub_kubeconfig.to_str().unwrap();
+    (apiserver, hub_kubeconfig, kubelet)
+}
 
+/// `ocm init --operator --wait` against `hub`; its output.
+async fn init_with_operator(home: &std::path::Path, hub: &str) -> String {
     let (code, out, err) = ocm(
         home,
         &[
@@ -60,6 +59,24 @@ async fn init_and_join_with_operators_back_to_back() {
     )
     .await;
     assert_eq!(code, 0, "ocm init --operator failed:\n{out}\n{err}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_and_join_with_operators_back_to_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, hub_kubeconfig, hub_kubelet) = start_hub(home).await;
+    let spoke = SimulatedCluster::start(&home.join("c1"), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let spoke_kubelet =
+        ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, &home.join("c1"))
+            .await
+            .unwrap();
+    let hub = hub_kubeconfig.to_str().unwrap();
+
+    let out = init_with_operator(home, hub).await;
     assert!(out.contains("hub components running"), "{out}");
     // The printed join command, with this cluster's name and kubeconfig filled in.
     let join_line = out
@@ -175,25 +192,9 @@ async fn a_hub_joins_itself_with_a_bootstrap_kubeconfig_and_no_klusterlet() {
 
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
-    let (apiserver, hub_kubeconfig) = start_apiserver(OCM, home, &[]);
-    let hub_kubelet =
-        ocm_e2e::start_process_kubelet(OCM, &hub_kubeconfig, IMAGE, &home.join("hub"))
-            .await
-            .unwrap();
+    let (apiserver, hub_kubeconfig, hub_kubelet) = start_hub(home).await;
     let hub = hub_kubeconfig.to_str().unwrap();
-    let init = [
-        "init",
-        "--kubeconfig",
-        hub,
-        "--operator",
-        "--image",
-        IMAGE,
-        "--wait",
-        "--timeout",
-        "60",
-    ];
-    let (code, out, err) = ocm(home, &init).await;
-    assert_eq!(code, 0, "ocm init --operator failed:\n{out}\n{err}");
+    init_with_operator(home, hub).await;
     let join = [
         "join",
         "--operator",
