@@ -360,7 +360,12 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         }
     };
     check_token(&url, &bootstrap, args.cluster_name.as_deref()).await?;
-    println!("hub {url} reachable, credentials accepted");
+    let accepted = if args.bootstrap_kubeconfig.is_some() {
+        "bootstrap kubeconfig"
+    } else {
+        "token"
+    };
+    println!("hub {url} reachable, {accepted} accepted");
 
     if args.operator
         && let Some(path) = &args.spoke_kubeconfig
