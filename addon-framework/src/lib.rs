@@ -27,6 +27,6 @@ pub mod work_applier;
 pub mod works;
 
 pub use agent::{
-    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig,
+    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig, Rendered,
     WorkHealthCheck,
 };

@@ -459,8 +459,14 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         },
     }
     // Manifests → works. Nothing is written when the addon fails.
-    let manifests = match ctx.addon.manifests(&cluster, &mca, &configs).await {
-        Ok(manifests) => manifests,
+    let manifests = match ctx.addon.render(&cluster, &mca, &configs).await {
+        Ok(rendered) => {
+            for mut reported in rendered.conditions {
+                reported.observed_generation = generation;
+                set_condition(&mut outcome.conditions, reported);
+            }
+            rendered.manifests
+        }
         Err(err) if deleting => {
             tracing::warn!(addon = options.name, cluster = namespace, %err,
                 "no manifests to run the pre-delete hook from; letting the addon go");

@@ -3,7 +3,8 @@
 //! giving each agent exactly the declared hub permissions (checked with access reviews) and a
 //! custom-signer certificate signed by the template's CA, a template edit rolled out one
 //! cluster at a time, everything gone with the ClusterManagementAddOn; errors as conditions
-//! naming them; and `ocm addon create` from a directory of YAML, as a process.
+//! naming them (a variable nothing defines renders empty, as upstream, and is named in
+//! `TemplateVariablesDefined`); and `ocm addon create` from a directory of YAML, as a process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -533,7 +534,7 @@ async fn template_errors_are_conditions_naming_them() {
         applied_message("AddOnTemplate hello-template does not exist"),
     )
     .await;
-    // A template whose signing CA is missing, then with an unknown variable.
+    // A template whose signing CA is missing, then with a variable nothing defines.
     // No AddOnDeploymentConfig gives LOG_LEVEL here.
     let spec = template_spec("v1");
     create(
@@ -551,30 +552,37 @@ async fn template_errors_are_conditions_naming_them() {
     .await;
     ensure_namespace(&client, MANAGER_NS).await;
     create_ca_secret(&client).await;
-    let mca = wait_addon(
-        &mcas,
-        ADDON,
-        "the unknown variable named",
-        applied_message("unknown variable {{LOG_LEVEL}}"),
-    )
+    // As upstream, the undefined variable renders empty and the agent is deployed; the
+    // addon's status names the variable and where it is used.
+    let mca = wait_addon(&mcas, ADDON, "the undefined variable named", |m| {
+        condition(m, "TemplateVariablesDefined")
+            .is_some_and(|(s, r, _)| s == "False" && r == "UndefinedVariables")
+    })
     .await;
+    let (_, _, message) = condition(&mca, "TemplateVariablesDefined").unwrap();
     assert!(
-        condition(&mca, "ManifestApplied")
-            .unwrap()
-            .2
-            .contains("ConfigMap hello-template-ns/hello-{{CLUSTER_NAME}}"),
-        "{:?}",
-        condition(&mca, "ManifestApplied")
+        message.contains("{{LOG_LEVEL}} (in ConfigMap hello-template-ns/hello-{{CLUSTER_NAME}})"),
+        "{message}"
     );
-    // Nothing was deployed meanwhile.
     let works: Api<ManifestWork> = Api::namespaced(client.clone(), cluster);
-    assert!(
-        works
-            .get_opt("addon-hello-template-deploy-0")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let work = wait_for(
+        &works,
+        "addon-hello-template-deploy-0",
+        "the agent's work",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    let config_map = work
+        .spec
+        .workload
+        .manifests
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .find(|m| m["kind"] == "ConfigMap")
+        .unwrap();
+    assert_eq!(config_map["data"]["level"], "");
+    assert_eq!(config_map["data"]["cluster"], cluster.as_str());
     // A template for another addon is refused by name.
     let mut other = template_spec("v1");
     other["addonName"] = json!("someone-else");
