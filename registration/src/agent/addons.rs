@@ -3,7 +3,7 @@
 //! The hub's addon manager writes into each ManagedClusterAddOn (in the cluster namespace) the
 //! addon's install namespace on this cluster (`status.namespace`) and the credentials its agent
 //! needs (`status.registrations`). For every registration the agent keeps a valid certificate
-//! in a Secret in the install namespace (created if missing):
+//! in a Secret in the install namespace ([`install_namespace`]; created if missing):
 //!
 //! * `kubeClient` → [`hub_kubeconfig_secret_name`] `<addon>-hub-kubeconfig` with `kubeconfig`,
 //!   `tls.crt` and `tls.key`; the kubeconfig points at the hub (server and CA of the agent's own
@@ -42,7 +42,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::runtime::watcher;
-use ocm_api::addon::names::annotations::HOSTING_CLUSTER_NAME;
+use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
+use ocm_api::addon::names::annotations::{HOSTING_CLUSTER_NAME, V1ALPHA1_INSTALL_NAMESPACE};
 use ocm_api::addon::names::conditions::CLUSTER_CERTIFICATE_ROTATED;
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
 use ocm_api::addon::v1beta1::{ManagedClusterAddOn, RegistrationType};
@@ -140,16 +141,38 @@ pub fn is_hosted(mca: &ManagedClusterAddOn) -> bool {
         .is_some_and(|h| !h.is_empty())
 }
 
-/// The certificates `mca` asks for on `cluster`: one per registration, once the hub wrote the
-/// install namespace; none for an MCA being deleted. Missing subjects get upstream's defaults
-/// (kubeClient: the default user and the cluster's addon group).
+/// The install namespace of `mca` on the cluster, as upstream's agent finds it: the one the
+/// hub wrote (`status.namespace`), else the one a v1alpha1 client asked for (kept in annotation
+/// `addon.open-cluster-management.io/v1alpha1-install-namespace` of the v1beta1 object), else
+/// `open-cluster-management-agent-addon`.
+pub fn install_namespace(mca: &ManagedClusterAddOn) -> String {
+    mca.status
+        .as_ref()
+        .map(|s| s.namespace.as_str())
+        .filter(|ns| !ns.is_empty())
+        .or_else(|| {
+            mca.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(V1ALPHA1_INSTALL_NAMESPACE))
+                .map(String::as_str)
+                .filter(|ns| !ns.is_empty())
+        })
+        .unwrap_or(DEFAULT_INSTALL_NAMESPACE)
+        .to_owned()
+}
+
+/// The certificates `mca` asks for on `cluster`: one per registration (in its
+/// [`install_namespace`]); none for an MCA being deleted. Missing subjects get upstream's
+/// defaults (kubeClient: the default user and the cluster's addon group).
 pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<AddonCredential> {
     let Some(status) = mca.status.as_ref() else {
         return Vec::new();
     };
-    if status.namespace.is_empty() || mca.metadata.deletion_timestamp.is_some() {
+    if mca.metadata.deletion_timestamp.is_some() {
         return Vec::new();
     }
+    let namespace = install_namespace(mca);
     let addon = mca.metadata.name.clone().unwrap_or_default();
     if addon.is_empty() {
         return Vec::new();
@@ -166,7 +189,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     .unwrap_or_default();
                 AddonCredential {
                     addon: addon.clone(),
-                    namespace: status.namespace.clone(),
+                    namespace: namespace.clone(),
                     signer: CLIENT_SIGNER.to_owned(),
                     user: subject
                         .user
@@ -192,7 +215,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                 let subject = custom.subject.clone().unwrap_or_default();
                 AddonCredential {
                     addon: addon.clone(),
-                    namespace: status.namespace.clone(),
+                    namespace: namespace.clone(),
                     signer: custom.signer_name.clone(),
                     user: subject
                         .user
@@ -987,8 +1010,13 @@ mod tests {
 
     #[test]
     fn credentials_follow_the_status_with_upstream_defaults() {
-        // No namespace yet, or no registrations: nothing.
-        assert!(desired_credentials("c1", &mca("a", "", vec![kube_client(None, &[])])).is_empty());
+        // No registrations: nothing. No namespace from the hub: upstream's default one.
+        let defaulted = desired_credentials("c1", &mca("a", "", vec![kube_client(None, &[])]));
+        assert_eq!(defaulted.len(), 1);
+        assert_eq!(
+            defaulted[0].namespace,
+            "open-cluster-management-agent-addon"
+        );
         assert!(desired_credentials("c1", &mca("a", "ns", vec![])).is_empty());
         assert!(
             desired_credentials("c1", &ManagedClusterAddOn::new("a", Default::default()))
