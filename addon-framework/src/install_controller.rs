@@ -2,6 +2,9 @@
 //! strategies ([`crate::install::plan`]) and the configs each ManagedClusterAddOn should run,
 //! handed out per rollout strategy.
 //!
+//! Strategy-governed addons also get their cluster's addon annotations
+//! ([`crate::install::annotation_changes`]).
+//!
 //! Both passes read caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
 //! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs) and write only differences:
 //! on a large fleet every addon status write wakes them.
@@ -125,14 +128,26 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
         let creates = planned.create.into_iter().map(|cluster| {
             let name = name.clone();
             let uid = uid.clone();
+            // The cluster's addon annotations come along (none: no annotations at all).
+            let annotations = crate::install::addon_annotations(
+                caches
+                    .clusters
+                    .get(&ObjectRef::new(&cluster))
+                    .and_then(|c| c.metadata.annotations.clone())
+                    .as_ref(),
+            );
             async move {
                 let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+                let mut metadata = json!({"name": name, "namespace": cluster, "ownerReferences": [{
+                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                    "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]});
+                if !annotations.is_empty() {
+                    metadata["annotations"] = json!(annotations);
+                }
                 let mca: ManagedClusterAddOn = serde_json::from_value(json!({
                     "apiVersion": "addon.open-cluster-management.io/v1beta1",
                     "kind": "ManagedClusterAddOn",
-                    "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
-                        "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                        "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
+                    "metadata": metadata,
                     "spec": {},
                 }))?;
                 match api.create(&PostParams::default(), &mca).await {
@@ -155,8 +170,43 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
             let _ = api.delete(&name, &DeleteParams::default()).await;
         }
         adopt_addons(client, caches, &cma).await;
+        if strategy == ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS {
+            sync_addon_annotations(client, caches, &name).await;
+        }
     }
     Ok(())
+}
+
+/// Gives every ManagedClusterAddOn named `addon` its cluster's addon annotations
+/// ([`crate::install::annotation_changes`]), one merge patch per addon that needs it.
+async fn sync_addon_annotations(client: &kube::Client, caches: &Caches, addon: &str) {
+    let mcas = caches.mcas.state_filter(|m| {
+        m.metadata.name.as_deref() == Some(addon) && m.metadata.deletion_timestamp.is_none()
+    });
+    for mca in mcas {
+        let cluster = mca.metadata.namespace.clone().unwrap_or_default();
+        let Some(managed) = caches.clusters.get(&ObjectRef::new(&cluster)) else {
+            continue;
+        };
+        let wanted = crate::install::addon_annotations(managed.metadata.annotations.as_ref());
+        let changes =
+            crate::install::annotation_changes(mca.metadata.annotations.as_ref(), &wanted);
+        if changes.is_empty() {
+            continue;
+        }
+        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version,
+                                        "annotations": changes}});
+        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+        match api
+            .patch(addon, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => tracing::info!(addon, cluster, "synced addon annotations from the cluster"),
+            Err(err) => {
+                tracing::debug!(addon, cluster, %err, "addon annotations not synced yet; retrying later")
+            }
+        }
+    }
 }
 
 /// Whether the central addon manager runs `cma` (its lifecycle annotation says so).

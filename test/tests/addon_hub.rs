@@ -4,7 +4,9 @@
 //!   `Available` from the Lease its agent renews there (renewed, stale, gone);
 //! - the cluster carries `feature.open-cluster-management.io/addon-<name>` labels that follow
 //!   each addon's availability, and lose it when the addon goes;
-//! - a cluster whose availability becomes Unknown makes its addons' `Available` Unknown.
+//! - a cluster whose availability becomes Unknown makes its addons' `Available` Unknown;
+//! - a `Placements` install strategy copies the cluster's `addon.open-cluster-management.io…`
+//!   annotations onto the addons it creates, and keeps them in step.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,10 +14,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+use ocm_addon_framework::manager::run_install_strategies;
+use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_e2e::addon_condition as condition;
-use ocm_e2e::wait_for;
+use ocm_e2e::{accepted_cluster_without_agent, apply_placement, bind_namespace, wait_for};
 use serde_json::json;
 
 const FEATURE: &str = "feature.open-cluster-management.io/addon-lease-addon";
@@ -151,4 +154,117 @@ async fn addon_leases_feature_labels_and_unknown_clusters() {
         .await
         .unwrap();
     wait_label(&clusters, cluster, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placements_strategy_copies_the_clusters_addon_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = ocm_e2e::start_fast_hub(dir.path()).await.unwrap();
+    let client = hub.admin_client();
+    let clusters: Api<ManagedCluster> = Api::all(client.clone());
+    for name in ["plain", "annotated"] {
+        accepted_cluster_without_agent(&client, name).await.unwrap();
+    }
+    let annotate = |pairs: serde_json::Value| {
+        let clusters = clusters.clone();
+        async move {
+            clusters
+                .patch(
+                    "annotated",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": pairs}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    annotate(json!({
+        "addon.open-cluster-management.io/hosting-cluster-name": "hosting-cluster",
+        "addon.open-cluster-management.io/test-annotation": "test-value",
+        "foo.example.com/bar": "value1"}))
+    .await;
+    clusters
+        .patch(
+            "plain",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"foo.example.com/bar": "v"}}})),
+        )
+        .await
+        .unwrap();
+    bind_namespace(&client, "addons", "global").await.unwrap();
+    apply_placement(
+        &client,
+        "addons",
+        "everywhere",
+        json!({"clusterSets": ["global"], "tolerations": [
+            {"key": "cluster.open-cluster-management.io/unreachable", "operator": "Exists"},
+            {"key": "cluster.open-cluster-management.io/unavailable", "operator": "Exists"}]}),
+    )
+    .await
+    .unwrap();
+    Api::<ClusterManagementAddOn>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ClusterManagementAddOn", "metadata": {"name": "annotated-addon"},
+                "spec": {"installStrategy": {"type": "Placements", "placements": [
+                    {"namespace": "addons", "name": "everywhere",
+                     "rolloutStrategy": {"type": "All"}}]}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let stop = ocm_runtime::shutdown::Shutdown::new();
+    tokio::spawn(run_install_strategies(client.clone(), stop.child()));
+
+    // Created with the cluster's addon annotations only; none at all on the other cluster
+    // (as a v1alpha1 client sees it too).
+    let annotated: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "annotated");
+    let mca = wait_for(&annotated, "annotated-addon", "created", |_| true)
+        .await
+        .unwrap();
+    let expected: std::collections::BTreeMap<String, String> = [
+        (
+            "addon.open-cluster-management.io/hosting-cluster-name",
+            "hosting-cluster",
+        ),
+        (
+            "addon.open-cluster-management.io/test-annotation",
+            "test-value",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    assert_eq!(mca.metadata.annotations.unwrap_or_default(), expected);
+    let plain = v1alpha1_addons(&client, "plain");
+    let mca = wait_for(&plain, "annotated-addon", "created", |_| true)
+        .await
+        .unwrap();
+    assert!(
+        mca.metadata.annotations.unwrap_or_default().is_empty(),
+        "no addon annotations on the cluster: none on the addon"
+    );
+
+    // Changed on the cluster: changed on the addon; dropped: dropped.
+    annotate(json!({
+        "addon.open-cluster-management.io/test-annotation": "updated-value",
+        "addon.open-cluster-management.io/hosting-cluster-name": null}))
+    .await;
+    wait_for(
+        &annotated,
+        "annotated-addon",
+        "the annotations in step",
+        |m| {
+            let a = m.metadata.annotations.clone().unwrap_or_default();
+            a.get("addon.open-cluster-management.io/test-annotation")
+                .map(String::as_str)
+                == Some("updated-value")
+                && !a.contains_key("addon.open-cluster-management.io/hosting-cluster-name")
+        },
+    )
+    .await
+    .unwrap();
+    stop.cancel();
 }
