@@ -1009,6 +1009,75 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
     );
 }
 
+/// A watch that began before its CRD had a conversion webhook presents later events as the
+/// CRD now says (kube-apiserver ends such watches when the CRD changes; either way no client
+/// keeps receiving objects that were not converted).
+#[tokio::test]
+async fn a_watch_follows_a_conversion_webhook_added_after_it_began() {
+    let (_server, client) = common::server().await;
+    let hooks = HookServer::start();
+    let group = "later.example.com";
+    let mut crd = gizmo_crd(group, hooks.client_config("/convert"));
+    crd["spec"]["conversion"] = json!({"strategy": "None"});
+    common::crd::install(&client, common::crd::crd_from_json(crd)).await;
+    let beta = gizmos(&client, group, "v1beta1");
+    let alpha = gizmos(&client, group, "v1alpha1");
+    let mut events = beta
+        .watch(&WatchParams::default().timeout(20), "0")
+        .await
+        .unwrap()
+        .boxed();
+    // The webhook is configured now, and the server serves the resource with it.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    crds.patch(
+        &format!("gizmos.{group}"),
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"conversion": {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": hooks.client_config("/convert"),
+                        "conversionReviewVersions": ["v1"]}}}})),
+    )
+    .await
+    .unwrap();
+    let probe: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1alpha1"), "kind": "Gizmo",
+        "metadata": {"name": "probe"}, "spec": {"colour": "grey"}}))
+    .unwrap();
+    alpha.create(&PostParams::default(), &probe).await.unwrap();
+    common::eventually("reads converted by the webhook", || {
+        let beta = beta.clone();
+        async move {
+            let got = beta.get("probe").await.ok()?;
+            (got.data["spec"] == json!({"color": "grey"})).then_some(())
+        }
+    })
+    .await;
+    // An object written in v1alpha1 reaches the older v1beta1 watch converted.
+    let mut written: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1alpha1"), "kind": "Gizmo",
+        "metadata": {"name": "g1"}, "spec": {"colour": "red"}}))
+    .unwrap();
+    written = alpha
+        .create(&PostParams::default(), &written)
+        .await
+        .unwrap();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let WatchEvent::Added(o) = event
+            && o.metadata.name == written.metadata.name
+        {
+            assert_eq!(o.data["spec"], json!({"color": "red"}));
+            assert_eq!(o.types.unwrap().api_version, format!("{group}/v1beta1"));
+            break;
+        }
+    }
+}
+
 #[tokio::test]
 async fn crd_conversion_webhook_down_is_a_500() {
     let (_server, client) = common::server().await;

@@ -143,10 +143,31 @@ impl Watcher {
         self.tx.send(line).await.is_ok()
     }
 
+    /// Follows changes of a custom resource's definition (a conversion webhook configured
+    /// after the watch began, say): events are presented as the CRD now says, as on a
+    /// watch started now.
+    fn follow_definition(&mut self) {
+        if !self.res.is_custom() {
+            return;
+        }
+        let crd = format!("{}.{}", self.res.plural, self.res.group);
+        if let Some(now) = self
+            .ctx
+            .inner
+            .registry
+            .crd_resource(&self.ctx.cluster, &crd)
+            && !Arc::ptr_eq(&now, &self.res)
+        {
+            self.ctx.res = now.clone();
+            self.res = now;
+        }
+    }
+
     async fn handle_event(&mut self, event: &Event) -> bool {
         if event.rev <= self.last_rev {
             return true;
         }
+        self.follow_definition();
         self.last_rev = event.rev;
         if let Some(ns) = &self.filter.namespace
             && event.key.namespace != *ns
