@@ -663,9 +663,10 @@ fn plan_works(
         None => (manifests, Vec::new()),
     };
     let with_probes = |manifests: &[Value]| {
-        let mut configs = input.manifest_configs.to_vec();
-        configs.extend(crate::health::probe_configs(health, manifests));
-        configs
+        crate::health::merge_manifest_configs(
+            crate::health::probe_configs(health, manifests),
+            input.manifest_configs,
+        )
     };
     let configs = with_probes(&managed);
     let planned = plan(&WorkInput {

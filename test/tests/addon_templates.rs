@@ -90,7 +90,13 @@ fn agent_manifests(version: &str) -> Value {
 fn template_spec(version: &str) -> Value {
     json!({
         "addonName": ADDON,
-        "agentSpec": {"workload": {"manifests": agent_manifests(version)}},
+        // The agent's Deployment (where the AddOnDeploymentConfig moves it) has a
+        // manifestConfig of its own, as upstream's test template: merged with the availability
+        // probe's feedback rule, not in its way.
+        "agentSpec": {"workload": {"manifests": agent_manifests(version)},
+                      "manifestConfigs": [{"resourceIdentifier": {"group": "apps",
+                          "resource": "deployments", "name": "hello-agent", "namespace": INSTALL_NS},
+                          "updateStrategy": {"type": "ServerSideApply"}}]},
         "registration": [
             {"type": "KubeClient", "kubeClient": {"hubPermissions": [
                 {"type": "CurrentCluster", "currentCluster": {"clusterRoleName": "hello-reader"}},
