@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::addon::v1alpha1::{AddOnDeploymentConfig, InstallConfigReference, InstallProgression};
@@ -648,13 +650,42 @@ async fn write_cma_status(
     }
 }
 
-/// The reason on `Configured` of a ManagedClusterAddOn whose addon this hub does not know
-/// (an ocm-rs addition: without it such an addon just never does anything).
+/// The reason of the Warning Event on a ManagedClusterAddOn whose addon this hub does not know
+/// (an ocm-rs addition: without it such an addon just never does anything). An Event, not a
+/// condition: upstream's hub writes no condition on such an addon, and clients (upstream's own
+/// tests among them) expect its first condition to be the agent's `Available`.
 pub const UNKNOWN_ADDON: &str = "ClusterManagementAddOnNotFound";
 
-/// Marks every ManagedClusterAddOn without a ClusterManagementAddOn of its name with
-/// `Configured` False ([`UNKNOWN_ADDON`]), and clears that mark once the addon is known.
-async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
+/// The Events of the install controller: who reports them, and which addons were told.
+struct UnknownAddonEvents {
+    recorder: Recorder,
+    /// UIDs of the ManagedClusterAddOns already given the Event by this process.
+    told: BTreeSet<String>,
+}
+
+impl UnknownAddonEvents {
+    fn new(client: &kube::Client) -> UnknownAddonEvents {
+        UnknownAddonEvents {
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "addon-install-controller".into(),
+                    instance: None,
+                },
+            ),
+            told: BTreeSet::new(),
+        }
+    }
+}
+
+/// Gives every ManagedClusterAddOn without a ClusterManagementAddOn of its name a Warning Event
+/// ([`UNKNOWN_ADDON`]), once per addon and process; removes the `Configured` condition earlier
+/// versions wrote instead.
+async fn mark_unknown_addons(
+    client: &kube::Client,
+    caches: &Caches,
+    events: &mut UnknownAddonEvents,
+) {
     use ocm_api::addon::names::conditions::CONFIGURED;
     let known: BTreeSet<String> = caches
         .cmas
@@ -666,34 +697,42 @@ async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
         let (Some(name), Some(namespace)) = (&mca.metadata.name, &mca.metadata.namespace) else {
             continue;
         };
+        let uid = mca.metadata.uid.clone().unwrap_or_default();
+        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
+        if unknown && !events.told.contains(&uid) {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: UNKNOWN_ADDON.into(),
+                note: Some(format!(
+                    "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
+                )),
+                action: "Install".into(),
+                secondary: None,
+            };
+            match events.recorder.publish(&event, &mca.object_ref(&())).await {
+                Ok(()) => {
+                    events.told.insert(uid);
+                }
+                Err(err) => {
+                    tracing::debug!(addon = name, cluster = namespace, %err, "addon event not published yet")
+                }
+            }
+        } else if !unknown {
+            events.told.remove(&uid);
+        }
         let conditions = mca
             .status
             .as_ref()
-            .map(|s| s.conditions.clone())
+            .map(|s| s.conditions.as_slice())
             .unwrap_or_default();
-        let marked = conditions
+        if !conditions
             .iter()
-            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON);
-        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
-        let mut updated = conditions.clone();
-        if unknown && !marked {
-            set_condition(
-                &mut updated,
-                condition(
-                    CONFIGURED,
-                    "False",
-                    UNKNOWN_ADDON,
-                    &format!(
-                        "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
-                    ),
-                    mca.metadata.generation,
-                ),
-            );
-        } else if !unknown && marked {
-            updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
-        } else {
+            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON)
+        {
             continue;
         }
+        let mut updated = conditions.to_vec();
+        updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
         let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
         let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
                            "status": {"conditions": updated}});
@@ -701,7 +740,7 @@ async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not written yet");
+            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not removed yet");
         }
     }
 }
@@ -732,13 +771,14 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
         let _ = caches.clusters.wait_until_ready().await;
         let _ = caches.deployment_configs.wait_until_ready().await;
     };
+    let mut unknown_events = UnknownAddonEvents::new(&client);
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = ready => loop {
             if let Err(err) = install_pass(&client, &caches).await {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
-            mark_unknown_addons(&client, &caches).await;
+            mark_unknown_addons(&client, &caches, &mut unknown_events).await;
             let recheck = match config_pass(&client, &caches).await {
                 Ok(recheck) => recheck,
                 Err(err) => {

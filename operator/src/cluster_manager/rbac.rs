@@ -201,6 +201,8 @@ pub fn cluster_rules(component: Component) -> Value {
             // adopts and finalizes their addons, approves and signs their agents' CSRs (custom
             // signers with the CA Secret a template names) and binds their hub roles.
             rule(&[ADDON], &["addontemplates"], &["get", "list", "watch"]),
+            // Warning Events on addons no ClusterManagementAddOn stands for.
+            rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
             rule(
                 &[ADDON],
                 &["clustermanagementaddons", "managedclusteraddons"],
