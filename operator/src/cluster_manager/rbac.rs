@@ -183,7 +183,7 @@ pub fn cluster_rules(component: Component) -> Value {
             rule(
                 &[ADDON],
                 &["clustermanagementaddons", "addondeploymentconfigs"],
-                &["list", "watch"],
+                &["get", "list", "watch"],
             ),
             rule(&[ADDON], &["clustermanagementaddons/status"], &["patch"]),
             rule(
@@ -192,10 +192,11 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["list", "watch", "create", "delete"],
             ),
             rule(&[ADDON], &["managedclusteraddons/status"], &["patch"]),
+            // The CSR approval reads the cluster a CSR is for.
             rule(
                 &[CLUSTER],
                 &["placementdecisions", "managedclusters"],
-                &["list", "watch"],
+                &["get", "list", "watch"],
             ),
             // Template addons: the addon manager renders AddOnTemplates into ManifestWorks,
             // adopts and finalizes their addons, approves and signs their agents' CSRs (custom
@@ -339,6 +340,9 @@ mod tests {
         let addons = cluster_rules(Component::AddonManager);
         assert!(allows(&addons, ADDON, "managedclusteraddons", "create"));
         assert!(!allows(&addons, CLUSTER, "managedclusters", "patch"));
+        // What the addon manager reads one by one: the cluster of an addon CSR, a config.
+        assert!(allows(&addons, CLUSTER, "managedclusters", "get"));
+        assert!(allows(&addons, ADDON, "addondeploymentconfigs", "get"));
         let webhook = cluster_rules(Component::Webhook(WebhookKind::Work));
         assert!(allows(
             &webhook,
