@@ -103,8 +103,11 @@ fn template_spec(version: &str) -> Value {
                 {"type": "SingleNamespace", "singleNamespace": {"namespace": "hello-shared",
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                 "name": "shared-reader"}}}]}},
+            // Two groups and two units, as upstream's test template asks.
             {"type": "CustomSigner", "customSigner": {"signerName": SIGNER,
-                "signingCA": {"name": "hello-ca"}}}
+                "signingCA": {"name": "hello-ca"},
+                "subject": {"user": "user1", "groups": ["g1", "g2"],
+                            "organizationUnit": ["o1", "o2"]}}}
         ]
     })
 }
@@ -385,6 +388,28 @@ async fn a_template_addon_renders_registers_rolls_out_and_goes_with_its_addon() 
             cert.verify_signature(Some(ca.public_key())).is_ok(),
             "the certificate is signed by the template's CA"
         );
+        let organizations: Vec<&str> = cert
+            .subject()
+            .iter_organization()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        assert_eq!(organizations, ["g1", "g2"]);
+        // One request was enough (a certificate missing a group was asked for again and
+        // again).
+        let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+            Api::all(client.clone());
+        let selector = format!(
+            "open-cluster-management.io/addon-name={ADDON},open-cluster-management.io/cluster-name={name}"
+        );
+        let asked = csrs
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| c.spec.signer_name == SIGNER)
+            .count();
+        assert_eq!(asked, 1);
         agent_clients.insert(name.clone(), agent_hub_client(&hub, &spoke).await);
     }
     // Exactly the declared hub permissions: the ClusterRole in its own cluster namespace, the
