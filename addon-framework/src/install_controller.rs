@@ -3,7 +3,8 @@
 //! handed out per rollout strategy.
 //!
 //! Strategy-governed addons also get their cluster's addon annotations
-//! ([`crate::install::annotation_changes`]).
+//! ([`crate::install::annotation_changes`]), and addons whose agents use the token driver their
+//! ServiceAccount ([`crate::token_infra`]).
 //!
 //! Both passes read caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
 //! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs) and write only differences:
@@ -772,6 +773,7 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
         let _ = caches.deployment_configs.wait_until_ready().await;
     };
     let mut unknown_events = UnknownAddonEvents::new(&client);
+    let mut token_infra = crate::token_infra::TokenInfra::default();
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = ready => loop {
@@ -779,6 +781,7 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
             mark_unknown_addons(&client, &caches, &mut unknown_events).await;
+            token_infra.pass(&client, &caches.mcas.state()).await;
             let recheck = match config_pass(&client, &caches).await {
                 Ok(recheck) => recheck,
                 Err(err) => {

@@ -23,6 +23,7 @@ pub mod registration;
 pub mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod token_infra;
 pub mod work_applier;
 pub mod works;
 

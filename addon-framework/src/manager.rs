@@ -415,8 +415,15 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         }
         Some(registration) => match (registration.configurations)(&cluster, &mca) {
             Ok(configs) => {
-                let entries =
-                    crate::registration::status_registrations(&namespace, &options.name, &configs);
+                let existing = mca
+                    .status
+                    .as_ref()
+                    .map(|s| s.registrations.as_slice())
+                    .unwrap_or_default();
+                let entries = crate::registration::keep_agent_choices(
+                    crate::registration::status_registrations(&namespace, &options.name, &configs),
+                    existing,
+                );
                 outcome.registrations = Some(serde_json::to_value(entries)?);
                 let permissions = match &registration.permissions {
                     None => Ok(()),

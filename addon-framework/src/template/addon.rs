@@ -325,7 +325,22 @@ fn registration_for(lookup: &Lookup, cas: &SigningCas, manager_namespace: &str) 
                 .map_err(|e| PermissionError::Pending(e.0))?;
             let cluster = cluster.metadata.name.as_deref().unwrap_or_default();
             let uid = mca.metadata.uid.as_deref().unwrap_or_default();
-            registration::permissions(&template, cluster, &lookup.addon, uid)
+            let token_user = crate::token_infra::uses_token(mca)
+                .then(|| {
+                    mca.status
+                        .as_ref()?
+                        .registrations
+                        .iter()
+                        .find_map(|r| r.kube_client.as_ref()?.subject.as_ref()?.user.clone())
+                })
+                .flatten();
+            registration::permissions(
+                &template,
+                cluster,
+                &lookup.addon,
+                uid,
+                token_user.as_deref(),
+            )
         })
     };
     let sign = {

@@ -241,6 +241,20 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["roles", "clusterroles"],
                 &["bind"],
             ),
+            // Token-based addon registration: each such addon agent's ServiceAccount in its
+            // cluster namespace, and a Role (with its binding) letting the cluster's agent
+            // request its tokens — which the addon manager may grant only holding it.
+            rule(
+                &[""],
+                &["serviceaccounts"],
+                &["get", "create", "patch", "delete"],
+            ),
+            rule(&[""], &["serviceaccounts/token"], &["create"]),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["roles"],
+                &["get", "create", "patch", "delete"],
+            ),
         ],
         Component::Webhook(_) => vec![
             rule(
@@ -343,6 +357,15 @@ mod tests {
         // What the addon manager reads one by one: the cluster of an addon CSR, a config.
         assert!(allows(&addons, CLUSTER, "managedclusters", "get"));
         assert!(allows(&addons, ADDON, "addondeploymentconfigs", "get"));
+        // Token-based addon registration.
+        assert!(allows(&addons, "", "serviceaccounts", "create"));
+        assert!(allows(&addons, "", "serviceaccounts/token", "create"));
+        assert!(allows(
+            &addons,
+            "rbac.authorization.k8s.io",
+            "roles",
+            "create"
+        ));
         let webhook = cluster_rules(Component::Webhook(WebhookKind::Work));
         assert!(allows(
             &webhook,

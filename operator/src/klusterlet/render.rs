@@ -23,7 +23,7 @@
 //! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
 //! agent runs no replicas (upstream does the same).
 
-use ocm_api::operator::v1::Klusterlet;
+use ocm_api::operator::v1::{AddOnRegistrationAuthType, Klusterlet};
 use serde_json::{Value, json};
 
 /// Default agent namespace (`spec.namespace` empty).
@@ -239,6 +239,19 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
                     "--max-custom-cluster-claims={}",
                     claims.max_custom_cluster_claims
                 ));
+            }
+            if let Some(driver) = &registration.add_on_kube_client_registration_driver
+                && driver.auth_type == Some(AddOnRegistrationAuthType::Token)
+            {
+                args.push("--addon-kubeclient-registration-auth=token".into());
+                if let Some(seconds) = driver
+                    .token
+                    .as_ref()
+                    .and_then(|t| t.expiration_seconds)
+                    .filter(|s| *s > 0)
+                {
+                    args.push(format!("--addon-token-expiration-seconds={seconds}"));
+                }
             }
         }
     }
@@ -617,5 +630,46 @@ mod tests {
         assert!(addon_namespace_unused("k1", []));
         assert!(addon_namespace_unused("k1", ["k1", "k1"]));
         assert!(!addon_namespace_unused("k1", ["k1", "k2"]));
+    }
+
+    #[test]
+    fn the_token_addon_driver_reaches_the_registration_agent() {
+        let k = klusterlet(json!({"clusterName": "c1", "registrationConfiguration": {
+            "addOnKubeClientRegistrationDriver": {"authType": "token",
+                                                  "token": {"expirationSeconds": 3600}}}}));
+        let secret = HubSecret::default();
+        let objects = render(&RenderInput {
+            klusterlet: &k,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        let found = deployments(&objects);
+        let args = |d: &Value| d["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+        let registration = args(found[0]);
+        for wanted in [
+            "--addon-kubeclient-registration-auth=token",
+            "--addon-token-expiration-seconds=3600",
+        ] {
+            assert!(
+                registration.as_array().unwrap().contains(&json!(wanted)),
+                "{registration}"
+            );
+        }
+        assert!(!args(found[1]).to_string().contains("addon-kubeclient"));
+        // csr, the default, needs no flag.
+        let csr = klusterlet(json!({"clusterName": "c1", "registrationConfiguration": {
+            "addOnKubeClientRegistrationDriver": {"authType": "csr"}}}));
+        let objects = render(&RenderInput {
+            klusterlet: &csr,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        assert!(
+            !args(deployments(&objects)[0])
+                .to_string()
+                .contains("addon-kubeclient")
+        );
     }
 }

@@ -46,7 +46,7 @@ use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::{HOSTING_CLUSTER_NAME, V1ALPHA1_INSTALL_NAMESPACE};
 use ocm_api::addon::names::conditions::CLUSTER_CERTIFICATE_ROTATED;
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
-use ocm_api::addon::v1beta1::{ManagedClusterAddOn, RegistrationType};
+use ocm_api::addon::v1beta1::{KubeClientDriver, ManagedClusterAddOn, RegistrationType};
 use ocm_api::cluster::names::conditions::certificate_rotated;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_runtime::backoff::WatchBackoffExt;
@@ -59,6 +59,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
+use super::addon_tokens::{AddonKubeClientAuth, service_account_uid, token_user};
 use super::certs::{self, CertInfo};
 use super::rotation::{CertValidity, RotationSchedule};
 use super::secrets;
@@ -123,6 +124,9 @@ pub struct AddonCredential {
     /// The addon runs in hosted mode (its ManagedClusterAddOn names a hosting cluster): the
     /// secret goes to the cluster the agent runs on, not the managed cluster.
     pub hosted: bool,
+    /// Token driver: the UID of the ServiceAccount whose tokens the secret holds (instead of
+    /// a certificate); see [`super::addon_tokens`].
+    pub token_of: Option<String>,
 }
 
 impl AddonCredential {
@@ -164,8 +168,16 @@ pub fn install_namespace(mca: &ManagedClusterAddOn) -> String {
 
 /// The certificates `mca` asks for on `cluster`: one per registration (in its
 /// [`install_namespace`]); none for an MCA being deleted. Missing subjects get upstream's
-/// defaults (kubeClient: the default user and the cluster's addon group).
-pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<AddonCredential> {
+/// defaults (kubeClient: the default user and the cluster's addon group). With the token
+/// driver (`auth`) a `kubeClient` registration is a token of the addon agent's ServiceAccount
+/// instead, once the registration says `driver: token` and the hub says the ServiceAccount
+/// is ready; a `kubeClient` registration of the other driver than the agent's waits for the
+/// agent to declare its own.
+pub fn desired_credentials(
+    cluster: &str,
+    mca: &ManagedClusterAddOn,
+    auth: AddonKubeClientAuth,
+) -> Vec<AddonCredential> {
     let Some(status) = mca.status.as_ref() else {
         return Vec::new();
     };
@@ -182,6 +194,34 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
     for registration in &status.registrations {
         let credential = match registration.type_ {
             RegistrationType::KubeClient => {
+                let declared = registration
+                    .kube_client
+                    .as_ref()
+                    .and_then(|k| k.driver)
+                    .unwrap_or(KubeClientDriver::Csr);
+                if declared != auth.driver() {
+                    continue;
+                }
+                if declared == KubeClientDriver::Token {
+                    let Some(uid) = service_account_uid(mca) else {
+                        continue;
+                    };
+                    let credential = AddonCredential {
+                        addon: addon.clone(),
+                        namespace: namespace.clone(),
+                        signer: CLIENT_SIGNER.to_owned(),
+                        user: token_user(cluster, &addon),
+                        groups: Vec::new(),
+                        organization_units: Vec::new(),
+                        secret: hub_kubeconfig_secret_name(&addon),
+                        hosted,
+                        token_of: Some(uid),
+                    };
+                    if !out.iter().any(|c| c.secret == credential.secret) {
+                        out.push(credential);
+                    }
+                    continue;
+                }
                 let subject = registration
                     .kube_client
                     .as_ref()
@@ -203,6 +243,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     organization_units: Vec::new(),
                     secret: hub_kubeconfig_secret_name(&addon),
                     hosted,
+                    token_of: None,
                 }
             }
             RegistrationType::CustomSigner => {
@@ -225,6 +266,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     organization_units: subject.organization_units,
                     secret: client_cert_secret_name(&addon, &custom.signer_name),
                     hosted,
+                    token_of: None,
                 }
             }
         };
@@ -520,7 +562,9 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
         if let Some(addons) = snapshot {
             let wanted: BTreeMap<(String, String), AddonCredential> = addons
                 .values()
-                .flat_map(|mca| desired_credentials(&env.cluster, mca))
+                .flat_map(|mca| {
+                    desired_credentials(&env.cluster, mca, env.options.addon_kube_client_auth)
+                })
                 .map(|c| ((c.namespace.clone(), c.secret.clone()), c))
                 .collect();
             running.retain(|key, (credential, handle)| {
@@ -532,10 +576,18 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
             });
             for (key, credential) in &wanted {
                 if !running.contains_key(key) {
-                    let handle = tasks.spawn(keep_certificate(env.clone(), credential.clone()));
+                    let handle = match &credential.token_of {
+                        Some(uid) => tasks.spawn(super::addon_tokens::keep_token(
+                            env.clone(),
+                            credential.clone(),
+                            uid.clone(),
+                        )),
+                        None => tasks.spawn(keep_certificate(env.clone(), credential.clone())),
+                    };
                     running.insert(key.clone(), (credential.clone(), handle));
                 }
             }
+            declare_drivers(&env, &addons).await;
             let keys: BTreeSet<(String, String)> = wanted.keys().cloned().collect();
             if sweep_failed || periodic || swept.as_ref() != Some(&keys) {
                 let swept_all = match sweep_secrets(&env.spoke, None, &wanted).await {
@@ -825,6 +877,16 @@ async fn renew(
             cert.common_name, credential.user
         )));
     }
+    // A certificate without the groups asked for would be asked for again at once: an error
+    // (retried with backoff) rather than a CSR after CSR.
+    let have: BTreeSet<&String> = cert.organizations.iter().collect();
+    let want: BTreeSet<&String> = credential.groups.iter().collect();
+    if have != want {
+        return Err(AgentError::Certificate(format!(
+            "the certificate of CSR {name} has groups {:?}, not {:?}",
+            cert.organizations, credential.groups
+        )));
+    }
     let key_pem = key.serialize_pem();
     write_secret(env, credential, &cert_pem, &key_pem)
         .await
@@ -838,6 +900,21 @@ async fn write_secret(
     credential: &AddonCredential,
     cert_pem: &str,
     key_pem: &str,
+) -> Result<(), kube::Error> {
+    write_secret_data(
+        env,
+        credential,
+        secret_data(credential, &env.server, cert_pem, key_pem),
+    )
+    .await
+}
+
+/// Writes `data` into the secret of `credential` (other keys kept), making it and its
+/// namespace if missing.
+pub(crate) async fn write_secret_data(
+    env: &AddonEnv,
+    credential: &AddonCredential,
+    data: BTreeMap<String, ByteString>,
 ) -> Result<(), kube::Error> {
     let namespaces = Api::<Namespace>::all(env.agent_cluster(credential.hosted));
     if namespaces.get_opt(&credential.namespace).await?.is_none() {
@@ -854,7 +931,6 @@ async fn write_secret(
             Err(err) => return Err(err),
         }
     }
-    let data = secret_data(credential, &env.server, cert_pem, key_pem);
     let mut labels: BTreeMap<String, String> = [(ADDON_NAME.to_owned(), credential.addon.clone())]
         .into_iter()
         .collect();
@@ -872,6 +948,42 @@ async fn write_secret(
         data,
     )
     .await
+}
+
+/// Declares this agent's `kubeClient` driver on every MCA that does not say it yet
+/// ([`super::addon_tokens::driver_changes`]): a merge patch of `status.registrations`,
+/// conditional on the resourceVersion read (a conflict waits for the next change).
+async fn declare_drivers(env: &AddonEnv, addons: &BTreeMap<String, ManagedClusterAddOn>) {
+    let api = Api::<ManagedClusterAddOn>::namespaced(env.hub(), &env.cluster);
+    for (name, mca) in addons {
+        if mca.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(registrations) = super::addon_tokens::driver_changes(
+            &env.cluster,
+            mca,
+            env.options.addon_kube_client_auth,
+        ) else {
+            continue;
+        };
+        let patch = json!({
+            "metadata": {"resourceVersion": mca.metadata.resource_version},
+            "status": {"registrations": registrations},
+        });
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => tracing::info!(
+                addon = name,
+                driver = ?env.options.addon_kube_client_auth.driver(),
+                "declared the addon's kubeClient driver"
+            ),
+            Err(err) => {
+                tracing::debug!(error = %err, addon = name, "declaring the addon's kubeClient driver")
+            }
+        }
+    }
 }
 
 /// Sets `ClusterCertificateRotated` on the MCA of `credential`, logging a failure.
@@ -937,6 +1049,10 @@ fn timestamp(secs: i64) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn wanted(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<AddonCredential> {
+        desired_credentials(cluster, mca, AddonKubeClientAuth::Csr)
+    }
     use ocm_api::addon::v1beta1::{
         CustomSignerConfig, KubeClientConfig, KubeClientSubject, ManagedClusterAddOnStatus,
         RegistrationConfig, Subject,
@@ -1011,18 +1127,15 @@ mod tests {
     #[test]
     fn credentials_follow_the_status_with_upstream_defaults() {
         // No registrations: nothing. No namespace from the hub: upstream's default one.
-        let defaulted = desired_credentials("c1", &mca("a", "", vec![kube_client(None, &[])]));
+        let defaulted = wanted("c1", &mca("a", "", vec![kube_client(None, &[])]));
         assert_eq!(defaulted.len(), 1);
         assert_eq!(
             defaulted[0].namespace,
             "open-cluster-management-agent-addon"
         );
-        assert!(desired_credentials("c1", &mca("a", "ns", vec![])).is_empty());
-        assert!(
-            desired_credentials("c1", &ManagedClusterAddOn::new("a", Default::default()))
-                .is_empty()
-        );
-        let creds = desired_credentials(
+        assert!(wanted("c1", &mca("a", "ns", vec![])).is_empty());
+        assert!(wanted("c1", &ManagedClusterAddOn::new("a", Default::default())).is_empty());
+        let creds = wanted(
             "c1",
             &mca(
                 "a",
@@ -1047,8 +1160,7 @@ mod tests {
         assert_eq!(creds[1].organization_units, ["ou1", "ou2"]);
         assert!(!creds[1].is_kube_client());
         // Given subjects are kept.
-        let given =
-            desired_credentials("c1", &mca("a", "ns", vec![kube_client(Some("u"), &["g"])]));
+        let given = wanted("c1", &mca("a", "ns", vec![kube_client(Some("u"), &["g"])]));
         assert_eq!(
             (given[0].user.as_str(), given[0].groups.clone()),
             ("u", vec!["g".to_owned()])
@@ -1058,12 +1170,12 @@ mod tests {
         deleting.metadata.deletion_timestamp = Some(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
         );
-        assert!(desired_credentials("c1", &deleting).is_empty());
+        assert!(wanted("c1", &deleting).is_empty());
     }
 
     #[test]
     fn requests_carry_the_subject_and_the_addon_san() {
-        let cred = desired_credentials("c1", &mca("a", "ns", vec![custom("example.com/s")]))
+        let cred = wanted("c1", &mca("a", "ns", vec![custom("example.com/s")]))
             .pop()
             .unwrap();
         let cred = AddonCredential {
@@ -1157,7 +1269,7 @@ mod tests {
 
     #[test]
     fn a_new_certificate_is_needed_when_missing_foreign_or_due() {
-        let cred = desired_credentials(
+        let cred = wanted(
             "c1",
             &mca("a", "ns", vec![kube_client(Some("u"), &["g1", "g2"])]),
         )
@@ -1251,7 +1363,7 @@ mod tests {
             ca_pem: None,
             proxy_url: None,
         };
-        let cred = desired_credentials(
+        let cred = wanted(
             "c1",
             &mca("a", "ns", vec![kube_client(None, &[]), custom("x.io/y")]),
         );

@@ -24,6 +24,7 @@
 //! caller (the `ocm` CLI) where it stands.
 
 pub mod addon_health;
+pub mod addon_tokens;
 pub mod addons;
 mod bootstrap;
 mod certs;
@@ -108,6 +109,9 @@ pub struct AgentOptions {
     /// How long after its last renewal an addon's Lease still counts as renewed (upstream:
     /// 5 × 60 s).
     pub addon_lease_grace: Duration,
+    /// How `kubeClient` addon registrations get hub credentials (upstream
+    /// `--addon-kubeclient-registration-auth`, default CSR certificates).
+    pub addon_kube_client_auth: addon_tokens::AddonKubeClientAuth,
 }
 
 impl Default for AgentOptions {
@@ -127,6 +131,7 @@ impl Default for AgentOptions {
             rotation_threshold: (0.20, 0.25),
             addon_lease_check_period: Duration::from_secs(30),
             addon_lease_grace: Duration::from_secs(5 * 60),
+            addon_kube_client_auth: addon_tokens::AddonKubeClientAuth::Csr,
         }
     }
 }
