@@ -41,6 +41,22 @@ pub trait AgentAddon: Send + Sync {
         configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError>;
 
+    /// [`AgentAddon::manifests`] with conditions the addon wants on the ManagedClusterAddOn
+    /// about this rendering (each replaces the condition of its type; types the addon stops
+    /// naming stay as they were). The framework calls this one; the default gives the
+    /// manifests and no conditions.
+    async fn render(
+        &self,
+        cluster: &ManagedCluster,
+        addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
+    ) -> Result<Rendered, AddonError> {
+        Ok(Rendered {
+            manifests: self.manifests(cluster, addon, configs).await?,
+            conditions: Vec::new(),
+        })
+    }
+
     /// The install namespace this addon prefers on a cluster when neither its options nor its
     /// AddOnDeploymentConfig name one (template addons: the namespace of their agent's
     /// Deployment). `None` (the default): the framework's default namespace.
@@ -61,6 +77,15 @@ pub trait AgentAddon: Send + Sync {
     ) -> Vec<Value> {
         self.options().manifest_configs.clone()
     }
+}
+
+/// What an addon renders for one cluster ([`AgentAddon::render`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rendered {
+    /// The objects to put on the cluster, as [`AgentAddon::manifests`] gives them.
+    pub manifests: Vec<Value>,
+    /// Conditions to set on the ManagedClusterAddOn (`observedGeneration` is filled in).
+    pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
 
 /// The config objects in effect for an addon on one cluster.

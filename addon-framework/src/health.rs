@@ -55,6 +55,81 @@ pub fn probe_configs(prober: &HealthProber, manifests: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// Whether two `resourceIdentifier`s name the same object (an absent field is empty).
+fn same_identifier(a: &Value, b: &Value) -> bool {
+    let field = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
+    ["group", "resource", "namespace", "name"]
+        .iter()
+        .all(|f| field(a, f) == field(b, f))
+}
+
+/// The `manifestConfigs` of an addon's works: the prober's (`probes`, from [`probe_configs`])
+/// with the addon's own (`user`) merged in, as upstream's framework merges them — one entry
+/// per object: the addon's feedback rules added to the prober's (a `WellKnownStatus` rule
+/// once, JSON paths whose name is not there yet), its update strategy taking over; entries
+/// for other objects appended.
+pub fn merge_manifest_configs(probes: Vec<Value>, user: &[Value]) -> Vec<Value> {
+    let mut out = probes;
+    for config in user {
+        let id = config.get("resourceIdentifier").unwrap_or(&Value::Null);
+        let Some(existing) = out
+            .iter_mut()
+            .find(|c| same_identifier(c.get("resourceIdentifier").unwrap_or(&Value::Null), id))
+        else {
+            out.push(config.clone());
+            continue;
+        };
+        for rule in config
+            .get("feedbackRules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            merge_feedback_rule(existing, rule);
+        }
+        if let Some(strategy) = config.get("updateStrategy").filter(|s| !s.is_null()) {
+            existing["updateStrategy"] = strategy.clone();
+        }
+    }
+    out
+}
+
+/// Adds `rule` to `config`'s feedback rules unless they already say it.
+fn merge_feedback_rule(config: &mut Value, rule: &Value) {
+    if !config.get("feedbackRules").is_some_and(Value::is_array) {
+        config["feedbackRules"] = json!([]);
+    }
+    let Some(rules) = config["feedbackRules"].as_array_mut() else {
+        return;
+    };
+    match rule.get("type").and_then(Value::as_str) {
+        Some("WellKnownStatus") => {
+            if !rules.iter().any(|r| r["type"] == "WellKnownStatus") {
+                rules.push(rule.clone());
+            }
+        }
+        Some("JSONPaths") => {
+            let known: Vec<Value> = rules
+                .iter()
+                .filter(|r| r["type"] == "JSONPaths")
+                .flat_map(|r| r["jsonPaths"].as_array().cloned().unwrap_or_default())
+                .map(|p| p["name"].clone())
+                .collect();
+            let new: Vec<Value> = rule["jsonPaths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| !known.contains(&p["name"]))
+                .cloned()
+                .collect();
+            if !new.is_empty() {
+                rules.push(json!({"type": "JSONPaths", "jsonPaths": new}));
+            }
+        }
+        _ => rules.push(rule.clone()),
+    }
+}
+
 fn condition_true(work: &Value, type_: &str) -> bool {
     work.pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -274,5 +349,35 @@ mod tests {
             check: None,
         };
         assert_eq!(judge(&unchecked, Some(&w)).map(|j| j.status), Some("True"));
+    }
+
+    #[test]
+    fn the_addons_manifest_configs_merge_into_the_probers() {
+        let id =
+            json!({"group": "apps", "resource": "deployments", "namespace": "ns", "name": "a"});
+        let probes =
+            vec![json!({"resourceIdentifier": id, "feedbackRules": [{"type": "WellKnownStatus"}]})];
+        let user = vec![
+            json!({"resourceIdentifier": id,
+                   "updateStrategy": {"type": "ServerSideApply"},
+                   "feedbackRules": [{"type": "WellKnownStatus"},
+                                     {"type": "JSONPaths", "jsonPaths": [{"name": "x", "path": ".status.x"}]}]}),
+            json!({"resourceIdentifier": {"resource": "configmaps", "namespace": "ns", "name": "c"},
+                   "updateStrategy": {"type": "Update"}}),
+        ];
+        let merged = merge_manifest_configs(probes, &user);
+        assert_eq!(
+            merged,
+            vec![
+                json!({"resourceIdentifier": id,
+                       "feedbackRules": [{"type": "WellKnownStatus"},
+                                         {"type": "JSONPaths", "jsonPaths": [{"name": "x", "path": ".status.x"}]}],
+                       "updateStrategy": {"type": "ServerSideApply"}}),
+                user[1].clone(),
+            ]
+        );
+        // A path already there is not added twice.
+        let again = merge_manifest_configs(merged.clone(), &user[..1]);
+        assert_eq!(again, merged);
     }
 }

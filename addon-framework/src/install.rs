@@ -7,10 +7,55 @@
 //! when its cluster is selected by none of them any more. ManagedClusterAddOns a user created
 //! (not owned by the ClusterManagementAddOn) are never deleted by the strategy. Clusters that
 //! are being deleted get no new addon.
+//!
+//! Addon annotations: the annotations of a ManagedCluster whose key starts with
+//! `addon.open-cluster-management.io` ([`addon_annotations`]) are copied onto every
+//! ManagedClusterAddOn a `Placements` strategy governs — when the strategy creates it, and
+//! whenever the cluster's change ([`annotation_changes`]: changed values written, keys the
+//! cluster no longer has removed). `addon.open-cluster-management.io/v1alpha1-install-namespace`
+//! is the API conversion's own record of a v1alpha1 `installNamespace`, never copied or removed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use ocm_api::addon::names::{INSTALL_STRATEGY_MANUAL, INSTALL_STRATEGY_PLACEMENTS};
+
+/// Whether annotation `key` is an addon annotation a cluster hands to its addons.
+fn is_addon_annotation(key: &str) -> bool {
+    key.starts_with(ocm_api::addon::GROUP)
+        && key != ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE
+}
+
+/// The addon annotations of a cluster (from its annotations).
+pub fn addon_annotations(cluster: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    cluster
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| is_addon_annotation(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// What an addon's annotations (`addon`) need so that its addon annotations are the cluster's
+/// (`wanted`, from [`addon_annotations`]): key → new value, `None` to remove; empty when they
+/// already are. Other annotations are left alone.
+pub fn annotation_changes(
+    addon: Option<&BTreeMap<String, String>>,
+    wanted: &BTreeMap<String, String>,
+) -> BTreeMap<String, Option<String>> {
+    let current = addon_annotations(addon);
+    let mut changes = BTreeMap::new();
+    for (key, value) in wanted {
+        if current.get(key) != Some(value) {
+            changes.insert(key.clone(), Some(value.clone()));
+        }
+    }
+    for key in current.keys() {
+        if !wanted.contains_key(key) {
+            changes.insert(key.clone(), None);
+        }
+    }
+    changes
+}
 
 /// A ManagedClusterAddOn of the addon that exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,5 +189,69 @@ mod tests {
             existing,
         )
         .unwrap()
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn only_addon_annotations_travel_from_cluster_to_addon() {
+        let cluster = map(&[
+            (
+                "addon.open-cluster-management.io/hosting-cluster-name",
+                "h1",
+            ),
+            ("addon.open-cluster-management.io/test-annotation", "v1"),
+            (
+                "addon.open-cluster-management.io/v1alpha1-install-namespace",
+                "ns",
+            ),
+            ("foo.example.com/bar", "value1"),
+        ]);
+        assert_eq!(
+            addon_annotations(Some(&cluster)),
+            map(&[
+                (
+                    "addon.open-cluster-management.io/hosting-cluster-name",
+                    "h1"
+                ),
+                ("addon.open-cluster-management.io/test-annotation", "v1"),
+            ])
+        );
+        assert!(addon_annotations(Some(&map(&[("foo.example.com/bar", "x")]))).is_empty());
+        assert!(addon_annotations(None).is_empty());
+    }
+
+    #[test]
+    fn addon_annotations_follow_the_cluster() {
+        let wanted = map(&[
+            ("addon.open-cluster-management.io/a", "new"),
+            ("addon.open-cluster-management.io/b", "same"),
+        ]);
+        let addon = map(&[
+            ("addon.open-cluster-management.io/a", "old"),
+            ("addon.open-cluster-management.io/b", "same"),
+            ("addon.open-cluster-management.io/gone", "x"),
+            (
+                "addon.open-cluster-management.io/v1alpha1-install-namespace",
+                "ns",
+            ),
+            ("user.example.com/kept", "y"),
+        ]);
+        let changes = annotation_changes(Some(&addon), &wanted);
+        let expected: BTreeMap<String, Option<String>> = [
+            ("addon.open-cluster-management.io/a", Some("new")),
+            ("addon.open-cluster-management.io/gone", None),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.map(str::to_owned)))
+        .collect();
+        assert_eq!(changes, expected);
+        assert!(annotation_changes(Some(&wanted), &wanted).is_empty());
+        assert!(annotation_changes(None, &BTreeMap::new()).is_empty());
     }
 }

@@ -2,6 +2,10 @@
 //! strategies ([`crate::install::plan`]) and the configs each ManagedClusterAddOn should run,
 //! handed out per rollout strategy.
 //!
+//! Strategy-governed addons also get their cluster's addon annotations
+//! ([`crate::install::annotation_changes`]), and addons whose agents use the token driver their
+//! ServiceAccount ([`crate::token_infra`]).
+//!
 //! Both passes read caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
 //! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs) and write only differences:
 //! on a large fleet every addon status write wakes them.
@@ -11,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::addon::v1alpha1::{AddOnDeploymentConfig, InstallConfigReference, InstallProgression};
@@ -125,14 +131,26 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
         let creates = planned.create.into_iter().map(|cluster| {
             let name = name.clone();
             let uid = uid.clone();
+            // The cluster's addon annotations come along (none: no annotations at all).
+            let annotations = crate::install::addon_annotations(
+                caches
+                    .clusters
+                    .get(&ObjectRef::new(&cluster))
+                    .and_then(|c| c.metadata.annotations.clone())
+                    .as_ref(),
+            );
             async move {
                 let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+                let mut metadata = json!({"name": name, "namespace": cluster, "ownerReferences": [{
+                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                    "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]});
+                if !annotations.is_empty() {
+                    metadata["annotations"] = json!(annotations);
+                }
                 let mca: ManagedClusterAddOn = serde_json::from_value(json!({
                     "apiVersion": "addon.open-cluster-management.io/v1beta1",
                     "kind": "ManagedClusterAddOn",
-                    "metadata": {"name": name, "namespace": cluster, "ownerReferences": [{
-                        "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                        "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]},
+                    "metadata": metadata,
                     "spec": {},
                 }))?;
                 match api.create(&PostParams::default(), &mca).await {
@@ -155,8 +173,43 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
             let _ = api.delete(&name, &DeleteParams::default()).await;
         }
         adopt_addons(client, caches, &cma).await;
+        if strategy == ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS {
+            sync_addon_annotations(client, caches, &name).await;
+        }
     }
     Ok(())
+}
+
+/// Gives every ManagedClusterAddOn named `addon` its cluster's addon annotations
+/// ([`crate::install::annotation_changes`]), one merge patch per addon that needs it.
+async fn sync_addon_annotations(client: &kube::Client, caches: &Caches, addon: &str) {
+    let mcas = caches.mcas.state_filter(|m| {
+        m.metadata.name.as_deref() == Some(addon) && m.metadata.deletion_timestamp.is_none()
+    });
+    for mca in mcas {
+        let cluster = mca.metadata.namespace.clone().unwrap_or_default();
+        let Some(managed) = caches.clusters.get(&ObjectRef::new(&cluster)) else {
+            continue;
+        };
+        let wanted = crate::install::addon_annotations(managed.metadata.annotations.as_ref());
+        let changes =
+            crate::install::annotation_changes(mca.metadata.annotations.as_ref(), &wanted);
+        if changes.is_empty() {
+            continue;
+        }
+        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version,
+                                        "annotations": changes}});
+        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
+        match api
+            .patch(addon, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => tracing::info!(addon, cluster, "synced addon annotations from the cluster"),
+            Err(err) => {
+                tracing::debug!(addon, cluster, %err, "addon annotations not synced yet; retrying later")
+            }
+        }
+    }
 }
 
 /// Whether the central addon manager runs `cma` (its lifecycle annotation says so).
@@ -598,13 +651,42 @@ async fn write_cma_status(
     }
 }
 
-/// The reason on `Configured` of a ManagedClusterAddOn whose addon this hub does not know
-/// (an ocm-rs addition: without it such an addon just never does anything).
+/// The reason of the Warning Event on a ManagedClusterAddOn whose addon this hub does not know
+/// (an ocm-rs addition: without it such an addon just never does anything). An Event, not a
+/// condition: upstream's hub writes no condition on such an addon, and clients (upstream's own
+/// tests among them) expect its first condition to be the agent's `Available`.
 pub const UNKNOWN_ADDON: &str = "ClusterManagementAddOnNotFound";
 
-/// Marks every ManagedClusterAddOn without a ClusterManagementAddOn of its name with
-/// `Configured` False ([`UNKNOWN_ADDON`]), and clears that mark once the addon is known.
-async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
+/// The Events of the install controller: who reports them, and which addons were told.
+struct UnknownAddonEvents {
+    recorder: Recorder,
+    /// UIDs of the ManagedClusterAddOns already given the Event by this process.
+    told: BTreeSet<String>,
+}
+
+impl UnknownAddonEvents {
+    fn new(client: &kube::Client) -> UnknownAddonEvents {
+        UnknownAddonEvents {
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "addon-install-controller".into(),
+                    instance: None,
+                },
+            ),
+            told: BTreeSet::new(),
+        }
+    }
+}
+
+/// Gives every ManagedClusterAddOn without a ClusterManagementAddOn of its name a Warning Event
+/// ([`UNKNOWN_ADDON`]), once per addon and process; removes the `Configured` condition earlier
+/// versions wrote instead.
+async fn mark_unknown_addons(
+    client: &kube::Client,
+    caches: &Caches,
+    events: &mut UnknownAddonEvents,
+) {
     use ocm_api::addon::names::conditions::CONFIGURED;
     let known: BTreeSet<String> = caches
         .cmas
@@ -616,34 +698,42 @@ async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
         let (Some(name), Some(namespace)) = (&mca.metadata.name, &mca.metadata.namespace) else {
             continue;
         };
+        let uid = mca.metadata.uid.clone().unwrap_or_default();
+        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
+        if unknown && !events.told.contains(&uid) {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: UNKNOWN_ADDON.into(),
+                note: Some(format!(
+                    "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
+                )),
+                action: "Install".into(),
+                secondary: None,
+            };
+            match events.recorder.publish(&event, &mca.object_ref(&())).await {
+                Ok(()) => {
+                    events.told.insert(uid);
+                }
+                Err(err) => {
+                    tracing::debug!(addon = name, cluster = namespace, %err, "addon event not published yet")
+                }
+            }
+        } else if !unknown {
+            events.told.remove(&uid);
+        }
         let conditions = mca
             .status
             .as_ref()
-            .map(|s| s.conditions.clone())
+            .map(|s| s.conditions.as_slice())
             .unwrap_or_default();
-        let marked = conditions
+        if !conditions
             .iter()
-            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON);
-        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
-        let mut updated = conditions.clone();
-        if unknown && !marked {
-            set_condition(
-                &mut updated,
-                condition(
-                    CONFIGURED,
-                    "False",
-                    UNKNOWN_ADDON,
-                    &format!(
-                        "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
-                    ),
-                    mca.metadata.generation,
-                ),
-            );
-        } else if !unknown && marked {
-            updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
-        } else {
+            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON)
+        {
             continue;
         }
+        let mut updated = conditions.to_vec();
+        updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
         let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
         let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
                            "status": {"conditions": updated}});
@@ -651,7 +741,7 @@ async fn mark_unknown_addons(client: &kube::Client, caches: &Caches) {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not written yet");
+            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not removed yet");
         }
     }
 }
@@ -682,13 +772,16 @@ pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
         let _ = caches.clusters.wait_until_ready().await;
         let _ = caches.deployment_configs.wait_until_ready().await;
     };
+    let mut unknown_events = UnknownAddonEvents::new(&client);
+    let mut token_infra = crate::token_infra::TokenInfra::default();
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = ready => loop {
             if let Err(err) = install_pass(&client, &caches).await {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
-            mark_unknown_addons(&client, &caches).await;
+            mark_unknown_addons(&client, &caches, &mut unknown_events).await;
+            token_infra.pass(&client, &caches.mcas.state()).await;
             let recheck = match config_pass(&client, &caches).await {
                 Ok(recheck) => recheck,
                 Err(err) => {

@@ -23,10 +23,11 @@ pub mod registration;
 pub mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod token_infra;
 pub mod work_applier;
 pub mod works;
 
 pub use agent::{
-    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig,
+    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, RegistrationConfig, Rendered,
     WorkHealthCheck,
 };

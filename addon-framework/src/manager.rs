@@ -415,8 +415,15 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         }
         Some(registration) => match (registration.configurations)(&cluster, &mca) {
             Ok(configs) => {
-                let entries =
-                    crate::registration::status_registrations(&namespace, &options.name, &configs);
+                let existing = mca
+                    .status
+                    .as_ref()
+                    .map(|s| s.registrations.as_slice())
+                    .unwrap_or_default();
+                let entries = crate::registration::keep_agent_choices(
+                    crate::registration::status_registrations(&namespace, &options.name, &configs),
+                    existing,
+                );
                 outcome.registrations = Some(serde_json::to_value(entries)?);
                 let permissions = match &registration.permissions {
                     None => Ok(()),
@@ -459,8 +466,14 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         },
     }
     // Manifests → works. Nothing is written when the addon fails.
-    let manifests = match ctx.addon.manifests(&cluster, &mca, &configs).await {
-        Ok(manifests) => manifests,
+    let manifests = match ctx.addon.render(&cluster, &mca, &configs).await {
+        Ok(rendered) => {
+            for mut reported in rendered.conditions {
+                reported.observed_generation = generation;
+                set_condition(&mut outcome.conditions, reported);
+            }
+            rendered.manifests
+        }
         Err(err) if deleting => {
             tracing::warn!(addon = options.name, cluster = namespace, %err,
                 "no manifests to run the pre-delete hook from; letting the addon go");
@@ -657,9 +670,10 @@ fn plan_works(
         None => (manifests, Vec::new()),
     };
     let with_probes = |manifests: &[Value]| {
-        let mut configs = input.manifest_configs.to_vec();
-        configs.extend(crate::health::probe_configs(health, manifests));
-        configs
+        crate::health::merge_manifest_configs(
+            crate::health::probe_configs(health, manifests),
+            input.manifest_configs,
+        )
     };
     let configs = with_probes(&managed);
     let planned = plan(&WorkInput {

@@ -126,9 +126,136 @@ pub fn status_registrations(
         .collect()
 }
 
+/// The RBAC subjects of the agent of `mca`'s `kubeClient` registration as its status says
+/// (user, then groups but `system:authenticated`), as upstream binds hub permissions: with the
+/// token driver the agent's ServiceAccount, which no addon group covers. Empty until the
+/// status names a subject.
+pub fn registered_subjects(mca: &ocm_api::addon::v1beta1::ManagedClusterAddOn) -> Vec<Value> {
+    let Some(subject) = mca
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.registrations
+                .iter()
+                .find(|r| r.type_ == RegistrationType::KubeClient)
+        })
+        .and_then(|r| r.kube_client.as_ref()?.subject.clone())
+    else {
+        return Vec::new();
+    };
+    let user = subject
+        .user
+        .filter(|u| !u.is_empty())
+        .map(|u| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u}));
+    let groups = subject
+        .groups
+        .into_iter()
+        .filter(|g| g != "system:authenticated")
+        .map(|g| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}));
+    user.into_iter().chain(groups).collect()
+}
+
+/// `wanted` (from [`status_registrations`]) with what the registration agent on the cluster
+/// wrote into the existing `status.registrations` kept, as upstream's framework keeps it: each
+/// `kubeClient` entry (matched by its place among the `kubeClient` entries) keeps the agent's
+/// `driver`; with the `token` driver also the subject the agent set (its ServiceAccount), or
+/// no subject until the agent sets one.
+pub fn keep_agent_choices(
+    mut wanted: Vec<StatusConfig>,
+    existing: &[StatusConfig],
+) -> Vec<StatusConfig> {
+    let mut existing_kube_clients = existing
+        .iter()
+        .filter(|r| r.type_ == RegistrationType::KubeClient);
+    for entry in wanted
+        .iter_mut()
+        .filter(|r| r.type_ == RegistrationType::KubeClient)
+    {
+        let before = existing_kube_clients
+            .next()
+            .and_then(|r| r.kube_client.as_ref());
+        let Some(driver) = before.and_then(|k| k.driver) else {
+            continue;
+        };
+        let config = entry
+            .kube_client
+            .get_or_insert_with(KubeClientConfig::default);
+        config.driver = Some(driver);
+        if driver == ocm_api::addon::v1beta1::KubeClientDriver::Token {
+            config.subject = before.and_then(|k| k.subject.clone());
+        }
+    }
+    wanted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registered_subjects_are_the_status_subject() {
+        let mca: ocm_api::addon::v1beta1::ManagedClusterAddOn = serde_json::from_value(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn", "metadata": {"name": "hello"}, "spec": {},
+            "status": {"registrations": [
+                {"type": "customSigner", "customSigner": {"signerName": "x", "subject": {"user": "no"}}},
+                {"type": "kubeClient", "kubeClient": {"subject": {"user": "u",
+                    "groups": ["g", "system:authenticated"]}}}]}}))
+        .unwrap();
+        assert_eq!(
+            registered_subjects(&mca),
+            vec![
+                json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "u"}),
+                json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "g"}),
+            ]
+        );
+        let mut bare = mca.clone();
+        bare.status = None;
+        assert!(registered_subjects(&bare).is_empty());
+    }
+
+    #[test]
+    fn the_agents_driver_and_token_subject_are_kept() {
+        use ocm_api::addon::v1beta1::KubeClientDriver;
+        let wanted = status_registrations(
+            "c1",
+            "hello",
+            &[
+                RegistrationConfig::KubeClient {
+                    user: String::new(),
+                    groups: Vec::new(),
+                },
+                RegistrationConfig::CustomSigner {
+                    signer_name: "example.com/s".into(),
+                    user: "u".into(),
+                    groups: Vec::new(),
+                    organization_units: Vec::new(),
+                },
+            ],
+        );
+        // Nothing from the agent yet: as wanted.
+        assert_eq!(keep_agent_choices(wanted.clone(), &[]), wanted);
+        // The csr driver: kept, with the wanted subject.
+        let mut csr = wanted.clone();
+        csr[0].kube_client.as_mut().unwrap().driver = Some(KubeClientDriver::Csr);
+        assert_eq!(keep_agent_choices(wanted.clone(), &csr), csr);
+        // The token driver: kept with the agent's subject, or none until it sets one.
+        let mut token = wanted.clone();
+        let sa = KubeClientSubject {
+            user: Some("system:serviceaccount:c1:hello-agent".into()),
+            groups: Vec::new(),
+        };
+        token[0].kube_client = Some(KubeClientConfig {
+            subject: Some(sa.clone()),
+            driver: Some(KubeClientDriver::Token),
+        });
+        let kept = keep_agent_choices(wanted.clone(), &token);
+        assert_eq!(kept[0].kube_client.as_ref().unwrap().subject, Some(sa));
+        assert_eq!(kept[1], wanted[1]);
+        token[0].kube_client.as_mut().unwrap().subject = None;
+        let kept = keep_agent_choices(wanted.clone(), &token);
+        assert_eq!(kept[0].kube_client.as_ref().unwrap().subject, None);
+    }
 
     fn csr(cn: &str, orgs: &[&str], signer: &str) -> CsrInfo {
         CsrInfo {

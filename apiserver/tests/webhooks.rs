@@ -1009,6 +1009,97 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
     );
 }
 
+/// A watch that began before its CRD had a conversion webhook never presents an object the
+/// webhook did not convert: it ends (as kube-apiserver ends watches when a CRD's storage is
+/// replaced), and the watch the client starts again presents the object converted.
+#[tokio::test]
+async fn a_watch_never_presents_unconverted_objects_after_a_conversion_webhook_is_added() {
+    let (_server, client) = common::server().await;
+    let hooks = HookServer::start();
+    let group = "later.example.com";
+    let mut crd = gizmo_crd(group, hooks.client_config("/convert"));
+    crd["spec"]["conversion"] = json!({"strategy": "None"});
+    common::crd::install(&client, common::crd::crd_from_json(crd)).await;
+    let beta = gizmos(&client, group, "v1beta1");
+    let alpha = gizmos(&client, group, "v1alpha1");
+    let mut events = beta
+        .watch(&WatchParams::default().timeout(20), "0")
+        .await
+        .unwrap()
+        .boxed();
+    // The webhook is configured now, and the server serves the resource with it.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    crds.patch(
+        &format!("gizmos.{group}"),
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"conversion": {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": hooks.client_config("/convert"),
+                        "conversionReviewVersions": ["v1"]}}}})),
+    )
+    .await
+    .unwrap();
+    let probe: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1alpha1"), "kind": "Gizmo",
+        "metadata": {"name": "probe"}, "spec": {"colour": "grey"}}))
+    .unwrap();
+    alpha.create(&PostParams::default(), &probe).await.unwrap();
+    common::eventually("reads converted by the webhook", || {
+        let beta = beta.clone();
+        async move {
+            let got = beta.get("probe").await.ok()?;
+            (got.data["spec"] == json!({"color": "grey"})).then_some(())
+        }
+    })
+    .await;
+    // An object written in v1alpha1 reaches the older v1beta1 watch converted.
+    let mut written: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1alpha1"), "kind": "Gizmo",
+        "metadata": {"name": "g1"}, "spec": {"colour": "red"}}))
+    .unwrap();
+    written = alpha
+        .create(&PostParams::default(), &written)
+        .await
+        .unwrap();
+    let converted = |o: &DynamicObject| {
+        o.data["spec"] == json!({"color": "red"})
+            && o.types.as_ref().map(|t| t.api_version.as_str())
+                == Some(format!("{group}/v1beta1").as_str())
+    };
+    // The earlier watch either presents it converted or has ended.
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        if let WatchEvent::Added(o) = event
+            && o.metadata.name == written.metadata.name
+        {
+            assert!(converted(&o), "{o:?}");
+            return;
+        }
+    }
+    let mut again = beta
+        .watch(&WatchParams::default().timeout(20), "0")
+        .await
+        .unwrap()
+        .boxed();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), again.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let WatchEvent::Added(o) = event
+            && o.metadata.name == written.metadata.name
+        {
+            assert!(converted(&o), "{o:?}");
+            return;
+        }
+    }
+}
+
 #[tokio::test]
 async fn crd_conversion_webhook_down_is_a_500() {
     let (_server, client) = common::server().await;

@@ -20,7 +20,7 @@ use ocm_addon_framework::agent_helpers::{
 use ocm_addon_framework::manager::AddonManager;
 use ocm_addon_framework::registration::{
     agent_role_in_cluster_namespace, cluster_addon_group, default_approve, default_kube_client,
-    default_user,
+    default_user, registered_subjects,
 };
 use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
@@ -566,4 +566,128 @@ async fn addon_certificates_rotate_at_their_deadline() {
     stop.cancel();
     agents.cancel();
     hub.stop().await;
+}
+
+/// The kube-client addon `tok`, whose hub permissions bind the subject its registration
+/// names (with the token driver: the agent's ServiceAccount).
+fn token_addon() -> TestAddon {
+    let registration = Registration {
+        configurations: Arc::new(|_, mca| Ok(vec![default_kube_client(&cluster_of(mca), "tok")])),
+        approve: Arc::new(|_, mca, csr| default_approve(&cluster_of(mca), "tok", csr)),
+        permissions: Some(Arc::new(|_, mca| {
+            let subjects = registered_subjects(mca);
+            if subjects.is_empty() {
+                return Err(ocm_addon_framework::agent::PermissionError::Pending(
+                    "no subject registered yet".into(),
+                ));
+            }
+            let mut objects = agent_role_in_cluster_namespace(
+                &cluster_of(mca),
+                "tok",
+                json!([{"apiGroups": [""], "resources": ["configmaps"],
+                        "verbs": ["get", "list", "watch"]}]),
+            );
+            objects[1]["subjects"] = Value::Array(subjects);
+            Ok(objects)
+        })),
+        sign: None,
+    };
+    TestAddon {
+        options: AddonOptions {
+            registration: Some(registration),
+            health: HealthProber::Lease,
+            ..AddonOptions::new("tok")
+        },
+    }
+}
+
+/// The token driver (the Klusterlet's `addOnKubeClientRegistrationDriver: token`): the agent
+/// declares it, the hub makes the addon agent's ServiceAccount, the agent keeps a token of it
+/// in the addon's secret, and a client from exactly that secret reaches what the addon was
+/// granted; the ServiceAccount goes with the addon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
+    use ocm_registration::agent::addon_tokens::AddonKubeClientAuth;
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, names, agents) = ocm_e2e::fleet_with(dir.path(), 2, |name| AgentOptions {
+        addon_kube_client_auth: AddonKubeClientAuth::Token {
+            expiration_seconds: 3600,
+        },
+        ..ocm_e2e::fast_agent_options(name)
+    })
+    .await
+    .unwrap();
+    let client = hub.admin_client();
+    let stop = Shutdown::new();
+    tokio::spawn(ocm_addon_framework::manager::run_install_strategies(
+        client.clone(),
+        stop.child(),
+    ));
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(token_addon()))
+            .run(stop.child()),
+    );
+    enable(&client, "c01", "tok").await;
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    let mca = wait_for(&mcas, "tok", "a token and permissions", |m| {
+        has_condition(
+            m,
+            "TokenInfrastructureReady",
+            "True",
+            "TokenInfrastructureReady",
+        ) && has_condition(m, "TokenRefreshed", "True", "AddonTokenRefreshed")
+            && has_condition(m, "RegistrationApplied", "True", "SetPermissionApplied")
+    })
+    .await
+    .unwrap();
+    let registration = serde_json::to_value(&mca.status.as_ref().unwrap().registrations).unwrap();
+    assert_eq!(
+        registration[0]["kubeClient"],
+        json!({"driver": "token", "subject": {"user": "system:serviceaccount:c01:tok-agent"}})
+    );
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), "c01");
+    let account = accounts.get("tok-agent").await.unwrap();
+    let (_, _, message) = condition(&mca, "TokenInfrastructureReady").unwrap();
+    assert!(
+        message.contains(account.metadata.uid.as_deref().unwrap()),
+        "{message}"
+    );
+    // No CSR: the token is the credential.
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let listed = csrs
+        .list(&ListParams::default().labels("open-cluster-management.io/addon-name=tok"))
+        .await
+        .unwrap();
+    assert!(listed.items.is_empty(), "{:?}", listed.items);
+
+    let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(spoke, DEFAULT_INSTALL_NAMESPACE);
+    let secret = wait_for(&secrets, "tok-hub-kubeconfig", "the addon's token", |s| {
+        s.data.as_ref().is_some_and(|d| d.contains_key("token"))
+    })
+    .await
+    .unwrap();
+    let mounts = tempfile::tempdir().unwrap();
+    write_secret_to_dir(&secret, mounts.path()).unwrap();
+    let addon_client = hub_client_from_dir(mounts.path()).await.unwrap();
+    Api::<ConfigMap>::namespaced(addon_client.clone(), "c01")
+        .list(&ListParams::default())
+        .await
+        .expect("the ServiceAccount reads configmaps in its cluster namespace");
+    let other = names.iter().find(|n| *n != "c01").unwrap();
+    match Api::<ConfigMap>::namespaced(addon_client, other)
+        .list(&ListParams::default())
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
+        other => panic!("another cluster's namespace must be forbidden: {other:?}"),
+    }
+
+    // The addon goes: so does its ServiceAccount.
+    mcas.delete("tok", &DeleteParams::default()).await.unwrap();
+    wait_gone(&accounts, "tok-agent").await.unwrap();
+    stop.cancel();
+    agents.cancel();
 }

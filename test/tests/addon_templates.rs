@@ -3,7 +3,8 @@
 //! giving each agent exactly the declared hub permissions (checked with access reviews) and a
 //! custom-signer certificate signed by the template's CA, a template edit rolled out one
 //! cluster at a time, everything gone with the ClusterManagementAddOn; errors as conditions
-//! naming them; and `ocm addon create` from a directory of YAML, as a process.
+//! naming them (a variable nothing defines renders empty, as upstream, and is named in
+//! `TemplateVariablesDefined`); and `ocm addon create` from a directory of YAML, as a process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -89,15 +90,24 @@ fn agent_manifests(version: &str) -> Value {
 fn template_spec(version: &str) -> Value {
     json!({
         "addonName": ADDON,
-        "agentSpec": {"workload": {"manifests": agent_manifests(version)}},
+        // The agent's Deployment (where the AddOnDeploymentConfig moves it) has a
+        // manifestConfig of its own, as upstream's test template: merged with the availability
+        // probe's feedback rule, not in its way.
+        "agentSpec": {"workload": {"manifests": agent_manifests(version)},
+                      "manifestConfigs": [{"resourceIdentifier": {"group": "apps",
+                          "resource": "deployments", "name": "hello-agent", "namespace": INSTALL_NS},
+                          "updateStrategy": {"type": "ServerSideApply"}}]},
         "registration": [
             {"type": "KubeClient", "kubeClient": {"hubPermissions": [
                 {"type": "CurrentCluster", "currentCluster": {"clusterRoleName": "hello-reader"}},
                 {"type": "SingleNamespace", "singleNamespace": {"namespace": "hello-shared",
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                 "name": "shared-reader"}}}]}},
+            // Two groups and two units, as upstream's test template asks.
             {"type": "CustomSigner", "customSigner": {"signerName": SIGNER,
-                "signingCA": {"name": "hello-ca"}}}
+                "signingCA": {"name": "hello-ca"},
+                "subject": {"user": "user1", "groups": ["g1", "g2"],
+                            "organizationUnit": ["o1", "o2"]}}}
         ]
     })
 }
@@ -378,6 +388,28 @@ async fn a_template_addon_renders_registers_rolls_out_and_goes_with_its_addon() 
             cert.verify_signature(Some(ca.public_key())).is_ok(),
             "the certificate is signed by the template's CA"
         );
+        let organizations: Vec<&str> = cert
+            .subject()
+            .iter_organization()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        assert_eq!(organizations, ["g1", "g2"]);
+        // One request was enough (a certificate missing a group was asked for again and
+        // again).
+        let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+            Api::all(client.clone());
+        let selector = format!(
+            "open-cluster-management.io/addon-name={ADDON},open-cluster-management.io/cluster-name={name}"
+        );
+        let asked = csrs
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| c.spec.signer_name == SIGNER)
+            .count();
+        assert_eq!(asked, 1);
         agent_clients.insert(name.clone(), agent_hub_client(&hub, &spoke).await);
     }
     // Exactly the declared hub permissions: the ClusterRole in its own cluster namespace, the
@@ -533,7 +565,7 @@ async fn template_errors_are_conditions_naming_them() {
         applied_message("AddOnTemplate hello-template does not exist"),
     )
     .await;
-    // A template whose signing CA is missing, then with an unknown variable.
+    // A template whose signing CA is missing, then with a variable nothing defines.
     // No AddOnDeploymentConfig gives LOG_LEVEL here.
     let spec = template_spec("v1");
     create(
@@ -551,30 +583,37 @@ async fn template_errors_are_conditions_naming_them() {
     .await;
     ensure_namespace(&client, MANAGER_NS).await;
     create_ca_secret(&client).await;
-    let mca = wait_addon(
-        &mcas,
-        ADDON,
-        "the unknown variable named",
-        applied_message("unknown variable {{LOG_LEVEL}}"),
-    )
+    // As upstream, the undefined variable renders empty and the agent is deployed; the
+    // addon's status names the variable and where it is used.
+    let mca = wait_addon(&mcas, ADDON, "the undefined variable named", |m| {
+        condition(m, "TemplateVariablesDefined")
+            .is_some_and(|(s, r, _)| s == "False" && r == "UndefinedVariables")
+    })
     .await;
+    let (_, _, message) = condition(&mca, "TemplateVariablesDefined").unwrap();
     assert!(
-        condition(&mca, "ManifestApplied")
-            .unwrap()
-            .2
-            .contains("ConfigMap hello-template-ns/hello-{{CLUSTER_NAME}}"),
-        "{:?}",
-        condition(&mca, "ManifestApplied")
+        message.contains("{{LOG_LEVEL}} (in ConfigMap hello-template-ns/hello-{{CLUSTER_NAME}})"),
+        "{message}"
     );
-    // Nothing was deployed meanwhile.
     let works: Api<ManifestWork> = Api::namespaced(client.clone(), cluster);
-    assert!(
-        works
-            .get_opt("addon-hello-template-deploy-0")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let work = wait_for(
+        &works,
+        "addon-hello-template-deploy-0",
+        "the agent's work",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    let config_map = work
+        .spec
+        .workload
+        .manifests
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .find(|m| m["kind"] == "ConfigMap")
+        .unwrap();
+    assert_eq!(config_map["data"]["level"], "");
+    assert_eq!(config_map["data"]["cluster"], cluster.as_str());
     // A template for another addon is refused by name.
     let mut other = template_spec("v1");
     other["addonName"] = json!("someone-else");

@@ -9,8 +9,10 @@
 
 use std::sync::Arc;
 
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
 use ocm_addon_framework::manager::{AddonManager, run_install_strategies};
 use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
@@ -478,34 +480,36 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
     )
     .await
     .unwrap();
-    let nobody = wait_for(&c01, "nobody", "the unknown addon marked", |m| {
-        condition(m, "Configured").is_some()
-    })
-    .await
-    .unwrap();
-    let (status, reason, message) = condition(&nobody, "Configured").unwrap();
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("False", "ClusterManagementAddOnNotFound")
-    );
-    assert!(
-        message.contains("no ClusterManagementAddOn nobody"),
-        "{message}"
-    );
-    cmas.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
-        "metadata": {"name": "nobody"}, "spec": {}}))
-        .unwrap(),
+    // Said as a Warning Event on the addon (not a condition: upstream's clients expect the
+    // first condition of such an addon to be the agent's Available).
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "c01");
+    let told = tokio::time::timeout(
+        ocm_e2e::WAIT,
+        kube::runtime::watcher(events, kube::runtime::watcher::Config::default())
+            .applied_objects()
+            .try_filter(|e| {
+                futures::future::ready(
+                    e.reason.as_deref() == Some("ClusterManagementAddOnNotFound")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("nobody"),
+                )
+            })
+            .boxed()
+            .try_next(),
     )
     .await
+    .unwrap()
+    .unwrap()
     .unwrap();
-    wait_for(&c01, "nobody", "the mark cleared", |m| {
-        condition(m, "Configured").is_none()
-    })
-    .await
-    .unwrap();
+    assert_eq!(told.type_.as_deref(), Some("Warning"));
+    assert!(
+        told.note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no ClusterManagementAddOn nobody"),
+        "{told:?}"
+    );
+    let nobody = c01.get("nobody").await.unwrap();
+    assert!(condition(&nobody, "Configured").is_none());
 
     stop.cancel();
     agents.cancel();

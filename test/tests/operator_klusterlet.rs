@@ -561,6 +561,19 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
             .items
             .is_empty()
     );
+    // Addons still run on the managed cluster: the addon namespace is made there.
+    let managed_namespaces: Api<Namespace> = Api::all(managed.client());
+    managed_namespaces
+        .get("open-cluster-management-agent-addon")
+        .await
+        .unwrap();
+    assert!(
+        Api::<Namespace>::all(mgmt.clone())
+            .get_opt("open-cluster-management-agent-addon")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let work: ManifestWork = serde_json::from_value(json!({
         "metadata": {"name": "hello", "namespace": "c4"},
@@ -599,6 +612,9 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     );
     wait_gone(&configmaps, "hello").await.unwrap();
     wait_gone(&Api::<Namespace>::all(mgmt.clone()), "klusterlet")
+        .await
+        .unwrap();
+    wait_gone(&managed_namespaces, "open-cluster-management-agent-addon")
         .await
         .unwrap();
     wait_available_unknown(&hub.admin_client(), "c4")
@@ -667,5 +683,58 @@ async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
     let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
     let chosen = String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert_eq!(chosen, bootstrap);
+    operated.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn klusterlets_share_upstreams_addon_namespace_and_the_last_one_removes_it() {
+    const ADDON_NS: &str = "open-cluster-management-agent-addon";
+    let dir = tempfile::tempdir().unwrap();
+    let operated = OperatedCluster::start(OCM, dir.path(), "c7").await.unwrap();
+    let client = operated.spoke.client();
+    let klusterlets: Api<Klusterlet> = Api::all(client.clone());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    // Two Klusterlets (two hubs, say), neither in the default agent namespace.
+    for name in ["k1", "k2"] {
+        create_klusterlet(
+            &client,
+            name,
+            json!({"clusterName": "c7",
+                   "namespace": format!("open-cluster-management-agent-{name}")}),
+        )
+        .await
+        .unwrap();
+        wait_for(&klusterlets, name, "Applied", |k| {
+            condition(k, "Applied") == ("True".to_owned(), "KlusterletApplied".to_owned())
+        })
+        .await
+        .unwrap();
+    }
+    // The addon namespace is upstream's, whatever the agent namespaces.
+    wait_for(&namespaces, ADDON_NS, "the addon namespace", |_| true)
+        .await
+        .unwrap();
+    for name in ["k1", "k2"] {
+        let old_style = format!("open-cluster-management-agent-{name}-addon");
+        assert!(namespaces.get_opt(&old_style).await.unwrap().is_none());
+    }
+    // One goes: its agent namespace goes, the shared one stays for the other.
+    klusterlets
+        .delete("k1", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&klusterlets, "k1").await.unwrap();
+    wait_gone(&namespaces, "open-cluster-management-agent-k1")
+        .await
+        .unwrap();
+    let shared = namespaces.get(ADDON_NS).await.unwrap();
+    assert!(shared.metadata.deletion_timestamp.is_none());
+    // The last one goes: so does the addon namespace.
+    klusterlets
+        .delete("k2", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&klusterlets, "k2").await.unwrap();
+    wait_gone(&namespaces, ADDON_NS).await.unwrap();
     operated.stop().await;
 }

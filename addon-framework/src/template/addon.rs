@@ -9,19 +9,22 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::v1alpha1::AddOnTemplateSpec;
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::names::annotations::IMAGE_REGISTRIES;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::conditions::condition;
 use serde_json::Value;
 
 use super::registration;
-use super::render::{RenderInput, agent_namespace, render};
+use super::render::{RenderInput, RenderedTemplate, agent_namespace, render};
 use super::signer::{SigningCa, SigningCas};
 use crate::agent::{
-    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, PermissionError, Registration,
+    AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber, PermissionError,
+    Registration, Rendered,
 };
 
 /// The config kind of templates: (group, resource).
@@ -222,6 +225,32 @@ impl TemplateAddon {
         Ok(())
     }
 
+    /// The template of `addon` rendered for `cluster`.
+    async fn render_template(
+        &self,
+        cluster: &ManagedCluster,
+        addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
+    ) -> Result<RenderedTemplate, AddonError> {
+        let template = self.lookup().template(addon)?;
+        self.refresh_signing_cas(&template).await?;
+        let install_namespace = TemplateAddon::install_namespace(&template, configs);
+        let cluster_registries = cluster
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(IMAGE_REGISTRIES))
+            .map(String::as_str);
+        render(&RenderInput {
+            addon: &self.options.name,
+            cluster: cluster.metadata.name.as_deref().unwrap_or_default(),
+            cluster_registries,
+            template: &template,
+            configs,
+            install_namespace: &install_namespace,
+        })
+    }
+
     /// The install namespace of the agent on a cluster, with its template and configs.
     fn install_namespace(template: &AddOnTemplateSpec, configs: &AddonConfigs) -> String {
         configs
@@ -229,6 +258,26 @@ impl TemplateAddon {
             .map(str::to_owned)
             .or_else(|| agent_namespace(template))
             .unwrap_or_else(|| DEFAULT_INSTALL_NAMESPACE.to_owned())
+    }
+}
+
+/// The [`super::VARIABLES_DEFINED`] condition of a rendering.
+fn variables_condition(rendered: &RenderedTemplate) -> Condition {
+    match rendered.undefined_message() {
+        None => condition(
+            super::VARIABLES_DEFINED,
+            "True",
+            super::ALL_VARIABLES_DEFINED,
+            "every variable the AddOnTemplate uses is defined",
+            None,
+        ),
+        Some(message) => condition(
+            super::VARIABLES_DEFINED,
+            "False",
+            super::UNDEFINED_VARIABLES,
+            &message,
+            None,
+        ),
     }
 }
 
@@ -276,7 +325,22 @@ fn registration_for(lookup: &Lookup, cas: &SigningCas, manager_namespace: &str) 
                 .map_err(|e| PermissionError::Pending(e.0))?;
             let cluster = cluster.metadata.name.as_deref().unwrap_or_default();
             let uid = mca.metadata.uid.as_deref().unwrap_or_default();
-            registration::permissions(&template, cluster, &lookup.addon, uid)
+            let token_user = crate::token_infra::uses_token(mca)
+                .then(|| {
+                    mca.status
+                        .as_ref()?
+                        .registrations
+                        .iter()
+                        .find_map(|r| r.kube_client.as_ref()?.subject.as_ref()?.user.clone())
+                })
+                .flatten();
+            registration::permissions(
+                &template,
+                cluster,
+                &lookup.addon,
+                uid,
+                token_user.as_deref(),
+            )
         })
     };
     let sign = {
@@ -322,22 +386,22 @@ impl AgentAddon for TemplateAddon {
         addon: &ManagedClusterAddOn,
         configs: &AddonConfigs,
     ) -> Result<Vec<Value>, AddonError> {
-        let template = self.lookup().template(addon)?;
-        self.refresh_signing_cas(&template).await?;
-        let install_namespace = TemplateAddon::install_namespace(&template, configs);
-        let cluster_registries = cluster
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(IMAGE_REGISTRIES))
-            .map(String::as_str);
-        render(&RenderInput {
-            addon: &self.options.name,
-            cluster: cluster.metadata.name.as_deref().unwrap_or_default(),
-            cluster_registries,
-            template: &template,
-            configs,
-            install_namespace: &install_namespace,
+        Ok(self
+            .render_template(cluster, addon, configs)
+            .await?
+            .manifests)
+    }
+
+    async fn render(
+        &self,
+        cluster: &ManagedCluster,
+        addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
+    ) -> Result<Rendered, AddonError> {
+        let rendered = self.render_template(cluster, addon, configs).await?;
+        Ok(Rendered {
+            conditions: vec![variables_condition(&rendered)],
+            manifests: rendered.manifests,
         })
     }
 

@@ -15,4 +15,16 @@ pub mod render;
 pub mod signer;
 
 pub use addon::{TemplateAddon, TemplateHistory};
+
+/// Condition a template addon sets on each ManagedClusterAddOn it renders (an ocm-rs
+/// addition; upstream renders an undefined variable as an empty string without a word): True
+/// when every variable the template uses is defined, False ([`UNDEFINED_VARIABLES`], naming
+/// them) when some render as empty strings.
+pub const VARIABLES_DEFINED: &str = "TemplateVariablesDefined";
+
+/// Reason of [`VARIABLES_DEFINED`] True.
+pub const ALL_VARIABLES_DEFINED: &str = "AllVariablesDefined";
+
+/// Reason of [`VARIABLES_DEFINED`] False.
+pub const UNDEFINED_VARIABLES: &str = "UndefinedVariables";
 pub use controller::{DEFAULT_MANAGER_NAMESPACE, run_template_addons};

@@ -96,12 +96,16 @@ pub fn approve(template: &AddOnTemplateSpec, cluster: &str, addon: &str, csr: &C
 }
 
 /// The hub RoleBindings of the template's `hubPermissions` for the agent on `cluster`, the
-/// ManagedClusterAddOn (`addon_uid`) owning the ones in the cluster's namespace.
+/// ManagedClusterAddOn (`addon_uid`) owning the ones in the cluster's namespace. With the token
+/// driver the agent is `token_user` (its ServiceAccount, as the registration says), bound in
+/// the cluster's namespace too; a `SingleNamespace` binding, shared by every cluster's agent,
+/// stays bound to the addon group (tokens do not carry it).
 pub fn permissions(
     template: &AddOnTemplateSpec,
     cluster: &str,
     addon: &str,
     addon_uid: &str,
+    token_user: Option<&str>,
 ) -> Result<Vec<Value>, PermissionError> {
     let mut out = Vec::new();
     let kube_clients = template
@@ -118,17 +122,22 @@ pub fn permissions(
                             .into(),
                     ));
                 };
+                let mut subjects = vec![
+                    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": default_user(cluster, addon, &agent_name(addon))}),
+                    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                           "name": cluster_addon_group(cluster, addon)}),
+                ];
+                if let Some(user) = token_user.filter(|u| !u.is_empty()) {
+                    subjects.push(json!({"apiGroup": "rbac.authorization.k8s.io",
+                                         "kind": "User", "name": user}));
+                }
                 let mut binding = role_binding(
                     addon,
                     cluster,
                     json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                            "name": current.cluster_role_name}),
-                    json!([
-                        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                         "name": default_user(cluster, addon, &agent_name(addon))},
-                        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                         "name": cluster_addon_group(cluster, addon)},
-                    ]),
+                    Value::Array(subjects),
                 );
                 binding["metadata"]["ownerReferences"] = json!([{
                     "apiVersion": "addon.open-cluster-management.io/v1beta1",
@@ -246,7 +255,7 @@ mod tests {
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}}}
             ]}}]),
         );
-        let bindings = permissions(&t, "c1", "hello", "uid-1").unwrap();
+        let bindings = permissions(&t, "c1", "hello", "uid-1", None).unwrap();
         assert_eq!(bindings.len(), 2);
         let current = &bindings[0];
         assert_eq!(
@@ -275,8 +284,23 @@ mod tests {
             json!([{"type": "KubeClient", "kubeClient": {"hubPermissions": [
             {"type": "CurrentCluster"}]}}]),
         );
+        // The token driver's ServiceAccount is bound in the cluster's namespace too.
+        let token = permissions(
+            &t,
+            "c1",
+            "hello",
+            "uid-1",
+            Some("system:serviceaccount:c1:hello-agent"),
+        )
+        .unwrap();
+        assert_eq!(
+            token[0]["subjects"][2],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                   "name": "system:serviceaccount:c1:hello-agent"})
+        );
+        assert_eq!(token[1]["subjects"], single["subjects"]);
         assert!(matches!(
-            permissions(&broken, "c1", "hello", "u"),
+            permissions(&broken, "c1", "hello", "u", None),
             Err(PermissionError::Failed(m)) if m.contains("currentCluster is required")
         ));
     }

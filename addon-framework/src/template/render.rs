@@ -3,8 +3,10 @@
 //! Every string (and map key) of every manifest may name variables as `{{NAME}}`: the built-in
 //! `CLUSTER_NAME` and `INSTALL_NAMESPACE`, `HUB_KUBECONFIG` (the mounted hub kubeconfig, when
 //! the template has registrations) and the AddOnDeploymentConfig's customized variables (which
-//! may replace `HUB_KUBECONFIG` but never a built-in). A name that is none of these is an error
-//! naming it, never an empty string.
+//! may replace `HUB_KUBECONFIG` but never a built-in). A name that is none of these renders as
+//! an empty string, as upstream renders it (templates written for upstream work unchanged); the
+//! rendering names every such variable ([`RenderedTemplate::undefined`]) so that the addon's
+//! status can say so. An unterminated `{{` is an error.
 //!
 //! Deployments and DaemonSets are then completed as upstream's template addons are: the
 //! preset variables as environment of every container, the registration secrets as volumes,
@@ -13,7 +15,7 @@
 //! ConfigMap) and resource requirements. An AddOnDeploymentConfig `agentInstallNamespace`
 //! moves every namespaced object, Namespace and ServiceAccount subject there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ocm_api::addon::v1alpha1::{AddOnTemplateSpec, ImageMirror, RegistrationType};
 use serde_json::{Value, json};
@@ -112,8 +114,13 @@ fn variables(input: &RenderInput<'_>) -> (BTreeMap<String, String>, Vec<(String,
     (vars, preset)
 }
 
-/// `text` with every `{{NAME}}` replaced by its variable.
-fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+/// `text` with every `{{NAME}}` replaced by its variable (an undefined one by nothing, its
+/// name added to `undefined`).
+fn substitute(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    undefined: &mut BTreeSet<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
@@ -125,7 +132,9 @@ fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
         let name = &after[..end];
         match vars.get(name) {
             Some(value) => out.push_str(value),
-            None => return Err(format!("unknown variable {{{{{name}}}}}")),
+            None => {
+                undefined.insert(name.to_owned());
+            }
         }
         rest = &after[end + 2..];
     }
@@ -133,25 +142,63 @@ fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
     Ok(out)
 }
 
-/// `value` with variables substituted in every string and map key.
-fn substitute_value(value: &Value, vars: &BTreeMap<String, String>) -> Result<Value, String> {
+/// `value` with variables substituted in every string and map key (undefined ones named in
+/// `undefined`).
+fn substitute_value(
+    value: &Value,
+    vars: &BTreeMap<String, String>,
+    undefined: &mut BTreeSet<String>,
+) -> Result<Value, String> {
     Ok(match value {
-        Value::String(s) => Value::String(substitute(s, vars)?),
+        Value::String(s) => Value::String(substitute(s, vars, undefined)?),
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| substitute_value(v, vars))
+                .map(|v| substitute_value(v, vars, undefined))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(map) => {
             let mut out = serde_json::Map::with_capacity(map.len());
             for (k, v) in map {
-                out.insert(substitute(k, vars)?, substitute_value(v, vars)?);
+                out.insert(
+                    substitute(k, vars, undefined)?,
+                    substitute_value(v, vars, undefined)?,
+                );
             }
             Value::Object(out)
         }
         other => other.clone(),
     })
+}
+
+/// A template rendered for one cluster.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RenderedTemplate {
+    /// The agent's manifests.
+    pub manifests: Vec<Value>,
+    /// Each variable the template uses that nothing defines (rendered as an empty string), with
+    /// the manifests using it (`Kind namespace/name`).
+    pub undefined: BTreeMap<String, Vec<String>>,
+}
+
+impl RenderedTemplate {
+    /// What the addon's status says about the variables: `None` when every one is defined,
+    /// else a message naming each undefined variable and where it is used.
+    pub fn undefined_message(&self) -> Option<String> {
+        if self.undefined.is_empty() {
+            return None;
+        }
+        let named: Vec<String> = self
+            .undefined
+            .iter()
+            .map(|(name, used)| format!("{{{{{name}}}}} (in {})", used.join(", ")))
+            .collect();
+        Some(format!(
+            "no config defines the variable(s) {}: rendered as empty strings (an \
+             AddOnDeploymentConfig's customizedVariables can define them)",
+            named.join(", ")
+        ))
+    }
 }
 
 /// A short name of a manifest for messages: `Kind namespace/name`.
@@ -190,10 +237,11 @@ fn registries(input: &RenderInput<'_>) -> Result<Vec<ImageMirror>, AddonError> {
 }
 
 /// The agent's manifests for this cluster.
-pub fn render(input: &RenderInput<'_>) -> Result<Vec<Value>, AddonError> {
+pub fn render(input: &RenderInput<'_>) -> Result<RenderedTemplate, AddonError> {
     let (vars, preset) = variables(input);
     let registries = registries(input)?;
     let mut out = Vec::new();
+    let mut undefined_by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, manifest) in input
         .template
         .agent_spec
@@ -202,12 +250,19 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<Value>, AddonError> {
         .iter()
         .enumerate()
     {
-        let mut object = substitute_value(&manifest.0, &vars).map_err(|err| {
+        let mut undefined = BTreeSet::new();
+        let mut object = substitute_value(&manifest.0, &vars, &mut undefined).map_err(|err| {
             AddonError::new(format!(
                 "manifest {i} ({}) of the AddOnTemplate: {err}",
                 describe(&manifest.0)
             ))
         })?;
+        for name in undefined {
+            undefined_by_name
+                .entry(name)
+                .or_default()
+                .push(describe(&manifest.0));
+        }
         if !object.is_object() {
             return Err(AddonError::new(format!(
                 "manifest {i} of the AddOnTemplate is not an object"
@@ -236,7 +291,10 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<Value>, AddonError> {
             move_to_namespace(object, namespace);
         }
     }
-    Ok(out)
+    Ok(RenderedTemplate {
+        manifests: out,
+        undefined: undefined_by_name,
+    })
 }
 
 fn proxy_ca_config_map(addon: &str) -> String {
@@ -441,7 +499,10 @@ mod tests {
             json!({"customizedVariables": [{"name": "LOG_LEVEL", "value": "4"},
             {"name": "CLUSTER_NAME", "value": "not-this"}]}),
         );
-        let out = render(&input(&t, &c, "hello-ns")).unwrap();
+        let rendered = render(&input(&t, &c, "hello-ns")).unwrap();
+        assert!(rendered.undefined.is_empty());
+        assert_eq!(rendered.undefined_message(), None);
+        let out = rendered.manifests;
         let container = &out[0]["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["args"][0], "--cluster=cluster1");
         assert_eq!(
@@ -451,10 +512,23 @@ mod tests {
         assert_eq!(container["env"][0], json!({"name": "LOG", "value": "4"}));
         assert_eq!(out[1]["metadata"]["name"], "hello-cluster1");
         assert_eq!(out[1]["data"]["ns"], "hello-ns");
-        let err = render(&input(&t, &AddonConfigs::default(), "hello-ns")).unwrap_err();
+        // As upstream: a variable nothing defines renders empty, and is named.
+        let rendered = render(&input(&t, &AddonConfigs::default(), "hello-ns")).unwrap();
+        let container = &rendered.manifests[0]["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["env"][0], json!({"name": "LOG", "value": ""}));
+        assert_eq!(container["args"][0], "--cluster=cluster1");
         assert_eq!(
-            err.0,
-            "manifest 0 (Deployment hello-ns/hello-agent) of the AddOnTemplate: unknown variable {{LOG_LEVEL}}"
+            rendered.undefined,
+            BTreeMap::from([(
+                "LOG_LEVEL".to_owned(),
+                vec!["Deployment hello-ns/hello-agent".to_owned()]
+            )])
+        );
+        assert_eq!(
+            rendered.undefined_message().unwrap(),
+            "no config defines the variable(s) {{LOG_LEVEL}} (in Deployment hello-ns/hello-agent): \
+             rendered as empty strings (an AddOnDeploymentConfig's customizedVariables can define \
+             them)"
         );
     }
 
@@ -462,20 +536,36 @@ mod tests {
     fn unterminated_variables_are_errors() {
         let mut vars = BTreeMap::new();
         vars.insert("A".to_owned(), "1".to_owned());
-        assert_eq!(substitute("x{{A}}y{{A}}", &vars).unwrap(), "x1y1");
+        let mut undefined = BTreeSet::new();
+        assert_eq!(
+            substitute("x{{A}}y{{A}}", &vars, &mut undefined).unwrap(),
+            "x1y1"
+        );
         assert!(
-            substitute("x{{A", &vars)
+            substitute("x{{A", &vars, &mut undefined)
                 .unwrap_err()
                 .contains("unterminated")
         );
-        assert_eq!(substitute("plain {A}", &vars).unwrap(), "plain {A}");
+        assert_eq!(
+            substitute("plain {A}", &vars, &mut undefined).unwrap(),
+            "plain {A}"
+        );
+        assert!(undefined.is_empty());
+        assert_eq!(
+            substitute("a{{B}}b{{ A }}c", &vars, &mut undefined).unwrap(),
+            "abc"
+        );
+        assert_eq!(
+            undefined,
+            BTreeSet::from(["B".to_owned(), " A ".to_owned()])
+        );
     }
 
     #[test]
     fn workloads_get_preset_env_and_registration_volumes() {
         let t = agent_template();
         let c = configs(json!({"customizedVariables": [{"name": "LOG_LEVEL", "value": "4"}]}));
-        let out = render(&input(&t, &c, "hello-ns")).unwrap();
+        let out = render(&input(&t, &c, "hello-ns")).unwrap().manifests;
         let pod = &out[0]["spec"]["template"]["spec"];
         let env = &pod["containers"][0]["env"];
         assert_eq!(
@@ -515,7 +605,7 @@ mod tests {
             "resourceRequirements": [{"containerID": "deployments:hello-agent:agent",
                                       "resources": {"requests": {"cpu": "50m"}}}]
         }));
-        let out = render(&input(&t, &c, "elsewhere")).unwrap();
+        let out = render(&input(&t, &c, "elsewhere")).unwrap().manifests;
         let pod = &out[0]["spec"]["template"]["spec"];
         assert_eq!(out[0]["metadata"]["namespace"], "elsewhere");
         assert_eq!(pod["nodeSelector"], json!({"disk": "ssd"}));
@@ -562,7 +652,7 @@ mod tests {
         let annotation = r#"{"registries":[{"source":"quay.io","mirror":"local.registry"}]}"#;
         let mut i = input(&t, &c, "hello-ns");
         i.cluster_registries = Some(annotation);
-        let out = render(&i).unwrap();
+        let out = render(&i).unwrap().manifests;
         assert_eq!(
             out[0]["spec"]["template"]["spec"]["containers"][0]["image"],
             "local.registry/ocm/hello:v1"

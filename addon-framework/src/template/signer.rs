@@ -8,8 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rcgen::{
-    CertificateSigningRequestParams, ExtendedKeyUsagePurpose, Issuer, KeyPair, KeyUsagePurpose,
+    CertificateSigningRequestParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer,
+    KeyPair, KeyUsagePurpose,
 };
+use x509_parser::certification_request::X509CertificationRequest;
+use x509_parser::prelude::FromDer;
 
 use crate::agent::AddonError;
 
@@ -54,6 +57,9 @@ impl SigningCa {
         let issuer = self.issuer().map_err(AddonError::new)?;
         let mut request = CertificateSigningRequestParams::from_pem(request_pem)
             .map_err(|e| AddonError::new(format!("the CSR's request is not valid: {e}")))?;
+        // rcgen keeps one value per attribute type: the subject is taken from the request
+        // itself, every attribute in order (a second O stays a second O).
+        request.params.distinguished_name = requested_subject(request_pem)?;
         let now = std::time::SystemTime::now();
         request.params.not_before = now.into();
         request.params.not_after = (now + VALIDITY).into();
@@ -67,6 +73,38 @@ impl SigningCa {
             .map_err(|e| AddonError::new(format!("signing failed: {e}")))?;
         Ok(cert.pem())
     }
+}
+
+/// The subject of the PEM request `request_pem`, every attribute in order: the first of each
+/// type under its type, later ones of the same type under their OID (which rcgen writes as
+/// given).
+fn requested_subject(request_pem: &str) -> Result<DistinguishedName, AddonError> {
+    let invalid = |e: String| AddonError::new(format!("the CSR's request is not valid: {e}"));
+    let (_, pem) = x509_parser::pem::parse_x509_pem(request_pem.as_bytes())
+        .map_err(|e| invalid(e.to_string()))?;
+    let (_, csr) =
+        X509CertificationRequest::from_der(&pem.contents).map_err(|e| invalid(e.to_string()))?;
+    let mut dn = DistinguishedName::new();
+    let mut seen: Vec<DnType> = Vec::new();
+    for attribute in csr.certification_request_info.subject.iter_attributes() {
+        let oid: Vec<u64> = attribute
+            .attr_type()
+            .iter()
+            .map(|arcs| arcs.collect())
+            .unwrap_or_default();
+        let value = attribute
+            .as_str()
+            .map_err(|e| invalid(format!("a subject attribute is not text: {e}")))?
+            .to_owned();
+        let ty = DnType::from_oid(&oid);
+        if seen.contains(&ty) {
+            dn.push(DnType::CustomDnType(oid), value);
+        } else {
+            seen.push(ty.clone());
+            dn.push(ty, value);
+        }
+    }
+    Ok(dn)
 }
 
 /// The signing CAs last read from the hub, by (namespace, name) of their Secret: what the
@@ -97,7 +135,7 @@ impl SigningCas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa};
+    use rcgen::{BasicConstraints, CertificateParams, IsCa};
 
     fn ca() -> SigningCa {
         let key = KeyPair::generate().unwrap();
@@ -151,6 +189,34 @@ mod tests {
                 .0
                 .contains("not valid")
         );
+    }
+
+    #[test]
+    fn every_group_and_unit_of_the_request_is_signed() {
+        let ca = ca();
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "user1");
+        dn.push(DnType::OrganizationName, "g1");
+        dn.push(DnType::CustomDnType(vec![2, 5, 4, 10]), "g2");
+        dn.push(DnType::OrganizationalUnitName, "o1");
+        dn.push(DnType::CustomDnType(vec![2, 5, 4, 11]), "o2");
+        params.distinguished_name = dn;
+        let request = params.serialize_request(&key).unwrap().pem().unwrap();
+        let pem = ca.sign(&request).unwrap();
+        let (_, der) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
+        let cert = der.parse_x509().unwrap();
+        let texts = |it: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue>| {
+            it.map(|a| a.as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(texts(&mut cert.subject().iter_organization()), ["g1", "g2"]);
+        assert_eq!(
+            texts(&mut cert.subject().iter_organizational_unit()),
+            ["o1", "o2"]
+        );
+        assert_eq!(texts(&mut cert.subject().iter_common_name()), ["user1"]);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use ocm_registration::agent::addon_tokens::AddonKubeClientAuth;
 use ocm_registration::agent::{Agent, AgentOptions, AgentProgress};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
@@ -57,6 +58,15 @@ pub struct AgentArgs {
     /// How often each work's objects are read back, repaired and reported (with the work agent).
     #[arg(long, default_value = "10s", value_parser = super::work_agent::parse_duration)]
     status_sync_interval: Duration,
+    /// How addons' kubeClient registrations get hub credentials: `csr` (client certificates)
+    /// or `token` (ServiceAccount tokens the hub's addon manager provides for).
+    #[arg(long, default_value = "csr", value_parser = ["csr", "token"])]
+    addon_kubeclient_registration_auth: String,
+    /// Lifetime of addon agents' tokens (with `--addon-kubeclient-registration-auth=token`),
+    /// at least 600 seconds.
+    #[arg(long, default_value_t = ocm_registration::agent::addon_tokens::AddonKubeClientAuth::DEFAULT_TOKEN_EXPIRATION_SECONDS,
+          value_parser = clap::value_parser!(i64).range(600..))]
+    addon_token_expiration_seconds: i64,
     /// Address of the /metrics, /healthz and /readyz endpoint.
     #[arg(long, default_value = "127.0.0.1:0")]
     metrics_addr: SocketAddr,
@@ -92,6 +102,13 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         max_custom_cluster_claims: args.max_custom_cluster_claims,
+        addon_kube_client_auth: if args.addon_kubeclient_registration_auth == "token" {
+            AddonKubeClientAuth::Token {
+                expiration_seconds: args.addon_token_expiration_seconds,
+            }
+        } else {
+            AddonKubeClientAuth::Csr
+        },
         ..Default::default()
     };
     for gates in &args.feature_gates {

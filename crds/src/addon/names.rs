@@ -81,6 +81,13 @@ pub mod labels {
     /// Addon feature label value: the addon's health is unknown.
     pub const ADDON_FEATURE_UNREACHABLE: &str = "unreachable";
 
+    /// Marks the hub objects of an addon agent's token infrastructure (value `"true"`): the
+    /// ServiceAccount, Role and RoleBinding the token driver uses.
+    pub const TOKEN_INFRASTRUCTURE: &str = "addon.open-cluster-management.io/token-infrastructure";
+
+    /// Names the addon on its token infrastructure objects.
+    pub const TOKEN_INFRASTRUCTURE_ADDON: &str = "addon.open-cluster-management.io/name";
+
     /// The addon feature label key for one addon.
     pub fn addon_feature(addon_name: &str) -> String {
         format!("{ADDON_FEATURE_PREFIX}{addon_name}")
@@ -208,6 +215,14 @@ pub mod conditions {
 
     /// The klusterlet rotated a registration's client certificate (one per registration).
     pub const CLUSTER_CERTIFICATE_ROTATED: &str = "ClusterCertificateRotated";
+
+    /// Token driver: the hub made the addon agent's ServiceAccount (`<addon>-agent` in the
+    /// cluster namespace) and the rights to request its tokens; the message names the
+    /// ServiceAccount and its UID (`ServiceAccount <ns>/<name> (UID: <uid>) is ready`).
+    pub const TOKEN_INFRASTRUCTURE_READY: &str = "TokenInfrastructureReady";
+
+    /// Token driver: whether the agent got the addon agent a fresh ServiceAccount token.
+    pub const TOKEN_REFRESHED: &str = "TokenRefreshed";
 
     /// Reasons of [`AVAILABLE`].
     pub mod available {

@@ -180,9 +180,8 @@ pub mod namespaces {
     pub const AGENT: &str = "open-cluster-management-agent";
     /// Prefix every Klusterlet agent namespace must have.
     pub const AGENT_PREFIX: &str = "open-cluster-management-";
-    /// Suffix of the addon namespace: agents in `<ns>`, addons in `<ns>-addon`.
-    pub const ADDON_SUFFIX: &str = "-addon";
-    /// Default addon namespace on a managed cluster.
+    /// The addon namespace on a managed cluster, whatever its Klusterlets' agent namespaces:
+    /// every Klusterlet makes it, the last one to go removes it.
     pub const AGENT_ADDON: &str = "open-cluster-management-agent-addon";
 }
 

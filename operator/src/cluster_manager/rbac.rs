@@ -209,7 +209,7 @@ pub fn cluster_rules(component: Component) -> Value {
             rule(
                 &[ADDON],
                 &["clustermanagementaddons", "addondeploymentconfigs"],
-                &["list", "watch"],
+                &["get", "list", "watch"],
             ),
             rule(&[ADDON], &["clustermanagementaddons/status"], &["patch"]),
             rule(
@@ -218,15 +218,18 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["list", "watch", "create", "delete"],
             ),
             rule(&[ADDON], &["managedclusteraddons/status"], &["patch"]),
+            // The CSR approval reads the cluster a CSR is for.
             rule(
                 &[CLUSTER],
                 &["placementdecisions", "managedclusters"],
-                &["list", "watch"],
+                &["get", "list", "watch"],
             ),
             // Template addons: the addon manager renders AddOnTemplates into ManifestWorks,
             // adopts and finalizes their addons, approves and signs their agents' CSRs (custom
             // signers with the CA Secret a template names) and binds their hub roles.
             rule(&[ADDON], &["addontemplates"], &["get", "list", "watch"]),
+            // Warning Events on addons no ClusterManagementAddOn stands for.
+            rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
             rule(
                 &[ADDON],
                 &["clustermanagementaddons", "managedclusteraddons"],
@@ -264,6 +267,20 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["rbac.authorization.k8s.io"],
                 &["roles", "clusterroles"],
                 &["bind"],
+            ),
+            // Token-based addon registration: each such addon agent's ServiceAccount in its
+            // cluster namespace, and a Role (with its binding) letting the cluster's agent
+            // request its tokens — which the addon manager may grant only holding it.
+            rule(
+                &[""],
+                &["serviceaccounts"],
+                &["get", "create", "patch", "delete"],
+            ),
+            rule(&[""], &["serviceaccounts/token"], &["create"]),
+            rule(
+                &["rbac.authorization.k8s.io"],
+                &["roles"],
+                &["get", "create", "patch", "delete"],
             ),
         ],
         Component::Webhook(_) => vec![
@@ -375,6 +392,18 @@ mod tests {
         let addons = cluster_rules(Component::AddonManager);
         assert!(allows(&addons, ADDON, "managedclusteraddons", "create"));
         assert!(!allows(&addons, CLUSTER, "managedclusters", "patch"));
+        // What the addon manager reads one by one: the cluster of an addon CSR, a config.
+        assert!(allows(&addons, CLUSTER, "managedclusters", "get"));
+        assert!(allows(&addons, ADDON, "addondeploymentconfigs", "get"));
+        // Token-based addon registration.
+        assert!(allows(&addons, "", "serviceaccounts", "create"));
+        assert!(allows(&addons, "", "serviceaccounts/token", "create"));
+        assert!(allows(
+            &addons,
+            "rbac.authorization.k8s.io",
+            "roles",
+            "create"
+        ));
         let webhook = cluster_rules(Component::Webhook(WebhookKind::Work));
         assert!(allows(
             &webhook,

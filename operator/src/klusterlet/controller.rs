@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -39,8 +39,9 @@ use serde_json::{Value, json};
 
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
 use super::render::{
-    Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, Mode, RenderInput, agent_namespace, crds,
-    klusterlet_name, render,
+    ADDON_NAMESPACE, Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, KLUSTERLET_LABEL, Mode,
+    RenderInput, addon_namespace, addon_namespace_unused, agent_namespace, crds, klusterlet_name,
+    render,
 };
 use crate::apply::{
     apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
@@ -121,20 +122,20 @@ async fn clean_up(
     let (agents, rest): (Vec<Value>, Vec<Value>) =
         objects.into_iter().partition(|o| o["kind"] == "Deployment");
     delete_all(&ctx.client, &agents).await?;
-    let released = if mode.hosted() {
-        match managed_client(&ctx.client, namespace).await? {
-            Ok(managed) => {
-                tokio::time::timeout(Duration::from_secs(10), release_applied_works(&managed))
-                    .await
-                    .map_err(|_| "the managed cluster did not answer".to_owned())
-                    .and_then(|r| r.map_err(|e| e.to_string()))
-            }
-            Err(why) => Err(why),
-        }
+    let managed = if mode.hosted() {
+        managed_client(&ctx.client, namespace).await?
     } else {
-        release_applied_works(&ctx.client)
-            .await
-            .map_err(|e| e.to_string())
+        Ok(ctx.client.clone())
+    };
+    let released = match &managed {
+        Ok(managed) => tokio::time::timeout(
+            Duration::from_secs(10),
+            release_managed_cluster(managed, klusterlet_name(k)),
+        )
+        .await
+        .map_err(|_| "the managed cluster did not answer".to_owned())
+        .and_then(|r| r.map_err(|e| e.to_string())),
+        Err(why) => Err(why.clone()),
     };
     if let Ok(found) = released
         && found > 0
@@ -176,6 +177,43 @@ async fn clean_up(
     // And whatever an earlier spec installed that this one would not render.
     prune(&ctx.client, &previous_related(k), &[]).await?;
     Ok(None)
+}
+
+/// On a deleting Klusterlet's managed cluster: removes every AppliedManifestWork
+/// ([`release_applied_works`]) and, once none is left, the shared addon namespace unless
+/// another Klusterlet's agent namespace is still there. Returns how many AppliedManifestWorks
+/// there were.
+async fn release_managed_cluster(
+    managed: &kube::Client,
+    owner: &str,
+) -> Result<usize, kube::Error> {
+    let found = release_applied_works(managed).await?;
+    if found > 0 {
+        return Ok(found);
+    }
+    let namespaces: Api<Namespace> = Api::all(managed.clone());
+    let labelled = namespaces
+        .list(&ListParams::default().labels(KLUSTERLET_LABEL))
+        .await?;
+    let values = labelled.items.iter().filter_map(|ns| {
+        ns.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(KLUSTERLET_LABEL))
+            .map(String::as_str)
+    });
+    if addon_namespace_unused(owner, values) {
+        match namespaces
+            .delete(ADDON_NAMESPACE, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => {}
+            // Gone, or already on its way.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(0)
 }
 
 /// Field manager of what the operator applies.
@@ -301,9 +339,15 @@ fn degraded(deployments: &[(String, Option<Deployment>)]) -> (&'static str, &'st
     )
 }
 
-/// The `relatedResources` of the last status, as JSON entries.
+/// The `relatedResources` of the last status, as JSON entries — but the shared addon
+/// namespace, which earlier versions listed (it is never pruned with one Klusterlet's
+/// objects).
 fn previous_related(k: &Klusterlet) -> Vec<Value> {
+    let shared = related(&addon_namespace(k));
     related_entries(k.status.as_ref().map(|s| s.related_resources.as_slice()))
+        .into_iter()
+        .filter(|entry| *entry != shared)
+        .collect()
 }
 
 /// Writes the status when it changed.
@@ -434,7 +478,13 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     let crd_objects = crds(&k);
     let crds_applied = apply_all(&managed, FIELD_MANAGER, &crd_objects).await;
     let mut applied = match &crds_applied.failure {
-        None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
+        None => {
+            let shared = apply_all(&managed, FIELD_MANAGER, &[addon_namespace(&k)]).await;
+            match shared.failure {
+                None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
+                Some(_) => shared,
+            }
+        }
         Some(_) => crds_applied,
     };
     if applied.failure.is_none() {

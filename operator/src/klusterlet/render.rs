@@ -2,12 +2,17 @@
 //!
 //! The managed-cluster CRDs (AppliedManifestWork, ClusterClaim, … — not the Klusterlet's own,
 //! which the operator installs), the agent namespace (`spec.namespace`, default
-//! `open-cluster-management-agent`) and `<namespace>-addon`, ServiceAccounts and RBAC
+//! `open-cluster-management-agent`), ServiceAccounts and RBAC
 //! ([`super::rbac`]), and the agents as Deployments of the `ocm` image: in Default mode
 //! `<klusterlet>-registration-agent` (`ocm agent --registration-only`, ServiceAccount
 //! `klusterlet-registration-sa`) and `<klusterlet>-work-agent` (`ocm work agent`,
 //! `klusterlet-work-sa`); in Singleton mode one `<klusterlet>-agent` (`ocm agent`, running
 //! both, as `klusterlet-work-sa`).
+//!
+//! Every mode also makes the addon namespace [`ADDON_NAMESPACE`] on the managed cluster
+//! ([`addon_namespace`]), whatever the agent namespace: addon agents go there unless told
+//! otherwise. Klusterlets of several hubs share it, so it is not among what one Klusterlet
+//! prunes; it goes when the last Klusterlet of the cluster goes (as upstream).
 //!
 //! In the Hosted modes the agents run on the management cluster, in the namespace named after
 //! the Klusterlet, which also holds their secrets; they reach the managed cluster through the
@@ -18,11 +23,19 @@
 //! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
 //! agent runs no replicas (upstream does the same).
 
-use ocm_api::operator::v1::{FeatureGateMode, Klusterlet};
+use ocm_api::operator::v1::{AddOnRegistrationAuthType, FeatureGateMode, Klusterlet};
 use serde_json::{Value, json};
 
 /// Default agent namespace (`spec.namespace` empty).
 pub const DEFAULT_AGENT_NAMESPACE: &str = "open-cluster-management-agent";
+
+/// The addon namespace on every managed cluster, shared by its Klusterlets (upstream's name,
+/// also the default install namespace of addons).
+pub const ADDON_NAMESPACE: &str = ocm_api::operator::names::namespaces::AGENT_ADDON;
+
+/// Label on the addon namespace: the Klusterlet that last applied it (upstream's label; not
+/// [`KLUSTERLET_LABEL`], which marks a Klusterlet's own agent namespace).
+pub const CREATED_BY_KLUSTERLET: &str = ocm_api::operator::names::labels::CREATED_BY_KLUSTERLET;
 
 /// ServiceAccount of the registration agent.
 pub const REGISTRATION_SA: &str = "klusterlet-registration-sa";
@@ -231,6 +244,19 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
                 let on = gate.mode == Some(FeatureGateMode::Enable);
                 args.push(format!("--feature-gates={}={on}", gate.feature));
             }
+            if let Some(driver) = &registration.add_on_kube_client_registration_driver
+                && driver.auth_type == Some(AddOnRegistrationAuthType::Token)
+            {
+                args.push("--addon-kubeclient-registration-auth=token".into());
+                if let Some(seconds) = driver
+                    .token
+                    .as_ref()
+                    .and_then(|t| t.expiration_seconds)
+                    .filter(|s| *s > 0)
+                {
+                    args.push(format!("--addon-token-expiration-seconds={seconds}"));
+                }
+            }
         }
     }
     if agent.works()
@@ -336,6 +362,24 @@ pub fn crds(klusterlet: &Klusterlet) -> Vec<Value> {
         .collect()
 }
 
+/// The addon namespace [`ADDON_NAMESPACE`] the Klusterlet makes on its managed cluster (in
+/// every mode; in the Hosted modes through the external managed kubeconfig).
+pub fn addon_namespace(klusterlet: &Klusterlet) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": ADDON_NAMESPACE,
+                        "labels": {CREATED_BY_KLUSTERLET: klusterlet_name(klusterlet)}}})
+}
+
+/// Whether the addon namespace may go with the Klusterlet `owner`: no other Klusterlet's agent
+/// namespace (a namespace labelled [`KLUSTERLET_LABEL`] with another value) is on the managed
+/// cluster. `labelled` holds the [`KLUSTERLET_LABEL`] values of the namespaces carrying it.
+pub fn addon_namespace_unused<'a>(
+    owner: &str,
+    labelled: impl IntoIterator<Item = &'a str>,
+) -> bool {
+    labelled.into_iter().all(|value| value == owner)
+}
+
 /// Everything the Klusterlet installs but its CRDs (those stay when it goes: other
 /// Klusterlets and users' ClusterClaims depend on them). Order: namespaces, then per agent
 /// ServiceAccount and RBAC, then the Deployments.
@@ -347,10 +391,6 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let mode = Mode::of(klusterlet);
     let mut out = vec![json!({"apiVersion": "v1", "kind": "Namespace",
                               "metadata": {"name": namespace, "labels": label}})];
-    if !mode.hosted() {
-        out.push(json!({"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": format!("{namespace}-addon"), "labels": label}}));
-    }
     let agents = Agent::of(mode);
     let mut accounts: Vec<&str> = agents.iter().map(|a| a.service_account()).collect();
     accounts.dedup();
@@ -412,9 +452,10 @@ mod tests {
             hub_secret: &secret,
         });
         assert_eq!(objects[0]["metadata"]["name"], DEFAULT_AGENT_NAMESPACE);
+        // The addon namespace is not among what one Klusterlet renders: it is shared.
         assert_eq!(
-            objects[1]["metadata"]["name"],
-            "open-cluster-management-agent-addon"
+            objects.iter().filter(|o| o["kind"] == "Namespace").count(),
+            1
         );
         let found = deployments(&objects);
         assert_eq!(found.len(), 2);
@@ -628,5 +669,72 @@ mod tests {
             .collect();
         assert!(bound.contains(&"open-cluster-management:klusterlet-registration:agent"));
         assert!(bound.contains(&"open-cluster-management:klusterlet-work:agent"));
+    }
+
+    #[test]
+    fn the_addon_namespace_is_upstreams_whatever_the_agent_namespace() {
+        for spec in [
+            json!({"namespace": "open-cluster-management-agent-x1"}),
+            json!({}),
+            json!({"deployOption": {"mode": "Hosted"}}),
+        ] {
+            let k = klusterlet(spec);
+            let namespace = addon_namespace(&k);
+            assert_eq!(
+                namespace,
+                json!({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": "open-cluster-management-agent-addon",
+                                    "labels": {"open-cluster-management.io/created-by-klusterlet":
+                                               "klusterlet"}}})
+            );
+        }
+    }
+
+    #[test]
+    fn the_addon_namespace_goes_with_the_last_klusterlet() {
+        assert!(addon_namespace_unused("k1", []));
+        assert!(addon_namespace_unused("k1", ["k1", "k1"]));
+        assert!(!addon_namespace_unused("k1", ["k1", "k2"]));
+    }
+
+    #[test]
+    fn the_token_addon_driver_reaches_the_registration_agent() {
+        let k = klusterlet(json!({"clusterName": "c1", "registrationConfiguration": {
+            "addOnKubeClientRegistrationDriver": {"authType": "token",
+                                                  "token": {"expirationSeconds": 3600}}}}));
+        let secret = HubSecret::default();
+        let objects = render(&RenderInput {
+            klusterlet: &k,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        let found = deployments(&objects);
+        let args = |d: &Value| d["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+        let registration = args(found[0]);
+        for wanted in [
+            "--addon-kubeclient-registration-auth=token",
+            "--addon-token-expiration-seconds=3600",
+        ] {
+            assert!(
+                registration.as_array().unwrap().contains(&json!(wanted)),
+                "{registration}"
+            );
+        }
+        assert!(!args(found[1]).to_string().contains("addon-kubeclient"));
+        // csr, the default, needs no flag.
+        let csr = klusterlet(json!({"clusterName": "c1", "registrationConfiguration": {
+            "addOnKubeClientRegistrationDriver": {"authType": "csr"}}}));
+        let objects = render(&RenderInput {
+            klusterlet: &csr,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &secret,
+        });
+        assert!(
+            !args(deployments(&objects)[0])
+                .to_string()
+                .contains("addon-kubeclient")
+        );
     }
 }

@@ -12,8 +12,10 @@
 //! | renewed within `addon_lease_grace` | True | `ManagedClusterAddOnLeaseUpdated` |
 //! | older (or never renewed) | False | `ManagedClusterAddOnLeaseUpdateStopped` |
 //!
-//! MCAs in `Customized` mode are left to the hub, as are MCAs without an install namespace
-//! yet (nothing is installed).
+//! MCAs in `Customized` mode are left to the hub. The Lease is looked for in the addon's
+//! install namespace ([`super::addons::install_namespace`]: the hub's choice, else the v1alpha1
+//! `installNamespace`, else `open-cluster-management-agent-addon`), as upstream's agent does —
+//! so an addon no addon manager runs still gets its health from a Lease its agent renews.
 
 use std::time::Duration;
 
@@ -76,17 +78,17 @@ pub fn lease_availability(
 
 /// Whether the agent judges `mca`'s health from a Lease (mode `Lease` or none), and where:
 /// the install namespace.
-pub fn lease_checked_namespace(mca: &ManagedClusterAddOn) -> Option<&str> {
-    let status = mca.status.as_ref()?;
-    if status.namespace.is_empty() || mca.metadata.deletion_timestamp.is_some() {
+pub fn lease_checked_namespace(mca: &ManagedClusterAddOn) -> Option<String> {
+    if mca.metadata.deletion_timestamp.is_some() {
         return None;
     }
-    let mode = status
-        .health_check
+    let mode = mca
+        .status
         .as_ref()
+        .and_then(|s| s.health_check.as_ref())
         .and_then(|h| h.mode)
         .unwrap_or(HealthCheckMode::Lease);
-    (mode == HealthCheckMode::Lease).then_some(status.namespace.as_str())
+    (mode == HealthCheckMode::Lease).then(|| super::addons::install_namespace(mca))
 }
 
 /// Judges every Lease-mode addon periodically and on MCA changes. Never returns.
@@ -101,7 +103,7 @@ pub(crate) async fn run(env: AddonEnv, mut seen: SeenAddons) -> std::convert::In
             let addon = mca.metadata.name.clone().unwrap_or_default();
             // A hosted addon's agent renews its Lease where it runs.
             let cluster = env.agent_cluster(super::addons::is_hosted(&mca));
-            let lease = match Api::<Lease>::namespaced(cluster, ns).get_opt(&addon).await {
+            let lease = match Api::<Lease>::namespaced(cluster, &ns).get_opt(&addon).await {
                 Ok(lease) => lease,
                 Err(err) => {
                     tracing::warn!(error = %err, addon, "reading the addon's lease");
@@ -206,21 +208,40 @@ mod tests {
     }
 
     #[test]
-    fn only_lease_mode_addons_with_a_namespace_are_checked() {
+    fn lease_mode_addons_are_checked_in_their_install_namespace() {
         let mut mca = ManagedClusterAddOn::new("hello", Default::default());
-        assert_eq!(lease_checked_namespace(&mca), None);
+        // Nobody said where: upstream's default namespace.
+        assert_eq!(
+            lease_checked_namespace(&mca).as_deref(),
+            Some("open-cluster-management-agent-addon")
+        );
+        // A v1alpha1 client's installNamespace (no addon manager wrote the status).
+        mca.metadata.annotations = Some(
+            [(
+                "addon.open-cluster-management.io/v1alpha1-install-namespace".to_owned(),
+                "asked".to_owned(),
+            )]
+            .into(),
+        );
+        assert_eq!(lease_checked_namespace(&mca).as_deref(), Some("asked"));
+        // The hub's choice wins.
         mca.status = Some(ManagedClusterAddOnStatus {
             namespace: "ns".into(),
             ..Default::default()
         });
-        assert_eq!(lease_checked_namespace(&mca), Some("ns"));
+        assert_eq!(lease_checked_namespace(&mca).as_deref(), Some("ns"));
         mca.status.as_mut().unwrap().health_check = Some(HealthCheck {
             mode: Some(HealthCheckMode::Lease),
         });
-        assert_eq!(lease_checked_namespace(&mca), Some("ns"));
+        assert_eq!(lease_checked_namespace(&mca).as_deref(), Some("ns"));
         mca.status.as_mut().unwrap().health_check = Some(HealthCheck {
             mode: Some(HealthCheckMode::Customized),
         });
+        assert_eq!(lease_checked_namespace(&mca), None);
+        mca.status.as_mut().unwrap().health_check = None;
+        mca.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH),
+        );
         assert_eq!(lease_checked_namespace(&mca), None);
     }
 }

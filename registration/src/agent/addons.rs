@@ -3,7 +3,7 @@
 //! The hub's addon manager writes into each ManagedClusterAddOn (in the cluster namespace) the
 //! addon's install namespace on this cluster (`status.namespace`) and the credentials its agent
 //! needs (`status.registrations`). For every registration the agent keeps a valid certificate
-//! in a Secret in the install namespace (created if missing):
+//! in a Secret in the install namespace ([`install_namespace`]; created if missing):
 //!
 //! * `kubeClient` → [`hub_kubeconfig_secret_name`] `<addon>-hub-kubeconfig` with `kubeconfig`,
 //!   `tls.crt` and `tls.key`; the kubeconfig points at the hub (server and CA of the agent's own
@@ -42,10 +42,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::runtime::watcher;
-use ocm_api::addon::names::annotations::HOSTING_CLUSTER_NAME;
+use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
+use ocm_api::addon::names::annotations::{HOSTING_CLUSTER_NAME, V1ALPHA1_INSTALL_NAMESPACE};
 use ocm_api::addon::names::conditions::CLUSTER_CERTIFICATE_ROTATED;
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
-use ocm_api::addon::v1beta1::{ManagedClusterAddOn, RegistrationType};
+use ocm_api::addon::v1beta1::{KubeClientDriver, ManagedClusterAddOn, RegistrationType};
 use ocm_api::cluster::names::conditions::certificate_rotated;
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_runtime::backoff::WatchBackoffExt;
@@ -58,6 +59,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
+use super::addon_tokens::{AddonKubeClientAuth, service_account_uid, token_user};
 use super::certs::{self, CertInfo};
 use super::rotation::{CertValidity, RotationSchedule};
 use super::secrets;
@@ -122,6 +124,9 @@ pub struct AddonCredential {
     /// The addon runs in hosted mode (its ManagedClusterAddOn names a hosting cluster): the
     /// secret goes to the cluster the agent runs on, not the managed cluster.
     pub hosted: bool,
+    /// Token driver: the UID of the ServiceAccount whose tokens the secret holds (instead of
+    /// a certificate); see [`super::addon_tokens`].
+    pub token_of: Option<String>,
 }
 
 impl AddonCredential {
@@ -140,16 +145,46 @@ pub fn is_hosted(mca: &ManagedClusterAddOn) -> bool {
         .is_some_and(|h| !h.is_empty())
 }
 
-/// The certificates `mca` asks for on `cluster`: one per registration, once the hub wrote the
-/// install namespace; none for an MCA being deleted. Missing subjects get upstream's defaults
-/// (kubeClient: the default user and the cluster's addon group).
-pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<AddonCredential> {
+/// The install namespace of `mca` on the cluster, as upstream's agent finds it: the one the
+/// hub wrote (`status.namespace`), else the one a v1alpha1 client asked for (kept in annotation
+/// `addon.open-cluster-management.io/v1alpha1-install-namespace` of the v1beta1 object), else
+/// `open-cluster-management-agent-addon`.
+pub fn install_namespace(mca: &ManagedClusterAddOn) -> String {
+    mca.status
+        .as_ref()
+        .map(|s| s.namespace.as_str())
+        .filter(|ns| !ns.is_empty())
+        .or_else(|| {
+            mca.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(V1ALPHA1_INSTALL_NAMESPACE))
+                .map(String::as_str)
+                .filter(|ns| !ns.is_empty())
+        })
+        .unwrap_or(DEFAULT_INSTALL_NAMESPACE)
+        .to_owned()
+}
+
+/// The certificates `mca` asks for on `cluster`: one per registration (in its
+/// [`install_namespace`]); none for an MCA being deleted. Missing subjects get upstream's
+/// defaults (kubeClient: the default user and the cluster's addon group). With the token
+/// driver (`auth`) a `kubeClient` registration is a token of the addon agent's ServiceAccount
+/// instead, once the registration says `driver: token` and the hub says the ServiceAccount
+/// is ready; a `kubeClient` registration of the other driver than the agent's waits for the
+/// agent to declare its own.
+pub fn desired_credentials(
+    cluster: &str,
+    mca: &ManagedClusterAddOn,
+    auth: AddonKubeClientAuth,
+) -> Vec<AddonCredential> {
     let Some(status) = mca.status.as_ref() else {
         return Vec::new();
     };
-    if status.namespace.is_empty() || mca.metadata.deletion_timestamp.is_some() {
+    if mca.metadata.deletion_timestamp.is_some() {
         return Vec::new();
     }
+    let namespace = install_namespace(mca);
     let addon = mca.metadata.name.clone().unwrap_or_default();
     if addon.is_empty() {
         return Vec::new();
@@ -159,6 +194,34 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
     for registration in &status.registrations {
         let credential = match registration.type_ {
             RegistrationType::KubeClient => {
+                let declared = registration
+                    .kube_client
+                    .as_ref()
+                    .and_then(|k| k.driver)
+                    .unwrap_or(KubeClientDriver::Csr);
+                if declared != auth.driver() {
+                    continue;
+                }
+                if declared == KubeClientDriver::Token {
+                    let Some(uid) = service_account_uid(mca) else {
+                        continue;
+                    };
+                    let credential = AddonCredential {
+                        addon: addon.clone(),
+                        namespace: namespace.clone(),
+                        signer: CLIENT_SIGNER.to_owned(),
+                        user: token_user(cluster, &addon),
+                        groups: Vec::new(),
+                        organization_units: Vec::new(),
+                        secret: hub_kubeconfig_secret_name(&addon),
+                        hosted,
+                        token_of: Some(uid),
+                    };
+                    if !out.iter().any(|c| c.secret == credential.secret) {
+                        out.push(credential);
+                    }
+                    continue;
+                }
                 let subject = registration
                     .kube_client
                     .as_ref()
@@ -166,7 +229,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     .unwrap_or_default();
                 AddonCredential {
                     addon: addon.clone(),
-                    namespace: status.namespace.clone(),
+                    namespace: namespace.clone(),
                     signer: CLIENT_SIGNER.to_owned(),
                     user: subject
                         .user
@@ -180,6 +243,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     organization_units: Vec::new(),
                     secret: hub_kubeconfig_secret_name(&addon),
                     hosted,
+                    token_of: None,
                 }
             }
             RegistrationType::CustomSigner => {
@@ -192,7 +256,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                 let subject = custom.subject.clone().unwrap_or_default();
                 AddonCredential {
                     addon: addon.clone(),
-                    namespace: status.namespace.clone(),
+                    namespace: namespace.clone(),
                     signer: custom.signer_name.clone(),
                     user: subject
                         .user
@@ -202,6 +266,7 @@ pub fn desired_credentials(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<Addo
                     organization_units: subject.organization_units,
                     secret: client_cert_secret_name(&addon, &custom.signer_name),
                     hosted,
+                    token_of: None,
                 }
             }
         };
@@ -497,7 +562,9 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
         if let Some(addons) = snapshot {
             let wanted: BTreeMap<(String, String), AddonCredential> = addons
                 .values()
-                .flat_map(|mca| desired_credentials(&env.cluster, mca))
+                .flat_map(|mca| {
+                    desired_credentials(&env.cluster, mca, env.options.addon_kube_client_auth)
+                })
                 .map(|c| ((c.namespace.clone(), c.secret.clone()), c))
                 .collect();
             running.retain(|key, (credential, handle)| {
@@ -509,10 +576,18 @@ async fn keep_registrations(env: AddonEnv, mut seen: SeenAddons) -> std::convert
             });
             for (key, credential) in &wanted {
                 if !running.contains_key(key) {
-                    let handle = tasks.spawn(keep_certificate(env.clone(), credential.clone()));
+                    let handle = match &credential.token_of {
+                        Some(uid) => tasks.spawn(super::addon_tokens::keep_token(
+                            env.clone(),
+                            credential.clone(),
+                            uid.clone(),
+                        )),
+                        None => tasks.spawn(keep_certificate(env.clone(), credential.clone())),
+                    };
                     running.insert(key.clone(), (credential.clone(), handle));
                 }
             }
+            declare_drivers(&env, &addons).await;
             let keys: BTreeSet<(String, String)> = wanted.keys().cloned().collect();
             if sweep_failed || periodic || swept.as_ref() != Some(&keys) {
                 let swept_all = match sweep_secrets(&env.spoke, None, &wanted).await {
@@ -802,6 +877,16 @@ async fn renew(
             cert.common_name, credential.user
         )));
     }
+    // A certificate without the groups asked for would be asked for again at once: an error
+    // (retried with backoff) rather than a CSR after CSR.
+    let have: BTreeSet<&String> = cert.organizations.iter().collect();
+    let want: BTreeSet<&String> = credential.groups.iter().collect();
+    if have != want {
+        return Err(AgentError::Certificate(format!(
+            "the certificate of CSR {name} has groups {:?}, not {:?}",
+            cert.organizations, credential.groups
+        )));
+    }
     let key_pem = key.serialize_pem();
     write_secret(env, credential, &cert_pem, &key_pem)
         .await
@@ -815,6 +900,21 @@ async fn write_secret(
     credential: &AddonCredential,
     cert_pem: &str,
     key_pem: &str,
+) -> Result<(), kube::Error> {
+    write_secret_data(
+        env,
+        credential,
+        secret_data(credential, &env.server, cert_pem, key_pem),
+    )
+    .await
+}
+
+/// Writes `data` into the secret of `credential` (other keys kept), making it and its
+/// namespace if missing.
+pub(crate) async fn write_secret_data(
+    env: &AddonEnv,
+    credential: &AddonCredential,
+    data: BTreeMap<String, ByteString>,
 ) -> Result<(), kube::Error> {
     let namespaces = Api::<Namespace>::all(env.agent_cluster(credential.hosted));
     if namespaces.get_opt(&credential.namespace).await?.is_none() {
@@ -831,7 +931,6 @@ async fn write_secret(
             Err(err) => return Err(err),
         }
     }
-    let data = secret_data(credential, &env.server, cert_pem, key_pem);
     let mut labels: BTreeMap<String, String> = [(ADDON_NAME.to_owned(), credential.addon.clone())]
         .into_iter()
         .collect();
@@ -849,6 +948,42 @@ async fn write_secret(
         data,
     )
     .await
+}
+
+/// Declares this agent's `kubeClient` driver on every MCA that does not say it yet
+/// ([`super::addon_tokens::driver_changes`]): a merge patch of `status.registrations`,
+/// conditional on the resourceVersion read (a conflict waits for the next change).
+async fn declare_drivers(env: &AddonEnv, addons: &BTreeMap<String, ManagedClusterAddOn>) {
+    let api = Api::<ManagedClusterAddOn>::namespaced(env.hub(), &env.cluster);
+    for (name, mca) in addons {
+        if mca.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(registrations) = super::addon_tokens::driver_changes(
+            &env.cluster,
+            mca,
+            env.options.addon_kube_client_auth,
+        ) else {
+            continue;
+        };
+        let patch = json!({
+            "metadata": {"resourceVersion": mca.metadata.resource_version},
+            "status": {"registrations": registrations},
+        });
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => tracing::info!(
+                addon = name,
+                driver = ?env.options.addon_kube_client_auth.driver(),
+                "declared the addon's kubeClient driver"
+            ),
+            Err(err) => {
+                tracing::debug!(error = %err, addon = name, "declaring the addon's kubeClient driver")
+            }
+        }
+    }
 }
 
 /// Sets `ClusterCertificateRotated` on the MCA of `credential`, logging a failure.
@@ -914,6 +1049,10 @@ fn timestamp(secs: i64) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn wanted(cluster: &str, mca: &ManagedClusterAddOn) -> Vec<AddonCredential> {
+        desired_credentials(cluster, mca, AddonKubeClientAuth::Csr)
+    }
     use ocm_api::addon::v1beta1::{
         CustomSignerConfig, KubeClientConfig, KubeClientSubject, ManagedClusterAddOnStatus,
         RegistrationConfig, Subject,
@@ -987,14 +1126,16 @@ mod tests {
 
     #[test]
     fn credentials_follow_the_status_with_upstream_defaults() {
-        // No namespace yet, or no registrations: nothing.
-        assert!(desired_credentials("c1", &mca("a", "", vec![kube_client(None, &[])])).is_empty());
-        assert!(desired_credentials("c1", &mca("a", "ns", vec![])).is_empty());
-        assert!(
-            desired_credentials("c1", &ManagedClusterAddOn::new("a", Default::default()))
-                .is_empty()
+        // No registrations: nothing. No namespace from the hub: upstream's default one.
+        let defaulted = wanted("c1", &mca("a", "", vec![kube_client(None, &[])]));
+        assert_eq!(defaulted.len(), 1);
+        assert_eq!(
+            defaulted[0].namespace,
+            "open-cluster-management-agent-addon"
         );
-        let creds = desired_credentials(
+        assert!(wanted("c1", &mca("a", "ns", vec![])).is_empty());
+        assert!(wanted("c1", &ManagedClusterAddOn::new("a", Default::default())).is_empty());
+        let creds = wanted(
             "c1",
             &mca(
                 "a",
@@ -1019,8 +1160,7 @@ mod tests {
         assert_eq!(creds[1].organization_units, ["ou1", "ou2"]);
         assert!(!creds[1].is_kube_client());
         // Given subjects are kept.
-        let given =
-            desired_credentials("c1", &mca("a", "ns", vec![kube_client(Some("u"), &["g"])]));
+        let given = wanted("c1", &mca("a", "ns", vec![kube_client(Some("u"), &["g"])]));
         assert_eq!(
             (given[0].user.as_str(), given[0].groups.clone()),
             ("u", vec!["g".to_owned()])
@@ -1030,12 +1170,12 @@ mod tests {
         deleting.metadata.deletion_timestamp = Some(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
         );
-        assert!(desired_credentials("c1", &deleting).is_empty());
+        assert!(wanted("c1", &deleting).is_empty());
     }
 
     #[test]
     fn requests_carry_the_subject_and_the_addon_san() {
-        let cred = desired_credentials("c1", &mca("a", "ns", vec![custom("example.com/s")]))
+        let cred = wanted("c1", &mca("a", "ns", vec![custom("example.com/s")]))
             .pop()
             .unwrap();
         let cred = AddonCredential {
@@ -1129,7 +1269,7 @@ mod tests {
 
     #[test]
     fn a_new_certificate_is_needed_when_missing_foreign_or_due() {
-        let cred = desired_credentials(
+        let cred = wanted(
             "c1",
             &mca("a", "ns", vec![kube_client(Some("u"), &["g1", "g2"])]),
         )
@@ -1223,7 +1363,7 @@ mod tests {
             ca_pem: None,
             proxy_url: None,
         };
-        let cred = desired_credentials(
+        let cred = wanted(
             "c1",
             &mca("a", "ns", vec![kube_client(None, &[]), custom("x.io/y")]),
         );

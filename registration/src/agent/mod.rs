@@ -26,6 +26,7 @@
 //! caller (the `ocm` CLI) where it stands.
 
 pub mod addon_health;
+pub mod addon_tokens;
 pub mod addons;
 mod bootstrap;
 mod certs;
@@ -118,6 +119,9 @@ pub struct AgentOptions {
     /// How long after its last renewal an addon's Lease still counts as renewed (upstream:
     /// 5 × 60 s).
     pub addon_lease_grace: Duration,
+    /// How `kubeClient` addon registrations get hub credentials (upstream
+    /// `--addon-kubeclient-registration-auth`, default CSR certificates).
+    pub addon_kube_client_auth: addon_tokens::AddonKubeClientAuth,
 }
 
 impl Default for AgentOptions {
@@ -139,6 +143,7 @@ impl Default for AgentOptions {
             rotation_threshold: (0.20, 0.25),
             addon_lease_check_period: Duration::from_secs(30),
             addon_lease_grace: Duration::from_secs(5 * 60),
+            addon_kube_client_auth: addon_tokens::AddonKubeClientAuth::Csr,
         }
     }
 }

@@ -17,9 +17,9 @@ use super::rotation::CertValidity;
 use super::{HUB_KUBECONFIG_SECRET, keys};
 
 /// Context, user and namespace of the hub kubeconfig the agent writes (upstream's names).
-const HUB_CONTEXT: &str = "default-context";
-const HUB_USER: &str = "default-auth";
-const HUB_NAMESPACE: &str = "configuration";
+pub(crate) const HUB_CONTEXT: &str = "default-context";
+pub(crate) const HUB_USER: &str = "default-auth";
+pub(crate) const HUB_NAMESPACE: &str = "configuration";
 
 /// A parsed bootstrap kubeconfig.
 #[derive(Clone, Debug)]

@@ -2,6 +2,7 @@
 //! configured) against a hub API server.
 
 mod acceptance;
+mod addons;
 pub mod admission;
 mod cleanup;
 mod clustersets;
@@ -70,6 +71,7 @@ pub struct HubContext {
 pub async fn run(ctx: Arc<HubContext>) {
     tokio::join!(
         acceptance::run(ctx.clone()),
+        addons::run(ctx.clone()),
         csr_approval::run(ctx.clone()),
         cleanup::run(ctx.clone()),
         lease::run(ctx.clone()),

@@ -35,7 +35,8 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+(s|m|h))+$";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct KlusterletSpec {
-    /// Namespace of the agents on the managed cluster (addons go to `<namespace>-addon`);
+    /// Namespace of the agents on the managed cluster (addons go to
+    /// `open-cluster-management-agent-addon`, whatever this is);
     /// absent means `open-cluster-management-agent`. In Hosted mode it still holds the
     /// agents' service accounts and RBAC on the managed cluster.
     #[serde(default, skip_serializing_if = "String::is_empty")]

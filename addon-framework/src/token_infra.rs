@@ -1,0 +1,279 @@
+//! The hub side of token-based addon registration (upstream's token infrastructure
+//! controller): for every ManagedClusterAddOn whose `kubeClient` registration says
+//! `driver: token` (the cluster's agent declares it), the addon agent's ServiceAccount
+//! `<addon>-agent` in the cluster namespace, a Role `<addon>-token-role` that may create its
+//! tokens, and a RoleBinding of that Role to the cluster's agent (groups
+//! `system:open-cluster-management:<cluster>` and `open-cluster-management:<cluster>`) — all
+//! labelled `addon.open-cluster-management.io/token-infrastructure: "true"` and
+//! `addon.open-cluster-management.io/name: <addon>`, owned by the ManagedClusterAddOn. The
+//! addon's condition `TokenInfrastructureReady` then says
+//! `ServiceAccount <cluster>/<addon>-agent (UID: <uid>) is ready` (the agent checks its
+//! tokens against that UID), or False `TokenInfrastructureApplyFailed`. When the addon stops
+//! using tokens the objects and the condition go; a deleted addon's go with it.
+//!
+//! Objects are applied when the condition is not True yet or this process has not applied
+//! them yet (a restart repairs objects deleted by hand).
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use ocm_api::addon::names::conditions::TOKEN_INFRASTRUCTURE_READY;
+use ocm_api::addon::names::labels::{TOKEN_INFRASTRUCTURE, TOKEN_INFRASTRUCTURE_ADDON};
+use ocm_api::addon::v1beta1::{KubeClientDriver, ManagedClusterAddOn, RegistrationType};
+use ocm_runtime::conditions::{condition, find_condition, set_condition};
+use serde_json::{Value, json};
+
+/// Field manager of the token infrastructure objects.
+const FIELD_MANAGER: &str = "addon-token-infrastructure";
+
+/// Whether `mca`'s `kubeClient` registration uses the token driver.
+pub fn uses_token(mca: &ManagedClusterAddOn) -> bool {
+    mca.status
+        .as_ref()
+        .map(|s| s.registrations.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .find(|r| r.type_ == RegistrationType::KubeClient)
+        .and_then(|r| r.kube_client.as_ref())
+        .is_some_and(|k| k.driver == Some(KubeClientDriver::Token))
+}
+
+/// `<addon>-agent`.
+fn account(addon: &str) -> String {
+    format!("{addon}-agent")
+}
+
+/// `<addon>-token-role`.
+fn role(addon: &str) -> String {
+    format!("{addon}-token-role")
+}
+
+/// The ServiceAccount, Role and RoleBinding of `addon`'s token infrastructure in `cluster`'s
+/// namespace, owned by the addon (uid `owner_uid`) — pure.
+pub fn objects(cluster: &str, addon: &str, owner_uid: &str) -> [Value; 3] {
+    let metadata = |name: String| {
+        json!({"name": name, "namespace": cluster,
+               "labels": {TOKEN_INFRASTRUCTURE_ADDON: addon, TOKEN_INFRASTRUCTURE: "true"},
+               "ownerReferences": [{"apiVersion": "addon.open-cluster-management.io/v1beta1",
+                                    "kind": "ManagedClusterAddOn", "name": addon,
+                                    "uid": owner_uid}]})
+    };
+    [
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(account(addon))}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": metadata(role(addon)),
+               "rules": [{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                          "resourceNames": [account(addon)], "verbs": ["create"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": metadata(role(addon)),
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": role(addon)},
+               "subjects": [
+                   {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                    "name": format!("system:open-cluster-management:{cluster}")},
+                   {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                    "name": format!("open-cluster-management:{cluster}")}]}),
+    ]
+}
+
+/// The message of `TokenInfrastructureReady` True.
+pub fn ready_message(cluster: &str, addon: &str, uid: &str) -> String {
+    format!(
+        "ServiceAccount {cluster}/{} (UID: {uid}) is ready",
+        account(addon)
+    )
+}
+
+/// What the token infrastructure pass remembers.
+#[derive(Debug, Default)]
+pub(crate) struct TokenInfra {
+    /// UIDs of the addons whose objects this process applied.
+    applied: BTreeSet<String>,
+}
+
+impl TokenInfra {
+    /// One pass over `mcas`.
+    pub(crate) async fn pass(
+        &mut self,
+        client: &kube::Client,
+        mcas: &[std::sync::Arc<ManagedClusterAddOn>],
+    ) {
+        for mca in mcas {
+            let (Some(addon), Some(cluster)) = (&mca.metadata.name, &mca.metadata.namespace) else {
+                continue;
+            };
+            let uid = mca.metadata.uid.clone().unwrap_or_default();
+            let conditions = mca
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default();
+            let reported = find_condition(&conditions, TOKEN_INFRASTRUCTURE_READY);
+            if mca.metadata.deletion_timestamp.is_some() || !uses_token(mca) {
+                self.applied.remove(&uid);
+                if reported.is_some() {
+                    // The owner references take the objects with a deleted addon; an addon
+                    // that stopped using tokens loses them here.
+                    if let Err(err) = delete(client, cluster, addon).await {
+                        tracing::debug!(addon, cluster, %err, "token infrastructure not removed yet");
+                        continue;
+                    }
+                    if mca.metadata.deletion_timestamp.is_none() {
+                        let mut kept = conditions.clone();
+                        kept.retain(|c| c.type_ != TOKEN_INFRASTRUCTURE_READY);
+                        write_conditions(client, mca, kept).await;
+                    }
+                }
+                continue;
+            }
+            if reported.is_some_and(|c| c.status == "True") && self.applied.contains(&uid) {
+                continue;
+            }
+            let wanted = match apply(client, cluster, addon, &uid).await {
+                Ok(account_uid) => {
+                    self.applied.insert(uid);
+                    condition(
+                        TOKEN_INFRASTRUCTURE_READY,
+                        "True",
+                        "TokenInfrastructureReady",
+                        &ready_message(cluster, addon, &account_uid),
+                        None,
+                    )
+                }
+                Err(err) => condition(
+                    TOKEN_INFRASTRUCTURE_READY,
+                    "False",
+                    "TokenInfrastructureApplyFailed",
+                    &format!("Failed to apply token infrastructure: {err}"),
+                    None,
+                ),
+            };
+            let mut updated = conditions.clone();
+            if set_condition(&mut updated, wanted) {
+                write_conditions(client, mca, updated).await;
+            }
+        }
+    }
+}
+
+/// Applies the objects; the ServiceAccount's UID.
+async fn apply(
+    client: &kube::Client,
+    cluster: &str,
+    addon: &str,
+    owner_uid: &str,
+) -> Result<String, kube::Error> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let [account_object, role_object, binding_object] = objects(cluster, addon, owner_uid);
+    let written = Api::<ServiceAccount>::namespaced(client.clone(), cluster)
+        .patch(&account(addon), &params, &Patch::Apply(&account_object))
+        .await?;
+    Api::<Role>::namespaced(client.clone(), cluster)
+        .patch(&role(addon), &params, &Patch::Apply(&role_object))
+        .await?;
+    Api::<RoleBinding>::namespaced(client.clone(), cluster)
+        .patch(&role(addon), &params, &Patch::Apply(&binding_object))
+        .await?;
+    Ok(written.metadata.uid.unwrap_or_default())
+}
+
+/// Deletes the objects (those already gone are fine).
+async fn delete(client: &kube::Client, cluster: &str, addon: &str) -> Result<(), kube::Error> {
+    let gone = |r: Result<(), kube::Error>| match r {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => other,
+    };
+    let dp = DeleteParams::default();
+    gone(
+        Api::<RoleBinding>::namespaced(client.clone(), cluster)
+            .delete(&role(addon), &dp)
+            .await
+            .map(|_| ()),
+    )?;
+    gone(
+        Api::<Role>::namespaced(client.clone(), cluster)
+            .delete(&role(addon), &dp)
+            .await
+            .map(|_| ()),
+    )?;
+    gone(
+        Api::<ServiceAccount>::namespaced(client.clone(), cluster)
+            .delete(&account(addon), &dp)
+            .await
+            .map(|_| ()),
+    )
+}
+
+/// Writes `conditions` as the addon's (conditional on the resourceVersion read).
+async fn write_conditions(
+    client: &kube::Client,
+    mca: &ManagedClusterAddOn,
+    conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+) {
+    let name = mca.metadata.name.as_deref().unwrap_or_default();
+    let namespace = mca.metadata.namespace.as_deref().unwrap_or_default();
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
+    let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                       "status": {"conditions": conditions}});
+    if let Err(err) = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::debug!(addon = name, cluster = namespace, %err, "token infrastructure condition not written yet");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agents_service_account_may_be_asked_for_tokens_by_the_clusters_agent() {
+        let [account, role, binding] = objects("c1", "hello", "uid-1");
+        assert_eq!(account["metadata"]["name"], "hello-agent");
+        assert_eq!(account["metadata"]["namespace"], "c1");
+        assert_eq!(
+            account["metadata"]["labels"],
+            json!({"addon.open-cluster-management.io/name": "hello",
+                   "addon.open-cluster-management.io/token-infrastructure": "true"})
+        );
+        assert_eq!(account["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+        assert_eq!(role["metadata"]["name"], "hello-token-role");
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                    "resourceNames": ["hello-agent"], "verbs": ["create"]}])
+        );
+        assert_eq!(binding["roleRef"]["name"], "hello-token-role");
+        assert_eq!(
+            binding["subjects"][0]["name"],
+            "system:open-cluster-management:c1"
+        );
+        assert_eq!(binding["subjects"][1]["name"], "open-cluster-management:c1");
+        assert_eq!(
+            ready_message("c1", "hello", "u-9"),
+            "ServiceAccount c1/hello-agent (UID: u-9) is ready"
+        );
+    }
+
+    #[test]
+    fn only_token_registrations_need_it() {
+        let mca = |registrations: Value| -> ManagedClusterAddOn {
+            serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ManagedClusterAddOn", "metadata": {"name": "hello", "namespace": "c1"},
+                "spec": {}, "status": {"registrations": registrations}}))
+            .unwrap()
+        };
+        assert!(uses_token(&mca(json!([
+            {"type": "kubeClient", "kubeClient": {"driver": "token"}}]))));
+        assert!(!uses_token(&mca(json!([
+            {"type": "kubeClient", "kubeClient": {"driver": "csr"}}]))));
+        assert!(!uses_token(&mca(
+            json!([{"type": "kubeClient", "kubeClient": {}}])
+        )));
+        assert!(!uses_token(&mca(json!([]))));
+    }
+}
