@@ -335,29 +335,10 @@ async fn handle(client: &kube::Client, req: Request<Incoming>) -> Response<Full<
     }
 }
 
+/// Every object of kind `K` on the hub (cluster-scoped or in any namespace).
 async fn all<K>(client: &kube::Client) -> Result<Vec<Arc<K>>, kube::Error>
 where
-    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    Ok(Api::<K>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(Arc::new)
-        .collect())
-}
-
-async fn all_cluster_scoped<K>(client: &kube::Client) -> Result<Vec<Arc<K>>, kube::Error>
-where
-    K: kube::Resource<Scope = kube::core::ClusterResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
     K::DynamicType: Default,
 {
     Ok(Api::<K>::all(client.clone())
@@ -372,8 +353,8 @@ where
 /// The hub's objects the scheduler reads, now.
 async fn snapshot(client: &kube::Client) -> Result<Snapshot, kube::Error> {
     Ok(Snapshot::new(SnapshotInput {
-        clusters: all_cluster_scoped::<ManagedCluster>(client).await?,
-        cluster_sets: all_cluster_scoped::<ManagedClusterSet>(client).await?,
+        clusters: all::<ManagedCluster>(client).await?,
+        cluster_sets: all::<ManagedClusterSet>(client).await?,
         bindings: all::<ManagedClusterSetBinding>(client).await?,
         scores: all::<AddOnPlacementScore>(client).await?,
         decisions: all::<PlacementDecision>(client).await?,

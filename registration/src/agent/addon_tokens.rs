@@ -30,11 +30,11 @@ use ocm_api::addon::v1beta1::{
     KubeClientConfig, KubeClientDriver, KubeClientSubject, ManagedClusterAddOn, RegistrationConfig,
     RegistrationType,
 };
-use ocm_runtime::conditions::{condition, find_condition};
+use ocm_runtime::conditions::find_condition;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde::Deserialize;
 
-use super::addons::{AddonCredential, AddonEnv, set_addon_condition};
+use super::addons::{AddonCredential, AddonEnv, report_condition};
 use super::{Backoff, keys, secrets};
 
 /// The Secret key of the token (also the `tokenFile` of the kubeconfig beside it).
@@ -302,9 +302,10 @@ pub(crate) async fn keep_token(env: AddonEnv, credential: AddonCredential, uid: 
                     continue;
                 }
                 backoff.reset();
-                report(
+                report_condition(
                     &env,
                     &credential,
+                    TOKEN_REFRESHED,
                     "True",
                     "AddonTokenRefreshed",
                     &format!("Addon token refreshed, expires at {expires}"),
@@ -314,9 +315,10 @@ pub(crate) async fn keep_token(env: AddonEnv, credential: AddonCredential, uid: 
             Err(err) => {
                 let delay = backoff.next_delay();
                 tracing::warn!(error = %err, retry_in = ?delay, addon = credential.addon, "requesting an addon agent token");
-                report(
+                report_condition(
                     &env,
                     &credential,
+                    TOKEN_REFRESHED,
                     "False",
                     "TokenCreationFailed",
                     &format!("Failed to create token: {err}"),
@@ -350,21 +352,6 @@ async fn request_token(
         )
         .await?;
     Ok(answer.status.map(|s| s.token).unwrap_or_default())
-}
-
-/// Sets `TokenRefreshed` on the MCA of `credential`, logging a failure.
-async fn report(
-    env: &AddonEnv,
-    credential: &AddonCredential,
-    state: &str,
-    reason: &str,
-    message: &str,
-) {
-    let wanted = condition(TOKEN_REFRESHED, state, reason, message, None);
-    if let Err(err) = set_addon_condition(&env.hub(), &env.cluster, &credential.addon, wanted).await
-    {
-        tracing::warn!(error = %err, addon = credential.addon, "reporting the addon token");
-    }
 }
 
 #[cfg(test)]

@@ -736,9 +736,10 @@ async fn keep_certificate(env: AddonEnv, credential: AddonCredential) {
                     timestamp(cert.not_after)
                 );
                 tracing::info!(addon = credential.addon, %message);
-                report_rotated(
+                report_condition(
                     &env,
                     &credential,
+                    CLUSTER_CERTIFICATE_ROTATED,
                     "True",
                     certificate_rotated::UPDATED,
                     &message,
@@ -752,9 +753,10 @@ async fn keep_certificate(env: AddonEnv, credential: AddonCredential) {
                     "failed to rotate the client certificate in secret {}/{}: {err}",
                     credential.namespace, credential.secret
                 );
-                report_rotated(
+                report_condition(
                     &env,
                     &credential,
+                    CLUSTER_CERTIFICATE_ROTATED,
                     "False",
                     certificate_rotated::UPDATE_FAILED,
                     &message,
@@ -986,18 +988,19 @@ async fn declare_drivers(env: &AddonEnv, addons: &BTreeMap<String, ManagedCluste
     }
 }
 
-/// Sets `ClusterCertificateRotated` on the MCA of `credential`, logging a failure.
-async fn report_rotated(
+/// Sets condition `type_` on the MCA of `credential`, logging a failure.
+pub(super) async fn report_condition(
     env: &AddonEnv,
     credential: &AddonCredential,
+    type_: &str,
     state: &str,
     reason: &str,
     message: &str,
 ) {
-    let wanted = condition(CLUSTER_CERTIFICATE_ROTATED, state, reason, message, None);
+    let wanted = condition(type_, state, reason, message, None);
     if let Err(err) = set_addon_condition(&env.hub(), &env.cluster, &credential.addon, wanted).await
     {
-        tracing::warn!(error = %err, addon = credential.addon, "reporting the addon certificate rotation");
+        tracing::warn!(error = %err, addon = credential.addon, condition = type_, "reporting an addon condition");
     }
 }
 
