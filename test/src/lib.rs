@@ -689,11 +689,13 @@ pub async fn start_process_kubelet(
         home,
         ocm::process_kubelet::DEFAULT_SYNC_PERIOD,
         ocm::process_kubelet::DEFAULT_TOKEN_REFRESH,
+        Vec::new(),
     )
     .await
 }
 
-/// [`start_process_kubelet`] with its volume sync period and token refresh age.
+/// [`start_process_kubelet`] with its volume sync period, token refresh age and the other
+/// images it runs as local executables.
 pub async fn start_process_kubelet_with(
     binary: &str,
     admin_kubeconfig: &Path,
@@ -701,6 +703,7 @@ pub async fn start_process_kubelet_with(
     home: &Path,
     sync_period: Duration,
     token_refresh: Duration,
+    local_images: Vec<ocm::process_kubelet::LocalImage>,
 ) -> anyhow::Result<Shutdown> {
     let client = ocm_runtime::kubeconfig::client_from_file(admin_kubeconfig).await?;
     let text = std::fs::read_to_string(admin_kubeconfig)?;
@@ -709,6 +712,7 @@ pub async fn start_process_kubelet_with(
     let options = ocm::process_kubelet::ProcessKubeletOptions {
         binary: binary.into(),
         images: vec![image.to_owned()],
+        local_images,
         work_dir: home.join("pods"),
         server,
         node_name: "node-1".into(),

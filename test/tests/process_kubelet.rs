@@ -2,7 +2,8 @@
 //! ServiceAccount token (read from a file the kubeconfig names) is renewed before it expires,
 //! and a changed ConfigMap reaches the pod's volume — without restarting the process. A curl
 //! pod runs as the machine's curl, reaches a Service through the pods' published ports, and
-//! its output is its log through the API server's `pods/log`.
+//! its output is its log through the API server's `pods/log`. An image the machine runs as a
+//! local executable (`ocm demo --local-image`) runs it in place of the image's program.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -67,6 +68,7 @@ async fn a_running_pod_gets_renewed_tokens_and_current_volumes() {
         home,
         Duration::from_millis(300),
         Duration::from_secs(1),
+        Vec::new(),
     )
     .await
     .unwrap();
@@ -329,6 +331,83 @@ async fn a_curl_pod_reaches_the_placement_debugger_through_its_service_and_logs_
     )
     .await;
     assert_eq!(phase, "Failed");
+    kubelet.cancel();
+    apiserver.stop();
+}
+
+/// A Deployment of an image given as a local executable (another tag of it, here) runs as
+/// that executable, which stands for the image's program: the first word of `args` (the
+/// image has no entrypoint) is dropped, the rest are the executable's arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_image_runs_as_its_executable_in_place_of_the_images_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .unwrap();
+    let local = ocm::process_kubelet::LocalImage {
+        image: "registry.example.com/tools:1".into(),
+        executable: OCM.into(),
+    };
+    let kubelet = ocm_e2e::start_process_kubelet_with(
+        OCM,
+        &kubeconfig,
+        IMAGE,
+        home,
+        ocm::process_kubelet::DEFAULT_SYNC_PERIOD,
+        ocm::process_kubelet::DEFAULT_TOKEN_REFRESH,
+        vec![local],
+    )
+    .await
+    .unwrap();
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "tools"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "tools"}},
+                 "template": {"metadata": {"labels": {"app": "tools"}},
+                              "spec": {"containers": [{"name": "main",
+                                  "image": "registry.example.com/tools:2",
+                                  "args": ["/usr/local/bin/tools", "--version"]}]}}}}))
+    .unwrap();
+    Api::<Deployment>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    // `ocm --version` ran and exited 0 (given the program's path, `ocm` would refuse it).
+    let exited_zero = |pod: &Pod| {
+        let status = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref());
+        status.and_then(|s| s.first()).is_some_and(|c| {
+            [c.state.as_ref(), c.last_state.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter_map(|state| state.terminated.as_ref())
+                .any(|t| t.exit_code == 0)
+        })
+    };
+    let watch = kube::runtime::watcher(
+        pods.clone(),
+        kube::runtime::watcher::Config::default().labels("app=tools"),
+    );
+    let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(watch));
+    let ran = tokio::time::timeout(ocm_e2e::WAIT, async {
+        while let Some(pod) = futures::TryStreamExt::try_next(&mut events).await.unwrap() {
+            if exited_zero(&pod) {
+                return pod;
+            }
+        }
+        panic!("the pod watch ended");
+    })
+    .await
+    .expect("the tools pod ran its executable");
+    let log = pods
+        .logs(ran.metadata.name.as_deref().unwrap(), &Default::default())
+        .await
+        .unwrap();
+    assert!(log.lines().any(|l| l.starts_with("ocm ")), "{log}");
     kubelet.cancel();
     apiserver.stop();
 }

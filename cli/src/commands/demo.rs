@@ -20,6 +20,7 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use crate::process_kubelet::LocalImage;
 
 /// Flags of `ocm demo`.
 #[derive(Debug, Args)]
@@ -40,6 +41,14 @@ pub struct DemoArgs {
     /// processes started by a process kubelet (see docs/install.md).
     #[arg(long)]
     operator: bool,
+    /// With --operator: run pods of IMAGE (any tag of its repository) as EXECUTABLE of this
+    /// machine, which stands for the image's program (repeatable; see docs/install.md).
+    #[arg(
+        long = "local-image",
+        value_name = "IMAGE=EXECUTABLE",
+        requires = "operator"
+    )]
+    pub(crate) local_images: Vec<LocalImage>,
     #[command(flatten)]
     pub(crate) dashboard: super::dashboard::DashboardFlags,
 }
@@ -374,6 +383,7 @@ async fn enable_helloworld(
             spoke,
             name.clone(),
             namespace,
+            ADDON_NAME.to_owned(),
             shutdown.child(),
         ));
     }

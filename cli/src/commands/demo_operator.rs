@@ -15,16 +15,18 @@ use ocm_runtime::shutdown::Shutdown;
 
 use super::demo::{DemoArgs, cluster_names, listen_address, step, wait_all_available};
 use crate::operator_install::{KlusterletRequest, install_hub, install_klusterlet, wait_hub_ready};
-use crate::process_kubelet::{ProcessKubeletOptions, run as run_kubelet};
+use crate::process_kubelet::{LocalImage, ProcessKubeletOptions, run as run_kubelet};
 use crate::simulated::SimulatedCluster;
 
 /// How long each stage may take.
 const STAGE: Duration = Duration::from_secs(120);
 
-/// Starts a process kubelet for `cluster`, running the `ocm` image as this executable.
+/// Starts a process kubelet for `cluster`, running the `ocm` image as this executable and
+/// each of `local_images` as its executable.
 pub(crate) fn start_kubelet(
     cluster: &SimulatedCluster,
     image: &str,
+    local_images: &[LocalImage],
     dir: &Path,
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
@@ -33,6 +35,7 @@ pub(crate) fn start_kubelet(
     let options = ProcessKubeletOptions {
         binary: std::env::current_exe().context("finding the ocm executable")?,
         images: vec![image.to_owned()],
+        local_images: local_images.to_vec(),
         work_dir: dir.join("pods"),
         server,
         node_name: "node-1".into(),
@@ -84,7 +87,7 @@ pub async fn run(args: DemoArgs, data_dir: &Path) -> anyhow::Result<()> {
     if let Some(port) = hub.url.rsplit(':').next() {
         let _ = std::fs::write(data_dir.join("listen"), format!("127.0.0.1:{port}\n"));
     }
-    start_kubelet(&hub, &image, &hub_dir, &shutdown)?;
+    start_kubelet(&hub, &image, &args.local_images, &hub_dir, &shutdown)?;
     println!(
         "    hub API server: {} (kubeconfig {})",
         hub.url,
@@ -117,7 +120,7 @@ pub async fn run(args: DemoArgs, data_dir: &Path) -> anyhow::Result<()> {
     for name in &names {
         let dir = data_dir.join("clusters").join(name);
         let spoke = SimulatedCluster::start(&dir, ([127, 0, 0, 1], 0).into()).await?;
-        start_kubelet(&spoke, &image, &dir, &shutdown)?;
+        start_kubelet(&spoke, &image, &args.local_images, &dir, &shutdown)?;
         install_klusterlet(
             &spoke.client(),
             &KlusterletRequest {

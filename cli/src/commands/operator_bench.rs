@@ -110,7 +110,7 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
     let image = crate::operator_install::default_image();
     let shutdown = Shutdown::new();
     let hub = SimulatedCluster::start(&dir.join("hub"), ([127, 0, 0, 1], 0).into()).await?;
-    start_kubelet(&hub, &image, &dir.join("hub"), &shutdown)?;
+    start_kubelet(&hub, &image, &[], &dir.join("hub"), &shutdown)?;
     let admin = hub.client();
     install_hub_operator(&admin, &image).await?;
     wait_available(&admin, "open-cluster-management", "cluster-manager").await?;
@@ -142,7 +142,7 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
         let name = format!("cluster{i}");
         let spoke_dir = dir.join(&name);
         let spoke = SimulatedCluster::start(&spoke_dir, ([127, 0, 0, 1], 0).into()).await?;
-        start_kubelet(&spoke, &image, &spoke_dir, &shutdown)?;
+        start_kubelet(&spoke, &image, &[], &spoke_dir, &shutdown)?;
         install_klusterlet_operator(&spoke.client(), &image).await?;
         wait_available(&spoke.client(), "open-cluster-management", "klusterlet").await?;
         let started = Instant::now();

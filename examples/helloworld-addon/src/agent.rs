@@ -66,16 +66,18 @@ async fn copy_once(
     Ok(())
 }
 
-/// Runs the agent until `shutdown`: hub credentials from `hub` (the mounted
-/// `helloworld-hub-kubeconfig`), the managed cluster through `spoke`.
+/// Runs the agent of addon `addon` (the name of the Lease it renews in `namespace`) until
+/// `shutdown`: hub credentials from `hub` (the mounted `<addon>-hub-kubeconfig`), the managed
+/// cluster through `spoke`.
 pub async fn run(
     hub: RotatingHubClient,
     spoke: kube::Client,
     cluster: String,
     namespace: String,
+    addon: String,
     shutdown: Shutdown,
 ) {
-    let lease = LeaseUpdater::new(spoke.clone(), namespace.clone(), crate::ADDON_NAME);
+    let lease = LeaseUpdater::new(spoke.clone(), namespace.clone(), addon);
     tokio::spawn(lease.run(shutdown.clone()));
     while !shutdown.is_cancelled() {
         let copying = copy_once(&hub, &spoke, &cluster, &namespace);

@@ -29,17 +29,26 @@ enum Command {
         #[arg(long, default_value = "helloworld-addon:latest")]
         image: String,
     },
-    /// The agent on a managed cluster (in-cluster credentials for the cluster).
+    /// The agent on a managed cluster (in-cluster credentials for the cluster). Upstream's
+    /// example agent's flags (`--addon-namespace`, `--addon-name`, `--hub-kubeconfig`) are
+    /// understood too, so templates written for it run this agent unchanged.
     Agent {
         /// This cluster's name on the hub.
         #[arg(long)]
         cluster_name: String,
         /// The addon's install namespace on this cluster.
-        #[arg(long)]
+        #[arg(long, alias = "addon-namespace")]
         namespace: String,
-        /// Where `helloworld-hub-kubeconfig` is mounted.
+        /// The addon's name: the Lease the agent renews in its namespace.
+        #[arg(long, default_value = helloworld_addon::ADDON_NAME)]
+        addon_name: String,
+        /// Where `<addon>-hub-kubeconfig` is mounted.
         #[arg(long, default_value = helloworld_addon::HUB_KUBECONFIG_DIR)]
         hub_kubeconfig_dir: PathBuf,
+        /// The hub kubeconfig file in the mounted secret (its folder is the mount: takes the
+        /// place of --hub-kubeconfig-dir).
+        #[arg(long, conflicts_with = "hub_kubeconfig_dir")]
+        hub_kubeconfig: Option<PathBuf>,
     },
 }
 
@@ -61,20 +70,78 @@ async fn main() -> anyhow::Result<()> {
         Command::Agent {
             cluster_name,
             namespace,
+            addon_name,
             hub_kubeconfig_dir,
+            hub_kubeconfig,
         } => {
+            let dir = match hub_kubeconfig {
+                Some(file) => file
+                    .parent()
+                    .map(PathBuf::from)
+                    .with_context(|| format!("{} names no folder", file.display()))?,
+                None => hub_kubeconfig_dir,
+            };
             let spoke = kube::Client::try_default()
                 .await
                 .context("in-cluster credentials")?;
             helloworld_addon::agent::run(
-                RotatingHubClient::new(hub_kubeconfig_dir),
+                RotatingHubClient::new(dir),
                 spoke,
                 cluster_name,
                 namespace,
+                addon_name,
                 shutdown,
             )
             .await;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn the_agent_takes_upstream_example_agent_flags() {
+        let cli = Cli::try_parse_from([
+            "helloworld-addon",
+            "agent",
+            "--cluster-name=c1",
+            "--addon-namespace=open-cluster-management-agent-addon",
+            "--addon-name=hello-template",
+            "--hub-kubeconfig=/managed/hub-kubeconfig/kubeconfig",
+        ])
+        .unwrap();
+        let Command::Agent {
+            cluster_name,
+            namespace,
+            addon_name,
+            hub_kubeconfig,
+            ..
+        } = cli.command
+        else {
+            panic!("not the agent: {cli:?}");
+        };
+        assert_eq!(cluster_name, "c1");
+        assert_eq!(namespace, "open-cluster-management-agent-addon");
+        assert_eq!(addon_name, "hello-template");
+        assert_eq!(
+            hub_kubeconfig,
+            Some(PathBuf::from("/managed/hub-kubeconfig/kubeconfig"))
+        );
+        // The two ways of naming the credentials exclude each other.
+        assert!(
+            Cli::try_parse_from([
+                "helloworld-addon",
+                "agent",
+                "--cluster-name=c1",
+                "--namespace=ns",
+                "--hub-kubeconfig=/a/kubeconfig",
+                "--hub-kubeconfig-dir=/b",
+            ])
+            .is_err()
+        );
+    }
 }

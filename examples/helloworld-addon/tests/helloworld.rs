@@ -43,6 +43,7 @@ async fn start_agent(fleet: &TestFleet, cluster: &str) -> (Shutdown, String) {
         fleet.spoke(cluster).await.unwrap(),
         cluster.to_owned(),
         namespace.clone(),
+        ADDON_NAME.to_owned(),
         stop.child(),
     ));
     (stop, namespace)

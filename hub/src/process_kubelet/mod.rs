@@ -50,6 +50,8 @@ pub struct ProcessKubeletOptions {
     pub binary: PathBuf,
     /// Images that are the `ocm` image (other tags of their repositories count too).
     pub images: Vec<String>,
+    /// Other images this machine runs, each as one of its executables.
+    pub local_images: Vec<LocalImage>,
     /// Folder of the pods' volumes, kubeconfigs and logs.
     pub work_dir: PathBuf,
     /// How the processes reach the cluster's API server.
@@ -65,6 +67,49 @@ pub struct ProcessKubeletOptions {
     /// Age at which a running pod's ServiceAccount token (an hour's) is replaced
     /// ([`DEFAULT_TOKEN_REFRESH`]: at 80% of its life, as a kubelet does).
     pub token_refresh: Duration,
+}
+
+impl ProcessKubeletOptions {
+    /// The executable that runs `image` here, and how the image starts its container; `None`
+    /// for an image this kubelet leaves to the workload simulator.
+    pub fn executable(&self, image: &str) -> Option<(&std::path::Path, pod::Entrypoint)> {
+        if pod::is_ocm_image(image, &self.images) {
+            return Some((&self.binary, pod::Entrypoint::Image));
+        }
+        self.local_images
+            .iter()
+            .find(|local| pod::repository(&local.image) == pod::repository(image))
+            .map(|local| (local.executable.as_path(), pod::Entrypoint::None))
+    }
+}
+
+/// An image other than `ocm` that runs here as an executable of this machine, as a node runs
+/// an image it has pulled: its Deployments' pods are processes of `executable`, which stands
+/// for the image's program (the first word of the container's `command`, else of its `args`;
+/// the words after it are its arguments). Other tags of the image's repository count too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalImage {
+    /// The image (`registry/repository[:tag]`).
+    pub image: String,
+    /// The executable that runs it.
+    pub executable: PathBuf,
+}
+
+impl std::str::FromStr for LocalImage {
+    type Err = String;
+
+    /// Reads `IMAGE=EXECUTABLE`.
+    fn from_str(text: &str) -> Result<LocalImage, String> {
+        match text.split_once('=') {
+            Some((image, executable)) if !image.is_empty() && !executable.is_empty() => {
+                Ok(LocalImage {
+                    image: image.to_owned(),
+                    executable: PathBuf::from(executable),
+                })
+            }
+            _ => Err(format!("{text:?} is not IMAGE=EXECUTABLE")),
+        }
+    }
 }
 
 /// Default [`ProcessKubeletOptions::sync_period`].
@@ -202,7 +247,7 @@ impl Kubelet {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             if deployment.metadata.deletion_timestamp.is_some()
-                || !pod::is_ocm_image(image, &self.options.images)
+                || self.options.executable(image).is_none()
             {
                 continue;
             }

@@ -172,10 +172,22 @@ pub fn rewrite(
     value.to_owned()
 }
 
-/// The container's arguments (command after the entrypoint, then args) and plain
-/// environment, rewritten with [`rewrite`]; `fields` answers `fieldRef` paths.
+/// How an image starts its container, which decides the first word the executable stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entrypoint {
+    /// The image has an entrypoint (the `ocm` image's is `ocm`): `args` are its arguments; a
+    /// `command` replaces it, its first word being the program.
+    Image,
+    /// The image has none: the first word of `command`, else of `args`, is the program.
+    None,
+}
+
+/// The container's arguments (the words after the program the executable stands for, see
+/// [`Entrypoint`]) and plain environment, rewritten with [`rewrite`]; `fields` answers
+/// `fieldRef` paths.
 pub fn command_line(
     pod_spec: &Value,
+    entrypoint: Entrypoint,
     pod_dir: &Path,
     fields: &dyn Fn(&str) -> Option<String>,
     ports: &BTreeMap<i64, u16>,
@@ -183,20 +195,20 @@ pub fn command_line(
     let container = &pod_spec["containers"][0];
     let mounts = mounts(pod_spec);
     let text = |v: &Value| v.as_str().map(|s| rewrite(s, pod_dir, &mounts, ports));
-    // `command` replaces the entrypoint (`ocm`): its first word is the binary.
-    let command: Vec<String> = container["command"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .skip(1)
-        .filter_map(text)
-        .collect();
-    let args: Vec<String> = container["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(text)
-        .collect();
+    let words = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(text)
+            .collect()
+    };
+    let mut command = words(&container["command"]);
+    let mut args = words(&container["args"]);
+    if !command.is_empty() {
+        command.remove(0);
+    } else if entrypoint == Entrypoint::None && !args.is_empty() {
+        args.remove(0);
+    }
     let mut env = Vec::new();
     for var in container["env"].as_array().into_iter().flatten() {
         let Some(name) = var["name"].as_str() else {
@@ -306,7 +318,7 @@ mod tests {
         let dir = Path::new("/tmp/pod");
         let fields = |path: &str| (path == "metadata.name").then(|| "p-1".to_owned());
         let ports = BTreeMap::from([(9443, 40001), (8080, 40002)]);
-        let (args, env) = command_line(&spec, dir, &fields, &ports);
+        let (args, env) = command_line(&spec, Entrypoint::Image, dir, &fields, &ports);
         assert_eq!(
             args,
             [
@@ -325,6 +337,38 @@ mod tests {
         assert!(found[0].secret);
     }
 
+    #[test]
+    fn an_image_without_entrypoint_runs_its_first_word_as_the_program() {
+        let spec = json!({
+            "containers": [{
+                "image": "example.com/addons:latest",
+                "args": ["/hello", "agent", "--hub-kubeconfig=/managed/hub/kubeconfig"],
+                "volumeMounts": [{"name": "hub", "mountPath": "/managed/hub"}],
+            }],
+            "volumes": [{"name": "hub", "secret": {"secretName": "hub-kubeconfig"}}],
+        });
+        let dir = Path::new("/tmp/pod");
+        let ports = BTreeMap::new();
+        let none = |_: &str| None;
+        let (args, _) = command_line(&spec, Entrypoint::None, dir, &none, &ports);
+        assert_eq!(
+            args,
+            [
+                "agent",
+                "--hub-kubeconfig=/tmp/pod/volumes/managed/hub/kubeconfig"
+            ]
+        );
+        // With an entrypoint the same args are all arguments.
+        let (args, _) = command_line(&spec, Entrypoint::Image, dir, &none, &ports);
+        assert_eq!(args[0], "/hello");
+        // A command names the program either way.
+        let mut with_command = spec.clone();
+        with_command["containers"][0]["command"] = json!(["/bin/hello", "serve"]);
+        for entrypoint in [Entrypoint::Image, Entrypoint::None] {
+            let (args, _) = command_line(&with_command, entrypoint, dir, &none, &ports);
+            assert_eq!(args[..2], ["serve", "/hello"]);
+        }
+    }
     #[test]
     fn pods_belong_to_their_deployment() {
         let deployment = json!({"metadata": {"name": "d", "namespace": "ns", "uid": "u1"},

@@ -447,8 +447,12 @@ pub(super) async fn supervise(run: PodRun) {
             }
         };
         publish_ports(&run, &ports).await;
-        let (args, env) = pod::command_line(&spec, &pod_dir, &fields, &ports);
-        let spawned = tokio::process::Command::new(&run.options.binary)
+        let (executable, entrypoint) = run
+            .options
+            .executable(&image)
+            .unwrap_or((run.options.binary.as_path(), pod::Entrypoint::Image));
+        let (args, env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &ports);
+        let spawned = tokio::process::Command::new(executable)
             .args(&args)
             .envs(env)
             .env("KUBECONFIG", &kubeconfig)
