@@ -140,7 +140,8 @@ pub(crate) fn rss_of(pid: u32) -> u64 {
     rss_from(&format!("/proc/{pid}/status"))
 }
 
-/// Memory figures of one process, in KiB, and its thread count, from `/proc/<pid>/status`.
+/// Memory figures of one process, in KiB, and its thread count, from `/proc/<pid>/status`
+/// (and `smaps_rollup`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ProcessMemory {
     /// Resident set (`VmRSS`).
@@ -151,6 +152,9 @@ pub(crate) struct ProcessMemory {
     pub anon: u64,
     /// File-backed part: program text, mapped files (`RssFile`).
     pub file: u64,
+    /// Proportional set size: the resident set with each page shared with other processes
+    /// divided among them (`Pss` of `/proc/<pid>/smaps_rollup`; 0 when it cannot be read).
+    pub pss: u64,
     /// Threads.
     pub threads: u64,
 }
@@ -169,6 +173,8 @@ pub(crate) fn memory_of(pid: u32) -> Option<ProcessMemory> {
         peak: status_field(&status, "VmHWM:"),
         anon: status_field(&status, "RssAnon:"),
         file: status_field(&status, "RssFile:"),
+        pss: std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .map_or(0, |rollup| status_field(&rollup, "Pss:")),
         threads,
     })
 }

@@ -92,10 +92,10 @@ async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result
         ("ocm hub (embedded, 1 cluster)", memory_of(hub_pid)),
         ("ocm join --simulated (agent)", memory_of(agent_pid)),
     ];
-    println!("resident memory after settling (MiB, from /proc/<pid>/status):");
+    println!("resident memory after settling (MiB, from /proc/<pid>/status and smaps_rollup):");
     println!(
-        "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>7}",
-        "process", "VmRSS", "VmHWM", "anon", "file", "threads"
+        "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "process", "VmRSS", "VmHWM", "anon", "file", "PSS", "threads"
     );
     for (name, memory) in rows {
         let ProcessMemory {
@@ -103,15 +103,17 @@ async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result
             peak,
             anon,
             file,
+            pss,
             threads,
         } = memory.with_context(|| format!("{name}: process gone"))?;
         let mib = |kib: u64| kib as f64 / 1024.0;
         println!(
-            "  {name:<32} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {threads:>7}",
+            "  {name:<32} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {threads:>7}",
             mib(rss),
             mib(peak),
             mib(anon),
-            mib(file)
+            mib(file),
+            mib(pss)
         );
     }
     drop(agent);
