@@ -582,6 +582,25 @@ fn registration_benchmark_runs_and_prints_its_figures() {
 }
 
 #[test]
+fn footprint_benchmark_runs_and_prints_its_figures() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = ocm(home.path(), &["bench", "footprint", "--settle", "1"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "Joined and Available",
+        "resident memory after settling",
+        "VmRSS",
+        "ocm hub (embedded, 1 cluster)",
+        "ocm join --simulated (agent)",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+}
+
+#[test]
 fn soak_benchmark_runs_and_prints_its_figures() {
     let home = tempfile::tempdir().unwrap();
     let (code, stdout, stderr) = ocm(

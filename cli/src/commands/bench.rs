@@ -51,6 +51,9 @@ enum What {
     /// The dashboard over N clusters: time until its watch holds them all, page load times
     /// idle and while clusters change.
     Dashboard(super::dashboard_bench::BenchDashboardArgs),
+    /// `ocm hub` and one `ocm join --simulated` agent as processes, one cluster Available:
+    /// each process's resident memory once idle.
+    Footprint(super::footprint_bench::BenchFootprintArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
     Fleet(super::fleet_bench::FleetArgs),
@@ -98,6 +101,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         What::Proxy(args) => super::proxy_bench::bench(args).await,
         What::Soak(args) => super::soak_bench::bench(args).await,
         What::Dashboard(args) => super::dashboard_bench::bench(args).await,
+        What::Footprint(args) => super::footprint_bench::bench(args).await,
         What::Fleet(args) => super::fleet_bench::fleet(args).await,
         What::AddonManager(args) => super::addon_bench_manager::run(args).await,
     }
@@ -134,6 +138,45 @@ pub(crate) fn rss_parts() -> (u64, u64) {
 /// Resident set size of process `pid` in KiB (0 when it cannot be read).
 pub(crate) fn rss_of(pid: u32) -> u64 {
     rss_from(&format!("/proc/{pid}/status"))
+}
+
+/// Memory figures of one process, in KiB, and its thread count, from `/proc/<pid>/status`
+/// (and `smaps_rollup`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ProcessMemory {
+    /// Resident set (`VmRSS`).
+    pub rss: u64,
+    /// Peak resident set (`VmHWM`).
+    pub peak: u64,
+    /// Anonymous part of the resident set: heap, stacks (`RssAnon`).
+    pub anon: u64,
+    /// File-backed part: program text, mapped files (`RssFile`).
+    pub file: u64,
+    /// Proportional set size: the resident set with each page shared with other processes
+    /// divided among them (`Pss` of `/proc/<pid>/smaps_rollup`; 0 when it cannot be read).
+    pub pss: u64,
+    /// Threads.
+    pub threads: u64,
+}
+
+/// Memory figures of process `pid`, `None` when it cannot be read (gone).
+pub(crate) fn memory_of(pid: u32) -> Option<ProcessMemory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let threads = status
+        .lines()
+        .find(|l| l.starts_with("Threads:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(ProcessMemory {
+        rss: status_field(&status, "VmRSS:"),
+        peak: status_field(&status, "VmHWM:"),
+        anon: status_field(&status, "RssAnon:"),
+        file: status_field(&status, "RssFile:"),
+        pss: std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .map_or(0, |rollup| status_field(&rollup, "Pss:")),
+        threads,
+    })
 }
 
 /// `VmRSS` of a `/proc/<pid>/status` file, in KiB (0 when it cannot be read).

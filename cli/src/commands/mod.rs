@@ -16,6 +16,7 @@ pub mod demo;
 pub mod demo_operator;
 pub mod demo_proxy;
 pub mod fleet_bench;
+pub mod footprint_bench;
 pub mod get;
 pub mod hub;
 pub mod init;

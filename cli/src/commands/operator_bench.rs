@@ -93,15 +93,7 @@ fn children() -> Vec<(u32, String)> {
 
 /// Resident memory of `pid` in MiB.
 fn rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
+    super::bench::memory_of(pid).map(|m| m.rss as f64 / 1024.0)
 }
 
 /// Runs the benchmark.
