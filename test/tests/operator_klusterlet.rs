@@ -416,6 +416,23 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
             .unwrap()
             .is_none()
     );
+    // It never applied on a managed cluster: only the cleanup finalizer, and deleting it
+    // takes its agent namespace with it at once (nothing waits for an eviction timeout).
+    let finalizers = hosted.get("hosted").await.unwrap().metadata.finalizers;
+    assert_eq!(
+        finalizers,
+        Some(vec![
+            "operator.open-cluster-management.io/klusterlet-cleanup".to_owned()
+        ])
+    );
+    hosted
+        .delete("hosted", &DeleteParams::default())
+        .await
+        .unwrap();
+    ocm_e2e::wait_gone(&hosted, "hosted").await.unwrap();
+    ocm_e2e::wait_gone(&Api::<Namespace>::all(spoke.client()), "hosted")
+        .await
+        .unwrap();
     operated.stop().await;
 }
 

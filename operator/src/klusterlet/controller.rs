@@ -14,9 +14,11 @@
 //! Hosted and SingletonHosted: the agents and their secrets on this (management) cluster, in
 //! the namespace named after the Klusterlet; the CRDs and the AppliedManifestWork cleanup on
 //! the managed cluster, reached through Secret `external-managed-kubeconfig` there (missing:
-//! `ReadyToApply` False, `KlusterletPrepareFailed`); finalizer
-//! `operator.open-cluster-management.io/klusterlet-hosted-cleanup`, which gives up on an
-//! unreachable managed cluster after 5 minutes.
+//! `ReadyToApply` False, `KlusterletPrepareFailed`). As upstream, a Hosted Klusterlet holds
+//! the cleanup finalizer from the start and `operator.open-cluster-management.io/
+//! klusterlet-hosted-cleanup` once it is ready to apply on the managed cluster: a Klusterlet
+//! deleted before that has nothing there and goes at once; after it, the cleanup there gives
+//! up on an unreachable managed cluster after 5 minutes.
 //!
 //! `bootstrapKubeConfigs` LocalSecrets: see [`super::bootstrap_secrets`].
 
@@ -52,7 +54,8 @@ pub use crate::{OperatorError, OperatorOptions};
 /// The finalizer that holds a deleting Klusterlet until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "operator.open-cluster-management.io/klusterlet-cleanup";
 
-/// The same for a Hosted Klusterlet (its objects are on two clusters).
+/// The finalizer a Hosted Klusterlet holds once it applied on its managed cluster, for the
+/// cleanup there.
 pub const HOSTED_CLEANUP_FINALIZER: &str =
     "operator.open-cluster-management.io/klusterlet-hosted-cleanup";
 
@@ -64,13 +67,10 @@ pub const EVICTION_ANNOTATION: &str =
 /// cluster before it lets go (upstream: 5 minutes).
 const EVICTION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The cleanup finalizer of a mode.
-fn finalizer_of(mode: Mode) -> &'static str {
-    if mode.hosted() {
-        HOSTED_CLEANUP_FINALIZER
-    } else {
-        CLEANUP_FINALIZER
-    }
+/// Whether a deleting Klusterlet's cleanup includes its managed cluster: always but in the
+/// Hosted modes, where only once it applied there ([`HOSTED_CLEANUP_FINALIZER`] held).
+fn cleans_managed_cluster(mode: Mode, finalizers: &[String]) -> bool {
+    !mode.hosted() || finalizers.iter().any(|f| f == HOSTED_CLEANUP_FINALIZER)
 }
 
 /// A client of a Hosted Klusterlet's managed cluster, from the external kubeconfig secret in
@@ -103,15 +103,17 @@ async fn managed_client(
         .map_err(|e| format!("secret {namespace}/{EXTERNAL_MANAGED_KUBECONFIG}: {e}")))
 }
 
-/// Removes what a deleting Klusterlet installed: the agents first, then the
-/// AppliedManifestWorks on the managed cluster, then the rest. A Hosted Klusterlet whose
-/// managed cluster cannot be reached keeps trying for [`EVICTION_TIMEOUT`] (from the time
-/// in [`EVICTION_ANNOTATION`]), then lets go; `Some(wait)` asks to come back later.
+/// Removes what a deleting Klusterlet installed: the agents first, then (with
+/// `managed_cluster`) the AppliedManifestWorks on the managed cluster, then the rest. A
+/// Hosted Klusterlet whose managed cluster cannot be reached keeps trying for
+/// [`EVICTION_TIMEOUT`] (from the time in [`EVICTION_ANNOTATION`]), then lets go;
+/// `Some(wait)` asks to come back later.
 async fn clean_up(
     k: &Klusterlet,
     ctx: &Ctx,
     namespace: &str,
     mode: Mode,
+    managed_cluster: bool,
 ) -> Result<Option<Duration>, OperatorError> {
     let objects = render(&RenderInput {
         klusterlet: k,
@@ -122,6 +124,11 @@ async fn clean_up(
     let (agents, rest): (Vec<Value>, Vec<Value>) =
         objects.into_iter().partition(|o| o["kind"] == "Deployment");
     delete_all(&ctx.client, &agents).await?;
+    if !managed_cluster {
+        delete_all(&ctx.client, &rest).await?;
+        prune(&ctx.client, &previous_related(k), &[]).await?;
+        return Ok(None);
+    }
     let managed = if mode.hosted() {
         managed_client(&ctx.client, namespace).await?
     } else {
@@ -386,36 +393,55 @@ async fn write_status(
     Ok(())
 }
 
+/// Removes `gone` from a Klusterlet's finalizers in one patch (conditional on its
+/// resourceVersion).
+async fn remove_finalizers(
+    api: &Api<Klusterlet>,
+    meta: &kube::api::ObjectMeta,
+    gone: &[&str],
+) -> Result<(), kube::Error> {
+    let wanted: Vec<&String> = meta
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| !gone.contains(&f.as_str()))
+        .collect();
+    let patch = json!({"metadata": {"finalizers": wanted,
+                                    "resourceVersion": meta.resource_version}});
+    api.patch(
+        meta.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
 async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, OperatorError> {
     let api: Api<Klusterlet> = Api::all(ctx.client.clone());
     let owner = klusterlet_name(&k).to_owned();
     let namespace = agent_namespace(&k);
     let mode = Mode::of(&k);
-    let finalizer = finalizer_of(mode);
+    let finalizers = k.metadata.finalizers.clone().unwrap_or_default();
     if k.metadata.deletion_timestamp.is_some() {
-        // Either cleanup finalizer (a mode change may have left the other one).
         let held: Vec<&str> = [CLEANUP_FINALIZER, HOSTED_CLEANUP_FINALIZER]
             .into_iter()
-            .filter(|f| k.metadata.finalizers.iter().flatten().any(|h| h == f))
+            .filter(|f| finalizers.iter().any(|h| h == f))
             .collect();
-        if let Some(first) = held.first() {
-            if let Some(wait) = clean_up(&k, &ctx, &namespace, mode).await? {
+        if !held.is_empty() {
+            let managed_cluster = cleans_managed_cluster(mode, &finalizers);
+            if let Some(wait) = clean_up(&k, &ctx, &namespace, mode, managed_cluster).await? {
                 return Ok(Action::requeue(wait));
             }
-            set_finalizer(&api, &k.metadata, first, false).await?;
+            remove_finalizers(&api, &k.metadata, &held).await?;
         }
         return Ok(Action::await_change());
     }
-    if set_finalizer(&api, &k.metadata, finalizer, true).await? {
+    if set_finalizer(&api, &k.metadata, CLEANUP_FINALIZER, true).await? {
         return Ok(Action::await_change());
     }
-    // The other mode's finalizer goes once this one is on (its cleanup is this one's now).
-    let other = if finalizer == CLEANUP_FINALIZER {
-        HOSTED_CLEANUP_FINALIZER
-    } else {
-        CLEANUP_FINALIZER
-    };
-    if set_finalizer(&api, &k.metadata, other, false).await? {
+    // Outside the Hosted modes the managed cluster is this one: the cleanup finalizer covers it.
+    if !mode.hosted() && set_finalizer(&api, &k.metadata, HOSTED_CLEANUP_FINALIZER, false).await? {
         return Ok(Action::await_change());
     }
     let generation = k.metadata.generation;
@@ -434,6 +460,10 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     // cluster behind the external kubeconfig.
     let managed = if mode.hosted() {
         match managed_client(&ctx.client, &namespace).await? {
+            // Ready to apply there: from now on its cleanup includes the managed cluster.
+            Ok(_) if set_finalizer(&api, &k.metadata, HOSTED_CLEANUP_FINALIZER, true).await? => {
+                return Ok(Action::await_change());
+            }
             Ok(client) => client,
             Err(message) => {
                 set("ReadyToApply", "False", "KlusterletPrepareFailed", &message);
@@ -585,6 +615,24 @@ mod tests {
     use super::*;
 
     use crate::apply::test_deployment as deployment;
+
+    #[test]
+    fn only_a_hosted_klusterlet_that_applied_cleans_its_managed_cluster() {
+        let held = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert!(cleans_managed_cluster(
+            Mode::Default,
+            &held(&[CLEANUP_FINALIZER])
+        ));
+        assert!(!cleans_managed_cluster(
+            Mode::Hosted,
+            &held(&[CLEANUP_FINALIZER])
+        ));
+        assert!(cleans_managed_cluster(
+            Mode::Hosted,
+            &held(&[CLEANUP_FINALIZER, HOSTED_CLEANUP_FINALIZER])
+        ));
+        assert!(!cleans_managed_cluster(Mode::SingletonHosted, &[]));
+    }
 
     #[test]
     fn desired_degraded_follows_the_deployments() {
