@@ -591,6 +591,44 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
             .unwrap()
             .is_none()
     );
+    // So is `spec.namespace` (as upstream, in every mode); a new one replaces it there.
+    let own = |ns: &Namespace| {
+        ns.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("operator.open-cluster-management.io/klusterlet"))
+            == Some(&"klusterlet".to_owned())
+    };
+    wait_for(
+        &managed_namespaces,
+        "open-cluster-management-agent",
+        "the Klusterlet's namespace",
+        own,
+    )
+    .await
+    .unwrap();
+    klusterlets
+        .patch(
+            "klusterlet",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"namespace": "open-cluster-management-agent-another"}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &managed_namespaces,
+        "open-cluster-management-agent-another",
+        "the new namespace",
+        own,
+    )
+    .await
+    .unwrap();
+    wait_gone(&managed_namespaces, "open-cluster-management-agent")
+        .await
+        .unwrap();
+    // The agents and their hub credentials stay where they are.
+    secrets.get("hub-kubeconfig-secret").await.unwrap();
+    wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
 
     let work: ManifestWork = serde_json::from_value(json!({
         "metadata": {"name": "hello", "namespace": "c4"},
@@ -632,6 +670,9 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
         .await
         .unwrap();
     wait_gone(&managed_namespaces, "open-cluster-management-agent-addon")
+        .await
+        .unwrap();
+    wait_gone(&managed_namespaces, "open-cluster-management-agent-another")
         .await
         .unwrap();
     wait_available_unknown(&hub.admin_client(), "c4")

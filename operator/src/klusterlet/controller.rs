@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
 use super::render::{
     ADDON_NAMESPACE, Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, KLUSTERLET_LABEL, Mode,
-    RenderInput, addon_namespace, addon_namespace_unused, agent_namespace, crds, klusterlet_name,
-    render,
+    RenderInput, addon_namespace, addon_namespace_unused, agent_namespace, crds,
+    hosted_managed_namespace, klusterlet_name, render, unwanted_managed_namespaces,
 };
 use crate::apply::{
     apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
@@ -135,13 +135,12 @@ async fn clean_up(
         Ok(ctx.client.clone())
     };
     let released = match &managed {
-        Ok(managed) => tokio::time::timeout(
-            Duration::from_secs(10),
-            release_managed_cluster(managed, klusterlet_name(k)),
-        )
-        .await
-        .map_err(|_| "the managed cluster did not answer".to_owned())
-        .and_then(|r| r.map_err(|e| e.to_string())),
+        Ok(managed) => {
+            tokio::time::timeout(Duration::from_secs(10), release_managed_cluster(managed, k))
+                .await
+                .map_err(|_| "the managed cluster did not answer".to_owned())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+        }
         Err(why) => Err(why.clone()),
     };
     if let Ok(found) = released
@@ -187,40 +186,93 @@ async fn clean_up(
 }
 
 /// On a deleting Klusterlet's managed cluster: removes every AppliedManifestWork
-/// ([`release_applied_works`]) and, once none is left, the shared addon namespace unless
-/// another Klusterlet's agent namespace is still there. Returns how many AppliedManifestWorks
-/// there were.
+/// ([`release_applied_works`]) and, once none is left, the namespaces it made there
+/// ([`unwanted_managed_namespaces`]) and the shared addon namespace unless another
+/// Klusterlet's agent namespace is still there. Returns how many AppliedManifestWorks there
+/// were.
 async fn release_managed_cluster(
     managed: &kube::Client,
-    owner: &str,
+    k: &Klusterlet,
 ) -> Result<usize, kube::Error> {
     let found = release_applied_works(managed).await?;
     if found > 0 {
         return Ok(found);
     }
-    let namespaces: Api<Namespace> = Api::all(managed.clone());
-    let labelled = namespaces
-        .list(&ListParams::default().labels(KLUSTERLET_LABEL))
-        .await?;
-    let values = labelled.items.iter().filter_map(|ns| {
-        ns.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(KLUSTERLET_LABEL))
-            .map(String::as_str)
-    });
-    if addon_namespace_unused(owner, values) {
-        match namespaces
-            .delete(ADDON_NAMESPACE, &DeleteParams::background())
-            .await
-        {
-            Ok(_) => {}
-            // Gone, or already on its way.
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-            Err(err) => return Err(err),
-        }
+    let labelled = labelled_namespaces(managed).await?;
+    let owner = klusterlet_name(k);
+    let own = labelled
+        .iter()
+        .filter(|(_, value)| value == owner)
+        .map(|(name, _)| name.as_str());
+    for name in unwanted_managed_namespaces(k, own, false) {
+        delete_namespace(managed, &name).await?;
+    }
+    if addon_namespace_unused(owner, labelled.iter().map(|(_, value)| value.as_str())) {
+        delete_namespace(managed, ADDON_NAMESPACE).await?;
     }
     Ok(0)
+}
+
+/// The namespaces labelled [`KLUSTERLET_LABEL`] on a cluster: (name, the label's value).
+async fn labelled_namespaces(client: &kube::Client) -> Result<Vec<(String, String)>, kube::Error> {
+    let labelled = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default().labels(KLUSTERLET_LABEL))
+        .await?;
+    Ok(labelled
+        .items
+        .into_iter()
+        .filter_map(|ns| {
+            let value = ns.metadata.labels?.remove(KLUSTERLET_LABEL)?;
+            Some((ns.metadata.name?, value))
+        })
+        .collect())
+}
+
+/// Deletes namespace `name` (one already gone or going is fine).
+async fn delete_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {
+    match Api::<Namespace>::all(client.clone())
+        .delete(name, &DeleteParams::background())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Applies the namespaces a Klusterlet makes on its managed cluster: the shared addon
+/// namespace and, Hosted, `spec.namespace` ([`hosted_managed_namespace`]; left alone when it
+/// is another Klusterlet's own namespace there), and removes the ones an earlier
+/// `spec.namespace` made.
+async fn apply_managed_namespaces(
+    managed: &kube::Client,
+    k: &Klusterlet,
+) -> Result<crate::apply::Applied, kube::Error> {
+    let Some(hosted) = hosted_managed_namespace(k) else {
+        return Ok(apply_all(managed, FIELD_MANAGER, &[addon_namespace(k)]).await);
+    };
+    let labelled = labelled_namespaces(managed).await?;
+    let owner = klusterlet_name(k);
+    let name = hosted["metadata"]["name"].as_str().unwrap_or_default();
+    let taken = labelled
+        .iter()
+        .any(|(n, value)| n == name && value != owner);
+    let mut objects = vec![addon_namespace(k)];
+    if !taken {
+        objects.push(hosted);
+    }
+    let applied = apply_all(managed, FIELD_MANAGER, &objects).await;
+    if applied.failure.is_none() {
+        let own = labelled
+            .iter()
+            .filter(|(_, value)| value == owner)
+            .map(|(name, _)| name.as_str());
+        for stale in unwanted_managed_namespaces(k, own, true) {
+            tracing::info!(klusterlet = owner, namespace = %stale, "removing the namespace an earlier spec.namespace made on the managed cluster");
+            delete_namespace(managed, &stale).await?;
+        }
+    }
+    Ok(applied)
 }
 
 /// Field manager of what the operator applies.
@@ -460,11 +512,13 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     // cluster behind the external kubeconfig.
     let managed = if mode.hosted() {
         match managed_client(&ctx.client, &namespace).await? {
-            // Ready to apply there: from now on its cleanup includes the managed cluster.
-            Ok(_) if set_finalizer(&api, &k.metadata, HOSTED_CLEANUP_FINALIZER, true).await? => {
-                return Ok(Action::await_change());
+            Ok(client) => {
+                // Ready to apply there: from now on its cleanup includes the managed cluster.
+                if set_finalizer(&api, &k.metadata, HOSTED_CLEANUP_FINALIZER, true).await? {
+                    return Ok(Action::await_change());
+                }
+                client
             }
-            Ok(client) => client,
             Err(message) => {
                 set("ReadyToApply", "False", "KlusterletPrepareFailed", &message);
                 write_status(&api, &k, conditions, previous_related(&k), Vec::new()).await?;
@@ -509,7 +563,7 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     let crds_applied = apply_all(&managed, FIELD_MANAGER, &crd_objects).await;
     let mut applied = match &crds_applied.failure {
         None => {
-            let shared = apply_all(&managed, FIELD_MANAGER, &[addon_namespace(&k)]).await;
+            let shared = apply_managed_namespaces(&managed, &k).await?;
             match shared.failure {
                 None => apply_all(&ctx.client, FIELD_MANAGER, &objects).await,
                 Some(_) => shared,

@@ -370,6 +370,42 @@ pub fn addon_namespace(klusterlet: &Klusterlet) -> Value {
                         "labels": {CREATED_BY_KLUSTERLET: klusterlet_name(klusterlet)}}})
 }
 
+/// The namespace `spec.namespace` (default [`DEFAULT_AGENT_NAMESPACE`]) a Hosted Klusterlet
+/// makes on its managed cluster, labelled [`KLUSTERLET_LABEL`] as its own (upstream makes it
+/// in every mode; outside the Hosted modes it is the agent namespace [`render`] holds).
+pub fn hosted_managed_namespace(klusterlet: &Klusterlet) -> Option<Value> {
+    if !Mode::of(klusterlet).hosted() {
+        return None;
+    }
+    let name = match klusterlet.spec.namespace.as_str() {
+        "" => DEFAULT_AGENT_NAMESPACE,
+        ns => ns,
+    };
+    Some(json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name,
+                             "labels": {KLUSTERLET_LABEL: klusterlet_name(klusterlet)}}}))
+}
+
+/// Of the namespaces on a Klusterlet's managed cluster labelled [`KLUSTERLET_LABEL`] with its
+/// name (`own`), those it no longer wants there: all but its agent namespace (the managed
+/// cluster may be the management cluster too) and, Hosted, its current
+/// [`hosted_managed_namespace`]. With `keep_current` false (the Klusterlet is going) the
+/// current one goes too.
+pub fn unwanted_managed_namespaces<'a>(
+    klusterlet: &Klusterlet,
+    own: impl IntoIterator<Item = &'a str>,
+    keep_current: bool,
+) -> Vec<String> {
+    let agent = agent_namespace(klusterlet);
+    let current = hosted_managed_namespace(klusterlet)
+        .filter(|_| keep_current)
+        .and_then(|ns| ns["metadata"]["name"].as_str().map(str::to_owned));
+    own.into_iter()
+        .filter(|name| *name != agent && Some(*name) != current.as_deref())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Whether the addon namespace may go with the Klusterlet `owner`: no other Klusterlet's agent
 /// namespace (a namespace labelled [`KLUSTERLET_LABEL`] with another value) is on the managed
 /// cluster. `labelled` holds the [`KLUSTERLET_LABEL`] values of the namespaces carrying it.
@@ -430,6 +466,42 @@ mod tests {
             .iter()
             .filter(|o| o["kind"] == "Deployment")
             .collect()
+    }
+
+    #[test]
+    fn a_hosted_klusterlet_keeps_only_its_current_namespace_on_the_managed_cluster() {
+        let hosted = klusterlet(json!({"namespace": "open-cluster-management-agent-new",
+                                       "deployOption": {"mode": "Hosted"}}));
+        let made = hosted_managed_namespace(&hosted).unwrap();
+        assert_eq!(
+            made["metadata"]["name"],
+            "open-cluster-management-agent-new"
+        );
+        assert_eq!(made["metadata"]["labels"][KLUSTERLET_LABEL], "klusterlet");
+        // Its agent namespace (named after it) may be on the same cluster: never unwanted.
+        let own = [
+            "open-cluster-management-agent-old",
+            "open-cluster-management-agent-new",
+            "klusterlet",
+        ];
+        assert_eq!(
+            unwanted_managed_namespaces(&hosted, own, true),
+            ["open-cluster-management-agent-old"]
+        );
+        assert_eq!(
+            unwanted_managed_namespaces(&hosted, own, false),
+            [
+                "open-cluster-management-agent-old",
+                "open-cluster-management-agent-new"
+            ]
+        );
+        // Outside the Hosted modes the agent namespace is the one on the managed cluster.
+        let default = klusterlet(json!({"namespace": "open-cluster-management-agent-new"}));
+        assert!(hosted_managed_namespace(&default).is_none());
+        assert!(
+            unwanted_managed_namespaces(&default, ["open-cluster-management-agent-new"], false)
+                .is_empty()
+        );
     }
 
     #[test]
