@@ -1,38 +1,9 @@
-//! Object metadata validation as kube-apiserver does it: names, labels, annotations,
-//! finalizers, owner references, managed fields and the immutable fields of an update; plus
-//! the keys and immutability of ConfigMap and Secret data.
-//!
-//! Every check returns a list of [`Cause`]s: the `details.causes` entries of a 422 `Invalid`
-//! Status, with kube-apiserver's message texts (Kubernetes 1.33 wording). The same type is used
-//! by [`crate::schema`] for custom-resource schema validation and by [`crate::selector`] for
-//! structured label selectors.
-//!
-//! All functions are pure: no I/O, no clock, no randomness.
+//! Object validation as kube-apiserver does it: the kind-independent checks (names, labels,
+//! object metadata, ConfigMap and Secret data, the [`Cause`] lists of a 422 Status) are the
+//! `ocm-apiserver-validation` crate, re-exported here; the validation of the flow-control kinds,
+//! which needs the server's own [`crate::flowcontrol`] defaults, is here.
 
-mod cause;
-mod config_data;
 mod flowcontrol;
-mod meta;
-mod names;
 
-pub use cause::{BadValue, Cause, CauseType, invalid_message};
-pub use config_data::{
-    validate_config_map, validate_config_map_update, validate_secret, validate_secret_update,
-};
 pub use flowcontrol::{validate_flow_schema, validate_flowcontrol_status, validate_priority_level};
-pub use meta::{
-    MetaDecodeError, coerce_object_meta, finalizer_warnings, validate_object_meta,
-    validate_object_meta_update,
-};
-pub use names::{
-    GENERATE_NAME_ALPHABET, GENERATE_NAME_SUFFIX_LEN, NameRule, generate_name, is_dns1035_label,
-    is_dns1123_label, is_dns1123_subdomain, is_label_value, is_path_segment_name,
-    is_qualified_name, name_rule_for, validate_label_key, validate_label_value, validate_labels,
-};
-
-pub(crate) use cause::{child, index, key};
-pub(crate) use cause::{go_float, go_json, go_quote};
-pub(crate) use meta::validate_meta_at;
-pub(crate) use names::{
-    dns1035_label_errors, dns1123_subdomain_errors, path_segment_name_errors, qualified_name_errors,
-};
+pub use ocm_apiserver_validation::*;

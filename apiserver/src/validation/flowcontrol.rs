@@ -5,9 +5,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::cause::{BadValue, Cause, child, index};
-use super::names::{dns1123_label_errors, dns1123_subdomain_errors};
 use crate::flowcontrol::{Kind, mandatory_spec};
+use ocm_apiserver_validation::{
+    BadValue, Cause, child, dns1123_label_errors, dns1123_subdomain_errors, index,
+};
 
 const SUPPORTED_VERBS: [&str; 9] = [
     "create",

@@ -19,14 +19,14 @@ use std::sync::{Arc, LazyLock};
 use serde_json::Value;
 
 /// Index of a node in a [`TypeSet`].
-pub(crate) type NodeId = usize;
+pub type NodeId = usize;
 
 const SCALAR: NodeId = 0;
 const UNTYPED: NodeId = 1;
 
 /// How the elements of a list relate, for server-side apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ListKind {
+pub enum ListKind {
     /// The list is one value; applying replaces it.
     Atomic,
     /// A set of scalars; items are identified by value.
@@ -37,45 +37,60 @@ pub(crate) enum ListKind {
 
 /// The strategic-merge-patch metadata of a field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Smp {
+pub struct Smp {
     /// `patchStrategy` contains `merge` (lists merge instead of replacing).
-    pub(crate) merge: bool,
+    pub merge: bool,
     /// `patchStrategy` contains `replace` (objects replace instead of merging).
-    pub(crate) replace: bool,
+    pub replace: bool,
     /// `patchStrategy` contains `retainKeys` (the patch lists the keys an object keeps).
-    pub(crate) retain_keys: bool,
+    pub retain_keys: bool,
     /// `patchMergeKey`.
-    pub(crate) merge_key: Option<String>,
+    pub merge_key: Option<String>,
 }
 
 /// A declared field of a struct.
 #[derive(Debug, Clone)]
-pub(crate) struct Field {
-    pub(crate) ty: NodeId,
-    pub(crate) smp: Smp,
-    pub(crate) default: Option<Value>,
+pub struct Field {
+    /// The field's type.
+    pub ty: NodeId,
+    /// Its strategic-merge-patch markers.
+    pub smp: Smp,
+    /// Its declared default (custom resources' schemas).
+    pub default: Option<Value>,
 }
 
 /// A JSON object: a struct (declared fields), a free-form map (`elem`), or both.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct MapNode {
-    pub(crate) fields: HashMap<String, Field>,
-    pub(crate) elem: Option<NodeId>,
-    pub(crate) atomic: bool,
+pub struct MapNode {
+    /// The declared fields.
+    pub fields: HashMap<String, Field>,
+    /// The type of the other keys' values (a free-form map).
+    pub elem: Option<NodeId>,
+    /// Replaced as a whole by apply (`x-kubernetes-map-type: atomic`).
+    pub atomic: bool,
 }
 
 /// A node of the type graph.
 #[derive(Debug, Clone)]
-pub(crate) enum Node {
+pub enum Node {
+    /// A string, number or boolean.
     Scalar,
+    /// Anything (no schema).
     Untyped,
+    /// An object.
     Map(MapNode),
-    List { items: NodeId, kind: ListKind },
+    /// A list of `items`, merged as `kind` says.
+    List {
+        /// The items' type.
+        items: NodeId,
+        /// How apply and strategic merge treat the list.
+        kind: ListKind,
+    },
 }
 
 /// An arena of type nodes (types may be recursive, e.g. `JSONSchemaProps`).
 #[derive(Debug, Clone)]
-pub(crate) struct TypeSet {
+pub struct TypeSet {
     nodes: Vec<Node>,
 }
 
@@ -192,7 +207,7 @@ impl ObjectType {
     }
 
     /// The root of the type graph.
-    pub(crate) fn root(&self) -> TypeRef<'_> {
+    pub fn root(&self) -> TypeRef<'_> {
         TypeRef {
             set: &self.set,
             id: self.root,
@@ -208,7 +223,7 @@ pub fn supports_strategic_merge_patch(group: &str, kind: &str) -> bool {
 
 /// A position in a type graph.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TypeRef<'a> {
+pub struct TypeRef<'a> {
     set: &'a TypeSet,
     id: NodeId,
 }
@@ -219,16 +234,17 @@ impl<'a> TypeRef<'a> {
     }
 
     /// The untyped node of the same graph.
-    pub(crate) fn untyped(self) -> TypeRef<'a> {
+    pub fn untyped(self) -> TypeRef<'a> {
         self.at(UNTYPED)
     }
 
-    pub(crate) fn node(self) -> &'a Node {
+    /// The node this position names.
+    pub fn node(self) -> &'a Node {
         self.set.node(self.id)
     }
 
     /// The struct/map description, if this node is an object.
-    pub(crate) fn map(self) -> Option<&'a MapNode> {
+    pub fn map(self) -> Option<&'a MapNode> {
         match self.node() {
             Node::Map(m) => Some(m),
             _ => None,
@@ -236,7 +252,7 @@ impl<'a> TypeRef<'a> {
     }
 
     /// The type of member `name` of an object, and its declaration if it is a struct field.
-    pub(crate) fn field(self, name: &str) -> (TypeRef<'a>, Option<&'a Field>) {
+    pub fn field(self, name: &str) -> (TypeRef<'a>, Option<&'a Field>) {
         match self.node() {
             Node::Map(m) => match m.fields.get(name) {
                 Some(f) => (self.at(f.ty), Some(f)),
@@ -247,12 +263,12 @@ impl<'a> TypeRef<'a> {
     }
 
     /// Whether `name` is a declared field of this struct.
-    pub(crate) fn has_field(self, name: &str) -> bool {
+    pub fn has_field(self, name: &str) -> bool {
         self.map().is_some_and(|m| m.fields.contains_key(name))
     }
 
     /// The item type of a list (untyped for anything else).
-    pub(crate) fn items(self) -> TypeRef<'a> {
+    pub fn items(self) -> TypeRef<'a> {
         match self.node() {
             Node::List { items, .. } => self.at(*items),
             _ => self.untyped(),
@@ -260,7 +276,7 @@ impl<'a> TypeRef<'a> {
     }
 
     /// The list kind (untyped lists are atomic).
-    pub(crate) fn list_kind(self) -> &'a ListKind {
+    pub fn list_kind(self) -> &'a ListKind {
         static ATOMIC: ListKind = ListKind::Atomic;
         match self.node() {
             Node::List { kind, .. } => kind,
@@ -269,12 +285,12 @@ impl<'a> TypeRef<'a> {
     }
 
     /// Whether this object node is atomic.
-    pub(crate) fn map_is_atomic(self) -> bool {
+    pub fn map_is_atomic(self) -> bool {
         self.map().is_some_and(|m| m.atomic)
     }
 
     /// The default of declared field `name` (list keys may be defaulted).
-    pub(crate) fn field_default(self, name: &str) -> Option<&'a Value> {
+    pub fn field_default(self, name: &str) -> Option<&'a Value> {
         self.map()?.fields.get(name)?.default.as_ref()
     }
 }

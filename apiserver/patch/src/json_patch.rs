@@ -238,7 +238,7 @@ fn apply_op(doc: &mut Value, op: Op<'_>, copied: &mut usize) -> Result<(), Strin
                     "copy operation does not apply: doc is missing destination path: {path}: {MISSING}"
                 )
             })?;
-            let size = crate::json_out::to_vec(&source)
+            let size = ocm_apiserver_json::to_vec(&source)
                 .map(|b| b.len())
                 .unwrap_or(usize::MAX);
             *copied = copied.saturating_add(size);

@@ -318,7 +318,7 @@ pub fn invalid_message(qualified_kind: &str, name: &str, causes: &[Cause]) -> St
 }
 
 /// A string quoted like Go's `strconv.Quote` (`%q`).
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -349,7 +349,7 @@ pub(crate) fn go_quote(s: &str) -> String {
 }
 
 /// Approximates Go's `unicode.IsPrint`: graphic characters and the ASCII space.
-pub(crate) fn is_go_printable(c: char) -> bool {
+pub fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }
@@ -363,7 +363,7 @@ pub(crate) fn is_go_printable(c: char) -> bool {
 
 /// A float printed like Go's `%v` (`strconv.FormatFloat(f, 'g', -1, 64)` with the exponent
 /// threshold of 6 digits for the shortest representation): `1.5`, `100`, `1e+06`, `1e-05`.
-pub(crate) fn go_float(f: f64) -> String {
+pub fn go_float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".to_string();
     }
@@ -421,7 +421,7 @@ pub(crate) fn go_float(f: f64) -> String {
 
 /// A JSON value encoded the way Go's `json.Marshal` encodes an `interface{}`: object keys
 /// sorted, `<`, `>` and `&` escaped, floats without a trailing `.0`.
-pub(crate) fn go_json(v: &Value) -> String {
+pub fn go_json(v: &Value) -> String {
     let mut out = String::new();
     write_go_json(v, &mut out);
     out
@@ -494,11 +494,11 @@ fn go_json_float(f: f64) -> String {
     if !f.is_finite() {
         return "null".to_string();
     }
-    crate::json_out::go_float64(f)
+    ocm_apiserver_json::go_float64(f)
 }
 
 /// `base.name` (or `name` at the root), like `field.Path.Child`.
-pub(crate) fn child(base: &str, name: &str) -> String {
+pub fn child(base: &str, name: &str) -> String {
     if base.is_empty() {
         name.to_string()
     } else {
@@ -507,12 +507,12 @@ pub(crate) fn child(base: &str, name: &str) -> String {
 }
 
 /// `base[i]`, like `field.Path.Index`.
-pub(crate) fn index(base: &str, i: usize) -> String {
+pub fn index(base: &str, i: usize) -> String {
     format!("{base}[{i}]")
 }
 
 /// `base[key]`, like `field.Path.Key`.
-pub(crate) fn key(base: &str, k: &str) -> String {
+pub fn key(base: &str, k: &str) -> String {
     format!("{base}[{k}]")
 }
 

@@ -2,7 +2,7 @@
 //! check field labels for the resource, filter objects.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ocm_apiserver::selector::{FieldSelector, FieldSet, LabelSelector};
+use ocm_apiserver_selector::{FieldSelector, FieldSet, LabelSelector};
 use serde_json::{Value, json};
 
 fn pods() -> Vec<Value> {

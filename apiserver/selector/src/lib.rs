@@ -15,7 +15,7 @@ mod field;
 mod label;
 
 pub use field::{FieldSelector, FieldSet, FieldTerm};
-pub(crate) use label::operator_value_causes;
+pub use label::operator_value_causes;
 pub use label::{
     LabelSelector, Operator, Requirement, validate_label_requirement,
     validate_structured_label_selector,
@@ -31,7 +31,8 @@ pub struct SelectorError {
 }
 
 impl SelectorError {
-    pub(crate) fn new(message: impl Into<String>) -> Self {
+    /// An error with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
         SelectorError {
             message: message.into(),
         }

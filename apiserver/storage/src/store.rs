@@ -791,7 +791,7 @@ impl Unrevisioned {
             .entry("metadata")
             .or_insert_with(|| Value::Object(Default::default()));
         let Some(metadata) = metadata.as_object_mut() else {
-            let json = crate::json_out::to_vec(&value).map_err(serializing)?;
+            let json = ocm_apiserver_json::to_vec(&value).map_err(serializing)?;
             return Ok(Unrevisioned { json, split: None });
         };
         metadata.insert("resourceVersion".into(), Value::String(String::new()));
@@ -804,7 +804,7 @@ impl Unrevisioned {
             if i > 0 {
                 json.push(b',');
             }
-            crate::json_out::to_writer(&mut json, key).map_err(serializing)?;
+            ocm_apiserver_json::to_writer(&mut json, key).map_err(serializing)?;
             json.push(b':');
             match field.as_object().filter(|_| key == "metadata") {
                 Some(metadata) => {
@@ -813,19 +813,19 @@ impl Unrevisioned {
                         if j > 0 {
                             json.push(b',');
                         }
-                        crate::json_out::to_writer(&mut json, name).map_err(serializing)?;
+                        ocm_apiserver_json::to_writer(&mut json, name).map_err(serializing)?;
                         json.push(b':');
                         if name == "resourceVersion" {
                             json.push(b'"');
                             split = Some(json.len());
                             json.push(b'"');
                         } else {
-                            crate::json_out::to_writer(&mut json, item).map_err(serializing)?;
+                            ocm_apiserver_json::to_writer(&mut json, item).map_err(serializing)?;
                         }
                     }
                     json.push(b'}');
                 }
-                None => crate::json_out::to_writer(&mut json, field).map_err(serializing)?,
+                None => ocm_apiserver_json::to_writer(&mut json, field).map_err(serializing)?,
             }
         }
         json.push(b'}');
@@ -1126,7 +1126,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::storage::SqliteBackend;
+    use crate::SqliteBackend;
 
     fn key(ns: &str, name: &str) -> ObjectKey {
         ObjectKey::new(Bucket::new("", "/configmaps"), ns, name)
@@ -1147,7 +1147,7 @@ mod tests {
         if let Some(metadata) = metadata.as_object_mut() {
             metadata.insert("resourceVersion".into(), json!(rev.to_string()));
         }
-        crate::json_out::to_vec(&object).unwrap()
+        ocm_apiserver_json::to_vec(&object).unwrap()
     }
 
     #[test]
@@ -1246,7 +1246,7 @@ mod tests {
             history_window: 3,
             ..StoreConfig::default()
         };
-        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
         let bucket = Bucket::new("", "/configmaps");
         let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
         let mut sub = store
@@ -1381,7 +1381,7 @@ mod tests {
             history_min_events: 2,
             ..StoreConfig::default()
         };
-        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
         let bucket = Bucket::new("", "/configmaps");
         let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
         let big = "x".repeat(800);
@@ -1410,7 +1410,7 @@ mod tests {
             history_min_events: 1,
             ..StoreConfig::default()
         };
-        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
         let big = "x".repeat(900);
         let created = store.create(key("ns", "a"), cm("a", &big)).await.unwrap();
         store
@@ -1445,7 +1445,7 @@ mod tests {
             history_window: 4,
             ..StoreConfig::default()
         };
-        let store = Store::open(crate::storage::MemoryBackend, config).unwrap();
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
         let bucket = Bucket::new("", "/configmaps");
         let other = ObjectKey::new(Bucket::new("", "/secrets"), "ns", "s");
         let first = store.create(key("ns", "a"), cm("a", "1")).await.unwrap();
@@ -1694,7 +1694,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_busy_bucket_does_not_push_out_a_quiet_buckets_history() {
-        let store = Store::open(crate::storage::MemoryBackend, small_window()).unwrap();
+        let store = Store::open(crate::MemoryBackend, small_window()).unwrap();
         let quiet = quiet_then_busy(&store, 6).await;
         let configmaps = Bucket::new("", "/configmaps");
         let leases = Bucket::new("", "coordination.k8s.io/leases");
@@ -1734,7 +1734,7 @@ mod tests {
 
     #[tokio::test]
     async fn each_buckets_history_is_the_windows_events_of_that_bucket() {
-        let store = Store::open(crate::storage::MemoryBackend, small_window()).unwrap();
+        let store = Store::open(crate::MemoryBackend, small_window()).unwrap();
         let quiet = quiet_then_busy(&store, 6).await;
         let leases = Bucket::new("", "coordination.k8s.io/leases");
         let from = store.bucket_floor(&leases);
@@ -1792,8 +1792,8 @@ mod tests {
     struct FloorRecorder(Arc<Mutex<Floors>>);
 
     impl Backend for FloorRecorder {
-        fn load(&mut self) -> Result<crate::storage::Loaded, StorageError> {
-            Ok(crate::storage::Loaded::default())
+        fn load(&mut self) -> Result<crate::Loaded, StorageError> {
+            Ok(crate::Loaded::default())
         }
         fn commit(&mut self, batch: Batch<'_>) -> Result<(), StorageError> {
             self.0.lock().unwrap().push(batch.bucket_floors.to_vec());

@@ -5,7 +5,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::SelectorError;
-use crate::validation::go_float;
+use ocm_apiserver_validation::go_float;
 
 /// One `field=value` (or `field!=value`) term.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use serde_json::{Number, Value};
 
 /// serde_json's compact formatter, with Go's text for floats.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct GoFloats;
+pub struct GoFloats;
 
 impl Formatter for GoFloats {
     fn write_f64<W: ?Sized + Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
@@ -45,14 +45,14 @@ impl Formatter for GoFloats {
 }
 
 /// Writes a finite float64 exactly as Go's `encoding/json` does (`-0` for a negative zero).
-pub(crate) fn write_go_float64<W: ?Sized + Write>(writer: &mut W, value: f64) -> io::Result<()> {
+pub fn write_go_float64<W: ?Sized + Write>(writer: &mut W, value: f64) -> io::Result<()> {
     let abs = value.abs();
     write_float(writer, value, abs == 0.0 || (1e-6..1e21).contains(&abs))
 }
 
 /// Go's `encoding/json` text of a finite float64 (`-0` for a negative zero), for messages that
 /// quote JSON.
-pub(crate) fn go_float64(value: f64) -> String {
+pub fn go_float64(value: f64) -> String {
     let mut out = Vec::with_capacity(24);
     // Writing into a Vec does not fail, and the text is ASCII.
     let _ = write_go_float64(&mut out, value);
@@ -82,15 +82,12 @@ where
 }
 
 /// Serializes `value` into `writer` as kube writes JSON.
-pub(crate) fn to_writer<W: Write, T: ?Sized + Serialize>(
-    writer: W,
-    value: &T,
-) -> serde_json::Result<()> {
+pub fn to_writer<W: Write, T: ?Sized + Serialize>(writer: W, value: &T) -> serde_json::Result<()> {
     value.serialize(&mut Serializer::with_formatter(writer, GoFloats))
 }
 
 /// `value` as kube writes it in JSON.
-pub(crate) fn to_vec<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
+pub fn to_vec<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(128);
     to_writer(&mut out, value)?;
     Ok(out)
@@ -98,7 +95,7 @@ pub(crate) fn to_vec<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Vec
 
 /// `value` as kube writes it in JSON, as a string (the tests' view of [`to_vec`]).
 #[cfg(test)]
-pub(crate) fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<String> {
+pub fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<String> {
     let bytes = to_vec(value)?;
     // serde_json writes UTF-8 only.
     String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)
@@ -106,7 +103,7 @@ pub(crate) fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<
 
 /// Whether two numbers are written the same (`1` and `1.0`, `0` and `-0.0`): kube, which
 /// compares what it would store, sees no difference between them.
-pub(crate) fn same_number(a: &Number, b: &Number) -> bool {
+pub fn same_number(a: &Number, b: &Number) -> bool {
     if a == b {
         return true;
     }
@@ -120,7 +117,7 @@ pub(crate) fn same_number(a: &Number, b: &Number) -> bool {
 
 /// Whether two values are written the same, numbers compared by [`same_number`] and object
 /// keys in any order.
-pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
+pub fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => same_number(x, y),
         (Value::Array(x), Value::Array(y)) => {

@@ -167,7 +167,9 @@ pub fn is_dns1035_label(s: &str) -> bool {
         && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
 }
 
-pub(crate) fn dns1123_label_errors(s: &str) -> Vec<String> {
+/// Why `s` is not a DNS-1123 label (at most 63 lower-case alphanumerics or `-`, starting and
+/// ending alphanumeric), in kube's words; empty when it is one.
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
@@ -186,7 +188,9 @@ pub(crate) fn dns1123_label_errors(s: &str) -> Vec<String> {
     errs
 }
 
-pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+/// Why `s` is not a DNS-1123 subdomain (at most 253 characters of dot-separated labels), in
+/// kube's words; empty when it is one.
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     subdomain_errors(s, max_len_error)
 }
 
@@ -208,7 +212,7 @@ fn subdomain_errors(s: &str, too_long: fn(usize) -> String) -> Vec<String> {
 
 /// `IsConfigMapKey`: why `key` cannot name an entry of a ConfigMap or Secret (empty when it
 /// can): at most 253 characters of `[-._a-zA-Z0-9]`, and not `.`, `..` or `..`-prefixed.
-pub(crate) fn config_map_key_errors(key: &str) -> Vec<String> {
+pub fn config_map_key_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if key.len() > 253 {
         errs.push(max_len_error(253));
@@ -233,7 +237,9 @@ pub(crate) fn config_map_key_errors(key: &str) -> Vec<String> {
     errs
 }
 
-pub(crate) fn dns1035_label_errors(s: &str) -> Vec<String> {
+/// Why `s` is not a DNS-1035 label (a DNS-1123 label starting with a letter), in kube's
+/// words; empty when it is one.
+pub fn dns1035_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
@@ -252,7 +258,9 @@ pub(crate) fn dns1035_label_errors(s: &str) -> Vec<String> {
     errs
 }
 
-pub(crate) fn path_segment_name_errors(s: &str) -> Vec<String> {
+/// Why `s` cannot be a name used as a URL path segment (`.`, `..`, `/` or `%`), in kube's
+/// words; empty when it can.
+pub fn path_segment_name_errors(s: &str) -> Vec<String> {
     for bad in [".", ".."] {
         if s == bad {
             return vec![format!("may not be '{bad}'")];
@@ -292,7 +300,7 @@ fn matches_qualified_name_part(s: &str) -> bool {
 /// an optional DNS-subdomain prefix and `/`, then a name of at most 63 bytes. Since 1.35 kube
 /// checks all of these with one label-key function, so a key with more than one `/` reads
 /// "a valid label key must consist of …" and lengths are counted in bytes.
-pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -338,7 +346,7 @@ pub fn is_qualified_name(s: &str) -> bool {
     qualified_name_errors(s).is_empty()
 }
 
-pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
+pub fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
         errs.push(max_bytes_error(63));

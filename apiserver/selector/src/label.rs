@@ -6,8 +6,8 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::SelectorError;
-use crate::validation::{Cause, go_quote, qualified_name_errors};
-use crate::validation::{validate_label_key, validate_label_value, validate_labels};
+use ocm_apiserver_validation::{Cause, go_quote, qualified_name_errors};
+use ocm_apiserver_validation::{validate_label_key, validate_label_value, validate_labels};
 
 /// A requirement's operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -342,7 +342,7 @@ const KNOWN_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
 /// The value count a structured requirement's operator demands (kube's label and field
 /// requirement validation share these messages): some values for `In`/`NotIn`, none for
 /// `Exists`/`DoesNotExist`; other operators are not checked here.
-pub(crate) fn operator_value_causes(op: &str, value_count: usize, path: &str) -> Vec<Cause> {
+pub fn operator_value_causes(op: &str, value_count: usize, path: &str) -> Vec<Cause> {
     match op {
         "In" | "NotIn" if value_count == 0 => vec![Cause::required(
             format!("{path}.values"),

@@ -685,8 +685,8 @@ pub(crate) fn ensure_named_fields_are_members(set: &FieldSet, ty: TypeRef<'_>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::fieldpath::path_string;
-    use crate::patch::typeinfo::ObjectType;
+    use crate::fieldpath::path_string;
+    use crate::typeinfo::ObjectType;
     use serde_json::json;
 
     fn deploy() -> ObjectType {

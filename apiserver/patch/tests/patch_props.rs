@@ -5,7 +5,7 @@
 //! consistent with the object.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ocm_apiserver::patch::{
+use ocm_apiserver_patch::{
     ApplyOptions, ObjectType, PatchError, UpdateOptions, apply, apply_json_patch,
     apply_merge_patch, apply_strategic_merge_patch, record_update,
 };

@@ -160,7 +160,7 @@ pub fn apply(
 /// Why one apply attempt failed: conflicts (with their paths, for the last-applied check) or
 /// anything else.
 enum ApplyFailure {
-    Conflicts(Vec<(crate::patch::fieldpath::Path, Conflict)>),
+    Conflicts(Vec<(crate::fieldpath::Path, Conflict)>),
     Other(PatchError),
 }
 
@@ -302,7 +302,7 @@ fn update_last_applied(object: &mut Value, applied: &Value) {
         ann.shift_remove(LAST_APPLIED);
     }
     let mut text = String::new();
-    crate::patch::fieldpath::go_json(&mut text, &config);
+    crate::fieldpath::go_json(&mut text, &config);
     let Some(Value::Object(ann)) = object.pointer_mut("/metadata/annotations") else {
         return;
     };

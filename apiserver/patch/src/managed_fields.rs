@@ -222,7 +222,7 @@ pub(crate) fn without_managed_fields(object: &Value) -> Value {
 /// What kube's `IgnoreManagedFieldsTimestampsTransformer` does: when a write changes nothing
 /// but the times of managedFields entries (an apply whose values differed from the stored ones
 /// only in form, `0.5` for a stored `500m`), the old entries are kept, so the write is a no-op.
-pub(crate) fn keep_times_of_a_no_op(old: &Value, new: &mut Value) {
+pub fn keep_times_of_a_no_op(old: &Value, new: &mut Value) {
     let entries = |o: &Value| o.pointer("/metadata/managedFields").cloned();
     let (Some(before), Some(after)) = (entries(old), entries(new)) else {
         return;
@@ -508,7 +508,7 @@ fn starting_managers(live: &Value, new: &Value, is_subresource: bool) -> Manager
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::fieldpath::path_string;
+    use crate::fieldpath::path_string;
     use serde_json::json;
 
     const NOW: &str = "2026-01-02T03:04:05Z";

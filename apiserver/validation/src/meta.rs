@@ -35,7 +35,7 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule, namespaced: bool) -> Ve
 }
 
 /// `ValidateObjectMeta` for a metadata map at `path` (used for embedded resources too).
-pub(crate) fn validate_meta_at(
+pub fn validate_meta_at(
     meta: &Map<String, Value>,
     path: &str,
     rule: NameRule,
