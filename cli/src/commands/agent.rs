@@ -35,7 +35,7 @@ pub struct AgentArgs {
     #[arg(long, requires = "spoke_kubeconfig")]
     hosted: bool,
     /// Namespace of the agent (bootstrap and hub kubeconfig secrets) on the managed cluster.
-    #[arg(long, default_value = super::join::AGENT_NAMESPACE)]
+    #[arg(long, default_value = ocm_hub::join::AGENT_NAMESPACE)]
     agent_namespace: String,
     /// Requested lifetime of the hub client certificate, in seconds.
     #[arg(long)]
@@ -56,7 +56,7 @@ pub struct AgentArgs {
     #[arg(long)]
     feature_gates: Vec<String>,
     /// How often each work's objects are read back, repaired and reported (with the work agent).
-    #[arg(long, default_value = "10s", value_parser = super::work_agent::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = super::agent_flags::parse_duration)]
     status_sync_interval: Duration,
     /// How addons' kubeClient registrations get hub credentials: `csr` (client certificates)
     /// or `token` (ServiceAccount tokens the hub's addon manager provides for).
@@ -83,7 +83,7 @@ pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     if !args.cluster_name.is_empty() {
-        super::join::check_cluster_name(&args.cluster_name)?;
+        super::agent_flags::check_cluster_name(&args.cluster_name)?;
     } else if !args.registration_only {
         bail!("--cluster-name is needed when the work agent runs too (or use --registration-only)");
     }

@@ -283,7 +283,7 @@ pub(crate) async fn join_fleet_with(
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
     let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
     let waiter =
-        tokio::spawn(async move { super::demo::wait_all_available(&clusters, &names).await });
+        tokio::spawn(async move { super::demo_steps::wait_all_available(&clusters, &names).await });
     drop(start_agents(spokes.to_vec(), shutdown));
     waiter.await.context("waiting for the fleet")?
 }

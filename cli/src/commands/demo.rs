@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+
+use super::demo_steps::{cluster_names, listen_address, step, wait_all_available};
 use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -53,29 +55,6 @@ pub struct DemoArgs {
     pub(crate) dashboard: super::dashboard::DashboardFlags,
 }
 
-/// Names of the demo's simulated clusters.
-pub fn cluster_names(n: usize) -> Vec<String> {
-    (1..=n).map(|i| format!("cluster{i}")).collect()
-}
-
-/// Prints a demo step's heading.
-pub(crate) fn step(text: &str) {
-    println!();
-    println!("==> {text}");
-}
-
-/// The hub's listen address: the flag, else the previous run's (kept in `<data_dir>/listen`),
-/// else a free port.
-pub(crate) fn listen_address(data_dir: &Path, flag: Option<SocketAddr>) -> SocketAddr {
-    if let Some(addr) = flag {
-        return addr;
-    }
-    std::fs::read_to_string(data_dir.join("listen"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))
-}
-
 /// Runs the demo.
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     if args.operator {
@@ -83,7 +62,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .data_dir
             .clone()
             .unwrap_or_else(|| super::ocm_home().join("demo-operator"));
-        return super::demo_operator::run(args, &data_dir).await;
+        let demo = super::demo_operator::OperatorDemo {
+            clusters: args.clusters,
+            listen: args.listen,
+            until_ready: args.until_ready,
+            local_images: args.local_images,
+        };
+        return super::demo_operator::run(demo, &data_dir).await;
     }
     let data_dir = args
         .data_dir
@@ -405,32 +390,6 @@ async fn enable_helloworld(
         rows.extend(mca);
     }
     Ok(rows)
-}
-
-/// Waits until every cluster in `names` is Joined and Available.
-pub(crate) async fn wait_all_available(
-    clusters: &Api<ManagedCluster>,
-    names: &[String],
-) -> anyhow::Result<()> {
-    let mut stream = watcher(clusters.clone(), watcher::Config::default())
-        .backoff_on_errors()
-        .applied_objects()
-        .boxed();
-    let mut ready: BTreeMap<String, bool> = names.iter().map(|n| (n.clone(), false)).collect();
-    if ready.is_empty() {
-        return Ok(());
-    }
-    while let Some(event) = stream.next().await {
-        let Ok(cluster) = event else { continue };
-        let name = cluster.metadata.name.clone().unwrap_or_default();
-        if let Some(flag) = ready.get_mut(&name) {
-            *flag = crate::clusters_table::joined_and_available(&cluster);
-        }
-        if ready.values().all(|r| *r) {
-            return Ok(());
-        }
-    }
-    anyhow::bail!("lost the watch on the hub")
 }
 
 async fn live_table(clusters: &Api<ManagedCluster>, shutdown: &Shutdown) {

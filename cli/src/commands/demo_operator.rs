@@ -13,10 +13,23 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::demo::{DemoArgs, cluster_names, listen_address, step, wait_all_available};
+use super::demo_steps::{cluster_names, listen_address, step, wait_all_available};
 use crate::operator_install::{KlusterletRequest, install_hub, install_klusterlet, wait_hub_ready};
 use crate::process_kubelet::{LocalImage, ProcessKubeletOptions, run as run_kubelet};
 use crate::simulated::SimulatedCluster;
+
+/// What `ocm demo --operator` was asked for.
+#[derive(Debug)]
+pub struct OperatorDemo {
+    /// How many simulated clusters join.
+    pub clusters: usize,
+    /// Address of the hub API server (default: the previous run's, else a free port).
+    pub listen: Option<std::net::SocketAddr>,
+    /// Exit once every cluster is Available.
+    pub until_ready: bool,
+    /// Images run as executables of this machine.
+    pub local_images: Vec<LocalImage>,
+}
 
 /// How long each stage may take.
 const STAGE: Duration = Duration::from_secs(120);
@@ -74,7 +87,7 @@ async fn pods(client: &kube::Client) -> anyhow::Result<Vec<String>> {
 }
 
 /// Runs the operator demo.
-pub async fn run(args: DemoArgs, data_dir: &Path) -> anyhow::Result<()> {
+pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
     let image = crate::operator_install::default_image();
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();

@@ -149,7 +149,9 @@ impl FleetProcess {
             kube::Api::all(admin.clone());
         let names: Vec<String> = (1..=clusters).map(|i| format!("bench-{i}")).collect();
         let waiter =
-            tokio::spawn(async move { super::demo::wait_all_available(&managed, &names).await });
+            tokio::spawn(
+                async move { super::demo_steps::wait_all_available(&managed, &names).await },
+            );
         for process in &mut fleet {
             process.go().await?;
         }

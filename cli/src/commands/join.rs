@@ -158,24 +158,6 @@ fn read_bootstrap_kubeconfig(path: &std::path::Path) -> anyhow::Result<(String, 
     Ok((text, server.server))
 }
 
-/// Checks a cluster name the way the hub will (it names a namespace).
-pub fn check_cluster_name(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !ok {
-        bail!(
-            "invalid cluster name {name:?}: must be a DNS label (lowercase letters, digits and '-', \
-             starting and ending with a letter or digit, at most 63 characters)"
-        );
-    }
-    Ok(())
-}
-
 /// Checks the hub URL: absolute https with a host.
 pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
     let uri: http::Uri = url
@@ -340,7 +322,7 @@ pub async fn check_token(
 /// Runs `ocm join` until SIGINT/SIGTERM.
 pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     if let Some(name) = &args.cluster_name {
-        check_cluster_name(name)?;
+        super::agent_flags::check_cluster_name(name)?;
     }
     let (url, bootstrap) = match &args.bootstrap_kubeconfig {
         Some(path) => {

@@ -112,7 +112,7 @@ pub async fn bench(args: BenchRotationArgs) -> anyhow::Result<()> {
         }));
     }
     let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-    super::demo::wait_all_available(&clusters, &names).await?;
+    super::demo_steps::wait_all_available(&clusters, &names).await?;
     for name in &names {
         let patch = serde_json::json!({"spec": {"leaseDurationSeconds": args.lease_seconds}});
         clusters

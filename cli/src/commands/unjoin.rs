@@ -23,7 +23,7 @@ pub struct UnjoinArgs {
 
 /// Deletes the agent namespace (and with it the bootstrap and hub kubeconfig secrets).
 pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
-    super::join::check_cluster_name(&args.cluster_name)?;
+    super::agent_flags::check_cluster_name(&args.cluster_name)?;
     let path = args.spoke_kubeconfig.clone().unwrap_or_else(|| {
         super::ocm_home()
             .join("clusters")
@@ -35,12 +35,12 @@ pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading {}", path.display()))?;
     let namespaces: Api<Namespace> = Api::all(spoke);
     match namespaces
-        .delete(super::join::AGENT_NAMESPACE, &DeleteParams::default())
+        .delete(ocm_hub::join::AGENT_NAMESPACE, &DeleteParams::default())
         .await
     {
         Ok(_) => println!(
             "removed namespace {} (agent credentials) from the managed cluster",
-            super::join::AGENT_NAMESPACE
+            ocm_hub::join::AGENT_NAMESPACE
         ),
         Err(kube::Error::Api(s)) if s.code == 404 => println!("nothing to remove: not joined"),
         Err(err) => return Err(err).context("deleting the agent namespace"),

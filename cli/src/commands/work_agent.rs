@@ -32,31 +32,24 @@ pub struct WorkAgentArgs {
     #[arg(long)]
     cluster_name: String,
     /// Namespace of the hub kubeconfig secret on the managed cluster.
-    #[arg(long, default_value = super::join::AGENT_NAMESPACE)]
+    #[arg(long, default_value = ocm_hub::join::AGENT_NAMESPACE)]
     agent_namespace: String,
     /// How often each work's objects are read back, repaired and reported (e.g. 10s, 1m).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = super::agent_flags::parse_duration)]
     status_sync_interval: Duration,
     /// Hosted mode: the agent runs on a management cluster (in-cluster configuration), which
     /// holds the hub kubeconfig secret; the managed cluster is --spoke-kubeconfig.
     #[arg(long, requires = "spoke_kubeconfig")]
     hosted: bool,
     /// How long an AppliedManifestWork whose ManifestWork is gone is kept (e.g. 60m).
-    #[arg(long, default_value = "60m", value_parser = parse_duration)]
+    #[arg(long, default_value = "60m", value_parser = super::agent_flags::parse_duration)]
     applied_manifest_work_eviction_grace_period: Duration,
-}
-
-/// Parses a Go-style duration (`10s`, `1m30s`), not zero.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    ocm_work::hub::rollout::parse_go_duration(text)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{text:?} is not a duration such as 10s or 1m"))
 }
 
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
     let What::Agent(args) = args.what;
-    super::join::check_cluster_name(&args.cluster_name)?;
+    super::agent_flags::check_cluster_name(&args.cluster_name)?;
     let spoke = super::hub::cluster_client(args.spoke_kubeconfig.as_deref())
         .await
         .context("connecting to the managed cluster")?;
