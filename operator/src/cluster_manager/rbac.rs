@@ -18,7 +18,7 @@
 
 use serde_json::{Value, json};
 
-use super::render::Component;
+use super::component::Component;
 
 const CLUSTER: &str = "cluster.open-cluster-management.io";
 const ADDON: &str = "addon.open-cluster-management.io";
@@ -315,7 +315,7 @@ pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_manager::render::WebhookKind;
+    use crate::cluster_manager::component::WebhookKind;
 
     fn allows(rules: &Value, group: &str, resource: &str, verb: &str) -> bool {
         rules.as_array().unwrap().iter().any(|r| {

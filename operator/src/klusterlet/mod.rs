@@ -1,8 +1,9 @@
-//! The Klusterlet: what it installs on a managed cluster ([`render`]), with which permissions
-//! ([`rbac`]), how its hub connection is judged ([`hub_connection`]), which bootstrap
-//! kubeconfig it uses ([`bootstrap_secrets`]), where it reports its agents run
-//! ([`hosting_report`]), and its controller ([`controller`]).
+//! The Klusterlet: its modes and agents ([`agents`]), what it installs on a managed cluster
+//! ([`render`]), with which permissions ([`rbac`]), how its hub connection is judged
+//! ([`hub_connection`]), which bootstrap kubeconfig it uses ([`bootstrap_secrets`]), where it
+//! reports its agents run ([`hosting_report`]), and its controller ([`controller`]).
 
+pub mod agents;
 pub mod bootstrap_secrets;
 pub mod controller;
 pub mod hosting_report;

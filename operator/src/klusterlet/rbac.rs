@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use super::render::{Agent, REGISTRATION_SA, WORK_SA};
+use super::agents::{Agent, REGISTRATION_SA, WORK_SA};
 
 /// Label of ClusterRoles aggregated into what the work agent may apply.
 pub const AGGREGATE_TO_WORK_LABEL: &str = "open-cluster-management.io/aggregate-to-work";

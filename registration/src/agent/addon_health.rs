@@ -13,7 +13,7 @@
 //! | older (or never renewed) | False | `ManagedClusterAddOnLeaseUpdateStopped` |
 //!
 //! MCAs in `Customized` mode are left to the hub. The Lease is looked for in the addon's
-//! install namespace ([`super::addons::install_namespace`]: the hub's choice, else the v1alpha1
+//! install namespace ([`super::addon_env::install_namespace`]: the hub's choice, else the v1alpha1
 //! `installNamespace`, else `open-cluster-management-agent-addon`), as upstream's agent does —
 //! so an addon no addon manager runs still gets its health from a Lease its agent renews.
 
@@ -26,7 +26,7 @@ use ocm_api::addon::names::conditions::{AVAILABLE, available};
 use ocm_api::addon::v1beta1::{HealthCheckMode, ManagedClusterAddOn};
 use ocm_runtime::conditions::condition;
 
-use super::addons::{AddonEnv, SeenAddons, set_addon_condition};
+use super::addon_env::{AddonEnv, SeenAddons, install_namespace, is_hosted, set_addon_condition};
 
 /// What the agent concludes from an addon's Lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub fn lease_checked_namespace(mca: &ManagedClusterAddOn) -> Option<String> {
         .and_then(|s| s.health_check.as_ref())
         .and_then(|h| h.mode)
         .unwrap_or(HealthCheckMode::Lease);
-    (mode == HealthCheckMode::Lease).then(|| super::addons::install_namespace(mca))
+    (mode == HealthCheckMode::Lease).then(|| install_namespace(mca))
 }
 
 /// Judges every Lease-mode addon periodically and on MCA changes. Never returns.
@@ -102,7 +102,7 @@ pub(crate) async fn run(env: AddonEnv, mut seen: SeenAddons) -> std::convert::In
             };
             let addon = mca.metadata.name.clone().unwrap_or_default();
             // A hosted addon's agent renews its Lease where it runs.
-            let cluster = env.agent_cluster(super::addons::is_hosted(&mca));
+            let cluster = env.agent_cluster(is_hosted(&mca));
             let lease = match Api::<Lease>::namespaced(cluster, &ns).get_opt(&addon).await {
                 Ok(lease) => lease,
                 Err(err) => {

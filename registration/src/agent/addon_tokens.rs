@@ -34,7 +34,7 @@ use ocm_runtime::conditions::find_condition;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde::Deserialize;
 
-use super::addons::{AddonCredential, AddonEnv, report_condition};
+use super::addon_env::{AddonCredential, AddonEnv, report_condition};
 use super::{Backoff, keys, secrets};
 
 /// The Secret key of the token (also the `tokenFile` of the kubeconfig beside it).
@@ -295,7 +295,8 @@ pub(crate) async fn keep_token(env: AddonEnv, credential: AddonCredential, uid: 
                 ]
                 .into_iter()
                 .collect();
-                if let Err(err) = super::addons::write_secret_data(&env, &credential, data).await {
+                if let Err(err) = super::addon_env::write_secret_data(&env, &credential, data).await
+                {
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %err, retry_in = ?delay, secret = credential.secret, "writing an addon token secret");
                     tokio::time::sleep(delay).await;

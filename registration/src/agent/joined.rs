@@ -71,7 +71,7 @@ pub(crate) async fn run(
     let client = creds.client().await?;
     let namespace_label = super::managed_namespaces::hub_cluster_set_label(&creds.server.server);
     let (hub, hub_rx) = watch::channel(client);
-    let addon_env = super::addons::AddonEnv {
+    let addon_env = super::addon_env::AddonEnv {
         spoke: ctx.spoke.clone(),
         management: ctx.secrets.clone(),
         hub: hub_rx,

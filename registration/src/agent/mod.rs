@@ -25,6 +25,7 @@
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
 //! caller (the `ocm` CLI) where it stands.
 
+pub mod addon_env;
 pub mod addon_health;
 pub mod addon_tokens;
 pub mod addons;
