@@ -34,7 +34,7 @@ use kube_cel::cel::parser::Parser;
 use kube_cel::cel::{Context, ExecutionError, ResolveResult, Value};
 use ocm_api::cluster::v1::ManagedCluster;
 
-use super::snapshot::ScoreIndex;
+use super::scores::ScoreIndex;
 use crate::cel_check::{json_to_cel, undeclared_references};
 
 /// The functions OCM adds to placement's CEL environment.

@@ -95,6 +95,7 @@ mod quantity;
 mod result;
 mod schedule;
 mod score;
+mod scores;
 mod select;
 mod selector;
 mod snapshot;

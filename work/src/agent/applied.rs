@@ -13,24 +13,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use ocm_api::work::names::APPLIED_MANIFEST_WORK_FINALIZER;
 use ocm_api::work::v1::{AppliedManifestResourceMeta, AppliedManifestWork, OrphaningRule};
 use ocm_runtime::shutdown::Shutdown;
-use ring::digest;
 use serde_json::{Value, json};
 
-use super::reconcile::Ctx;
-
-/// Lowercase hex SHA-256 of the hub API server URL, as upstream computes it.
-pub fn hub_hash(hub_url: &str) -> String {
-    sha256_hex(hub_url.as_bytes())
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    digest::digest(&digest::SHA256, bytes)
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+use super::context::Ctx;
 
 /// `<hubHash>-<work>`.
 pub fn applied_work_name(hub_hash: &str, work: &str) -> String {
@@ -395,15 +380,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hub_hash_is_hex_sha256_of_the_url() {
-        let h = hub_hash("https://127.0.0.1:6443");
-        assert_eq!(h.len(), 64);
-        assert!(
-            h.chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-        );
-        assert_eq!(h, hub_hash("https://127.0.0.1:6443"));
-        assert_ne!(h, hub_hash("https://127.0.0.1:6444"));
+    fn applied_works_are_named_by_hub_hash_and_work() {
         assert_eq!(applied_work_name("abc", "app"), "abc-app");
     }
 

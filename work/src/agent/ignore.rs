@@ -17,7 +17,7 @@
 use ocm_api::work::v1::{IgnoreField, IgnoreFieldsCondition};
 use serde_json::Value;
 
-use super::applied::sha256_hex;
+use super::hashes::sha256_hex;
 
 /// Splits a plain field path (`.a.b`, `.a["b.c"]`, `.a['b']`) into its keys.
 fn path_keys(path: &str) -> Result<Vec<String>, String> {

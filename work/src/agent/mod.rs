@@ -28,6 +28,8 @@
 mod applied;
 mod apply;
 pub mod compare;
+mod context;
+mod hashes;
 mod hub;
 mod ignore;
 pub mod order;
@@ -39,7 +41,8 @@ use std::time::Duration;
 use ocm_runtime::shutdown::Shutdown;
 use tokio::sync::watch;
 
-pub use applied::{applied_work_name, hub_hash};
+pub use applied::applied_work_name;
+pub use hashes::hub_hash;
 
 /// How the work agent runs.
 #[derive(Clone, Debug)]
