@@ -19,14 +19,12 @@ use futures::StreamExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_addon_framework::manager::AddonManager;
-use ocm_addon_framework::{AddonConfigs, AddonError, AddonOptions, AgentAddon, HealthProber};
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
-use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::bench::{BenchHub, process_usage, start_bench_hub};
+use super::bench_support::{BenchHub, process_usage, start_bench_hub};
 use crate::embedded::EmbeddedHubOptions;
 
 /// Flags of `ocm bench addons`.
@@ -53,56 +51,6 @@ pub struct BenchAddonsArgs {
     /// once the rollout's last writes and their watch traffic are over (0: do not).
     #[arg(long, default_value_t = 0)]
     settle_seconds: u64,
-}
-
-/// The bench addons' names: `bench-addon-1` … `bench-addon-<count>`.
-pub(crate) fn addon_names(count: usize) -> Vec<String> {
-    (1..=count).map(|i| format!("bench-addon-{i}")).collect()
-}
-
-/// A benchmark addon: a namespace, a ConfigMap and a Deployment.
-pub(crate) struct BenchAddon {
-    options: AddonOptions,
-}
-
-impl BenchAddon {
-    /// Addon `name`, judged by Deployment availability, installed in `<name>-agent`.
-    pub(crate) fn new(name: String) -> BenchAddon {
-        BenchAddon {
-            options: AddonOptions {
-                health: HealthProber::DeploymentAvailability,
-                install_namespace: Some(format!("{name}-agent")),
-                ..AddonOptions::new(name)
-            },
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl AgentAddon for BenchAddon {
-    fn options(&self) -> &AddonOptions {
-        &self.options
-    }
-
-    async fn manifests(
-        &self,
-        cluster: &ManagedCluster,
-        _addon: &ManagedClusterAddOn,
-        _configs: &AddonConfigs,
-    ) -> Result<Vec<Value>, AddonError> {
-        let ns = format!("{}-agent", self.options.name);
-        let cluster = cluster.metadata.name.clone().unwrap_or_default();
-        Ok(vec![
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "settings", "namespace": ns}, "data": {"cluster": cluster}}),
-            json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                   "metadata": {"name": "agent", "namespace": ns},
-                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "agent"}},
-                            "template": {"metadata": {"labels": {"app": "agent"}},
-                                         "spec": {"containers": [{"name": "agent", "image": "agent:1"}]}}}}),
-        ])
-    }
 }
 
 /// The hub's `LIST` and `WATCH` requests so far by (verb, resource), from its `/metrics`.
@@ -145,7 +93,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         )
         .await?;
     } else {
-        let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+        let spokes = super::bench_support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
         super::fleet_bench::start_work_agents(&spokes, status_sync, &shutdown);
     }
     println!(
@@ -161,11 +109,11 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     bind_everything(&admin).await?;
     let requests_before = list_and_watch_counts(&admin).await?;
     let (rss_before, _) = process_usage();
-    let parts_before = super::bench::rss_parts();
+    let parts_before = super::bench_support::rss_parts();
     let stored_before = hub.server.store().stats();
     let by_resource_before = hub.server.store().object_bytes_by_resource();
 
-    let addon_names = addon_names(args.addons);
+    let addon_names = super::bench_addon::addon_names(args.addons);
     let expected: BTreeSet<(String, String)> = names
         .iter()
         .flat_map(|c| addon_names.iter().map(move |a| (c.clone(), a.clone())))
@@ -199,14 +147,15 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     } else {
         let mut manager = AddonManager::new(admin.clone());
         for name in &addon_names {
-            manager = manager.with_addon(Arc::new(BenchAddon::new(name.clone())));
+            manager =
+                manager.with_addon(Arc::new(super::bench_addon::BenchAddon::new(name.clone())));
         }
         tokio::spawn(manager.run(shutdown.child()));
         None
     };
     let (created, available) = waiter.await.context("watching the addons")??;
     let (rss_after, _) = process_usage();
-    let parts_after = super::bench::rss_parts();
+    let parts_after = super::bench_support::rss_parts();
     let requests_after = list_and_watch_counts(&admin).await?;
     println!(
         "  {} ManagedClusterAddOns: all created after {:.1} s, all Available after {:.1} s",
@@ -228,7 +177,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let manager_rss = manager_process
         .as_ref()
         .and_then(super::addon_bench_manager::ManagerProcess::pid)
-        .map(super::bench::rss_of);
+        .map(super::bench_support::rss_of);
     let with_manager = if manager_rss.is_some() {
         ""
     } else {
@@ -306,7 +255,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         let fleet_rss: u64 = fleet
             .iter()
             .filter_map(super::fleet_bench::FleetProcess::pid)
-            .map(super::bench::rss_of)
+            .map(super::bench_support::rss_of)
             .sum();
         println!(
             "  RSS of the fleet processes (clusters and agents): {:.0} MiB",

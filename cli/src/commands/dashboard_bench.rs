@@ -194,7 +194,7 @@ pub async fn bench(args: BenchDashboardArgs) -> anyhow::Result<()> {
     churn.cancel();
     let updates = churning.await.context("churn task")?;
     println!("    ({updates} updates written)");
-    let (rss_kib, _) = super::bench::process_usage();
+    let (rss_kib, _) = super::bench_support::process_usage();
     println!(
         "  process RSS (hub API server with {} clusters + dashboard): {} MiB",
         args.clusters,

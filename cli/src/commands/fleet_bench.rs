@@ -70,7 +70,7 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
     if let Some(seconds) = args.work_status_sync_seconds {
         start_work_agents(&spokes, std::time::Duration::from_secs(seconds), &shutdown);
     }
-    let _agents = super::bench::start_agents(spokes, &shutdown);
+    let _agents = super::bench_support::start_agents(spokes, &shutdown);
     // Until the parent closes stdin (or goes away).
     while lines.next_line().await?.is_some() {}
     shutdown.cancel();
@@ -167,7 +167,7 @@ impl FleetProcess {
         clusters: usize,
         work_status_sync: Option<std::time::Duration>,
     ) -> anyhow::Result<Self> {
-        let mut command = super::bench::ocm_child()?;
+        let mut command = super::bench_support::ocm_child()?;
         command
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
             .args(["--first", &first.to_string()])
@@ -180,7 +180,7 @@ impl FleetProcess {
             ]);
         }
         let (mut child, _) =
-            super::bench::spawn_until_ready(command, "fleet", |l| l == "prepared").await?;
+            super::bench_support::spawn_until_ready(command, "fleet", |l| l == "prepared").await?;
         let stdin = child.stdin.take().context("fleet stdin")?;
         Ok(FleetProcess { child, stdin })
     }

@@ -10,7 +10,7 @@ use clap::Args;
 use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 
-use super::bench::{ProcessMemory, memory_of, ocm_child, spawn_until_ready};
+use super::bench_support::{ProcessMemory, memory_of, ocm_child, spawn_until_ready};
 
 /// Flags of `ocm bench footprint`.
 #[derive(Debug, Args)]

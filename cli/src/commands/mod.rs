@@ -9,6 +9,8 @@ pub mod agent;
 pub mod agent_flags;
 pub mod apiserver;
 pub mod bench;
+pub mod bench_addon;
+pub mod bench_support;
 pub mod crds;
 pub mod create;
 pub mod dashboard;

@@ -93,7 +93,7 @@ fn children() -> Vec<(u32, String)> {
 
 /// Resident memory of `pid` in MiB.
 fn rss_mib(pid: u32) -> Option<f64> {
-    super::bench::memory_of(pid).map(|m| m.rss as f64 / 1024.0)
+    super::bench_support::memory_of(pid).map(|m| m.rss as f64 / 1024.0)
 }
 
 /// Runs the benchmark.

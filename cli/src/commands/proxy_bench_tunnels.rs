@@ -21,7 +21,7 @@ use ocm_cluster_proxy::{ADDON_NAME, pki};
 use ocm_runtime::shutdown::Shutdown;
 use tokio::sync::watch;
 
-use super::bench::rss_of;
+use super::bench_support::rss_of;
 use crate::embedded::EmbeddedHub;
 
 /// How long all tunnels may take to open before the benchmark gives up.
@@ -54,7 +54,7 @@ fn issue_credentials(ca: &CertificateAuthority, cluster: &str, dir: &Path) -> an
 
 /// `ocm proxy server` as a child against `hub`; returns it and its pid once it serves.
 async fn start_server(hub: &EmbeddedHub) -> anyhow::Result<(tokio::process::Child, u32)> {
-    let mut command = super::bench::ocm_child()?;
+    let mut command = super::bench_support::ocm_child()?;
     command
         .args([
             "proxy",
@@ -66,7 +66,7 @@ async fn start_server(hub: &EmbeddedHub) -> anyhow::Result<(tokio::process::Chil
         ])
         .arg("--kubeconfig")
         .arg(&hub.admin_kubeconfig);
-    let (child, _) = super::bench::spawn_until_ready(command, "proxy server", |l| {
+    let (child, _) = super::bench_support::spawn_until_ready(command, "proxy server", |l| {
         l.starts_with("cluster proxy server at ")
     })
     .await?;

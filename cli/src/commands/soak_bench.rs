@@ -24,7 +24,7 @@ use ocm_api::cluster::v1beta1::Placement;
 use ocm_api::work::v1::ManifestWork;
 use serde_json::json;
 
-use super::bench::{BenchHub, process_usage, rss_of, start_bench_hub};
+use super::bench_support::{BenchHub, process_usage, rss_of, start_bench_hub};
 use crate::embedded::EmbeddedHubOptions;
 
 /// Namespace of the soak's placements.

@@ -24,7 +24,7 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::bench::{process_usage, rss_of};
+use super::bench_support::{process_usage, rss_of};
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Flags of `ocm bench work`.
@@ -95,7 +95,7 @@ async fn fleet(args: &BenchWorkArgs) -> anyhow::Result<()> {
     );
     let joining = Instant::now();
     let shutdown = Shutdown::new();
-    let spokes = super::bench::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+    let spokes = super::bench_support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
     println!(
         "  {} clusters joined in {:.1} s (not part of the measurement)",
         names.len(),
@@ -238,7 +238,8 @@ async fn solo(args: &BenchWorkArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let name = "solo".to_owned();
     super::join::prepare_spoke(&cluster.client(), &bootstrap).await?;
-    super::bench::join_fleet_with(&hub, &[(name.clone(), cluster.client())], &shutdown).await?;
+    super::bench_support::join_fleet_with(&hub, &[(name.clone(), cluster.client())], &shutdown)
+        .await?;
     println!(
         "ocm bench work (one agent): {} works x {} ConfigMaps, agent as a separate process",
         args.solo_works, args.solo_manifests

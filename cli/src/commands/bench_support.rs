@@ -1,0 +1,252 @@
+//! What the benchmarks of `ocm bench …` share: this and other processes' memory and CPU
+//! figures from `/proc`, child `ocm` processes started and awaited, a hub that auto-approves
+//! its clusters, and fleets of simulated clusters joined to it.
+
+use anyhow::Context;
+use futures::StreamExt;
+use kube::api::Api;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_registration::agent::{Agent, AgentOptions};
+use ocm_runtime::shutdown::Shutdown;
+
+use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+
+/// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
+pub(crate) fn process_usage() -> (u64, f64) {
+    let rss_kib = rss_from("/proc/self/status");
+    // Fields 14 and 15 of /proc/self/stat (after the parenthesised command name) are user and
+    // system time in clock ticks (100 per second on Linux).
+    let cpu = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: f64 = fields.get(11)?.parse().ok()?;
+            let system: f64 = fields.get(12)?.parse().ok()?;
+            Some((user + system) / 100.0)
+        })
+        .unwrap_or(0.0);
+    (rss_kib, cpu)
+}
+
+/// The anonymous (heap, stacks) and file-backed (program text, mapped files) parts of this
+/// process's resident set, in KiB, from `/proc/self/status` (zeros when they cannot be read).
+pub(crate) fn rss_parts() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (
+        status_field(&status, "RssAnon:"),
+        status_field(&status, "RssFile:"),
+    )
+}
+
+/// Resident set size of process `pid` in KiB (0 when it cannot be read).
+pub(crate) fn rss_of(pid: u32) -> u64 {
+    rss_from(&format!("/proc/{pid}/status"))
+}
+
+/// Memory figures of one process, in KiB, and its thread count, from `/proc/<pid>/status`
+/// (and `smaps_rollup`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ProcessMemory {
+    /// Resident set (`VmRSS`).
+    pub rss: u64,
+    /// Peak resident set (`VmHWM`).
+    pub peak: u64,
+    /// Anonymous part of the resident set: heap, stacks (`RssAnon`).
+    pub anon: u64,
+    /// File-backed part: program text, mapped files (`RssFile`).
+    pub file: u64,
+    /// Proportional set size: the resident set with each page shared with other processes
+    /// divided among them (`Pss` of `/proc/<pid>/smaps_rollup`; 0 when it cannot be read).
+    pub pss: u64,
+    /// Threads.
+    pub threads: u64,
+}
+
+/// Memory figures of process `pid`, `None` when it cannot be read (gone).
+pub(crate) fn memory_of(pid: u32) -> Option<ProcessMemory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let threads = status
+        .lines()
+        .find(|l| l.starts_with("Threads:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(ProcessMemory {
+        rss: status_field(&status, "VmRSS:"),
+        peak: status_field(&status, "VmHWM:"),
+        anon: status_field(&status, "RssAnon:"),
+        file: status_field(&status, "RssFile:"),
+        pss: std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .map_or(0, |rollup| status_field(&rollup, "Pss:")),
+        threads,
+    })
+}
+
+/// `VmRSS` of a `/proc/<pid>/status` file, in KiB (0 when it cannot be read).
+fn rss_from(path: &str) -> u64 {
+    std::fs::read_to_string(path).map_or(0, |status| status_field(&status, "VmRSS:"))
+}
+
+/// The KiB figure of field `name` (with its colon) of a `/proc/<pid>/status` text (0 when
+/// absent).
+fn status_field(status: &str, name: &str) -> u64 {
+    status
+        .lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// A command that runs this `ocm` executable again (stdin and stdout piped, killed when
+/// dropped), for benchmarks' child processes. A profiler preloaded into the measured process
+/// (heaptrack) stays out of the children.
+pub(crate) fn ocm_child() -> anyhow::Result<tokio::process::Command> {
+    let exe = std::env::current_exe().context("finding the ocm executable")?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .env_remove("LD_PRELOAD")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// Spawns `command` (see [`ocm_child`]) and waits until it prints a line that `ready` accepts;
+/// returns the child and that line. The rest of its output is read and dropped, so it never
+/// blocks on a full pipe.
+pub(crate) async fn spawn_until_ready(
+    mut command: tokio::process::Command,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> anyhow::Result<(tokio::process::Child, String)> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting the {what} process"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .with_context(|| format!("{what} stdout"))?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = loop {
+        match lines.next_line().await? {
+            Some(line) if ready(line.trim()) => break line,
+            Some(_) => {}
+            None => anyhow::bail!("the {what} process exited before it was ready"),
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, line))
+}
+
+/// Prepares `names` as simulated clusters of `hub`'s server with `bootstrap` in place, and
+/// joins them (see [`join_fleet_with`]); returns each cluster's admin client.
+pub(crate) async fn join_fleet(
+    hub: &EmbeddedHub,
+    bootstrap: &str,
+    names: &[String],
+    shutdown: &Shutdown,
+) -> anyhow::Result<Vec<(String, kube::Client)>> {
+    let spokes = prepare_fleet(hub, bootstrap, names.iter().cloned()).await?;
+    join_fleet_with(hub, &spokes, shutdown).await?;
+    Ok(spokes)
+}
+
+/// Creates the simulated clusters `names` on `hub`'s server (many at a time) with the
+/// bootstrap kubeconfig in place; returns each one's admin client.
+pub(crate) async fn prepare_fleet(
+    hub: &EmbeddedHub,
+    bootstrap: &str,
+    names: impl Iterator<Item = String>,
+) -> anyhow::Result<Vec<(String, kube::Client)>> {
+    futures::stream::iter(names)
+        .map(|name| {
+            let server = hub.server.clone();
+            async move {
+                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
+                super::join::prepare_spoke(&spoke, bootstrap).await?;
+                anyhow::Ok((name, spoke))
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Runs a registration agent for each prepared spoke (until `shutdown`) and waits until every
+/// cluster is Joined and Available; the hub must auto-approve their bootstrap user.
+pub(crate) async fn join_fleet_with(
+    hub: &EmbeddedHub,
+    spokes: &[(String, kube::Client)],
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
+    let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
+    let waiter =
+        tokio::spawn(async move { super::demo_steps::wait_all_available(&clusters, &names).await });
+    drop(start_agents(spokes.to_vec(), shutdown));
+    waiter.await.context("waiting for the fleet")?
+}
+
+/// Starts a registration agent (default options) for each spoke; they run until `shutdown`.
+pub(crate) fn start_agents(
+    spokes: Vec<(String, kube::Client)>,
+    shutdown: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    spokes
+        .into_iter()
+        .map(|(name, spoke)| {
+            let agent = Agent::new(
+                spoke,
+                AgentOptions {
+                    cluster_name: name,
+                    ..AgentOptions::default()
+                },
+            );
+            let token = shutdown.child();
+            tokio::spawn(async move {
+                if let Err(err) = agent.run(token).await {
+                    tracing::warn!(%err, "agent stopped");
+                }
+            })
+        })
+        .collect()
+}
+
+/// A hub for benchmarks: it auto-approves the clusters of one bootstrap token.
+pub(crate) struct BenchHub {
+    /// The running hub.
+    pub hub: EmbeddedHub,
+    /// The options it runs with (its address filled in), to start it again on the same data.
+    pub options: EmbeddedHubOptions,
+    /// The bootstrap kubeconfig simulated clusters join with.
+    pub bootstrap: String,
+}
+
+/// Starts an embedded hub on a loopback port that auto-approves a new bootstrap token's
+/// clusters, and sets the token up on it.
+pub(crate) async fn start_bench_hub(mut options: EmbeddedHubOptions) -> anyhow::Result<BenchHub> {
+    let token = crate::bootstrap::BootstrapToken::generate()?;
+    options.listen = ([127, 0, 0, 1], 0).into();
+    options
+        .hub
+        .auto_approved_users
+        .push(format!("system:bootstrap:{}", token.id));
+    let hub = EmbeddedHub::start(options.clone()).await?;
+    options.listen = hub
+        .url
+        .trim_start_matches("https://")
+        .parse()
+        .context("the hub's address")?;
+    crate::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
+    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    Ok(BenchHub {
+        hub,
+        options,
+        bootstrap,
+    })
+}
