@@ -604,7 +604,7 @@ fn token_addon() -> TestAddon {
 /// The token driver (the Klusterlet's `addOnKubeClientRegistrationDriver: token`): the agent
 /// declares it, the hub makes the addon agent's ServiceAccount, the agent keeps a token of it
 /// in the addon's secret, and a client from exactly that secret reaches what the addon was
-/// granted; the ServiceAccount goes with the addon.
+/// granted; the ServiceAccount goes with the addon, and its tokens stop working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     use ocm_registration::agent::addon_tokens::AddonKubeClientAuth;
@@ -677,7 +677,7 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         .await
         .expect("the ServiceAccount reads configmaps in its cluster namespace");
     let other = names.iter().find(|n| *n != "c01").unwrap();
-    match Api::<ConfigMap>::namespaced(addon_client, other)
+    match Api::<ConfigMap>::namespaced(addon_client.clone(), other)
         .list(&ListParams::default())
         .await
     {
@@ -685,9 +685,17 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         other => panic!("another cluster's namespace must be forbidden: {other:?}"),
     }
 
-    // The addon goes: so does its ServiceAccount.
+    // The addon goes: so does its ServiceAccount, and with it every token of it — the addon
+    // agent's hub access is revoked, not left until the token expires.
     mcas.delete("tok", &DeleteParams::default()).await.unwrap();
     wait_gone(&accounts, "tok-agent").await.unwrap();
+    match Api::<ConfigMap>::namespaced(addon_client, "c01")
+        .list(&ListParams::default())
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
+        other => panic!("a token of the deleted ServiceAccount must not authenticate: {other:?}"),
+    }
     stop.cancel();
     agents.cancel();
 }
