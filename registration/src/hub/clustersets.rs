@@ -25,7 +25,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::AUTOUPDATE;
 use ocm_api::cluster::names::conditions::{BOUND, CLUSTER_SET_EMPTY, bound, cluster_set_empty};
@@ -391,7 +391,7 @@ fn set_error_policy(_set: Arc<ManagedClusterSet>, err: &HealthError, ctx: Arc<Se
 }
 
 async fn run_set_status(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedClusterSet>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )
@@ -484,7 +484,7 @@ fn binding_error_policy(
 }
 
 async fn run_bindings(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedClusterSetBinding>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     );

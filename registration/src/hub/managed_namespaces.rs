@@ -20,7 +20,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::SelectorExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::v1::{ClusterSetManagedNamespaceConfig, ManagedCluster};
 use ocm_api::cluster::v1beta2::ManagedClusterSet;
@@ -163,7 +163,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
 /// The controller itself, until its watches end. Every cluster event is reconciled: without a
 /// difference it costs no request.
 async fn controller(ctx: Arc<HubContext>) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
     )

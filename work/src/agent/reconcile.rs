@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use ocm_api::work::names::{
     MANIFEST_WORK_FINALIZER, conditions as types, manifest_reasons, work_reasons,
@@ -68,7 +68,8 @@ pub(crate) enum PassError {
 pub(crate) async fn run(ctx: Arc<Ctx>, shutdown: Shutdown) {
     let works: Api<ManifestWork> = Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
     let concurrency = ctx.options.concurrency;
-    let controller = Controller::new(works, watcher::Config::default().any_semantic());
+    let controller =
+        ocm_runtime::cache::controller(works, watcher::Config::default().any_semantic());
     // A restarted agent connection builds a new Ctx, so this is set once per Ctx.
     let _ = ctx.hub_works.set(controller.store());
     let running = controller

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use ocm_api::work::names::{MANIFEST_WORK_REPLICA_SET_LABEL, conditions};
 use ocm_api::work::v1::ManifestWork;
@@ -80,7 +80,7 @@ struct Ctx {
 
 /// Runs the cleanup over every ManifestWork of the hub until `shutdown` is cancelled.
 pub async fn run(client: kube::Client, metrics: ControllerMetrics, shutdown: Shutdown) {
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManifestWork>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     );

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
@@ -77,7 +77,7 @@ pub async fn run(
         .labels(MANIFEST_WORK_REPLICA_SET_LABEL)
         .any_semantic();
     let everything = watcher::Config::default().any_semantic();
-    let controller = Controller::new(
+    let controller = ocm_runtime::cache::controller(
         Api::<ManifestWorkReplicaSet>::all(client.clone()),
         everything.clone(),
     )
