@@ -292,3 +292,100 @@ async fn a_hub_joins_itself_with_a_bootstrap_kubeconfig_and_no_klusterlet() {
     hub_kubelet.cancel();
     apiserver.stop();
 }
+
+/// `ocm demo --operator --local-image IMAGE=EXECUTABLE`, then at once `kubectl apply` of a
+/// Deployment of another tag of that image: its pod runs as the executable (the image's
+/// program word dropped, the rest its arguments), and what it prints is the pod's log.
+#[test]
+fn the_operator_demo_runs_a_local_image_as_its_executable() {
+    let home = tempfile::tempdir().unwrap();
+    let tool = home.path().join("tool.sh");
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\necho \"local tool ran: $*\"\nexec sleep 600\n",
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&tool, permissions).unwrap();
+    let data = home.path().join("demo");
+    let local_image = format!("example.com/team/tool={}", tool.display());
+    let demo = ocm_e2e::process::Process::spawn(
+        OCM,
+        home.path(),
+        &[
+            "demo",
+            "--operator",
+            "--clusters",
+            "0",
+            "--no-dashboard",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--local-image",
+            &local_image,
+        ],
+    );
+    demo.wait_line("Running");
+    let kubeconfig = data.join("hub").join("admin.kubeconfig");
+    let deployment = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+      "metadata": {"name": "tool", "namespace": "default"},
+      "spec": {"selector": {"matchLabels": {"app": "tool"}},
+               "template": {"metadata": {"labels": {"app": "tool"}},
+                            "spec": {"containers": [{"name": "tool", "image": "example.com/team/tool:v2",
+                                                     "args": ["/tool", "hello", "world"]}]}}}}"#;
+    let kubectl = |args: &[&str], input: Option<&str>| -> (bool, String, String) {
+        let mut child = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed (.ci/run installs it)");
+        if let Some(input) = input {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stdout, stderr) = kubectl(&["apply", "-f", "-"], Some(deployment));
+    assert!(ok, "{stdout}\n{stderr}");
+    // Its pod runs the tool: the Deployment becomes available, and the tool's output is the
+    // pod's log (there is no watch for a log; ask until the line is there).
+    let (ok, stdout, stderr) = kubectl(
+        &[
+            "rollout",
+            "status",
+            "deployment/tool",
+            "-n",
+            "default",
+            "--timeout=120s",
+        ],
+        None,
+    );
+    assert!(ok, "{stdout}\n{stderr}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (ok, stdout, stderr) = kubectl(&["logs", "deployment/tool", "-n", "default"], None);
+        if ok && stdout.contains("local tool ran: hello world") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no line from the tool in its pod's log: {stdout}\n{stderr}"
+        );
+        std::thread::yield_now();
+    }
+    demo.stop();
+}
