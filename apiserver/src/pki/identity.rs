@@ -7,9 +7,9 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::ParsedExtension;
 use x509_parser::prelude::FromDer;
 
-use super::cert;
-use super::csr::name_parts;
 use crate::auth::Identity;
+use ocm_apiserver_pki::cert;
+use ocm_apiserver_pki::name_parts;
 
 /// The group every authenticated user gets.
 pub const AUTHENTICATED: &str = "system:authenticated";

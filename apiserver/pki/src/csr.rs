@@ -56,9 +56,7 @@ fn ip_from(octets: &[u8]) -> Option<std::net::IpAddr> {
 }
 
 /// The CN (last one wins, as in Go) and the O values of a Name.
-pub(crate) fn name_parts(
-    name: &x509_parser::x509::X509Name<'_>,
-) -> Result<(String, Vec<String>), String> {
+pub fn name_parts(name: &x509_parser::x509::X509Name<'_>) -> Result<(String, Vec<String>), String> {
     let mut cn = String::new();
     for attr in name.iter_common_name() {
         cn = attr.as_str().map_err(|e| format!("x509: {e}"))?.to_owned();
@@ -154,7 +152,7 @@ pub fn key_usages(usages: &[String]) -> Result<(u16, Vec<ExtKeyUsage>), String> 
                     ekus.push(e);
                 }
             }
-            (None, None) => unrecognized.push(crate::validation::go_quote(u)),
+            (None, None) => unrecognized.push(ocm_apiserver_validation::go_quote(u)),
         }
     }
     if !unrecognized.is_empty() {
