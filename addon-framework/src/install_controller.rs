@@ -212,14 +212,21 @@ async fn sync_addon_annotations(client: &kube::Client, caches: &Caches, addon: &
     }
 }
 
-/// Whether the central addon manager runs `cma` (its lifecycle annotation says so).
+/// Whether the central addon manager runs `cma`: its lifecycle annotation says so, or it has
+/// none and is a template addon (which no manager of its own runs). Upstream treats every
+/// addon without the annotation as the addon manager's; ours leaves such code addons to their
+/// own managers, which do not write `self` on their ClusterManagementAddOns.
 fn managed_by_addon_manager(cma: &ClusterManagementAddOn) -> bool {
     use ocm_api::addon::names::annotations::{LIFECYCLE, LIFECYCLE_ADDON_MANAGER};
-    cma.metadata
+    match cma
+        .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(LIFECYCLE))
-        .is_some_and(|v| v == LIFECYCLE_ADDON_MANAGER)
+    {
+        Some(value) => value == LIFECYCLE_ADDON_MANAGER,
+        None => crate::template::controller::is_template_addon(cma),
+    }
 }
 
 /// Makes the ClusterManagementAddOn the owner of each of its ManagedClusterAddOns, when the
@@ -835,4 +842,30 @@ where
             .await;
     });
     (store, feed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_addon_manager_runs_template_addons_unless_they_say_self() {
+        let cma = |annotations: Value, spec: Value| -> ClusterManagementAddOn {
+            serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ClusterManagementAddOn",
+                "metadata": {"name": "a", "annotations": annotations}, "spec": spec}))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let template = json!({"defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                                                  "resource": "addontemplates", "name": "t"}]});
+        let lifecycle = ocm_api::addon::names::annotations::LIFECYCLE;
+        // Without the annotation: a template addon is the addon manager's, a code addon not.
+        assert!(managed_by_addon_manager(&cma(json!({}), template.clone())));
+        assert!(!managed_by_addon_manager(&cma(json!({}), json!({}))));
+        let manager = json!({lifecycle: "addon-manager"});
+        assert!(managed_by_addon_manager(&cma(manager, json!({}))));
+        let own = json!({lifecycle: "self"});
+        assert!(!managed_by_addon_manager(&cma(own, template)));
+    }
 }

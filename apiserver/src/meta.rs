@@ -24,6 +24,17 @@ pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }
 
+/// The repository part of an image reference (no tag, no digest): `quay.io/a/b:v1` and
+/// `quay.io/a/b@sha256:…` are both `quay.io/a/b`; a registry port stays.
+pub fn image_repository(image: &str) -> &str {
+    let image = image.split('@').next().unwrap_or(image);
+    match image.rsplit_once(':') {
+        // A colon after the last slash separates the tag; before it, a registry port.
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => image,
+    }
+}
+
 /// `metadata` of an object, if it is a JSON object.
 pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.as_object()

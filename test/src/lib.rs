@@ -682,6 +682,17 @@ pub async fn start_process_kubelet(
     image: &str,
     home: &Path,
 ) -> anyhow::Result<Shutdown> {
+    start_process_kubelet_with_local(binary, admin_kubeconfig, image, home, Vec::new()).await
+}
+
+/// [`start_process_kubelet`] that also runs `local_images`, each as its executable.
+pub async fn start_process_kubelet_with_local(
+    binary: &str,
+    admin_kubeconfig: &Path,
+    image: &str,
+    home: &Path,
+    local_images: Vec<ocm::process_kubelet::LocalImage>,
+) -> anyhow::Result<Shutdown> {
     start_process_kubelet_with(
         binary,
         admin_kubeconfig,
@@ -689,7 +700,7 @@ pub async fn start_process_kubelet(
         home,
         ocm::process_kubelet::DEFAULT_SYNC_PERIOD,
         ocm::process_kubelet::DEFAULT_TOKEN_REFRESH,
-        Vec::new(),
+        local_images,
     )
     .await
 }

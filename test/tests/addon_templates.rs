@@ -289,8 +289,8 @@ async fn a_template_addon_renders_registers_rolls_out_and_goes_with_its_addon() 
         &cmas,
         json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
                "kind": "ClusterManagementAddOn",
-               "metadata": {"name": ADDON,
-                            "annotations": {"addon.open-cluster-management.io/lifecycle": "addon-manager"}},
+               // No lifecycle annotation: the addon manager's, as upstream's default.
+               "metadata": {"name": ADDON},
                "spec": {
                    "defaultConfigs": [
                        {"group": "addon.open-cluster-management.io", "resource": "addontemplates",

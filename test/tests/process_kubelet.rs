@@ -3,7 +3,9 @@
 //! and a changed ConfigMap reaches the pod's volume — without restarting the process. A curl
 //! pod runs as the machine's curl, reaches a Service through the pods' published ports, and
 //! its output is its log through the API server's `pods/log`. An image the machine runs as a
-//! local executable (`ocm demo --local-image`) runs it in place of the image's program.
+//! local executable (`ocm demo --local-image`) runs it in place of the image's program, and its
+//! Node lists it: a Job of that image really runs its pods there, and is Complete only once
+//! its pod succeeded, or Failed once its pods failed more than its backoff limit allows.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -335,6 +338,23 @@ async fn a_curl_pod_reaches_the_placement_debugger_through_its_service_and_logs_
     apiserver.stop();
 }
 
+/// Starts the process kubelet of the cluster behind `kubeconfig`, running `image` as
+/// `executable` besides the `ocm` image.
+async fn start_kubelet_with_local(
+    kubeconfig: &Path,
+    home: &Path,
+    image: &str,
+    executable: &str,
+) -> ocm_runtime::shutdown::Shutdown {
+    let local = ocm::process_kubelet::LocalImage {
+        image: image.into(),
+        executable: executable.into(),
+    };
+    ocm_e2e::start_process_kubelet_with_local(OCM, kubeconfig, IMAGE, home, vec![local])
+        .await
+        .unwrap()
+}
+
 /// A Deployment of an image given as a local executable (another tag of it, here) runs as
 /// that executable, which stands for the image's program: the first word of `args` (the
 /// image has no entrypoint) is dropped, the rest are the executable's arguments.
@@ -346,21 +366,8 @@ async fn a_local_image_runs_as_its_executable_in_place_of_the_images_program() {
     let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
         .await
         .unwrap();
-    let local = ocm::process_kubelet::LocalImage {
-        image: "registry.example.com/tools:1".into(),
-        executable: OCM.into(),
-    };
-    let kubelet = ocm_e2e::start_process_kubelet_with(
-        OCM,
-        &kubeconfig,
-        IMAGE,
-        home,
-        ocm::process_kubelet::DEFAULT_SYNC_PERIOD,
-        ocm::process_kubelet::DEFAULT_TOKEN_REFRESH,
-        vec![local],
-    )
-    .await
-    .unwrap();
+    let kubelet =
+        start_kubelet_with_local(&kubeconfig, home, "registry.example.com/tools:1", OCM).await;
     let deployment: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "tools"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "tools"}},
@@ -410,4 +417,221 @@ async fn a_local_image_runs_as_its_executable_in_place_of_the_images_program() {
     assert!(log.lines().any(|l| l.starts_with("ocm ")), "{log}");
     kubelet.cancel();
     apiserver.stop();
+}
+
+/// The program of the image the Job tests run: checks it got a kubeconfig, waits until the
+/// file its argument names exists, then exits with the code written in it.
+const JOB_PROGRAM: &str = r#"#!/bin/sh
+test -f "$KUBECONFIG" || { echo "no kubeconfig"; exit 9; }
+while [ ! -e "$1" ]; do sleep 0.05; done
+echo "exiting with $(cat "$1")"
+exit "$(cat "$1")"
+"#;
+
+/// A simulated cluster whose process kubelet runs `registry.example.com/job` as
+/// [`JOB_PROGRAM`], once its Node lists the image; with the cluster's admin client.
+async fn job_cluster(
+    home: &Path,
+) -> (
+    ocm::simulated::SimulatedCluster,
+    ocm_runtime::shutdown::Shutdown,
+    kube::Client,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let program = home.join("job-program");
+    std::fs::write(&program, JOB_PROGRAM).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cluster =
+        ocm::simulated::SimulatedCluster::start(&home.join("spoke"), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let kubelet = start_kubelet_with_local(
+        &cluster.kubeconfig,
+        home,
+        "registry.example.com/job:1",
+        program.to_str().unwrap(),
+    )
+    .await;
+    let admin = cluster.client();
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(admin.clone());
+    ocm_e2e::wait_for(&nodes, "node-1", "the job image listed", |node| {
+        node.status
+            .as_ref()
+            .and_then(|s| s.images.as_ref())
+            .is_some_and(|images| {
+                images
+                    .iter()
+                    .flat_map(|i| i.names.iter().flatten())
+                    .any(|n| n == "registry.example.com/job:1")
+            })
+    })
+    .await
+    .unwrap();
+    (cluster, kubelet, admin)
+}
+
+/// Creates Job `name` of the job image (another tag of it), its program waiting for `go`.
+async fn create_job(admin: &kube::Client, name: &str, go: &Path, backoff_limit: i32) {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"backoffLimit": backoff_limit, "manualSelector": true,
+                 "selector": {"matchLabels": {"job": name}},
+                 "template": {"metadata": {"labels": {"job": name}},
+                              "spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "main",
+                                           "image": "registry.example.com/job:latest",
+                                           "args": ["/job", go.to_str().unwrap()]}]}}}}))
+    .unwrap();
+    Api::<Job>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &job)
+        .await
+        .unwrap();
+}
+
+/// Job condition `type_` is True.
+fn job_condition(job: &Job, type_: &str) -> Option<k8s_openapi::api::batch::v1::JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == type_ && c.status == "True")
+        .cloned()
+}
+
+/// The pods of Job `name` (labelled `job=<name>`).
+async fn job_pods(admin: &kube::Client, name: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(admin.clone(), "default")
+        .list(&ListParams::default().labels(&format!("job={name}")))
+        .await
+        .unwrap()
+        .items
+}
+
+/// Exit code of a pod's terminated container.
+fn exit_code(pod: &Pod) -> Option<i32> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+        .map(|t| t.exit_code)
+}
+
+/// Writes `text` to `path` whole (a reader never sees it half written).
+fn write_whole(path: &Path, text: &str) {
+    let partial = path.with_extension("writing");
+    std::fs::write(&partial, text).unwrap();
+    std::fs::rename(&partial, path).unwrap();
+}
+
+/// A Job of an image the node runs as a local executable is not completed at once: its pod
+/// is made Pending, runs as the executable (with its ServiceAccount's kubeconfig), and the
+/// Job is active while it runs, Complete only once the pod Succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_of_a_local_image_runs_its_pod_and_completes_once_the_pod_succeeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (cluster, kubelet, admin) = job_cluster(home).await;
+    let go = home.join("go-ok");
+    create_job(&admin, "cleanup", &go, 0).await;
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+
+    let active = ocm_e2e::wait_for(&jobs, "cleanup", "one pod active", |j| {
+        j.status.as_ref().and_then(|s| s.active) == Some(1)
+    })
+    .await
+    .unwrap();
+    assert!(active.status.as_ref().unwrap().start_time.is_some());
+    let [pod] = job_pods(&admin, "cleanup").await.try_into().unwrap();
+    let pod_name = pod.metadata.name.clone().unwrap();
+    let running = ocm_e2e::wait_for(&pods, &pod_name, "the process runs", |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await
+    .unwrap();
+    assert_eq!(running.spec.unwrap().node_name.as_deref(), Some("node-1"));
+    let annotations = running.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get(ocm::process_kubelet::pod::PROCESS_ANNOTATION)
+            .map(String::as_str),
+        Some("true")
+    );
+    // Still running: the Job is not complete.
+    let job = jobs.get("cleanup").await.unwrap();
+    assert!(job_condition(&job, "Complete").is_none(), "{job:?}");
+    assert!(job.status.unwrap().succeeded.is_none());
+
+    write_whole(&go, "0");
+    let done = ocm_e2e::wait_for(&jobs, "cleanup", "Complete", |j| {
+        job_condition(j, "Complete").is_some()
+    })
+    .await
+    .unwrap();
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.succeeded, Some(1));
+    assert_eq!(status.active, None);
+    assert!(status.completion_time.is_some());
+    assert!(job_condition(&done, "SuccessCriteriaMet").is_some());
+    let pod = pods.get(&pod_name).await.unwrap();
+    assert_eq!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded")
+    );
+    assert_eq!(exit_code(&pod), Some(0));
+    let log = pods.logs(&pod_name, &Default::default()).await.unwrap();
+    assert_eq!(log, "exiting with 0\n");
+    assert_eq!(job_pods(&admin, "cleanup").await.len(), 1, "no other pod");
+
+    // Deleting the Job takes its pod with it.
+    jobs.delete("cleanup", &Default::default()).await.unwrap();
+    ocm_e2e::wait_gone(&pods, &pod_name).await.unwrap();
+    kubelet.cancel();
+    cluster.stop().await;
+}
+
+/// A Job whose pods fail is given a replacement pod while its failures stay within
+/// `backoffLimit`, then fails with BackoffLimitExceeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_process_fails_fails_after_its_backoff_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (cluster, kubelet, admin) = job_cluster(home).await;
+    let go = home.join("go-fail");
+    write_whole(&go, "3");
+    create_job(&admin, "broken", &go, 1).await;
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), "default");
+    let failed = ocm_e2e::wait_for(&jobs, "broken", "Failed", |j| {
+        job_condition(j, "Failed").is_some()
+    })
+    .await
+    .unwrap();
+    let condition = job_condition(&failed, "Failed").unwrap();
+    assert_eq!(condition.reason.as_deref(), Some("BackoffLimitExceeded"));
+    assert!(job_condition(&failed, "FailureTarget").is_some());
+    assert!(job_condition(&failed, "Complete").is_none());
+    let status = failed.status.unwrap();
+    assert_eq!(
+        status.failed,
+        Some(2),
+        "the first pod and its one replacement"
+    );
+    assert_eq!(status.active, None);
+    let pods = job_pods(&admin, "broken").await;
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        assert_eq!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Failed")
+        );
+        assert_eq!(exit_code(pod), Some(3));
+    }
+    kubelet.cancel();
+    cluster.stop().await;
 }

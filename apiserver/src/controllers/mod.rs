@@ -8,6 +8,7 @@ mod crd;
 mod csr;
 mod flowcontrol;
 mod gc;
+mod jobs;
 mod namespace;
 mod published;
 mod publisher;

@@ -19,7 +19,13 @@
 //!   selector is manual), each `Succeeded` with its containers terminated (exit code 0,
 //!   `Completed`); then succeeded = completions (default 1), `SuccessCriteriaMet` and
 //!   `Complete` conditions, start and completion times. A suspended Job is left alone.
-//! - Pod: `Running`, every condition True, a pod IP; a Job's pod `Succeeded`.
+//! - A Job whose containers' images a Node lists in `status.images` (that Node's kubelet runs
+//!   them: the process kubelet of `ocm_hub`) is not completed at once: its pods are made on
+//!   that Node without a status, for the kubelet to run, and the Job's status follows them as
+//!   kube's Job controller would have it ([`super::jobs`]); a change to one of its pods
+//!   brings the Job back.
+//! - Pod: `Running`, every condition True, a pod IP; a Job's pod `Succeeded`. A Pod whose
+//!   images a Node lists is that Node's kubelet's, and left alone.
 //!
 //! Driven by the store's change feed; one timer queue for the whole server. An object deleted
 //! before its delay is simply skipped; the status is written once per generation.
@@ -31,9 +37,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::jobs;
 use super::system_ctx;
 use crate::meta;
-use crate::ops::{Managed, Target};
+use crate::ops::{DeleteOptions, Managed, Target};
 use crate::server::Inner;
 use crate::storage::{Bucket, EventKind, ObjectKey};
 
@@ -59,9 +66,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
-                if event.kind == EventKind::Deleted
-                    || !WORKLOADS.contains(&&*event.key.bucket.resource)
-                {
+                if !WORKLOADS.contains(&&*event.key.bucket.resource) {
                     continue;
                 }
                 let Some(delay) = inner.simulated_delay(&event.key.bucket.cluster) else {
@@ -70,7 +75,17 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 let Ok(object) = serde_json::from_slice::<Value>(&event.object) else {
                     continue;
                 };
-                if needs_status(&inner, &event.key, &object) && queued.insert(event.key.clone()) {
+                // A Job's status follows its pods.
+                if &*event.key.bucket.resource == "/pods"
+                    && let Some(job) = owning_job(&event.key, &object)
+                    && queued.insert(job.clone())
+                {
+                    queue.push(Reverse((Instant::now() + delay, job)));
+                }
+                if event.kind != EventKind::Deleted
+                    && needs_status(&inner, &event.key, &object)
+                    && queued.insert(event.key.clone())
+                {
                     queue.push(Reverse((Instant::now() + delay, event.key.clone())));
                 }
             }
@@ -96,7 +111,7 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// The labels of each Node of `cluster`.
+/// The Nodes of `cluster`.
 fn nodes(inner: &Inner, cluster: &str) -> Vec<Value> {
     let (_, items) = inner
         .store
@@ -104,12 +119,15 @@ fn nodes(inner: &Inner, cluster: &str) -> Vec<Value> {
     items
         .iter()
         .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
-        .map(|node| {
-            node.pointer("/metadata/labels")
-                .cloned()
-                .unwrap_or_else(|| json!({}))
-        })
         .collect()
+}
+
+/// The object stored under `key`.
+fn stored(inner: &Inner, key: &ObjectKey) -> Option<Value> {
+    inner
+        .store
+        .get(key)
+        .and_then(|stored| serde_json::from_slice::<Value>(&stored.value).ok())
 }
 
 /// Whether some node carries every label of the pod template's `nodeSelector`.
@@ -121,30 +139,79 @@ fn schedulable(object: &Value, nodes: &[Value]) -> bool {
     else {
         return true;
     };
-    nodes
-        .iter()
-        .any(|labels| selector.iter().all(|(k, v)| labels.get(k) == Some(v)))
+    nodes.iter().any(|node| {
+        selector
+            .iter()
+            .all(|(k, v)| node.pointer("/metadata/labels").and_then(|l| l.get(k)) == Some(v))
+    })
 }
 
 /// Annotation of Deployments and Pods whose pods run as real processes (the process kubelet
 /// of `ocm_hub::process_kubelet` reports their status; the simulator leaves them alone).
 const PROCESS_ANNOTATION: &str = "simulation.open-cluster-management.io/runs-as-process";
 
+/// Whether `object` is a Pod a Node's kubelet runs (every image listed on the Node): its
+/// status is that kubelet's.
+fn kubelet_pod(resource: &str, object: &Value, nodes: &[Value]) -> bool {
+    resource == "/pods" && jobs::kubelet_node(&object["spec"], nodes).is_some()
+}
+
+/// The Node whose kubelet runs the pods of Job `job`, if one does.
+fn kubelet_job<'a>(resource: &str, job: &Value, nodes: &'a [Value]) -> Option<&'a str> {
+    if resource != "batch/jobs" {
+        return None;
+    }
+    job.pointer("/spec/template/spec")
+        .and_then(|spec| jobs::kubelet_node(spec, nodes))
+}
+
 fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
     if meta::is_deleting(object) || object["metadata"]["annotations"][PROCESS_ANNOTATION] == "true"
     {
         return false;
     }
-    let desired = desired_status(
-        &key.bucket.resource,
-        object,
-        &nodes(inner, &key.bucket.cluster),
-        "",
-    );
-    match desired {
+    let resource = &*key.bucket.resource;
+    let nodes = nodes(inner, &key.bucket.cluster);
+    if kubelet_pod(resource, object, &nodes) {
+        return false;
+    }
+    if kubelet_job(resource, object, &nodes).is_some() {
+        let pods = job_pods(inner, key, object);
+        return jobs::sync(object, &pods, "").is_some_and(|sync| {
+            sync.create > 0
+                || !sync.delete.is_empty()
+                || !jobs::same_status(object.get("status"), &sync.status)
+        });
+    }
+    match desired_status(resource, object, &nodes, "") {
         Some(want) => !status_matches(object.get("status"), &want),
         None => false,
     }
+}
+
+/// The Job that controls Pod `object` (stored under `key`), as a key.
+fn owning_job(key: &ObjectKey, object: &Value) -> Option<ObjectKey> {
+    let name = object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| o["kind"] == "Job" && o["controller"] == true)?
+        .get("name")
+        .and_then(Value::as_str)?;
+    let bucket = Bucket::new(&key.bucket.cluster, "batch/jobs");
+    Some(ObjectKey::new(bucket, &key.namespace, name))
+}
+
+/// The Pods of Job `job` (stored under `key`): those its uid controls.
+fn job_pods(inner: &Inner, key: &ObjectKey, job: &Value) -> Vec<Value> {
+    let uid = meta::meta_str(job, "uid");
+    let pods = Bucket::new(&key.bucket.cluster, "/pods");
+    let (_, items) = inner.store.list(&pods, Some(&key.namespace), None);
+    items
+        .iter()
+        .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
+        .filter(|pod| controller_uid(pod, "Job") == Some(uid))
+        .collect()
 }
 
 /// Whether `have` already holds every field of `want` except times.
@@ -406,24 +473,14 @@ pub(crate) fn job_pod(job: &Value, node: Option<&str>) -> Value {
 
 /// Makes the Pods Job `key` still lacks (one per completion), each completed at once.
 async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
-    let Some(job) = inner
-        .store
-        .get(key)
-        .and_then(|stored| serde_json::from_slice::<Value>(&stored.value).ok())
-    else {
+    let Some(job) = stored(inner, key) else {
         return;
     };
     if meta::is_deleting(&job) || suspended(&job) {
         return;
     }
-    let uid = meta::meta_str(&job, "uid");
     let pods = Bucket::new(&key.bucket.cluster, "/pods");
-    let (_, items) = inner.store.list(&pods, Some(&key.namespace), None);
-    let have = items
-        .iter()
-        .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
-        .filter(|pod| controller_uid(pod, "Job") == Some(uid))
-        .count() as i64;
+    let have = job_pods(inner, key, &job).len() as i64;
     if have >= completions(&job) {
         return;
     }
@@ -457,26 +514,94 @@ async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
 
 async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
     if &*key.bucket.resource == "batch/jobs" {
+        if sync_kubelet_job(inner, key).await {
+            return;
+        }
         ensure_job_pods(inner, key).await;
     }
     set_status(inner, key).await;
 }
 
-async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
-    let Some(mut ctx) = system_ctx(inner, &key.bucket, "simulated-kubelet") else {
-        return;
+/// Plays kube's Job controller for Job `key` when a Node's kubelet runs its pods
+/// ([`jobs::sync`]): makes its pods (Pending, on that Node), deletes the ones it no longer
+/// wants, and writes the status they add up to. False when no Node runs its pods.
+async fn sync_kubelet_job(inner: &Arc<Inner>, key: &ObjectKey) -> bool {
+    let Some(job) = stored(inner, key) else {
+        return true;
     };
     let nodes = nodes(inner, &key.bucket.cluster);
+    let Some(node) = kubelet_job(&key.bucket.resource, &job, &nodes) else {
+        return false;
+    };
+    let Some(sync) = jobs::sync(&job, &job_pods(inner, key, &job), &meta::now()) else {
+        return true;
+    };
+    let pods = Bucket::new(&key.bucket.cluster, "/pods");
+    let Some(mut ctx) = system_ctx(inner, &pods, "kube-controller-manager") else {
+        return true;
+    };
+    for _ in 0..sync.create {
+        let pod = job_pod(&job, Some(node));
+        if let Err(err) = ctx.create(&key.namespace, pod, Managed::RecordUpdate).await {
+            tracing::debug!(%err, job = %key.name, "job pod");
+        }
+    }
+    for name in &sync.delete {
+        if let Err(err) = ctx
+            .delete(&key.namespace, name, &DeleteOptions::default())
+            .await
+        {
+            tracing::debug!(%err, job = %key.name, pod = %name, "deleting a job pod");
+        }
+    }
+    // The status of the pods there are now.
+    let now = meta::now();
+    let Some(sync) = jobs::sync(&job, &job_pods(inner, key, &job), &now) else {
+        return true;
+    };
+    let uid = meta::meta_str(&job, "uid");
+    update_status(inner, key, "kube-controller-manager", &|old| {
+        (meta::meta_str(old, "uid") == uid
+            && !jobs::finished(old)
+            && !jobs::same_status(old.get("status"), &sync.status))
+        .then(|| sync.status.clone())
+    })
+    .await;
+    true
+}
+
+async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
+    let nodes = nodes(inner, &key.bucket.cluster);
     let resource = key.bucket.resource.clone();
+    update_status(inner, key, "simulated-kubelet", &|old| {
+        // Taken by the process kubelet since it was queued, or a pod a Node's kubelet runs:
+        // its status is the kubelet's.
+        if meta::is_deleting(old)
+            || old["metadata"]["annotations"][PROCESS_ANNOTATION] == "true"
+            || kubelet_pod(&resource, old, &nodes)
+        {
+            return None;
+        }
+        desired_status(&resource, old, &nodes, &meta::now())
+            .filter(|status| !status_matches(old.get("status"), status))
+    })
+    .await;
+}
+
+/// Writes, as `manager`, the status `status` makes of the object under `key` as it is then
+/// (`None`: left as it is).
+async fn update_status(
+    inner: &Arc<Inner>,
+    key: &ObjectKey,
+    manager: &str,
+    status: &(dyn Fn(&Value) -> Option<Value> + Sync),
+) {
+    let Some(mut ctx) = system_ctx(inner, &key.bucket, manager) else {
+        return;
+    };
     let mut set = |_: &mut crate::ops::Ctx, old: &Value| {
         let mut new = old.clone();
-        // Taken by the process kubelet since it was queued: its status is the kubelet's.
-        if meta::is_deleting(old) || old["metadata"]["annotations"][PROCESS_ANNOTATION] == "true" {
-            return Ok(new);
-        }
-        if let Some(status) = desired_status(&resource, old, &nodes, &meta::now())
-            && !status_matches(old.get("status"), &status)
-        {
+        if let Some(status) = status(old) {
             new["status"] = status;
         }
         Ok(new)
@@ -492,7 +617,7 @@ async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
         )
         .await
     {
-        tracing::debug!(%err, name = %key.name, "simulated workload status");
+        tracing::debug!(%err, name = %key.name, manager, "simulated status");
     }
 }
 
@@ -554,7 +679,10 @@ mod tests {
     }
 
     fn two_nodes() -> Vec<Value> {
-        vec![json!({"zone": "a"}), json!({"zone": "b", "disk": "ssd"})]
+        vec![
+            json!({"metadata": {"labels": {"zone": "a"}}}),
+            json!({"metadata": {"labels": {"zone": "b", "disk": "ssd"}}}),
+        ]
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! The helloworld agent: copies the ConfigMaps of its cluster's namespace on the hub into its
-//! own namespace on the managed cluster, and renews its health Lease.
+//! own namespace on the managed cluster, and renews its health Lease; [`cleanup`] removes the
+//! copies (labelled [`COPIED_LABEL`]) when the addon goes.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use ocm_addon_framework::agent_helpers::{LeaseUpdater, RotatingHubClient};
 use ocm_runtime::shutdown::Shutdown;
@@ -34,6 +35,26 @@ pub fn copy_of(source: &ConfigMap, namespace: &str) -> serde_json::Value {
                      "labels": {COPIED_LABEL: "true"}},
         "data": source.data,
     })
+}
+
+/// Deletes the copies the agent wrote in `namespace` (the ConfigMaps labelled
+/// [`COPIED_LABEL`]); returns how many there were.
+pub async fn cleanup(spoke: &kube::Client, namespace: &str) -> Result<usize, kube::Error> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(spoke.clone(), namespace);
+    let copies = configmaps
+        .list(&ListParams::default().labels(&format!("{COPIED_LABEL}=true")))
+        .await?;
+    for copy in &copies.items {
+        let Some(name) = copy.metadata.name.as_deref() else {
+            continue;
+        };
+        match configmaps.delete(name, &DeleteParams::default()).await {
+            Ok(_) => tracing::info!(configmap = name, "deleted the copy"),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(copies.items.len())
 }
 
 /// Copies until the watch ends or fails (the hub credentials may have rotated).

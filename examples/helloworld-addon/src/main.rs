@@ -1,5 +1,6 @@
 //! `helloworld-addon manager` runs the addon's hub side next to a hub; `helloworld-addon agent`
-//! is what its Deployment runs on each managed cluster.
+//! is what its Deployment runs on each managed cluster; `helloworld-addon cleanup` removes what
+//! the agent copied there (what a pre-delete Job runs).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,6 +51,14 @@ enum Command {
         #[arg(long, conflicts_with = "hub_kubeconfig_dir")]
         hub_kubeconfig: Option<PathBuf>,
     },
+    /// Deletes the ConfigMaps the agent copied into its namespace on this cluster (in-cluster
+    /// credentials, or `KUBECONFIG`), as upstream's example image's `cleanup` does in the
+    /// addon's pre-delete Job.
+    Cleanup {
+        /// The addon's install namespace on this cluster.
+        #[arg(long, alias = "addon-namespace")]
+        namespace: String,
+    },
 }
 
 #[tokio::main]
@@ -94,6 +103,19 @@ async fn main() -> anyhow::Result<()> {
             )
             .await;
         }
+        Command::Cleanup { namespace } => {
+            let spoke = kube::Client::try_default()
+                .await
+                .context("in-cluster credentials")?;
+            let deleted = helloworld_addon::agent::cleanup(&spoke, &namespace)
+                .await
+                .with_context(|| format!("deleting the copies in {namespace}"))?;
+            tracing::info!(
+                namespace,
+                deleted,
+                "removed the ConfigMaps the agent copied"
+            );
+        }
     }
     Ok(())
 }
@@ -131,6 +153,18 @@ mod tests {
             hub_kubeconfig,
             Some(PathBuf::from("/managed/hub-kubeconfig/kubeconfig"))
         );
+        // Upstream's pre-delete Job: `/helloworld_helm cleanup --addon-namespace=<ns>`, the
+        // first word standing for this executable.
+        let cli = Cli::try_parse_from([
+            "helloworld-addon",
+            "cleanup",
+            "--addon-namespace=open-cluster-management-agent-addon",
+        ])
+        .unwrap();
+        let Command::Cleanup { namespace } = cli.command else {
+            panic!("not the cleanup: {cli:?}");
+        };
+        assert_eq!(namespace, "open-cluster-management-agent-addon");
         // The two ways of naming the credentials exclude each other.
         assert!(
             Cli::try_parse_from([

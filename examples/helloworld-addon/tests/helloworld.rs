@@ -4,7 +4,8 @@
 //! renewing their Leases → Available; a ConfigMap in a cluster's namespace on the hub reaches
 //! that cluster and no other; an agent stopped → Available False after the grace, restarted →
 //! True; a cluster leaving the placement loses its addon, its work and the agent's objects; the
-//! agent's hub credentials cannot read another cluster's namespace.
+//! agent's hub credentials cannot read another cluster's namespace; its cleanup removes the
+//! copies and nothing else.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -182,6 +183,24 @@ async fn helloworld_by_placement_copies_configmaps_and_follows_its_agents_and_th
             .unwrap()
             .is_some()
     );
+
+    // The addon's pre-delete cleanup: c01's agent stopped, its copies go, nothing else.
+    agents["c01"].0.cancel();
+    let c01: Api<ConfigMap> = Api::namespaced(fleet.spoke("c01").await.unwrap(), &agents["c01"].1);
+    c01.create(
+        &PostParams::default(),
+        &serde_json::from_value(serde_json::json!({"metadata": {"name": "local"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let spoke = fleet.spoke("c01").await.unwrap();
+    let deleted = helloworld_addon::agent::cleanup(&spoke, &agents["c01"].1)
+        .await
+        .unwrap();
+    // `greeting` and the namespace's `kube-root-ca.crt`, both copied from the hub.
+    assert_eq!(deleted, 2);
+    assert!(c01.get_opt("greeting").await.unwrap().is_none());
+    assert!(c01.get_opt("local").await.unwrap().is_some());
     for (_, (stop, _)) in agents {
         stop.cancel();
     }

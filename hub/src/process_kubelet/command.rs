@@ -1,25 +1,33 @@
-//! Pods whose one container runs a command this machine has — today `curl` (a `command` or
-//! entrypoint of `curl`, as the `curlimages/curl` image's) — run as that command here, the
-//! way a kubelet would run the container:
+//! Standalone pods — any pod but this kubelet's own Deployment pods: a Job's, or one created
+//! alone — whose one container (no init containers) this machine runs, the way a kubelet
+//! would run the container ([`runner_of`] decides which and how):
 //!
-//! 1. the pod (not one of this kubelet's Deployment pods, not finished, unbound or bound to
-//!    this kubelet's node) is bound to the node (`pods/binding`, as a scheduler does) and
-//!    annotated so that the workload simulator leaves its status alone;
-//! 2. a URL naming a Service by its cluster DNS name (`https://<service>.<namespace>.svc
-//!    [.cluster.local][:port]/…`) is sent to a ready pod behind the Service that publishes
-//!    where its target port listens on this machine (the ports annotation of the process
-//!    kubelet's pods), with `--connect-to`, so the name, TLS server name and `Host` stay
-//!    those the pod asked for; a Service nobody here serves is left as it is (curl then
-//!    fails to resolve it, as it would on a cluster without it);
-//! 3. the command's output (stdout and stderr) is the container's log (`pods/log`, through
-//!    [`super::logs`]); the pod is `Running`, then `Succeeded` or `Failed` with the exit code,
-//!    restarted per `restartPolicy`; a deleted pod's command is stopped and its log removed.
+//! - an image this kubelet runs (the `ocm` image or a local image,
+//!   [`ProcessKubeletOptions::executable`]) runs as that executable through the same
+//!   supervisor as Deployment pods: a kubeconfig of the pod's ServiceAccount in `KUBECONFIG`,
+//!   its Secret and ConfigMap volumes, `restartPolicy`, the exit code in its status;
+//! - a command this machine has — today `curl` (a `command` or entrypoint of `curl`, as the
+//!   `curlimages/curl` image's) — runs as that command, a URL naming a Service by its cluster
+//!   DNS name (`https://<service>.<namespace>.svc[.cluster.local][:port]/…`) sent to a ready
+//!   pod behind the Service that publishes where its target port listens on this machine (the
+//!   ports annotation of the process kubelet's pods), with `--connect-to`, so the name, TLS
+//!   server name and `Host` stay those the pod asked for; a Service nobody here serves is
+//!   left as it is (curl then fails to resolve it, as it would on a cluster without it).
+//!
+//! Either way the pod (not finished, not being deleted, unbound or bound to this kubelet's
+//! node) is first bound to the node (`pods/binding`, as a scheduler does) and annotated so
+//! that the workload simulator leaves its status alone; its output (stdout and stderr) is the
+//! container's log (`pods/log`, through [`super::logs`]); it is `Running`, then `Succeeded` or
+//! `Failed` with the exit code, restarted per `restartPolicy`; a deleted pod's process is
+//! stopped and its log removed.
 //!
 //! Other images and commands stay with the workload simulator (status only).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -30,7 +38,9 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
+use super::ProcessKubeletOptions;
 use super::pod::{PORTS_ANNOTATION, PROCESS_ANNOTATION, PROCESS_LABEL, repository};
+use super::supervisor;
 
 /// Commands a pod may run here.
 const TOOLS: [&str; 1] = ["curl"];
@@ -38,20 +48,23 @@ const TOOLS: [&str; 1] = ["curl"];
 /// Longest wait between two runs of a restarted command.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// The command line of `pod`'s container when this kubelet runs it: `command` then `args`, or
-/// for an image whose entrypoint is a known tool (`curlimages/curl`), the tool then `args`.
-pub fn command_of(pod: &Value) -> Option<Vec<String>> {
+/// The one container of `pod`, when it has one and no init containers.
+fn single_container(pod: &Value) -> Option<&Value> {
     let spec = &pod["spec"];
     let containers = spec["containers"].as_array()?;
     let [container] = containers.as_slice() else {
         return None;
     };
-    if spec["initContainers"]
+    let init = spec["initContainers"]
         .as_array()
-        .is_some_and(|c| !c.is_empty())
-    {
-        return None;
-    }
+        .is_some_and(|c| !c.is_empty());
+    (!init).then_some(container)
+}
+
+/// The command line of `pod`'s container when this kubelet runs it: `command` then `args`, or
+/// for an image whose entrypoint is a known tool (`curlimages/curl`), the tool then `args`.
+pub fn command_of(pod: &Value) -> Option<Vec<String>> {
+    let container = single_container(pod)?;
     let words = |v: &Value| -> Vec<String> {
         v.as_array()
             .into_iter()
@@ -73,8 +86,8 @@ pub fn command_of(pod: &Value) -> Option<Vec<String>> {
     TOOLS.contains(&tool).then_some(argv)
 }
 
-/// Whether this kubelet (on `node`) should run `pod`: a command it knows, not one of its own
-/// Deployment pods, not being deleted, not finished, unbound or bound to `node`.
+/// Whether this kubelet (on `node`) may take `pod`: not one of its own Deployment pods, not
+/// being deleted, not finished, unbound or bound to `node`.
 pub fn runnable(pod: &Value, node: &str) -> bool {
     let own = pod["metadata"]["labels"][PROCESS_LABEL].as_str() == Some("true");
     let bound = pod["spec"]["nodeName"].as_str().unwrap_or_default();
@@ -82,7 +95,42 @@ pub fn runnable(pod: &Value, node: &str) -> bool {
     !own && pod["metadata"]["deletionTimestamp"].is_null()
         && (bound.is_empty() || bound == node)
         && !matches!(phase, "Succeeded" | "Failed")
-        && command_of(pod).is_some()
+}
+
+/// How this kubelet runs a standalone pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// Its image runs as an executable of this machine
+    /// ([`ProcessKubeletOptions::executable`]), as Deployment pods do.
+    Image,
+    /// Its command is a tool of this machine (`binary`), run with `argv` (the tool first).
+    Command {
+        /// The tool's executable.
+        binary: PathBuf,
+        /// The command line.
+        argv: Vec<String>,
+    },
+}
+
+/// How this kubelet (per `options`, with the machine's `tools`) runs `pod`, if it does: a pod
+/// it may take ([`runnable`]) whose one container (no init containers) has an image it runs,
+/// or else a command it has.
+pub fn runner_of(
+    pod: &Value,
+    options: &ProcessKubeletOptions,
+    tools: &HashMap<&str, PathBuf>,
+) -> Option<Runner> {
+    if !runnable(pod, &options.node_name) {
+        return None;
+    }
+    let image = single_container(pod)?["image"].as_str().unwrap_or_default();
+    if options.executable(image).is_some() {
+        return Some(Runner::Image);
+    }
+    let argv = command_of(pod)?;
+    let tool = argv.first()?.rsplit('/').next().unwrap_or_default();
+    let binary = tools.get(tool)?.clone();
+    Some(Runner::Command { binary, argv })
 }
 
 /// A URL argument naming a Service by its cluster DNS name.
@@ -184,15 +232,18 @@ pub fn with_routes(argv: &[String], routes: &[(ServiceUrl, u16)]) -> Vec<String>
     out
 }
 
-/// Runs the command pods of a cluster until `shutdown`.
-pub(super) async fn run(client: kube::Client, node: String, work_dir: PathBuf, shutdown: Shutdown) {
+/// Runs the standalone pods of a cluster (see the module) until `shutdown`.
+pub(super) async fn run(
+    client: kube::Client,
+    options: Arc<ProcessKubeletOptions>,
+    shutdown: Shutdown,
+) {
     let tools: HashMap<&str, PathBuf> = TOOLS
         .iter()
         .filter_map(|t| find_in_path(t).map(|p| (*t, p)))
         .collect();
     if tools.is_empty() {
         tracing::info!("no curl on this machine: curl pods stay simulated");
-        return;
     }
     let mut events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
         .backoff_on_errors()
@@ -203,9 +254,9 @@ pub(super) async fn run(client: kube::Client, node: String, work_dir: PathBuf, s
             () = shutdown.cancelled() => break,
             event = events.next() => event,
         };
-        let pods = match event {
+        let pod = match event {
             None => break,
-            Some(Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod))) => vec![pod],
+            Some(Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod))) => pod,
             Some(Ok(watcher::Event::Delete(pod))) => {
                 let key = key_of(&pod);
                 if let Some((uid, stop)) = running.remove(&key) {
@@ -219,45 +270,119 @@ pub(super) async fn run(client: kube::Client, node: String, work_dir: PathBuf, s
             }
             Some(_) => continue,
         };
-        for pod in pods {
-            let key = key_of(&pod);
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
-            if running.get(&key).is_some_and(|(u, _)| *u == uid) {
-                continue;
-            }
-            let Ok(value) = serde_json::to_value(&pod) else {
-                continue;
-            };
-            if !runnable(&value, &node) {
-                continue;
-            }
-            let Some(argv) = command_of(&value) else {
-                continue;
-            };
-            let tool = argv[0].rsplit('/').next().unwrap_or_default().to_owned();
-            let Some(binary) = tools.get(tool.as_str()).cloned() else {
-                continue;
-            };
-            if let Some((_, old)) = running.remove(&key) {
-                old.cancel();
-            }
-            let stop = shutdown.child();
-            running.insert(key.clone(), (uid, stop.clone()));
-            let run = CommandRun {
-                client: client.clone(),
-                node: node.clone(),
-                pod: value,
-                argv,
-                binary,
-                pod_dir: work_dir.join(&key.0).join(&key.1),
-                stop,
-            };
-            tokio::spawn(run.supervise());
+        let key = key_of(&pod);
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if running.get(&key).is_some_and(|(u, _)| *u == uid) {
+            continue;
         }
+        let Ok(value) = serde_json::to_value(&pod) else {
+            continue;
+        };
+        let Some(runner) = runner_of(&value, &options, &tools) else {
+            continue;
+        };
+        if let Some((_, old)) = running.remove(&key) {
+            old.cancel();
+        }
+        let stop = shutdown.child();
+        running.insert(key.clone(), (uid, stop.clone()));
+        let taken = Taken {
+            client: client.clone(),
+            options: options.clone(),
+            pod,
+            value,
+            stop,
+        };
+        tokio::spawn(taken.run(runner));
     }
     for (_, (_, stop)) in running {
         stop.cancel();
     }
+}
+
+/// A standalone pod this kubelet takes.
+struct Taken {
+    client: kube::Client,
+    options: Arc<ProcessKubeletOptions>,
+    pod: Pod,
+    value: Value,
+    stop: Shutdown,
+}
+
+impl Taken {
+    /// Claims the pod, then runs it with `runner` until it is stopped.
+    async fn run(self, runner: Runner) {
+        let name = self.pod.metadata.name.clone().unwrap_or_default();
+        match claim(&self.client, &self.value, &self.options.node_name).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => {
+                tracing::warn!(pod = %name, %err, "cannot take the pod");
+                return;
+            }
+        }
+        let namespace = self.pod.metadata.namespace.clone().unwrap_or_default();
+        match runner {
+            Runner::Image => {
+                supervisor::supervise(supervisor::PodRun {
+                    client: self.client,
+                    options: self.options,
+                    pod: self.pod,
+                    ready: Arc::new(AtomicBool::new(false)),
+                    changed: None,
+                    stop: self.stop,
+                })
+                .await;
+            }
+            Runner::Command { binary, argv } => {
+                let run = CommandRun {
+                    client: self.client,
+                    pod: self.value,
+                    argv,
+                    binary,
+                    pod_dir: self.options.work_dir.join(&namespace).join(&name),
+                    stop: self.stop,
+                };
+                run.supervise().await;
+            }
+        }
+    }
+}
+
+/// Binds `pod` to `node` (unless it is bound) and marks it as run here; false when another
+/// node has it.
+async fn claim(client: &kube::Client, pod: &Value, node: &str) -> Result<bool, kube::Error> {
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    if pod["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        let binding = json!({"apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+        match pods
+            .create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => {}
+            // Bound meanwhile: ours only if bound here.
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                let now = pods.get(name).await?;
+                let bound = now.spec.and_then(|s| s.node_name).unwrap_or_default();
+                if bound != node {
+                    return Ok(false);
+                }
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    let patch = json!({"metadata": {"annotations": {PROCESS_ANNOTATION: "true"}}});
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
 }
 
 fn key_of(pod: &Pod) -> (String, String) {
@@ -278,7 +403,6 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
 /// One command pod.
 struct CommandRun {
     client: kube::Client,
-    node: String,
     pod: Value,
     argv: Vec<String>,
     binary: PathBuf,
@@ -299,45 +423,6 @@ impl CommandRun {
 
     fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client.clone(), self.namespace())
-    }
-
-    /// Binds the pod to this node (unless it is) and marks it as run here.
-    async fn claim(&self) -> Result<bool, kube::Error> {
-        if self.pod["spec"]["nodeName"]
-            .as_str()
-            .unwrap_or_default()
-            .is_empty()
-        {
-            let binding = json!({"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": self.name()},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": self.node}});
-            match self
-                .pods()
-                .create_subresource::<Value, Value>(
-                    "binding",
-                    self.name(),
-                    &PostParams::default(),
-                    &binding,
-                )
-                .await
-            {
-                Ok(_) => {}
-                // Bound meanwhile: ours only if bound here.
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    let now = self.pods().get(self.name()).await?;
-                    let bound = now.spec.and_then(|s| s.node_name).unwrap_or_default();
-                    if bound != self.node {
-                        return Ok(false);
-                    }
-                }
-                Err(err) => return Err(err),
-            }
-        }
-        let patch = json!({"metadata": {"annotations": {PROCESS_ANNOTATION: "true"}}});
-        self.pods()
-            .patch(self.name(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        Ok(true)
     }
 
     /// Where each Service URL of the command goes on this machine.
@@ -393,14 +478,6 @@ impl CommandRun {
     }
 
     async fn supervise(self) {
-        match self.claim().await {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(err) => {
-                tracing::warn!(pod = self.name(), %err, "cannot take the command pod");
-                return;
-            }
-        }
         let policy = self.pod["spec"]["restartPolicy"]
             .as_str()
             .unwrap_or("Always")
@@ -553,6 +630,57 @@ mod tests {
         let mut own = by_command;
         own["metadata"]["labels"] = json!({PROCESS_LABEL: "true"});
         assert!(!runnable(&own, "node-1"));
+    }
+
+    #[test]
+    fn images_run_here_come_before_tools_and_other_pods_stay_simulated() {
+        let options = ProcessKubeletOptions {
+            binary: "/bin/ocm".into(),
+            images: vec!["ocm:1".into()],
+            local_images: vec!["example.com/tools:1=/bin/tools".parse().unwrap()],
+            work_dir: "/tmp/pods".into(),
+            server: ocm_runtime::kubeconfig::ServerInfo {
+                server: "https://127.0.0.1:1".into(),
+                ca_pem: None,
+                proxy_url: None,
+            },
+            node_name: "node-1".into(),
+            echo_logs: false,
+            sync_period: super::super::DEFAULT_SYNC_PERIOD,
+            token_refresh: super::super::DEFAULT_TOKEN_REFRESH,
+        };
+        let tools = HashMap::from([("curl", PathBuf::from("/usr/bin/curl"))]);
+        let local = pod(json!({"name": "c", "image": "example.com/tools:latest",
+                               "args": ["/tools", "cleanup"]}));
+        assert_eq!(runner_of(&local, &options, &tools), Some(Runner::Image));
+        let ocm = pod(json!({"name": "c", "image": "ocm:2", "args": ["--version"]}));
+        assert_eq!(runner_of(&ocm, &options, &tools), Some(Runner::Image));
+        let curl = pod(json!({"name": "c", "image": "curlimages/curl", "args": ["-s", "x"]}));
+        assert_eq!(
+            runner_of(&curl, &options, &tools),
+            Some(Runner::Command {
+                binary: "/usr/bin/curl".into(),
+                argv: vec!["curl".into(), "-s".into(), "x".into()]
+            })
+        );
+        assert_eq!(runner_of(&curl, &options, &HashMap::new()), None);
+        let other = pod(json!({"name": "c", "image": "busybox", "args": ["true"]}));
+        assert_eq!(runner_of(&other, &options, &tools), None);
+        // Bound to another node, or with a second container: not run here.
+        let mut elsewhere = local.clone();
+        elsewhere["spec"]["nodeName"] = json!("node-2");
+        assert_eq!(runner_of(&elsewhere, &options, &tools), None);
+        let mut two = local;
+        two["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "d", "image": "ocm:1"}));
+        assert_eq!(runner_of(&two, &options, &tools), None);
+        // The Node lists both images, sized as their executables (none here).
+        let images = options.node_images();
+        assert_eq!(images[0]["names"], json!(["ocm:1"]));
+        assert_eq!(images[1]["names"], json!(["example.com/tools:1"]));
+        assert_eq!(images[1]["sizeBytes"], 0);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
 //! `tailLines` and `limitBytes`). It listens on a free loopback port over plain HTTP, and the
 //! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
-//! 127.0.0.1), which is where the API server looks for a pod's kubelet.
+//! 127.0.0.1), which is where the API server looks for a pod's kubelet. The Node also lists the
+//! images the kubelet runs (`status.images`).
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -120,11 +121,14 @@ pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16
     Ok(port)
 }
 
-/// Makes the Node `node` name this kubelet's endpoint (creating the Node if missing).
+/// Makes the Node `node` name this kubelet's endpoint, when it serves one, and list the images
+/// it runs (`status.images`, as a kubelet lists the images it has; see
+/// [`super::ProcessKubeletOptions::node_images`]), creating the Node if missing.
 pub async fn register_node(
     client: &kube::Client,
     node: &str,
-    port: u16,
+    port: Option<u16>,
+    images: serde_json::Value,
 ) -> Result<(), kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     if nodes.get_opt(node).await?.is_none() {
@@ -139,11 +143,14 @@ pub async fn register_node(
             Err(err) => return Err(err),
         }
     }
-    let status = json!({"status": {
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+    let mut status = json!({"status": {
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                       {"type": "Hostname", "address": node}],
+        "images": images,
     }});
+    if let Some(port) = port {
+        status["status"]["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": port}});
+    }
     nodes
         .patch_status(node, &PatchParams::default(), &Patch::Merge(&status))
         .await?;

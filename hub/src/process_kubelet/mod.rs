@@ -12,11 +12,16 @@
 //! share this machine's network). Processes restart per `restartPolicy`; exits show in the
 //! Pod's status; a changed template replaces the Pods (one at a time would need surge
 //! accounting: all at once, like the Recreate strategy); fewer replicas stop Pods. The
-//! Deployment's status counts the processes that run. Pods whose container runs `curl` run
-//! as the machine's `curl`, reaching Services through the pods' published ports
-//! ([`command`]). The pods' output is served as their logs ([`logs`]: the Node names the
-//! endpoint, the API server's `pods/log` reads it). Other images stay simulated (the
-//! workload simulator leaves annotated Deployments and Pods to this kubelet).
+//! Deployment's status counts the processes that run. Images other than `ocm` run the same
+//! way as executables of this machine ([`LocalImage`]). Standalone pods — a Job's pods, or
+//! pods made alone — of one container run here too ([`command`]): those of an `ocm` or local
+//! image through the same machinery, those whose container runs `curl` as the machine's
+//! `curl`, reaching Services through the pods' published ports. The Node lists the images it
+//! runs (`status.images`), which is how the workload simulator knows to leave a Job's pods to
+//! this kubelet and derive the Job's status from them. The pods' output is served as their
+//! logs ([`logs`]: the Node names the endpoint, the API server's `pods/log` reads it). Other
+//! images stay simulated (the workload simulator leaves annotated Deployments and Pods to
+//! this kubelet).
 
 pub mod command;
 pub mod logs;
@@ -81,12 +86,26 @@ impl ProcessKubeletOptions {
             .find(|local| pod::repository(&local.image) == pod::repository(image))
             .map(|local| (local.executable.as_path(), pod::Entrypoint::None))
     }
+
+    /// The images this kubelet runs, as its Node lists them in `status.images`: the `ocm`
+    /// images, then each local image, each sized as its executable.
+    pub fn node_images(&self) -> Value {
+        let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
+        let mut images = vec![json!({"names": self.images, "sizeBytes": size(&self.binary)})];
+        images.extend(
+            self.local_images
+                .iter()
+                .map(|local| json!({"names": [local.image], "sizeBytes": size(&local.executable)})),
+        );
+        Value::Array(images)
+    }
 }
 
 /// An image other than `ocm` that runs here as an executable of this machine, as a node runs
-/// an image it has pulled: its Deployments' pods are processes of `executable`, which stands
-/// for the image's program (the first word of the container's `command`, else of its `args`;
-/// the words after it are its arguments). Other tags of the image's repository count too.
+/// an image it has pulled: its pods (a Deployment's, a Job's, or made alone) are processes of
+/// `executable`, which stands for the image's program (the first word of the container's
+/// `command`, else of its `args`; the words after it are its arguments). Other tags of the
+/// image's repository count too.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalImage {
     /// The image (`registry/repository[:tag]`).
@@ -160,18 +179,22 @@ pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown:
                 .await;
         }
     }
-    match logs::serve(options.work_dir.clone(), shutdown.child()).await {
-        Ok(port) => {
-            if let Err(err) = logs::register_node(&client, &options.node_name, port).await {
-                tracing::warn!(%err, node = %options.node_name, "cannot name the log endpoint on the node");
-            }
+    let port = match logs::serve(options.work_dir.clone(), shutdown.child()).await {
+        Ok(port) => Some(port),
+        Err(err) => {
+            tracing::warn!(%err, "cannot serve the pods' logs");
+            None
         }
-        Err(err) => tracing::warn!(%err, "cannot serve the pods' logs"),
+    };
+    if let Err(err) =
+        logs::register_node(&client, &options.node_name, port, options.node_images()).await
+    {
+        tracing::warn!(%err, node = %options.node_name, "cannot register the node's log endpoint and images");
     }
+    let options = Arc::new(options);
     tokio::spawn(command::run(
         client.clone(),
-        options.node_name.clone(),
-        options.work_dir.clone(),
+        options.clone(),
         shutdown.child(),
     ));
     let (reader, writer) = reflector::store::<Deployment>();
@@ -193,7 +216,7 @@ pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown:
     let (changed, mut changes) = mpsc::unbounded_channel();
     let mut kubelet = Kubelet {
         client,
-        options: Arc::new(options),
+        options,
         managed: HashMap::new(),
         changed,
         counter: AtomicU64::new(0),
@@ -400,7 +423,7 @@ impl Kubelet {
             options: self.options.clone(),
             pod: created,
             ready: ready.clone(),
-            changed: self.changed.clone(),
+            changed: Some(self.changed.clone()),
             stop: stop.clone(),
         }));
         Ok(RunningPod {

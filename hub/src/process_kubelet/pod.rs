@@ -21,14 +21,7 @@ pub const PORTS_ANNOTATION: &str = "simulation.open-cluster-management.io/ports"
 pub const PROCESS_LABEL: &str = "simulation.open-cluster-management.io/process-pod";
 
 /// The repository part of an image reference (no tag, no digest).
-pub fn repository(image: &str) -> &str {
-    let image = image.split('@').next().unwrap_or(image);
-    match image.rsplit_once(':') {
-        // A colon after the last slash separates the tag; before it, a registry port.
-        Some((repo, tag)) if !tag.contains('/') => repo,
-        _ => image,
-    }
-}
+pub use ocm_apiserver::meta::image_repository as repository;
 
 /// Whether `image` is one of `images` or another tag of one of their repositories.
 pub fn is_ocm_image(image: &str, images: &[String]) -> bool {

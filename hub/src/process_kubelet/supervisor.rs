@@ -1,6 +1,7 @@
 //! One Pod's process: prepares what the container would see (volumes, a ServiceAccount
-//! token), runs the `ocm` process, reports it in the Pod's status and restarts it per
-//! `restartPolicy` until the Pod is stopped.
+//! token), runs the executable of its image (`ocm`, or a local image's), reports it in the
+//! Pod's status and restarts it per `restartPolicy` until the Pod is stopped. A pod that ran
+//! to its end (`Succeeded` or `Failed`) keeps its folder, and so its log, until it is stopped.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -35,7 +36,8 @@ pub(super) struct PodRun {
     pub(super) options: Arc<ProcessKubeletOptions>,
     pub(super) pod: Pod,
     pub(super) ready: Arc<AtomicBool>,
-    pub(super) changed: mpsc::UnboundedSender<()>,
+    /// Told when readiness changes (a Deployment's pods: its status counts them).
+    pub(super) changed: Option<mpsc::UnboundedSender<()>>,
     pub(super) stop: Shutdown,
 }
 
@@ -372,6 +374,13 @@ async fn terminate(child: &mut tokio::process::Child, grace: Duration) {
     let _ = child.kill().await;
 }
 
+/// Tells whoever counts the pod's readiness that it changed.
+fn notify(run: &PodRun) {
+    if let Some(changed) = &run.changed {
+        let _ = changed.send(());
+    }
+}
+
 /// Waits `wait`, or less when the Pod is stopped; `true` when stopped.
 async fn pause(stop: &Shutdown, wait: Duration) -> bool {
     tokio::select! {
@@ -486,7 +495,7 @@ pub(super) async fn supervise(run: PodRun) {
                 continue;
             }
         };
-        let _fresh = AbortOnDrop(tokio::spawn(keep_fresh(Fresh {
+        let fresh = AbortOnDrop(tokio::spawn(keep_fresh(Fresh {
             client: run.client.clone(),
             options: run.options.clone(),
             namespace: namespace.clone(),
@@ -520,7 +529,7 @@ pub(super) async fn supervise(run: PodRun) {
             Some(code) => code,
             None => {
                 run.ready.store(true, Ordering::SeqCst);
-                let _ = run.changed.send(());
+                notify(&run);
                 report(
                     &run,
                     json!({"conditions": pod_conditions(true, &started),
@@ -539,7 +548,7 @@ pub(super) async fn supervise(run: PodRun) {
             }
         };
         run.ready.store(false, Ordering::SeqCst);
-        let _ = run.changed.send(());
+        notify(&run);
         let finished = jiff::Timestamp::now().to_string();
         let reason = if exit == 0 { "Completed" } else { "Error" };
         last = json!({"terminated": {"exitCode": exit, "reason": reason,
@@ -554,6 +563,9 @@ pub(super) async fn supervise(run: PodRun) {
             let phase = if exit == 0 { "Succeeded" } else { "Failed" };
             report(&run, json!({"phase": phase, "conditions": pod_conditions(false, &finished),
                 "containerStatuses": container_status(&container, &image, restarts, last.clone(), &json!({}), false)})).await;
+            // The log stays until the pod is deleted.
+            drop(fresh);
+            run.stop.cancelled().await;
             break;
         }
         restarts += 1;
