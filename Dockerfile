@@ -1,6 +1,6 @@
 # The `ocm` image, for those with Docker: the same image `scripts/build-image` writes without
-# a container daemon (see docs/install.md, "The image"): a static `ocm` on scratch, run as the
-# non-root user 65532.
+# a container daemon (see docs/install.md, "The image"): a static `ocm` and `ocm-agent` on
+# scratch, run as the non-root user 65532.
 #
 #   docker build --platform linux/amd64 -t ocm:0.1.0 .
 #
@@ -16,6 +16,7 @@ COPY crds crds
 COPY apiserver apiserver
 COPY runtime runtime
 COPY registration registration
+COPY agent agent
 COPY work work
 COPY placement placement
 COPY addon-framework addon-framework
@@ -30,13 +31,21 @@ COPY test test
 # Static glibc (there is no libc in the image), symbols stripped.
 RUN RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_STRIP=symbols \
         cargo build --release --locked -p ocm --bin ocm --target x86_64-unknown-linux-gnu
+# The agents alone, built for size (the `agent` profile of Cargo.toml).
+RUN RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_AGENT_STRIP=symbols \
+        cargo build --profile agent --locked -p ocm-agent --bin ocm-agent \
+        --target x86_64-unknown-linux-gnu
 RUN set -eu; \
     ocm=target/x86_64-unknown-linux-gnu/release/ocm; \
+    agent=target/x86_64-unknown-linux-gnu/agent/ocm-agent; \
     ldd "$ocm" 2>&1 | grep -Eq 'not a dynamic executable|statically linked'; \
+    ldd "$agent" 2>&1 | grep -Eq 'not a dynamic executable|statically linked'; \
     test "$("$ocm" --version)" = "ocm $VERSION"; \
+    test "$("$agent" --version)" = "ocm-agent $VERSION"; \
     mkdir -p /rootfs/etc/ssl/certs /rootfs/usr/local/bin /rootfs/home /rootfs/tmp /home-ocm; \
     chmod 1777 /rootfs/tmp; \
     install -m 0755 "$ocm" /rootfs/usr/local/bin/ocm; \
+    install -m 0755 "$agent" /rootfs/usr/local/bin/ocm-agent; \
     install -m 0644 /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/; \
     printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' \
         'ocm:x:65532:65532:ocm:/home/ocm:/sbin/nologin' >/rootfs/etc/passwd; \

@@ -11,3 +11,16 @@ pub fn init(default_filter: &str) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
+
+/// Installs the tracing subscriber ([`init`] with `default_filter`), starts a multi-threaded
+/// tokio runtime and runs `future` on it to the end. Fails only when the runtime cannot start.
+pub fn block_on<F: std::future::Future>(
+    default_filter: &str,
+    future: F,
+) -> std::io::Result<F::Output> {
+    init(default_filter);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    Ok(runtime.block_on(future))
+}

@@ -721,6 +721,7 @@ pub async fn start_process_kubelet_with(
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
     let shutdown = Shutdown::new();
     let options = ocm::process_kubelet::ProcessKubeletOptions {
+        agent_binary: agent_beside_test_binary(binary),
         binary: binary.into(),
         images: vec![image.to_owned()],
         local_images,
@@ -733,6 +734,13 @@ pub async fn start_process_kubelet_with(
     };
     tokio::spawn(ocm::process_kubelet::run(client, options, shutdown.clone()));
     Ok(shutdown)
+}
+
+/// The test crate's `ocm-agent` (its `ocm-e2e-agent` executable, built beside `binary`, its
+/// `ocm-e2e-ocm`), which the process kubelet runs for the klusterlet's agent containers.
+fn agent_beside_test_binary(binary: &str) -> Option<std::path::PathBuf> {
+    let agent = Path::new(binary).parent()?.join("ocm-e2e-agent");
+    agent.is_file().then_some(agent)
 }
 
 /// Condition `type_` of a ManagedClusterAddOn as (status, reason, message), if present.

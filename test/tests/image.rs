@@ -98,7 +98,7 @@ fn has_interpreter(elf: &[u8]) -> bool {
 }
 
 #[test]
-fn the_image_archive_holds_a_static_ocm_running_as_non_root() {
+fn the_image_archive_holds_a_static_ocm_and_ocm_agent_running_as_non_root() {
     let archive = archive();
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("layout");
@@ -229,6 +229,7 @@ fn the_image_archive_holds_a_static_ocm_running_as_non_root() {
     }
     for (name, mode) in [
         ("usr/local/bin/ocm", "-rwxr-xr-x"),
+        ("usr/local/bin/ocm-agent", "-rwxr-xr-x"),
         ("etc/ssl/certs/ca-certificates.crt", "-rw-r--r--"),
         ("etc/passwd", "-rw-r--r--"),
         ("etc/group", "-rw-r--r--"),
@@ -270,6 +271,22 @@ fn the_image_archive_holds_a_static_ocm_running_as_non_root() {
     );
     let version = run(Command::new(&ocm).arg("--version"));
     assert_eq!(version.trim(), format!("ocm {VERSION}"));
+
+    // Beside it, the agents alone: static too, the workspace's `ocm-agent`, and smaller.
+    let agent = rootfs.join("usr/local/bin/ocm-agent");
+    let agent_bytes = std::fs::read(&agent).unwrap();
+    assert!(
+        !has_interpreter(&agent_bytes),
+        "the image's ocm-agent is dynamically linked (it has PT_INTERP); the image has no libc"
+    );
+    let version = run(Command::new(&agent).arg("--version"));
+    assert_eq!(version.trim(), format!("ocm-agent {VERSION}"));
+    let ocm_size = std::fs::metadata(&ocm).unwrap().len();
+    assert!(
+        (agent_bytes.len() as u64) < ocm_size,
+        "ocm-agent ({} bytes) is not smaller than ocm ({ocm_size} bytes)",
+        agent_bytes.len()
+    );
 }
 
 /// `docker build` sees only what the Dockerfile copies: every workspace member's directory must

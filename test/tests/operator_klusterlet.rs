@@ -1,6 +1,6 @@
 //! The Klusterlet operator end to end, with real processes: `ocm operator klusterlet` on a
 //! simulated managed cluster (its own TLS API server) installs the agents a Klusterlet asks
-//! for; the agents run as `ocm` processes with the Deployments' own arguments and their
+//! for; the agents run as `ocm-agent` processes with the Deployments' own arguments and their
 //! service accounts' tokens, started by the process kubelet (`ocm::process_kubelet`) as a
 //! kubelet would start their pods — so the RBAC the operator renders is what they work with.
 
@@ -24,6 +24,37 @@ use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+
+/// The executables (file names) of the processes running the `ocm agent` command for the pods
+/// of the process kubelet whose folder is under `home` (their `KUBECONFIG` is there).
+fn agent_executables(home: &Path) -> Vec<String> {
+    let home = home.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let proc_dir = entry.path();
+        let (Ok(environ), Ok(cmdline)) = (
+            std::fs::read(proc_dir.join("environ")),
+            std::fs::read(proc_dir.join("cmdline")),
+        ) else {
+            continue;
+        };
+        let ours = environ.split(|b| *b == 0).any(|var| {
+            String::from_utf8_lossy(var)
+                .strip_prefix("KUBECONFIG=")
+                .is_some_and(|path| path.starts_with(&home))
+        });
+        let runs_agent = cmdline.split(|b| *b == 0).nth(1) == Some(b"agent".as_slice());
+        if let (true, true, Ok(exe)) = (ours, runs_agent, std::fs::read_link(proc_dir.join("exe")))
+        {
+            found.push(
+                exe.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    found
+}
 
 /// The condition `type_` of a Klusterlet as `(status, reason)`.
 fn condition(k: &Klusterlet, type_: &str) -> (String, String) {
@@ -323,6 +354,9 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
     accept_and_wait_available(&hub.admin_client(), "c2")
         .await
         .unwrap();
+    // The agent container's command is the image's `ocm-agent`, and that is what runs (the
+    // tests' `ocm-agent` is `ocm-e2e-agent`), not `ocm`.
+    assert_eq!(agent_executables(home), ["ocm-e2e-agent"]);
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
     wait_condition(
         &klusterlets,

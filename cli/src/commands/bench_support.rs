@@ -121,7 +121,6 @@ pub(crate) async fn spawn_until_ready(
     what: &str,
     ready: impl Fn(&str) -> bool,
 ) -> anyhow::Result<(tokio::process::Child, String)> {
-    use tokio::io::AsyncBufReadExt;
     let mut child = command
         .spawn()
         .with_context(|| format!("starting the {what} process"))?;
@@ -129,7 +128,40 @@ pub(crate) async fn spawn_until_ready(
         .stdout
         .take()
         .with_context(|| format!("{what} stdout"))?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = first_line(stdout, what, ready).await?;
+    Ok((child, line))
+}
+
+/// Like [`spawn_until_ready`], for a process that says it is ready in its log (stderr), such
+/// as `ocm apiserver`; its stdout is dropped.
+pub(crate) async fn spawn_until_logged(
+    mut command: tokio::process::Command,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> anyhow::Result<(tokio::process::Child, String)> {
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting the {what} process"))?;
+    let stderr = child
+        .stderr
+        .take()
+        .with_context(|| format!("{what} stderr"))?;
+    let line = first_line(stderr, what, ready).await?;
+    Ok((child, line))
+}
+
+/// Reads `output` until a line that `ready` accepts and returns it; the rest is read and
+/// dropped in a task of its own.
+async fn first_line(
+    output: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> anyhow::Result<String> {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(output).lines();
     let line = loop {
         match lines.next_line().await? {
             Some(line) if ready(line.trim()) => break line,
@@ -138,7 +170,7 @@ pub(crate) async fn spawn_until_ready(
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, line))
+    Ok(line)
 }
 
 /// Prepares `names` as simulated clusters of `hub`'s server with `bootstrap` in place, and

@@ -45,8 +45,10 @@ pub(crate) fn start_kubelet(
 ) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&cluster.kubeconfig)?;
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
+    let binary = std::env::current_exe().context("finding the ocm executable")?;
     let options = ProcessKubeletOptions {
-        binary: std::env::current_exe().context("finding the ocm executable")?,
+        agent_binary: crate::process_kubelet::agent_beside(&binary),
+        binary,
         images: vec![image.to_owned()],
         local_images: local_images.to_vec(),
         work_dir: dir.join("pods"),

@@ -1,31 +1,48 @@
-//! `ocm bench footprint`: the memory of an idle hub and an idle agent, each the process a
-//! user runs. Starts `ocm hub` (embedded API server and every controller) and one
-//! `ocm join --simulated` agent against it, accepts the cluster, waits until it is Available,
-//! lets both settle and prints each process's resident memory from `/proc/<pid>/status`.
+//! `ocm bench footprint`: the memory of an idle hub and of idle agents, each the process a
+//! user runs. Starts `ocm hub` (embedded API server and every controller) and joins clusters
+//! to it: one `ocm join --simulated` (the agents and the simulated cluster's own API server in
+//! one process), and the agents alone against an `ocm apiserver` process as the klusterlet
+//! runs them on a real cluster: `ocm agent`, and `ocm-agent agent` (the small executable, when
+//! it was built beside this one). Accepts every cluster, waits until each is Available, lets
+//! everything settle and prints each process's resident memory from `/proc/<pid>/status`.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
+use tokio::process::{Child, Command};
 
-use super::bench_support::{ProcessMemory, memory_of, ocm_child, spawn_until_ready};
+use super::bench_support::{
+    ProcessMemory, memory_of, ocm_child, spawn_until_logged, spawn_until_ready,
+};
 
 /// Flags of `ocm bench footprint`.
 #[derive(Debug, Args)]
 pub struct BenchFootprintArgs {
-    /// How long both processes idle after the cluster is Available before memory is read,
+    /// How long the processes idle after every cluster is Available before memory is read,
     /// in seconds.
     #[arg(long, default_value_t = 60)]
     settle: u64,
+    /// The `ocm-agent` executable to measure (default: the one beside this `ocm`; the image's
+    /// is built with `cargo build --profile agent -p ocm-agent`, in target/agent/).
+    #[arg(long)]
+    agent_binary: Option<PathBuf>,
 }
 
 /// How long each stage (hub ready, join asked, cluster Available) may take.
 const STAGE: Duration = Duration::from_secs(180);
 
-/// Name of the joined cluster.
-const CLUSTER: &str = "footprint1";
+/// Name of the simulated cluster (`ocm join --simulated`).
+const SIMULATED: &str = "footprint1";
+
+/// Name of the cluster whose agents `ocm agent` runs, against an `ocm apiserver` process.
+const OCM_AGENT: &str = "footprint2";
+
+/// Name of the cluster whose agents `ocm-agent agent` runs, against an `ocm apiserver` process.
+const SMALL_AGENT: &str = "footprint3";
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchFootprintArgs) -> anyhow::Result<()> {
@@ -36,7 +53,74 @@ pub async fn bench(args: BenchFootprintArgs) -> anyhow::Result<()> {
     result
 }
 
-async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+/// The `ocm-agent` executable to measure: `--agent-binary`, else the one beside this `ocm`
+/// when it was built.
+fn small_agent_executable(args: &BenchFootprintArgs) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(path) = &args.agent_binary {
+        anyhow::ensure!(
+            path.is_file(),
+            "--agent-binary {}: no such file",
+            path.display()
+        );
+        return Ok(Some(path.clone()));
+    }
+    let exe = std::env::current_exe().context("finding the ocm executable")?;
+    Ok(crate::process_kubelet::agent_beside(&exe))
+}
+
+/// How the agents reach the hub: its URL and the bootstrap token.
+struct HubAccess<'a> {
+    url: &'a str,
+    token: &'a str,
+}
+
+/// Starts an `ocm apiserver` process as cluster `name`'s API server under `dir`, puts the
+/// hub's bootstrap kubeconfig on it (as `ocm join` does) and starts `agent` (an `ocm agent`
+/// command line still without its flags) against it. Returns the API server and the agent.
+async fn agents_alone(
+    dir: &Path,
+    name: &str,
+    hub: &HubAccess<'_>,
+    mut agent: Command,
+) -> anyhow::Result<(Child, Child)> {
+    let cluster_dir = dir.join(format!("{name}-apiserver"));
+    let mut apiserver = ocm_child()?;
+    apiserver
+        .env("OCM_HOME", dir)
+        .arg("apiserver")
+        .arg("--data-dir")
+        .arg(&cluster_dir)
+        .args(["--listen", "127.0.0.1:0"]);
+    let (cluster, _) = tokio::time::timeout(
+        STAGE,
+        spawn_until_logged(apiserver, "ocm apiserver", |l| {
+            l.contains("ocm apiserver ready")
+        }),
+    )
+    .await
+    .with_context(|| format!("{name}'s ocm apiserver not ready in time"))??;
+    let kubeconfig = cluster_dir.join("admin.kubeconfig");
+    let spoke = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
+        .await
+        .with_context(|| format!("loading {}", kubeconfig.display()))?;
+    let ca = super::join::discover_ca(hub.url, hub.token).await?;
+    let bootstrap = super::join::bootstrap_kubeconfig(hub.url, &ca, hub.token);
+    super::join::prepare_spoke(&spoke, &bootstrap).await?;
+    agent
+        .env("OCM_HOME", dir.join(name))
+        .args(["agent", "--cluster-name", name, "--spoke-kubeconfig"])
+        .arg(&kubeconfig);
+    // The agent prints its progress as `[<cluster>] …`; its first line says it runs.
+    let (agent, _) = tokio::time::timeout(
+        STAGE,
+        spawn_until_ready(agent, name, |l| l.starts_with(&format!("[{name}]"))),
+    )
+    .await
+    .with_context(|| format!("{name}'s agent did not start in time"))??;
+    Ok((cluster, agent))
+}
+
+async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
     let hub_dir = dir.join("hub");
     let mut hub = ocm_child()?;
     hub.env("OCM_HOME", dir)
@@ -57,47 +141,94 @@ async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(
         &std::fs::read_to_string(&kubeconfig)?,
     )?)?;
-    let token = crate::bootstrap::init_hub(&admin, None).await?;
+    let token = crate::bootstrap::init_hub(&admin, None).await?.to_string();
+    let access = HubAccess {
+        url: &server.server,
+        token: &token,
+    };
 
     let mut join = ocm_child()?;
     join.env("OCM_HOME", dir)
         .args(["join", "--hub-apiserver", &server.server])
-        .args(["--hub-token", &token.to_string()])
-        .args(["--cluster-name", CLUSTER, "--simulated", "--data-dir"])
-        .arg(dir.join(CLUSTER));
-    let (agent, _) = tokio::time::timeout(
+        .args(["--hub-token", &token])
+        .args(["--cluster-name", SIMULATED, "--simulated", "--data-dir"])
+        .arg(dir.join(SIMULATED));
+    let (simulated, _) = tokio::time::timeout(
         STAGE,
-        spawn_until_ready(join, "ocm join", |l| l.contains("token accepted")),
+        spawn_until_ready(join, "ocm join --simulated", |l| {
+            l.contains("token accepted")
+        }),
     )
     .await
-    .context("ocm join did not reach the hub in time")??;
-    tokio::time::timeout(
-        STAGE,
-        crate::accept::accept_when_asked(&admin, CLUSTER, false),
-    )
-    .await
-    .context("the cluster did not ask to join in time")??;
+    .context("ocm join --simulated did not reach the hub in time")??;
+    let (cluster, agent) = agents_alone(dir, OCM_AGENT, &access, ocm_child()?).await?;
+    let small = match small_agent_executable(args)? {
+        Some(exe) => {
+            let mut command = Command::new(exe);
+            command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            Some(agents_alone(dir, SMALL_AGENT, &access, command).await?)
+        }
+        None => {
+            println!(
+                "no ocm-agent beside this ocm (cargo build --release -p ocm-agent, or \
+                 --agent-binary): measuring without it"
+            );
+            None
+        }
+    };
+
     let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-    crate::operator_install::wait_until(clusters, CLUSTER, STAGE, |c| {
-        crate::clusters_table::joined_and_available(c)
-    })
-    .await?;
-    let hub_pid = hub.id().context("the hub process has exited")?;
-    let agent_pid = agent.id().context("the agent process has exited")?;
-    println!("cluster {CLUSTER} Joined and Available (hub pid {hub_pid}, agent pid {agent_pid})");
+    let names: Vec<&str> = [SIMULATED, OCM_AGENT]
+        .into_iter()
+        .chain(small.is_some().then_some(SMALL_AGENT))
+        .collect();
+    for name in &names {
+        tokio::time::timeout(STAGE, crate::accept::accept_when_asked(&admin, name, false))
+            .await
+            .with_context(|| format!("{name} did not ask to join in time"))??;
+    }
+    for name in &names {
+        crate::operator_install::wait_until(clusters.clone(), name, STAGE, |c| {
+            crate::clusters_table::joined_and_available(c)
+        })
+        .await?;
+    }
+    let pid = |child: &Child, what: &str| {
+        child
+            .id()
+            .with_context(|| format!("the {what} process has exited"))
+    };
+    let mut rows = vec![
+        (
+            format!("ocm hub (embedded, {} clusters)", names.len()),
+            pid(&hub, "ocm hub")?,
+        ),
+        (
+            "ocm join --simulated".to_owned(),
+            pid(&simulated, "ocm join --simulated")?,
+        ),
+        ("ocm agent".to_owned(), pid(&agent, "ocm agent")?),
+    ];
+    if let Some((_, small)) = &small {
+        rows.push(("ocm-agent agent".to_owned(), pid(small, "ocm-agent agent")?));
+    }
+    rows.push((
+        "ocm apiserver (a cluster)".to_owned(),
+        pid(&cluster, "ocm apiserver")?,
+    ));
+    println!("clusters {} Joined and Available", names.join(", "));
     println!("settling {} s…", args.settle);
     tokio::time::sleep(Duration::from_secs(args.settle)).await;
 
-    let rows = [
-        ("ocm hub (embedded, 1 cluster)", memory_of(hub_pid)),
-        ("ocm join --simulated (agent)", memory_of(agent_pid)),
-    ];
     println!("resident memory after settling (MiB, from /proc/<pid>/status and smaps_rollup):");
     println!(
         "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "process", "VmRSS", "VmHWM", "anon", "file", "PSS", "threads"
     );
-    for (name, memory) in rows {
+    for (name, pid) in rows {
         let ProcessMemory {
             rss,
             peak,
@@ -105,7 +236,7 @@ async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result
             file,
             pss,
             threads,
-        } = memory.with_context(|| format!("{name}: process gone"))?;
+        } = memory_of(pid).with_context(|| format!("{name}: process gone"))?;
         let mib = |kib: u64| kib as f64 / 1024.0;
         println!(
             "  {name:<32} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {threads:>7}",
@@ -116,7 +247,9 @@ async fn run(args: &BenchFootprintArgs, dir: &std::path::Path) -> anyhow::Result
             mib(pss)
         );
     }
-    drop(agent);
+    drop(small);
+    drop((agent, cluster));
+    drop(simulated);
     drop(hub);
     Ok(())
 }

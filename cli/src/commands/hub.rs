@@ -365,14 +365,7 @@ pub fn addon_controllers() -> crate::embedded::HubControllers {
 /// A client of a cluster: from `kubeconfig`, else the in-cluster service account (or
 /// $KUBECONFIG).
 pub(crate) async fn cluster_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
-    match kubeconfig {
-        Some(path) => ocm_runtime::kubeconfig::client_from_file(path)
-            .await
-            .with_context(|| format!("loading {}", path.display())),
-        None => kube::Client::try_default()
-            .await
-            .context("no --kubeconfig, and neither in-cluster configuration nor $KUBECONFIG"),
-    }
+    ocm_agent::cluster_client(kubeconfig).await
 }
 
 /// `ocm hub controllers`: the chosen components, each while it holds its leader lease.

@@ -5,8 +5,6 @@ pub mod addon;
 pub mod addon_bench;
 pub mod addon_bench_manager;
 pub mod addon_create;
-pub mod agent;
-pub mod agent_flags;
 pub mod apiserver;
 pub mod bench;
 pub mod bench_addon;
@@ -38,8 +36,10 @@ pub mod rotation_bench;
 pub mod soak_bench;
 pub mod unjoin;
 pub mod work;
-pub mod work_agent;
 pub mod work_bench;
+
+// The agent commands live in `ocm-agent`, which the small `ocm-agent` executable serves too.
+pub use ocm_agent::{agents as agent, flags as agent_flags, work as work_agent};
 
 use std::path::{Path, PathBuf};
 
@@ -140,12 +140,7 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(
     log_filter: &str,
     f: F,
 ) -> anyhow::Result<()> {
-    ocm_runtime::telemetry::init(log_filter);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(f)
+    ocm_runtime::telemetry::block_on(log_filter, f).context("starting the async runtime")?
 }
 
 /// Where `ocm` keeps its state by default: `$OCM_HOME`, else `~/.ocm`.

@@ -636,6 +636,7 @@ mod tests {
     fn images_run_here_come_before_tools_and_other_pods_stay_simulated() {
         let options = ProcessKubeletOptions {
             binary: "/bin/ocm".into(),
+            agent_binary: Some("/bin/ocm-agent".into()),
             images: vec!["ocm:1".into()],
             local_images: vec!["example.com/tools:1=/bin/tools".parse().unwrap()],
             work_dir: "/tmp/pods".into(),
@@ -681,6 +682,41 @@ mod tests {
         assert_eq!(images[0]["names"], json!(["ocm:1"]));
         assert_eq!(images[1]["names"], json!(["example.com/tools:1"]));
         assert_eq!(images[1]["sizeBytes"], 0);
+        // The `ocm` image's `ocm-agent` command runs its own executable; `ocm` runs otherwise,
+        // and without an `ocm-agent` executable too (it serves the same commands).
+        let program = |options: &ProcessKubeletOptions, image: &str, command: Option<&str>| {
+            options
+                .program(image, command)
+                .map(|(path, entry)| (path.to_path_buf(), entry))
+        };
+        let image = Some((
+            PathBuf::from("/bin/ocm"),
+            super::super::pod::Entrypoint::Image,
+        ));
+        let agent = Some((
+            PathBuf::from("/bin/ocm-agent"),
+            super::super::pod::Entrypoint::Image,
+        ));
+        assert_eq!(program(&options, "ocm:2", Some("ocm-agent")), agent);
+        assert_eq!(
+            program(&options, "ocm:2", Some("/usr/local/bin/ocm-agent")),
+            agent
+        );
+        assert_eq!(program(&options, "ocm:2", Some("ocm")), image);
+        assert_eq!(program(&options, "ocm:2", None), image);
+        let alone = ProcessKubeletOptions {
+            agent_binary: None,
+            ..options.clone()
+        };
+        assert_eq!(program(&alone, "ocm:2", Some("ocm-agent")), image);
+        // A local image's command is its own business.
+        assert_eq!(
+            program(&options, "example.com/tools:1", Some("ocm-agent")),
+            Some((
+                PathBuf::from("/bin/tools"),
+                super::super::pod::Entrypoint::None
+            ))
+        );
     }
 
     #[test]

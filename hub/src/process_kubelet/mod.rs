@@ -48,11 +48,24 @@ use tokio::sync::mpsc;
 
 use pod::{PROCESS_ANNOTATION, PROCESS_LABEL, PodCounts};
 
+/// The name of the `ocm` image's second executable, the managed cluster's agents alone.
+pub const AGENT_PROGRAM: &str = "ocm-agent";
+
+/// The `ocm-agent` executable beside `ocm` (`binary`), when it was built or installed there.
+pub fn agent_beside(binary: &std::path::Path) -> Option<PathBuf> {
+    let agent = binary.parent()?.join(AGENT_PROGRAM);
+    agent.is_file().then_some(agent)
+}
+
 /// How the process kubelet runs.
 #[derive(Clone, Debug)]
 pub struct ProcessKubeletOptions {
     /// The `ocm` executable the pods run.
     pub binary: PathBuf,
+    /// The `ocm-agent` executable, which the `ocm` image holds beside `ocm`: a container of
+    /// that image whose `command` is `ocm-agent` (the klusterlet's agents) runs it. Without
+    /// it such a container runs `binary`, which serves the same commands.
+    pub agent_binary: Option<PathBuf>,
     /// Images that are the `ocm` image (other tags of their repositories count too).
     pub images: Vec<String>,
     /// Other images this machine runs, each as one of its executables.
@@ -85,6 +98,24 @@ impl ProcessKubeletOptions {
             .iter()
             .find(|local| pod::repository(&local.image) == pod::repository(image))
             .map(|local| (local.executable.as_path(), pod::Entrypoint::None))
+    }
+
+    /// The executable a container of `image` whose command's first word is `program` runs,
+    /// and how the image starts it ([`executable`](Self::executable), with `ocm-agent` of the
+    /// `ocm` image as [`agent_binary`](Self::agent_binary) when there is one).
+    pub fn program(
+        &self,
+        image: &str,
+        program: Option<&str>,
+    ) -> Option<(&std::path::Path, pod::Entrypoint)> {
+        let (executable, entrypoint) = self.executable(image)?;
+        let named = program.and_then(|p| p.rsplit('/').next());
+        match &self.agent_binary {
+            Some(agent) if entrypoint == pod::Entrypoint::Image && named == Some(AGENT_PROGRAM) => {
+                Some((agent.as_path(), entrypoint))
+            }
+            _ => Some((executable, entrypoint)),
+        }
     }
 
     /// The images this kubelet runs, as its Node lists them in `status.images`: the `ocm`

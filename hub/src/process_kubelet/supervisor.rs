@@ -456,9 +456,10 @@ pub(super) async fn supervise(run: PodRun) {
             }
         };
         publish_ports(&run, &ports).await;
+        let program = spec["containers"][0]["command"][0].as_str();
         let (executable, entrypoint) = run
             .options
-            .executable(&image)
+            .program(&image, program)
             .unwrap_or((run.options.binary.as_path(), pod::Entrypoint::Image));
         let (args, env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &ports);
         let spawned = tokio::process::Command::new(executable)

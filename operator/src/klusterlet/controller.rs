@@ -199,17 +199,12 @@ async fn release_managed_cluster(
         return Ok(found);
     }
     let labelled = labelled_namespaces(managed).await?;
+    let mut gone = unwanted_managed_namespaces(k, &labelled, false);
     let owner = klusterlet_name(k);
-    let own = labelled
-        .iter()
-        .filter(|(_, value)| value == owner)
-        .map(|(name, _)| name.as_str());
-    for name in unwanted_managed_namespaces(k, own, false) {
-        delete_namespace(managed, &name).await?;
-    }
     if addon_namespace_unused(owner, labelled.iter().map(|(_, value)| value.as_str())) {
-        delete_namespace(managed, ADDON_NAMESPACE).await?;
+        gone.push(ADDON_NAMESPACE.to_owned());
     }
+    delete_all(managed, &namespaces(&gone)).await?;
     Ok(0)
 }
 
@@ -228,16 +223,13 @@ async fn labelled_namespaces(client: &kube::Client) -> Result<Vec<(String, Strin
         .collect())
 }
 
-/// Deletes namespace `name` (one already gone or going is fine).
-async fn delete_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {
-    match Api::<Namespace>::all(client.clone())
-        .delete(name, &DeleteParams::background())
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-        Err(err) => Err(err),
-    }
+/// Namespace objects named `names`, for [`delete_all`] (which deletes in reverse order).
+fn namespaces(names: &[String]) -> Vec<Value> {
+    names
+        .iter()
+        .rev()
+        .map(|name| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+        .collect()
 }
 
 /// Applies the namespaces a Klusterlet makes on its managed cluster: the shared addon
@@ -263,14 +255,11 @@ async fn apply_managed_namespaces(
     }
     let applied = apply_all(managed, FIELD_MANAGER, &objects).await;
     if applied.failure.is_none() {
-        let own = labelled
-            .iter()
-            .filter(|(_, value)| value == owner)
-            .map(|(name, _)| name.as_str());
-        for stale in unwanted_managed_namespaces(k, own, true) {
-            tracing::info!(klusterlet = owner, namespace = %stale, "removing the namespace an earlier spec.namespace made on the managed cluster");
-            delete_namespace(managed, &stale).await?;
+        let stale = unwanted_managed_namespaces(k, &labelled, true);
+        for name in &stale {
+            tracing::info!(klusterlet = owner, namespace = %name, "removing the namespace an earlier spec.namespace made on the managed cluster");
         }
+        delete_all(managed, &namespaces(&stale)).await?;
     }
     Ok(applied)
 }

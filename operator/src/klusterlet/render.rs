@@ -106,6 +106,10 @@ pub fn cluster_name(input: &RenderInput<'_>) -> Option<String> {
         .or_else(|| input.hub_secret.cluster_name.clone())
 }
 
+/// The executable of the `ocm` image the agents run: `ocm-agent`, which holds the agents
+/// alone and so keeps a managed cluster's memory small (`ocm` serves the same commands).
+pub const AGENT_EXECUTABLE: &str = "ocm-agent";
+
 /// The image an agent runs.
 fn image_of(input: &RenderInput<'_>, agent: Agent) -> String {
     let spec = &input.klusterlet.spec;
@@ -209,6 +213,8 @@ fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
     let mut container = json!({
         "name": name,
         "image": image_of(input, agent),
+        // The image's small agent-only executable, not its `ocm` entrypoint (same commands).
+        "command": [AGENT_EXECUTABLE],
         "args": args(input, agent, namespace),
         "resources": crate::pod::container_resources(spec.resource_requirement.as_ref()),
         "securityContext": crate::pod::restricted_security_context(),
@@ -299,23 +305,27 @@ pub fn hosted_managed_namespace(klusterlet: &Klusterlet) -> Option<Value> {
                              "labels": {KLUSTERLET_LABEL: klusterlet_name(klusterlet)}}}))
 }
 
-/// Of the namespaces on a Klusterlet's managed cluster labelled [`KLUSTERLET_LABEL`] with its
-/// name (`own`), those it no longer wants there: all but its agent namespace (the managed
-/// cluster may be the management cluster too) and, Hosted, its current
-/// [`hosted_managed_namespace`]. With `keep_current` false (the Klusterlet is going) the
-/// current one goes too.
-pub fn unwanted_managed_namespaces<'a>(
+/// Of the namespaces on a Klusterlet's managed cluster labelled [`KLUSTERLET_LABEL`]
+/// (`labelled`: name and the label's value), those this Klusterlet made and no longer wants
+/// there: its own (the label's value is its name) but its agent namespace (the managed cluster
+/// may be the management cluster too) and, Hosted, its current [`hosted_managed_namespace`].
+/// With `keep_current` false (the Klusterlet is going) the current one goes too.
+pub fn unwanted_managed_namespaces(
     klusterlet: &Klusterlet,
-    own: impl IntoIterator<Item = &'a str>,
+    labelled: &[(String, String)],
     keep_current: bool,
 ) -> Vec<String> {
+    let owner = klusterlet_name(klusterlet);
     let agent = agent_namespace(klusterlet);
     let current = hosted_managed_namespace(klusterlet)
         .filter(|_| keep_current)
         .and_then(|ns| ns["metadata"]["name"].as_str().map(str::to_owned));
-    own.into_iter()
-        .filter(|name| *name != agent && Some(*name) != current.as_deref())
-        .map(str::to_owned)
+    labelled
+        .iter()
+        .filter(|(name, value)| {
+            value == owner && *name != agent && Some(name.as_str()) != current.as_deref()
+        })
+        .map(|(name, _)| name.clone())
         .collect()
 }
 
@@ -391,18 +401,23 @@ mod tests {
             "open-cluster-management-agent-new"
         );
         assert_eq!(made["metadata"]["labels"][KLUSTERLET_LABEL], "klusterlet");
-        // Its agent namespace (named after it) may be on the same cluster: never unwanted.
-        let own = [
-            "open-cluster-management-agent-old",
-            "open-cluster-management-agent-new",
-            "klusterlet",
-        ];
+        // Its agent namespace (named after it) may be on the same cluster: never unwanted;
+        // another Klusterlet's namespaces are never its to remove.
+        let labelled: Vec<(String, String)> = [
+            ("open-cluster-management-agent-old", "klusterlet"),
+            ("open-cluster-management-agent-new", "klusterlet"),
+            ("klusterlet", "klusterlet"),
+            ("other-agent", "other"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
         assert_eq!(
-            unwanted_managed_namespaces(&hosted, own, true),
+            unwanted_managed_namespaces(&hosted, &labelled, true),
             ["open-cluster-management-agent-old"]
         );
         assert_eq!(
-            unwanted_managed_namespaces(&hosted, own, false),
+            unwanted_managed_namespaces(&hosted, &labelled, false),
             [
                 "open-cluster-management-agent-old",
                 "open-cluster-management-agent-new"
@@ -412,8 +427,15 @@ mod tests {
         let default = klusterlet(json!({"namespace": "open-cluster-management-agent-new"}));
         assert!(hosted_managed_namespace(&default).is_none());
         assert!(
-            unwanted_managed_namespaces(&default, ["open-cluster-management-agent-new"], false)
-                .is_empty()
+            unwanted_managed_namespaces(
+                &default,
+                &[(
+                    "open-cluster-management-agent-new".to_string(),
+                    "klusterlet".to_string()
+                )],
+                false
+            )
+            .is_empty()
         );
     }
 
@@ -639,6 +661,7 @@ mod tests {
         let pod = &found[0]["spec"]["template"]["spec"];
         assert_eq!(pod["serviceAccountName"], WORK_SA);
         assert_eq!(pod["containers"][0]["image"], "example.com/ocm:2");
+        assert_eq!(pod["containers"][0]["command"], json!(["ocm-agent"]));
         assert_eq!(pod["containers"][0]["args"][0], "agent");
         assert_eq!(found[0]["spec"]["replicas"], 1);
         let accounts = objects

@@ -1,4 +1,4 @@
-//! `ocm work agent`: the work agent alone, with the hub credentials the registration agent
+//! `ocm work agent` (and `ocm-agent work agent`): the work agent alone, with the hub credentials the registration agent
 //! keeps in the managed cluster's hub kubeconfig secret.
 
 use std::time::Duration;
@@ -32,25 +32,25 @@ pub struct WorkAgentArgs {
     #[arg(long)]
     cluster_name: String,
     /// Namespace of the hub kubeconfig secret on the managed cluster.
-    #[arg(long, default_value = ocm_hub::join::AGENT_NAMESPACE)]
+    #[arg(long, default_value = ocm_registration::agent::DEFAULT_AGENT_NAMESPACE)]
     agent_namespace: String,
     /// How often each work's objects are read back, repaired and reported (e.g. 10s, 1m).
-    #[arg(long, default_value = "10s", value_parser = super::agent_flags::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::flags::parse_duration)]
     status_sync_interval: Duration,
     /// Hosted mode: the agent runs on a management cluster (in-cluster configuration), which
     /// holds the hub kubeconfig secret; the managed cluster is --spoke-kubeconfig.
     #[arg(long, requires = "spoke_kubeconfig")]
     hosted: bool,
     /// How long an AppliedManifestWork whose ManifestWork is gone is kept (e.g. 60m).
-    #[arg(long, default_value = "60m", value_parser = super::agent_flags::parse_duration)]
+    #[arg(long, default_value = "60m", value_parser = crate::flags::parse_duration)]
     applied_manifest_work_eviction_grace_period: Duration,
 }
 
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
     let What::Agent(args) = args.what;
-    super::agent_flags::check_cluster_name(&args.cluster_name)?;
-    let spoke = super::hub::cluster_client(args.spoke_kubeconfig.as_deref())
+    crate::flags::check_cluster_name(&args.cluster_name)?;
+    let spoke = crate::cluster_client(args.spoke_kubeconfig.as_deref())
         .await
         .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
@@ -66,7 +66,7 @@ pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
         },
     );
     if args.hosted {
-        let management = super::hub::cluster_client(None)
+        let management = crate::cluster_client(None)
             .await
             .context("connecting to the management cluster (in-cluster configuration)")?;
         agent = agent.with_secrets_on(management);

@@ -1,5 +1,5 @@
-//! `ocm agent`: runs the agent of a managed cluster whose bootstrap kubeconfig Secret is
-//! already in place — registration and work together (the Singleton klusterlet's
+//! `ocm agent` (and `ocm-agent agent`): runs the agent of a managed cluster whose bootstrap
+//! kubeconfig Secret is already in place — registration and work together (the Singleton klusterlet's
 //! `klusterlet-agent`), or registration alone (`--registration-only`, the Default klusterlet's
 //! registration Deployment); also the shared runner `ocm join` and `ocm demo` use.
 
@@ -35,7 +35,7 @@ pub struct AgentArgs {
     #[arg(long, requires = "spoke_kubeconfig")]
     hosted: bool,
     /// Namespace of the agent (bootstrap and hub kubeconfig secrets) on the managed cluster.
-    #[arg(long, default_value = ocm_hub::join::AGENT_NAMESPACE)]
+    #[arg(long, default_value = ocm_registration::agent::DEFAULT_AGENT_NAMESPACE)]
     agent_namespace: String,
     /// Requested lifetime of the hub client certificate, in seconds.
     #[arg(long)]
@@ -56,7 +56,7 @@ pub struct AgentArgs {
     #[arg(long)]
     feature_gates: Vec<String>,
     /// How often each work's objects are read back, repaired and reported (with the work agent).
-    #[arg(long, default_value = "10s", value_parser = super::agent_flags::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::flags::parse_duration)]
     status_sync_interval: Duration,
     /// How addons' kubeClient registrations get hub credentials: `csr` (client certificates)
     /// or `token` (ServiceAccount tokens the hub's addon manager provides for).
@@ -73,7 +73,7 @@ pub struct AgentArgs {
 }
 
 /// Parses `key=value`.
-pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
+pub fn key_value(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .filter(|(k, _)| !k.is_empty())
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -83,11 +83,11 @@ pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     if !args.cluster_name.is_empty() {
-        super::agent_flags::check_cluster_name(&args.cluster_name)?;
+        crate::flags::check_cluster_name(&args.cluster_name)?;
     } else if !args.registration_only {
         bail!("--cluster-name is needed when the work agent runs too (or use --registration-only)");
     }
-    let spoke = super::hub::cluster_client(args.spoke_kubeconfig.as_deref())
+    let spoke = crate::cluster_client(args.spoke_kubeconfig.as_deref())
         .await
         .context("connecting to the managed cluster")?;
     let shutdown = Shutdown::new();
@@ -127,7 +127,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     });
     let secrets = if args.hosted {
         Some(
-            super::hub::cluster_client(None)
+            crate::cluster_client(None)
                 .await
                 .context("connecting to the management cluster (in-cluster configuration)")?,
         )
