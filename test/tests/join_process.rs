@@ -584,14 +584,29 @@ fn registration_benchmark_runs_and_prints_its_figures() {
 #[test]
 fn footprint_benchmark_runs_and_prints_its_figures() {
     let home = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = ocm(home.path(), &["bench", "footprint", "--settle", "1"]);
+    // The agent-only executable is this package's `ocm-e2e-agent` (not beside `ocm-e2e-ocm`
+    // under the name `ocm-agent`).
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "bench",
+            "footprint",
+            "--settle",
+            "1",
+            "--agent-binary",
+            env!("CARGO_BIN_EXE_ocm-e2e-agent"),
+        ],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     for needle in [
-        "Joined and Available",
+        "clusters footprint1, footprint2, footprint3 Joined and Available",
         "resident memory after settling",
         "VmRSS",
-        "ocm hub (embedded, 1 cluster)",
-        "ocm join --simulated (agent)",
+        "ocm hub (embedded, 3 clusters)",
+        "ocm join --simulated ",
+        "ocm agent ",
+        "ocm-agent agent ",
+        "ocm apiserver (a cluster)",
     ] {
         assert!(
             stdout.contains(needle),
