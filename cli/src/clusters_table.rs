@@ -88,18 +88,6 @@ pub fn render_with(clusters: &[ManagedCluster], now: jiff::Timestamp, wide: bool
     out
 }
 
-/// Whether the cluster reports `ManagedClusterJoined` and `ManagedClusterConditionAvailable`
-/// True.
-pub fn joined_and_available(cluster: &ManagedCluster) -> bool {
-    let conditions = cluster
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    ocm_runtime::conditions::is_true(conditions, "ManagedClusterJoined")
-        && ocm_runtime::conditions::is_true(conditions, "ManagedClusterConditionAvailable")
-}
-
 /// kubectl's short age format: `45s`, `3m12s`, `5h`, `2d`.
 pub fn human_age(age: jiff::SignedDuration) -> String {
     let secs = age.as_secs().max(0);

@@ -6,9 +6,7 @@
 
 pub mod clusters_table;
 pub mod commands;
-pub mod operator_install;
 pub mod sample_app;
-pub mod text_table;
 
 pub use ocm_hub::{admission, bootstrap, embedded, fleet, process_kubelet, simulated};
 pub use ocm_registration::accept;

@@ -184,7 +184,7 @@ pub fn render(rows: &[Row]) -> String {
             ]
         })
         .collect();
-    crate::text_table::render(
+    ocm_runtime::text_table::render(
         &["CLUSTER", "WORK", "APPLIED", "AVAILABLE", "READY"],
         &cells,
     )

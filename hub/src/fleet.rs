@@ -81,7 +81,9 @@ impl std::fmt::Debug for Fleet {
     }
 }
 
-fn joined_and_available(cluster: &ManagedCluster) -> bool {
+/// Whether the cluster reports `ManagedClusterJoined` and `ManagedClusterConditionAvailable`
+/// True.
+pub fn joined_and_available(cluster: &ManagedCluster) -> bool {
     let is_true = |t: &str| {
         cluster.status.as_ref().is_some_and(|s| {
             s.conditions

@@ -2,7 +2,8 @@
 //! kubeconfigs ([`kubeconfig`]), watch backoff that grows while a watch keeps failing
 //! ([`backoff`]), condition helpers ([`conditions`]), lease-based leader election
 //! ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]), tracing setup
-//! ([`telemetry`]) and cooperative shutdown ([`shutdown`]).
+//! ([`telemetry`]) and cooperative shutdown ([`shutdown`]); for the commands that print
+//! them, plain-text tables as kubectl prints them ([`text_table`]).
 
 pub mod backoff;
 pub mod cache;
@@ -13,5 +14,6 @@ pub mod leader;
 pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
+pub mod text_table;
 
 pub use metrics::serve_health;

@@ -381,7 +381,7 @@ pub fn cluster_condition(cluster: &ManagedCluster, type_: &str) -> String {
         .unwrap_or_default()
 }
 
-pub use ocm::clusters_table::joined_and_available;
+pub use ocm::fleet::joined_and_available;
 
 /// Joins simulated cluster `name` to `hub` with `bootstrap` and accepts it as `ocm accept`
 /// would; returns its admin client and its agent once it is Joined and Available.

@@ -175,7 +175,7 @@ async fn kubectl_reaches_clusters_through_tunnels_as_the_mapped_identity() -> an
     )
     .await?;
     let endpoint = proxy.endpoint.clone();
-    ocm::commands::proxy::ensure_cluster_management_addon(&admin).await?;
+    ocm_cluster_proxy::access::ensure_cluster_management_addon(&admin).await?;
     let manager = Shutdown::new();
     tokio::spawn(
         ocm_addon_framework::manager::AddonManager::new(admin.clone())

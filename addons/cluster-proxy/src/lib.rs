@@ -9,8 +9,10 @@
 //! - [`server`] is the proxy server: tunnels in, user requests out, authenticated and authorized
 //!   by the hub (permission: `managedclusters/proxy` of the cluster, verb by HTTP method).
 //! - [`agent`] is the agent: tunnel out, requests to its cluster as `ocm:hub:<user>`.
+//! - [`access`] turns a user's hub kubeconfig toward the proxy and lists its tunnels.
 //! - [`identity`] holds the rules of who becomes whom, with no I/O.
 
+pub mod access;
 pub mod addon;
 pub mod agent;
 pub mod authn;

@@ -167,7 +167,7 @@ pub fn render_addons(addons: &[ManagedClusterAddOn]) -> String {
             ]
         })
         .collect();
-    crate::text_table::render(
+    ocm_runtime::text_table::render(
         &["NAMESPACE", "NAME", "AVAILABLE", "DEGRADED", "PROGRESSING"],
         &rows,
     )

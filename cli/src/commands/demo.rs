@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::demo_steps::{cluster_names, listen_address, step, wait_all_available};
+use super::demo_steps::{cluster_names, listen_address, step};
 use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -20,6 +20,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{Agent, AgentOptions};
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
+use ocm_setup::wait::wait_all_available;
 
 use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
 use crate::process_kubelet::LocalImage;
@@ -82,7 +83,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let listen = listen_address(&data_dir, args.listen);
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         listen,
-        extra_controllers: super::hub::addon_controllers(),
+        extra_controllers: ocm_setup::controllers::addon_controllers(),
         ..EmbeddedHubOptions::new(&data_dir)
     })
     .await?;
@@ -109,7 +110,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "    token {}.**************** (valid 1 h, group system:bootstrappers:managedcluster)",
         token.id
     );
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
 
     let names = cluster_names(args.clusters);
     step(&format!(
@@ -122,7 +123,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     for name in &names {
         let spoke = crate::simulated::logical_spoke(&hub.server, name).await?;
         let has_credentials =
-            Api::<Secret>::namespaced(spoke.clone(), super::join::AGENT_NAMESPACE)
+            Api::<Secret>::namespaced(spoke.clone(), ocm_hub::join::AGENT_NAMESPACE)
                 .get_opt("hub-kubeconfig-secret")
                 .await
                 .ok()
@@ -130,7 +131,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 .is_some();
         already_joined.insert(name.clone(), has_credentials);
         if !has_credentials {
-            super::join::prepare_spoke(&spoke, &bootstrap).await?;
+            ocm_hub::join::prepare_spoke(&spoke, &bootstrap).await?;
         }
         println!(
             "    {name}: 2 nodes, 8 CPUs, 32Gi memory{}",

@@ -13,10 +13,12 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::demo_steps::{cluster_names, listen_address, step, wait_all_available};
-use crate::operator_install::{KlusterletRequest, install_hub, install_klusterlet, wait_hub_ready};
-use crate::process_kubelet::{LocalImage, ProcessKubeletOptions, run as run_kubelet};
+use super::demo_steps::{cluster_names, listen_address, step};
+use crate::process_kubelet::LocalImage;
 use crate::simulated::SimulatedCluster;
+use ocm_setup::kubelet::start_kubelet;
+use ocm_setup::operators::{KlusterletRequest, install_hub, install_klusterlet, wait_hub_ready};
+use ocm_setup::wait::wait_all_available;
 
 /// What `ocm demo --operator` was asked for.
 #[derive(Debug)]
@@ -33,34 +35,6 @@ pub struct OperatorDemo {
 
 /// How long each stage may take.
 const STAGE: Duration = Duration::from_secs(120);
-
-/// Starts a process kubelet for `cluster`, running the `ocm` image as this executable and
-/// each of `local_images` as its executable.
-pub(crate) fn start_kubelet(
-    cluster: &SimulatedCluster,
-    image: &str,
-    local_images: &[LocalImage],
-    dir: &Path,
-    shutdown: &Shutdown,
-) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&cluster.kubeconfig)?;
-    let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text)?)?;
-    let binary = std::env::current_exe().context("finding the ocm executable")?;
-    let options = ProcessKubeletOptions {
-        agent_binary: crate::process_kubelet::agent_beside(&binary),
-        binary,
-        images: vec![image.to_owned()],
-        local_images: local_images.to_vec(),
-        work_dir: dir.join("pods"),
-        server,
-        node_name: "node-1".into(),
-        echo_logs: false,
-        sync_period: crate::process_kubelet::DEFAULT_SYNC_PERIOD,
-        token_refresh: crate::process_kubelet::DEFAULT_TOKEN_REFRESH,
-    };
-    tokio::spawn(run_kubelet(cluster.client(), options, shutdown.child()));
-    Ok(())
-}
 
 /// The `ocm` pods running on a cluster, as `namespace/name` lines.
 async fn pods(client: &kube::Client) -> anyhow::Result<Vec<String>> {
@@ -90,7 +64,7 @@ async fn pods(client: &kube::Client) -> anyhow::Result<Vec<String>> {
 
 /// Runs the operator demo.
 pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
-    let image = crate::operator_install::default_image();
+    let image = ocm_setup::operators::default_image();
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
 
@@ -124,7 +98,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
         &std::fs::read_to_string(&hub.kubeconfig)?,
     )?)?;
     let ca = hub_server.ca_pem.context("the hub kubeconfig has no CA")?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &ca, &token.to_string());
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(&hub.url, &ca, &token.to_string());
 
     let names = cluster_names(args.clusters);
     step(&format!(

@@ -56,7 +56,7 @@ pub async fn enable_cluster_proxy(
     .await
     .context("starting the cluster proxy server")?;
     println!("    proxy server: {}", proxy.endpoint.url);
-    super::proxy::ensure_cluster_management_addon(&admin).await?;
+    ocm_cluster_proxy::access::ensure_cluster_management_addon(&admin).await?;
     tokio::spawn(
         ocm_addon_framework::manager::AddonManager::new(admin.clone())
             .with_addon(Arc::new(ClusterProxy::new(

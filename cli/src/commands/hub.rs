@@ -296,7 +296,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         });
         crate::embedded::run_controllers_as_leader(
             ctx,
-            addon_controllers(),
+            ocm_setup::controllers::addon_controllers(),
             work_gates,
             crate::embedded::process_identity(),
         )
@@ -309,7 +309,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         tls_sans: args.tls_san.clone(),
         hub: options,
         csr_signing_duration: std::time::Duration::from_secs(args.cluster_signing_duration_seconds),
-        extra_controllers: addon_controllers(),
+        extra_controllers: ocm_setup::controllers::addon_controllers(),
         work_gates,
         ..EmbeddedHubOptions::new(&data_dir)
     })
@@ -341,33 +341,6 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The addons' generic hub controllers, run by every hub: install strategies and configs, and
-/// the template addons (signing CA secrets without a namespace are read from `$POD_NAMESPACE`,
-/// else `open-cluster-management-hub`, as upstream's addon manager does).
-pub fn addon_controllers() -> crate::embedded::HubControllers {
-    use ocm_addon_framework::template::{DEFAULT_MANAGER_NAMESPACE, run_template_addons};
-    let namespace = std::env::var("POD_NAMESPACE")
-        .ok()
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or_else(|| DEFAULT_MANAGER_NAMESPACE.to_owned());
-    crate::embedded::HubControllers(vec![
-        Arc::new(|client, shutdown| {
-            Box::pin(ocm_addon_framework::manager::run_install_strategies(
-                client, shutdown,
-            ))
-        }),
-        Arc::new(move |client, shutdown| {
-            Box::pin(run_template_addons(client, namespace.clone(), shutdown))
-        }),
-    ])
-}
-
-/// A client of a cluster: from `kubeconfig`, else the in-cluster service account (or
-/// $KUBECONFIG).
-pub(crate) async fn cluster_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
-    ocm_agent::cluster_client(kubeconfig).await
-}
-
 /// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
 async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
     let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
@@ -384,7 +357,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
             components.push(component);
         }
     }
-    let client = cluster_client(args.kubeconfig.as_deref()).await?;
+    let client = ocm_agent::cluster_client(args.kubeconfig.as_deref()).await?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -427,7 +400,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
     crate::embedded::run_components_as_leader(
         ctx,
         &components,
-        addon_controllers(),
+        ocm_setup::controllers::addon_controllers(),
         work_gates,
         crate::embedded::process_identity(),
     )
@@ -452,7 +425,7 @@ async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
-    let client = cluster_client(args.kubeconfig.as_deref()).await?;
+    let client = ocm_agent::cluster_client(args.kubeconfig.as_deref()).await?;
     let data_dir = args
         .data_dir
         .clone()

@@ -22,7 +22,7 @@ pub struct InitArgs {
     #[arg(long)]
     operator: bool,
     /// The `ocm` image the operator and the hub components run (with --operator).
-    #[arg(long, default_value_t = crate::operator_install::default_image(), requires = "operator")]
+    #[arg(long, default_value_t = ocm_setup::operators::default_image(), requires = "operator")]
     image: String,
     /// With --operator: wait until every hub component runs.
     #[arg(long, requires = "operator")]
@@ -35,17 +35,14 @@ pub struct InitArgs {
 /// Installs the ClusterManager operator and a ClusterManager `cluster-manager`; with `wait`,
 /// returns once the ClusterManager reports its components applied and rolled out.
 async fn install_with_operator(client: &kube::Client, args: &InitArgs) -> anyhow::Result<()> {
-    crate::operator_install::install_hub(client, &args.image).await?;
+    ocm_setup::operators::install_hub(client, &args.image).await?;
     println!(
         "installed the cluster-manager operator ({}) and ClusterManager cluster-manager",
         args.image
     );
     if args.wait {
-        crate::operator_install::wait_hub_ready(
-            client,
-            std::time::Duration::from_secs(args.timeout),
-        )
-        .await?;
+        ocm_setup::operators::wait_hub_ready(client, std::time::Duration::from_secs(args.timeout))
+            .await?;
         println!("hub components running");
     }
     Ok(())
@@ -55,11 +52,11 @@ async fn install_with_operator(client: &kube::Client, args: &InitArgs) -> anyhow
 /// so that `ocm init` returns only once that works (a hub may take a moment to see a new token
 /// or role; the wait is bounded).
 async fn verify_join_works(server: &str, token: &str) -> anyhow::Result<()> {
-    let ca = super::join::discover_ca(server, token)
+    let ca = ocm_setup::discovery::discover_ca(server, token)
         .await
         .context("the join command would not find the hub CA")?;
-    let kubeconfig = super::join::bootstrap_kubeconfig(server, &ca, token);
-    super::join::check_token(server, &kubeconfig, Some("ocm-init-check"))
+    let kubeconfig = ocm_hub::join::bootstrap_kubeconfig(server, &ca, token);
+    ocm_setup::discovery::check_token(server, &kubeconfig, Some("ocm-init-check"))
         .await
         .context("the join command's token does not work yet")
 }

@@ -2,41 +2,24 @@
 
 pub mod accept;
 pub mod addon;
-pub mod addon_bench;
-pub mod addon_bench_manager;
 pub mod addon_create;
 pub mod apiserver;
-pub mod bench;
-pub mod bench_addon;
-pub mod bench_support;
 pub mod crds;
 pub mod create;
 pub mod dashboard;
-pub mod dashboard_bench;
 pub mod demo;
 pub mod demo_operator;
 pub mod demo_proxy;
 pub mod demo_steps;
-pub mod fleet_bench;
-pub mod footprint_bench;
 pub mod get;
 pub mod hub;
 pub mod init;
 pub mod join;
 pub mod operator;
-pub mod operator_bench;
 pub mod placement;
-pub mod placement_bench;
 pub mod proxy;
-pub mod proxy_bench;
-pub mod proxy_bench_load;
-pub mod proxy_bench_tunnels;
-pub mod restart_bench;
-pub mod rotation_bench;
-pub mod soak_bench;
 pub mod unjoin;
 pub mod work;
-pub mod work_bench;
 
 // The agent commands live in `ocm-agent`, which the small `ocm-agent` executable serves too.
 pub use ocm_agent::{agents as agent, flags as agent_flags, work as work_agent};
@@ -93,7 +76,7 @@ enum Command {
     /// A hub and simulated clusters in one process, joined step by step.
     Demo(demo::DemoArgs),
     /// Benchmarks that print figures (see docs/performance.md).
-    Bench(bench::BenchArgs),
+    Bench(ocm_bench::BenchArgs),
 }
 
 /// Parses the command line, runs the command and reports an error on stderr.
@@ -127,7 +110,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Work(args) => block_on("info", work_agent::run(args)),
         Command::Unjoin(args) => block_on(QUIET, unjoin::run(args)),
         Command::Demo(args) => block_on(QUIET, demo::run(args)),
-        Command::Bench(args) => block_on(QUIET, bench::run(args)),
+        Command::Bench(args) => block_on(QUIET, ocm_bench::run(args)),
     }
 }
 

@@ -67,38 +67,17 @@ pub async fn run(args: OperatorArgs) -> anyhow::Result<()> {
     }
 }
 
-type Crd =
-    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-
-/// The ClusterManager CRD.
-pub(crate) fn cluster_manager_crd() -> anyhow::Result<Crd> {
-    operator_crd(ocm_api::crds::hub(), "clustermanagers")
-}
-
-/// The Klusterlet CRD.
-pub(crate) fn klusterlet_crd() -> anyhow::Result<Crd> {
-    operator_crd(ocm_api::crds::klusterlet(), "klusterlets")
-}
-
-/// The CRD of operator kind `plural` among `crds`.
-fn operator_crd(crds: Vec<Crd>, plural: &str) -> anyhow::Result<Crd> {
-    let name = format!("{plural}.operator.open-cluster-management.io");
-    crds.into_iter()
-        .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
-        .ok_or_else(|| anyhow::anyhow!("the CRD {name} is missing from ocm-api"))
-}
-
 /// An operator's install manifests as multi-document YAML on stdout.
 fn print_manifests(args: &ManifestsArgs) -> anyhow::Result<()> {
     let objects = if args.klusterlet {
         ocm_operator::manifests::klusterlet_operator(
             &args.image,
-            serde_json::to_value(klusterlet_crd()?)?,
+            serde_json::to_value(ocm_setup::operators::klusterlet_crd()?)?,
         )
     } else {
         ocm_operator::manifests::hub_operator(
             &args.image,
-            serde_json::to_value(cluster_manager_crd()?)?,
+            serde_json::to_value(ocm_setup::operators::cluster_manager_crd()?)?,
         )
     };
     let mut out = String::new();
@@ -119,10 +98,10 @@ enum Which {
 
 /// Runs an operator until SIGINT/SIGTERM, after installing its own CRD.
 async fn run_operator(which: Which, args: HubOperatorArgs) -> anyhow::Result<()> {
-    let client = super::hub::cluster_client(args.kubeconfig.as_deref()).await?;
+    let client = ocm_agent::cluster_client(args.kubeconfig.as_deref()).await?;
     let (crd, name) = match which {
-        Which::Hub => (cluster_manager_crd()?, "hub"),
-        Which::Klusterlet => (klusterlet_crd()?, "klusterlet"),
+        Which::Hub => (ocm_setup::operators::cluster_manager_crd()?, "hub"),
+        Which::Klusterlet => (ocm_setup::operators::klusterlet_crd()?, "klusterlet"),
     };
     crate::embedded::install_crds(&client, &[crd]).await?;
     let shutdown = Shutdown::new();

@@ -82,7 +82,7 @@ pub fn render_placements(placements: &[Placement]) -> String {
             ]
         })
         .collect();
-    crate::text_table::render(
+    ocm_runtime::text_table::render(
         &[
             "NAMESPACE",
             "NAME",
@@ -108,7 +108,7 @@ pub fn render_decisions(decisions: &[PlacementDecision]) -> String {
             ]);
         }
     }
-    crate::text_table::render(&["DECISION", "GROUP", "INDEX", "CLUSTER"], &rows)
+    ocm_runtime::text_table::render(&["DECISION", "GROUP", "INDEX", "CLUSTER"], &rows)
 }
 
 /// The explanation table: CLUSTER, VERDICT.
@@ -118,7 +118,7 @@ pub fn render_explanation(explanation: &Explanation) -> String {
         .iter()
         .map(|c| vec![c.cluster.clone(), c.verdict.to_string()])
         .collect();
-    let mut out = crate::text_table::render(&["CLUSTER", "VERDICT"], &rows);
+    let mut out = ocm_runtime::text_table::render(&["CLUSTER", "VERDICT"], &rows);
     if let Some(m) = &explanation.result.misconfiguration {
         out.push_str(&format!("misconfigured: {m:?}\n"));
     }

@@ -8,15 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use base64::Engine;
 use clap::{Args, Subcommand};
-use kube::api::{Api, PostParams};
-use kube::config::{Kubeconfig, NamedCluster, NamedContext};
-use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
+use kube::api::Api;
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_cluster_proxy::pki::{self, Endpoint};
 use ocm_cluster_proxy::tunnel::TunnelInfo;
-use ocm_cluster_proxy::{ADDON_NAME, server};
+use ocm_cluster_proxy::{ADDON_NAME, access, server};
 use ocm_runtime::shutdown::Shutdown;
 
 /// Flags of `ocm proxy`.
@@ -123,7 +120,7 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         ProxyCommand::Server(args) => run_server(args).await,
         ProxyCommand::Agent(args) => run_agent(args).await,
         ProxyCommand::Kubeconfig(args) => {
-            let text = proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
+            let text = access::proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
             match &args.output {
                 Some(path) => write_private(path, &text),
                 None => {
@@ -134,25 +131,6 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         }
         ProxyCommand::Kubectl(args) => kubectl(args).await,
         ProxyCommand::Health(args) => health(args).await,
-    }
-}
-
-/// Creates the cluster-proxy ClusterManagementAddOn (Manual install) unless it exists.
-pub async fn ensure_cluster_management_addon(hub: &kube::Client) -> anyhow::Result<()> {
-    let cmas: Api<ClusterManagementAddOn> = Api::all(hub.clone());
-    let cma: ClusterManagementAddOn = serde_json::from_value(serde_json::json!({
-        "apiVersion": "addon.open-cluster-management.io/v1beta1",
-        "kind": "ClusterManagementAddOn",
-        "metadata": {"name": ADDON_NAME},
-        "spec": {"addOnMeta": {"displayName": "Cluster Proxy",
-                               "description": "reach each cluster's API server from the hub \
-                                               through a tunnel its agent opens"},
-                 "installStrategy": {"type": "Manual"}},
-    }))?;
-    match cmas.create(&PostParams::default(), &cma).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(err) => Err(err).context("creating ClusterManagementAddOn cluster-proxy"),
     }
 }
 
@@ -171,7 +149,7 @@ async fn run_server(args: ServerArgs) -> anyhow::Result<()> {
         shutdown.child(),
     )
     .await?;
-    ensure_cluster_management_addon(&hub).await?;
+    access::ensure_cluster_management_addon(&hub).await?;
     println!("cluster proxy server at {}", running.endpoint.url);
     if args.hostnames.is_empty() && args.public_url.is_none() {
         println!(
@@ -222,85 +200,8 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// The user's hub kubeconfig turned towards the proxy: same user entry (same credentials),
-/// server `<proxy>/<suffix>` trusted through the proxy's CA.
-pub(crate) fn retarget(
-    config: &Kubeconfig,
-    endpoint: &Endpoint,
-    suffix: &str,
-    name: &str,
-) -> anyhow::Result<Kubeconfig> {
-    let current = config
-        .current_context
-        .clone()
-        .or_else(|| config.contexts.first().map(|c| c.name.clone()))
-        .context("the hub kubeconfig has no current context")?;
-    let context = config
-        .contexts
-        .iter()
-        .find(|c| c.name == current)
-        .and_then(|c| c.context.clone())
-        .with_context(|| format!("context {current:?} not found in the hub kubeconfig"))?;
-    let user = config
-        .auth_infos
-        .iter()
-        .find(|a| Some(&a.name) == context.user.as_ref())
-        .cloned()
-        .context("the hub kubeconfig's context names no user")?;
-    let cluster = kube::config::Cluster {
-        server: Some(format!("{}{suffix}", endpoint.url.trim_end_matches('/'))),
-        certificate_authority_data: Some(
-            base64::engine::general_purpose::STANDARD.encode(endpoint.ca_pem.as_bytes()),
-        ),
-        ..Default::default()
-    };
-    Ok(Kubeconfig {
-        clusters: vec![NamedCluster {
-            name: name.to_owned(),
-            cluster: Some(cluster),
-            other: Default::default(),
-        }],
-        auth_infos: vec![user.clone()],
-        contexts: vec![NamedContext {
-            name: name.to_owned(),
-            context: Some(kube::config::Context {
-                cluster: name.to_owned(),
-                user: Some(user.name.clone()),
-                namespace: None,
-                extensions: None,
-                other: Default::default(),
-            }),
-            other: Default::default(),
-        }],
-        current_context: Some(name.to_owned()),
-        api_version: Some("v1".into()),
-        kind: Some("Config".into()),
-        ..Default::default()
-    })
-}
-
-async fn endpoint_and_config(hub_kubeconfig: &Path) -> anyhow::Result<(Kubeconfig, Endpoint)> {
-    let hub = super::client_from(hub_kubeconfig).await?;
-    let config = Kubeconfig::read_from(hub_kubeconfig)
-        .with_context(|| format!("reading {}", hub_kubeconfig.display()))?;
-    let endpoint = pki::read_endpoint(&hub, pki::PROXY_NAMESPACE).await?;
-    Ok((config, endpoint))
-}
-
-/// A kubeconfig (JSON, which kubectl reads as YAML) for `cluster` through the proxy.
-pub async fn proxy_kubeconfig(hub_kubeconfig: &Path, cluster: &str) -> anyhow::Result<String> {
-    let (config, endpoint) = endpoint_and_config(hub_kubeconfig).await?;
-    let proxied = retarget(
-        &config,
-        &endpoint,
-        &format!("/clusters/{cluster}"),
-        &format!("{cluster}-via-proxy"),
-    )?;
-    Ok(serde_json::to_string_pretty(&proxied)? + "\n")
-}
-
 async fn kubectl(args: KubectlArgs) -> anyhow::Result<()> {
-    let text = proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
+    let text = access::proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
     let dir = super::ocm_home().join("proxy");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!(
@@ -323,28 +224,9 @@ async fn kubectl(args: KubectlArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The proxy's open tunnels, asked with the caller's hub credentials.
-pub(crate) async fn tunnels(hub_kubeconfig: &Path) -> anyhow::Result<Vec<TunnelInfo>> {
-    let (config, endpoint) = endpoint_and_config(hub_kubeconfig).await?;
-    let proxied = retarget(&config, &endpoint, "", "cluster-proxy")?;
-    let client = ocm_runtime::kubeconfig::client_from_kubeconfig(proxied).await?;
-    let request = http::Request::get("/tunnels").body(Vec::new())?;
-    let text = client.request_text(request).await.with_context(|| {
-        format!(
-            "asking the proxy server at {} for its tunnels",
-            endpoint.url
-        )
-    })?;
-    #[derive(serde::Deserialize)]
-    struct List {
-        tunnels: Vec<TunnelInfo>,
-    }
-    Ok(serde_json::from_str::<List>(&text)?.tunnels)
-}
-
 async fn health(args: HealthArgs) -> anyhow::Result<()> {
     let hub = args.hub.client().await?;
-    let tunnels = tunnels(&args.hub.path()).await?;
+    let tunnels = access::tunnels(&args.hub.path()).await?;
     let clusters: Api<ManagedCluster> = Api::all(hub.clone());
     let mut rows = Vec::new();
     for cluster in clusters.list(&Default::default()).await?.items {

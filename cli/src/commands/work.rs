@@ -146,7 +146,7 @@ pub fn render_works(works: &[ManifestWork], now: jiff::Timestamp) -> String {
             ]
         })
         .collect();
-    crate::text_table::render(&["NAME", "CLUSTER", "APPLIED", "AVAILABLE", "AGE"], &rows)
+    ocm_runtime::text_table::render(&["NAME", "CLUSTER", "APPLIED", "AVAILABLE", "AGE"], &rows)
 }
 
 /// Prints the works table.

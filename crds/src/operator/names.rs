@@ -314,4 +314,9 @@ pub mod klusterlet {
     pub const REGISTRATION_SA: &str = "klusterlet-registration-sa";
     /// Work agent (and single agent) service account of the default Klusterlet.
     pub const WORK_SA: &str = "klusterlet-work-sa";
+
+    /// The executable of the `ocm` image that the agent containers run: `ocm-agent`, which
+    /// holds the managed cluster's agents alone and so keeps their memory small (`ocm` serves
+    /// the same commands).
+    pub const AGENT_EXECUTABLE: &str = "ocm-agent";
 }

@@ -48,12 +48,11 @@ use tokio::sync::mpsc;
 
 use pod::{PROCESS_ANNOTATION, PROCESS_LABEL, PodCounts};
 
-/// The name of the `ocm` image's second executable, the managed cluster's agents alone.
-pub const AGENT_PROGRAM: &str = "ocm-agent";
+use ocm_api::operator::names::klusterlet::AGENT_EXECUTABLE;
 
 /// The `ocm-agent` executable beside `ocm` (`binary`), when it was built or installed there.
 pub fn agent_beside(binary: &std::path::Path) -> Option<PathBuf> {
-    let agent = binary.parent()?.join(AGENT_PROGRAM);
+    let agent = binary.parent()?.join(AGENT_EXECUTABLE);
     agent.is_file().then_some(agent)
 }
 
@@ -111,7 +110,9 @@ impl ProcessKubeletOptions {
         let (executable, entrypoint) = self.executable(image)?;
         let named = program.and_then(|p| p.rsplit('/').next());
         match &self.agent_binary {
-            Some(agent) if entrypoint == pod::Entrypoint::Image && named == Some(AGENT_PROGRAM) => {
+            Some(agent)
+                if entrypoint == pod::Entrypoint::Image && named == Some(AGENT_EXECUTABLE) =>
+            {
                 Some((agent.as_path(), entrypoint))
             }
             _ => Some((executable, entrypoint)),

@@ -106,10 +106,6 @@ pub fn cluster_name(input: &RenderInput<'_>) -> Option<String> {
         .or_else(|| input.hub_secret.cluster_name.clone())
 }
 
-/// The executable of the `ocm` image the agents run: `ocm-agent`, which holds the agents
-/// alone and so keeps a managed cluster's memory small (`ocm` serves the same commands).
-pub const AGENT_EXECUTABLE: &str = "ocm-agent";
-
 /// The image an agent runs.
 fn image_of(input: &RenderInput<'_>, agent: Agent) -> String {
     let spec = &input.klusterlet.spec;
@@ -214,7 +210,7 @@ fn deployment(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Value {
         "name": name,
         "image": image_of(input, agent),
         // The image's small agent-only executable, not its `ocm` entrypoint (same commands).
-        "command": [AGENT_EXECUTABLE],
+        "command": [ocm_api::operator::names::klusterlet::AGENT_EXECUTABLE],
         "args": args(input, agent, namespace),
         "resources": crate::pod::container_resources(spec.resource_requirement.as_ref()),
         "securityContext": crate::pod::restricted_security_context(),

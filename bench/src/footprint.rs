@@ -15,8 +15,8 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use tokio::process::{Child, Command};
 
-use super::bench_support::{
-    ProcessMemory, memory_of, ocm_child, spawn_until_logged, spawn_until_ready,
+use crate::support::{
+    ProcessMemory, child_of, memory_of, ocm_child, spawn_until_logged, spawn_until_ready,
 };
 
 /// Flags of `ocm bench footprint`.
@@ -65,7 +65,7 @@ fn small_agent_executable(args: &BenchFootprintArgs) -> anyhow::Result<Option<Pa
         return Ok(Some(path.clone()));
     }
     let exe = std::env::current_exe().context("finding the ocm executable")?;
-    Ok(crate::process_kubelet::agent_beside(&exe))
+    Ok(ocm_hub::process_kubelet::agent_beside(&exe))
 }
 
 /// How the agents reach the hub: its URL and the bootstrap token.
@@ -103,9 +103,9 @@ async fn agents_alone(
     let spoke = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
         .await
         .with_context(|| format!("loading {}", kubeconfig.display()))?;
-    let ca = super::join::discover_ca(hub.url, hub.token).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(hub.url, &ca, hub.token);
-    super::join::prepare_spoke(&spoke, &bootstrap).await?;
+    let ca = ocm_setup::discovery::discover_ca(hub.url, hub.token).await?;
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(hub.url, &ca, hub.token);
+    ocm_hub::join::prepare_spoke(&spoke, &bootstrap).await?;
     agent
         .env("OCM_HOME", dir.join(name))
         .args(["agent", "--cluster-name", name, "--spoke-kubeconfig"])
@@ -141,7 +141,9 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(
         &std::fs::read_to_string(&kubeconfig)?,
     )?)?;
-    let token = crate::bootstrap::init_hub(&admin, None).await?.to_string();
+    let token = ocm_hub::bootstrap::init_hub(&admin, None)
+        .await?
+        .to_string();
     let access = HubAccess {
         url: &server.server,
         token: &token,
@@ -163,14 +165,7 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
     .context("ocm join --simulated did not reach the hub in time")??;
     let (cluster, agent) = agents_alone(dir, OCM_AGENT, &access, ocm_child()?).await?;
     let small = match small_agent_executable(args)? {
-        Some(exe) => {
-            let mut command = Command::new(exe);
-            command
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true);
-            Some(agents_alone(dir, SMALL_AGENT, &access, command).await?)
-        }
+        Some(exe) => Some(agents_alone(dir, SMALL_AGENT, &access, child_of(&exe)).await?),
         None => {
             println!(
                 "no ocm-agent beside this ocm (cargo build --release -p ocm-agent, or \
@@ -186,13 +181,16 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
         .chain(small.is_some().then_some(SMALL_AGENT))
         .collect();
     for name in &names {
-        tokio::time::timeout(STAGE, crate::accept::accept_when_asked(&admin, name, false))
-            .await
-            .with_context(|| format!("{name} did not ask to join in time"))??;
+        tokio::time::timeout(
+            STAGE,
+            ocm_registration::accept::accept_when_asked(&admin, name, false),
+        )
+        .await
+        .with_context(|| format!("{name} did not ask to join in time"))??;
     }
     for name in &names {
-        crate::operator_install::wait_until(clusters.clone(), name, STAGE, |c| {
-            crate::clusters_table::joined_and_available(c)
+        ocm_setup::wait::wait_until(clusters.clone(), name, STAGE, |c| {
+            ocm_setup::wait::joined_and_available(c)
         })
         .await?;
     }

@@ -21,7 +21,7 @@ use ocm_api::cluster::v1beta1::Placement;
 use ocm_runtime::backoff::WatchBackoffExt;
 use serde_json::json;
 
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 const NS: &str = "bench";
 
@@ -196,7 +196,7 @@ pub async fn bench(args: BenchPlacementArgs) -> anyhow::Result<()> {
         .await
         .context("placements not decided within 30 min")??;
     let decided = started.elapsed();
-    let (rss, _) = super::bench_support::process_usage();
+    let (rss, _) = crate::support::process_usage();
     println!(
         "  {} placements created in {:.1} s; all decided {:.1} s after the first create",
         args.placements,

@@ -142,7 +142,7 @@ pub fn render(rows: &[Row]) -> String {
             ]
         })
         .collect();
-    crate::text_table::render(
+    ocm_runtime::text_table::render(
         &[
             "WORKLOAD",
             "PATH",

@@ -9,7 +9,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_registration::agent::{Agent, AgentOptions};
 use ocm_runtime::shutdown::Shutdown;
 
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
 pub(crate) fn process_usage() -> (u64, f64) {
@@ -104,13 +104,18 @@ fn status_field(status: &str, name: &str) -> u64 {
 /// (heaptrack) stays out of the children.
 pub(crate) fn ocm_child() -> anyhow::Result<tokio::process::Command> {
     let exe = std::env::current_exe().context("finding the ocm executable")?;
+    Ok(child_of(&exe))
+}
+
+/// A child process of the executable `exe`, set up like [`ocm_child`].
+pub(crate) fn child_of(exe: &std::path::Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(exe);
     command
         .env_remove("LD_PRELOAD")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true);
-    Ok(command)
+    command
 }
 
 /// Spawns `command` (see [`ocm_child`]) and waits until it prints a line that `ready` accepts;
@@ -197,8 +202,8 @@ pub(crate) async fn prepare_fleet(
         .map(|name| {
             let server = hub.server.clone();
             async move {
-                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
-                super::join::prepare_spoke(&spoke, bootstrap).await?;
+                let spoke = ocm_hub::simulated::logical_spoke(&server, &name).await?;
+                ocm_hub::join::prepare_spoke(&spoke, bootstrap).await?;
                 anyhow::Ok((name, spoke))
             }
         })
@@ -219,7 +224,7 @@ pub(crate) async fn join_fleet_with(
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
     let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
     let waiter =
-        tokio::spawn(async move { super::demo_steps::wait_all_available(&clusters, &names).await });
+        tokio::spawn(async move { ocm_setup::wait::wait_all_available(&clusters, &names).await });
     drop(start_agents(spokes.to_vec(), shutdown));
     waiter.await.context("waiting for the fleet")?
 }
@@ -262,7 +267,7 @@ pub(crate) struct BenchHub {
 /// Starts an embedded hub on a loopback port that auto-approves a new bootstrap token's
 /// clusters, and sets the token up on it.
 pub(crate) async fn start_bench_hub(mut options: EmbeddedHubOptions) -> anyhow::Result<BenchHub> {
-    let token = crate::bootstrap::BootstrapToken::generate()?;
+    let token = ocm_hub::bootstrap::BootstrapToken::generate()?;
     options.listen = ([127, 0, 0, 1], 0).into();
     options
         .hub
@@ -274,8 +279,8 @@ pub(crate) async fn start_bench_hub(mut options: EmbeddedHubOptions) -> anyhow::
         .trim_start_matches("https://")
         .parse()
         .context("the hub's address")?;
-    crate::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    ocm_hub::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
     Ok(BenchHub {
         hub,
         options,

@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::backoff::WatchBackoffExt;
 
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// The lease each registration agent renews in its cluster namespace.
 const CLUSTER_LEASE: &str = "managed-cluster-lease";
@@ -108,7 +108,7 @@ async fn not_available(hub: &EmbeddedHub, expected: &BTreeSet<String>) -> anyhow
         .await?
         .items
         .iter()
-        .filter(|c| crate::clusters_table::joined_and_available(c))
+        .filter(|c| ocm_setup::wait::joined_and_available(c))
         .filter_map(|c| c.metadata.name.clone())
         .filter(|n| expected.contains(n))
         .count();

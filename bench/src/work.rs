@@ -24,8 +24,8 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::bench_support::{process_usage, rss_of};
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use crate::support::{process_usage, rss_of};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Flags of `ocm bench work`.
 #[derive(Debug, Args)]
@@ -60,7 +60,7 @@ pub async fn bench(args: BenchWorkArgs) -> anyhow::Result<()> {
 
 /// A hub in memory whose bootstrap token is auto-approved.
 async fn bench_hub(dir: &std::path::Path) -> anyhow::Result<(EmbeddedHub, String)> {
-    let token = crate::bootstrap::BootstrapToken::generate()?;
+    let token = ocm_hub::bootstrap::BootstrapToken::generate()?;
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         memory: true,
         listen: ([127, 0, 0, 1], 0).into(),
@@ -71,8 +71,8 @@ async fn bench_hub(dir: &std::path::Path) -> anyhow::Result<(EmbeddedHub, String
         ..EmbeddedHubOptions::new(dir)
     })
     .await?;
-    crate::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    ocm_hub::bootstrap::init_with_token(&hub.admin_client(), &token, None).await?;
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
     Ok((hub, bootstrap))
 }
 
@@ -95,7 +95,7 @@ async fn fleet(args: &BenchWorkArgs) -> anyhow::Result<()> {
     );
     let joining = Instant::now();
     let shutdown = Shutdown::new();
-    let spokes = super::bench_support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+    let spokes = crate::support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
     println!(
         "  {} clusters joined in {:.1} s (not part of the measurement)",
         names.len(),
@@ -233,13 +233,12 @@ async fn solo(args: &BenchWorkArgs) -> anyhow::Result<()> {
     let (hub, bootstrap) = bench_hub(&dir.join("hub")).await?;
     let admin = hub.admin_client();
     let cluster =
-        crate::simulated::SimulatedCluster::start(&dir.join("spoke"), ([127, 0, 0, 1], 0).into())
+        ocm_hub::simulated::SimulatedCluster::start(&dir.join("spoke"), ([127, 0, 0, 1], 0).into())
             .await?;
     let shutdown = Shutdown::new();
     let name = "solo".to_owned();
-    super::join::prepare_spoke(&cluster.client(), &bootstrap).await?;
-    super::bench_support::join_fleet_with(&hub, &[(name.clone(), cluster.client())], &shutdown)
-        .await?;
+    ocm_hub::join::prepare_spoke(&cluster.client(), &bootstrap).await?;
+    crate::support::join_fleet_with(&hub, &[(name.clone(), cluster.client())], &shutdown).await?;
     println!(
         "ocm bench work (one agent): {} works x {} ConfigMaps, agent as a separate process",
         args.solo_works, args.solo_manifests

@@ -24,8 +24,8 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::bench_support::{BenchHub, process_usage, start_bench_hub};
-use crate::embedded::EmbeddedHubOptions;
+use crate::support::{BenchHub, process_usage, start_bench_hub};
+use ocm_hub::embedded::EmbeddedHubOptions;
 
 /// Flags of `ocm bench addons`.
 #[derive(Debug, Args)]
@@ -61,7 +61,7 @@ async fn list_and_watch_counts(
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await
         .context("reading the hub's /metrics")?;
-    Ok(super::restart_bench::request_counts(&metrics))
+    Ok(crate::restart::request_counts(&metrics))
 }
 
 /// Runs the benchmark.
@@ -69,7 +69,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-addons-{}", std::process::id()));
     let BenchHub { hub, bootstrap, .. } = start_bench_hub(EmbeddedHubOptions {
         memory: true,
-        extra_controllers: super::hub::addon_controllers(),
+        extra_controllers: ocm_setup::controllers::addon_controllers(),
         ..EmbeddedHubOptions::new(&dir)
     })
     .await?;
@@ -84,7 +84,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let status_sync = Duration::from_secs(args.status_sync_seconds);
     let mut fleet = Vec::new();
     if args.fleet_process {
-        fleet = super::fleet_bench::FleetProcess::join_all(
+        fleet = crate::fleet::FleetProcess::join_all(
             &admin,
             &dir,
             &bootstrap,
@@ -93,8 +93,8 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         )
         .await?;
     } else {
-        let spokes = super::bench_support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
-        super::fleet_bench::start_work_agents(&spokes, status_sync, &shutdown);
+        let spokes = crate::support::join_fleet(&hub, &bootstrap, &names, &shutdown).await?;
+        crate::fleet::start_work_agents(&spokes, status_sync, &shutdown);
     }
     println!(
         "  {} clusters joined in {:.1} s (not part of the measurement{})",
@@ -109,11 +109,11 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     bind_everything(&admin).await?;
     let requests_before = list_and_watch_counts(&admin).await?;
     let (rss_before, _) = process_usage();
-    let parts_before = super::bench_support::rss_parts();
+    let parts_before = crate::support::rss_parts();
     let stored_before = hub.server.store().stats();
     let by_resource_before = hub.server.store().object_bytes_by_resource();
 
-    let addon_names = super::bench_addon::addon_names(args.addons);
+    let addon_names = crate::addon::addon_names(args.addons);
     let expected: BTreeSet<(String, String)> = names
         .iter()
         .flat_map(|c| addon_names.iter().map(move |a| (c.clone(), a.clone())))
@@ -136,7 +136,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let manager_process = if args.manager_process {
         std::fs::create_dir_all(&dir)?;
         Some(
-            super::addon_bench_manager::ManagerProcess::start(
+            crate::addon_manager::ManagerProcess::start(
                 &admin,
                 |token| hub.token_kubeconfig(token),
                 &dir,
@@ -147,15 +147,14 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     } else {
         let mut manager = AddonManager::new(admin.clone());
         for name in &addon_names {
-            manager =
-                manager.with_addon(Arc::new(super::bench_addon::BenchAddon::new(name.clone())));
+            manager = manager.with_addon(Arc::new(crate::addon::BenchAddon::new(name.clone())));
         }
         tokio::spawn(manager.run(shutdown.child()));
         None
     };
     let (created, available) = waiter.await.context("watching the addons")??;
     let (rss_after, _) = process_usage();
-    let parts_after = super::bench_support::rss_parts();
+    let parts_after = crate::support::rss_parts();
     let requests_after = list_and_watch_counts(&admin).await?;
     println!(
         "  {} ManagedClusterAddOns: all created after {:.1} s, all Available after {:.1} s",
@@ -176,8 +175,8 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     }
     let manager_rss = manager_process
         .as_ref()
-        .and_then(super::addon_bench_manager::ManagerProcess::pid)
-        .map(super::bench_support::rss_of);
+        .and_then(crate::addon_manager::ManagerProcess::pid)
+        .map(crate::support::rss_of);
     let with_manager = if manager_rss.is_some() {
         ""
     } else {
@@ -254,8 +253,8 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     if !fleet.is_empty() {
         let fleet_rss: u64 = fleet
             .iter()
-            .filter_map(super::fleet_bench::FleetProcess::pid)
-            .map(super::bench_support::rss_of)
+            .filter_map(crate::fleet::FleetProcess::pid)
+            .map(crate::support::rss_of)
             .sum();
         println!(
             "  RSS of the fleet processes (clusters and agents): {:.0} MiB",

@@ -34,8 +34,8 @@ pub async fn run(args: AddonManagerArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("reading {}", args.kubeconfig.display()))?;
     let mut manager = AddonManager::new(client);
-    for name in super::bench_addon::addon_names(args.addons) {
-        manager = manager.with_addon(Arc::new(super::bench_addon::BenchAddon::new(name)));
+    for name in crate::addon::addon_names(args.addons) {
+        manager = manager.with_addon(Arc::new(crate::addon::BenchAddon::new(name)));
     }
     let shutdown = Shutdown::new();
     let running = tokio::spawn(manager.run(shutdown.child()));
@@ -72,14 +72,13 @@ impl ManagerProcess {
         let token = account_token(admin).await?;
         let path = dir.join("addon-manager.kubeconfig");
         std::fs::write(&path, token_kubeconfig(&token))?;
-        let mut command = super::bench_support::ocm_child()?;
+        let mut command = crate::support::ocm_child()?;
         command
             .args(["bench", "addon-manager", "--addons", &addons.to_string()])
             .arg("--kubeconfig")
             .arg(&path);
         let (mut child, _) =
-            super::bench_support::spawn_until_ready(command, "addon manager", |l| l == "running")
-                .await?;
+            crate::support::spawn_until_ready(command, "addon manager", |l| l == "running").await?;
         let stdin = child.stdin.take().context("addon manager stdin")?;
         Ok(ManagerProcess { child, stdin })
     }

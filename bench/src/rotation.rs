@@ -22,7 +22,7 @@ use ocm_registration::hub::HubOptions;
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Flags of `ocm bench rotation`.
 #[derive(Debug, Args)]
@@ -57,7 +57,7 @@ struct Counts {
 /// Runs the benchmark.
 pub async fn bench(args: BenchRotationArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-rotation-{}", std::process::id()));
-    let token = crate::bootstrap::BootstrapToken::generate()?;
+    let token = ocm_hub::bootstrap::BootstrapToken::generate()?;
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         memory: true,
         listen: ([127, 0, 0, 1], 0).into(),
@@ -70,8 +70,8 @@ pub async fn bench(args: BenchRotationArgs) -> anyhow::Result<()> {
     })
     .await?;
     let admin = hub.admin_client();
-    crate::bootstrap::init_with_token(&admin, &token, None).await?;
-    let bootstrap = super::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
+    ocm_hub::bootstrap::init_with_token(&admin, &token, None).await?;
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(&hub.url, &hub.ca_pem, &token.to_string());
     println!(
         "ocm bench rotation: {} cluster(s), {} s certificates, agents with default options (certificate check period {} s), {} s leases",
         args.clusters,
@@ -86,8 +86,8 @@ pub async fn bench(args: BenchRotationArgs) -> anyhow::Result<()> {
 
     let names: Vec<String> = (1..=args.clusters).map(|i| format!("rot-{i}")).collect();
     for name in &names {
-        let spoke = crate::simulated::logical_spoke(&hub.server, name).await?;
-        super::join::prepare_spoke(&spoke, &bootstrap).await?;
+        let spoke = ocm_hub::simulated::logical_spoke(&hub.server, name).await?;
+        ocm_hub::join::prepare_spoke(&spoke, &bootstrap).await?;
         tasks.push(tokio::spawn(watch_secret(
             spoke.clone(),
             name.clone(),
@@ -112,7 +112,7 @@ pub async fn bench(args: BenchRotationArgs) -> anyhow::Result<()> {
         }));
     }
     let clusters: Api<ManagedCluster> = Api::all(admin.clone());
-    super::demo_steps::wait_all_available(&clusters, &names).await?;
+    ocm_setup::wait::wait_all_available(&clusters, &names).await?;
     for name in &names {
         let patch = serde_json::json!({"spec": {"leaseDurationSeconds": args.lease_seconds}});
         clusters
@@ -303,7 +303,7 @@ async fn watch_availability(clusters: Api<ManagedCluster>, counts: Arc<Mutex<Cou
     while let Some(event) = events.next().await {
         let Ok(cluster) = event else { continue };
         let name = cluster.metadata.name.clone().unwrap_or_default();
-        let now = crate::clusters_table::joined_and_available(&cluster);
+        let now = ocm_setup::wait::joined_and_available(&cluster);
         let before = up.insert(name, now).unwrap_or(true);
         if before && !now {
             counts.lock().unwrap_or_else(|p| p.into_inner()).unavailable += 1;

@@ -12,12 +12,12 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::demo_operator::start_kubelet;
-use crate::operator_install::{
+use ocm_hub::simulated::SimulatedCluster;
+use ocm_setup::kubelet::start_kubelet;
+use ocm_setup::operators::{
     KlusterletRequest, create_cluster_manager, create_klusterlet, install_hub_operator,
     install_klusterlet_operator, wait_hub_ready,
 };
-use crate::simulated::SimulatedCluster;
 
 /// Flags of `ocm bench operator`.
 #[derive(Debug, Args)]
@@ -37,7 +37,7 @@ const STAGE: Duration = Duration::from_secs(180);
 async fn wait_available(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Result<()> {
     let api: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(client.clone(), namespace);
-    crate::operator_install::wait_until(api, name, STAGE, |d| {
+    ocm_setup::wait::wait_until(api, name, STAGE, |d| {
         d.status
             .as_ref()
             .and_then(|s| s.available_replicas)
@@ -93,13 +93,13 @@ fn children() -> Vec<(u32, String)> {
 
 /// Resident memory of `pid` in MiB.
 fn rss_mib(pid: u32) -> Option<f64> {
-    super::bench_support::memory_of(pid).map(|m| m.rss as f64 / 1024.0)
+    crate::support::memory_of(pid).map(|m| m.rss as f64 / 1024.0)
 }
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
     let dir = tempfile_dir()?;
-    let image = crate::operator_install::default_image();
+    let image = ocm_setup::operators::default_image();
     let shutdown = Shutdown::new();
     let hub = SimulatedCluster::start(&dir.join("hub"), ([127, 0, 0, 1], 0).into()).await?;
     start_kubelet(&hub, &image, &[], &dir.join("hub"), &shutdown)?;
@@ -115,11 +115,11 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
         hub_ready.as_secs_f64()
     );
 
-    let token = crate::bootstrap::init_hub(&admin, None).await?;
+    let token = ocm_hub::bootstrap::init_hub(&admin, None).await?;
     let server = ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(
         &std::fs::read_to_string(&hub.kubeconfig)?,
     )?)?;
-    let bootstrap = super::join::bootstrap_kubeconfig(
+    let bootstrap = ocm_hub::join::bootstrap_kubeconfig(
         &hub.url,
         server
             .ca_pem
@@ -151,12 +151,12 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
         .await?;
         tokio::time::timeout(
             STAGE,
-            crate::accept::accept_when_asked(&admin, &name, false),
+            ocm_registration::accept::accept_when_asked(&admin, &name, false),
         )
         .await
         .with_context(|| format!("{name} did not ask to join"))??;
-        crate::operator_install::wait_until(clusters.clone(), &name, STAGE, |c| {
-            crate::clusters_table::joined_and_available(c)
+        ocm_setup::wait::wait_until(clusters.clone(), &name, STAGE, |c| {
+            ocm_setup::wait::joined_and_available(c)
         })
         .await?;
         let took = started.elapsed();

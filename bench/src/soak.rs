@@ -24,8 +24,8 @@ use ocm_api::cluster::v1beta1::Placement;
 use ocm_api::work::v1::ManifestWork;
 use serde_json::json;
 
-use super::bench_support::{BenchHub, process_usage, rss_of, start_bench_hub};
-use crate::embedded::EmbeddedHubOptions;
+use crate::support::{BenchHub, process_usage, rss_of, start_bench_hub};
+use ocm_hub::embedded::EmbeddedHubOptions;
 
 /// Namespace of the soak's placements.
 const NS: &str = "soak";
@@ -82,7 +82,7 @@ pub async fn bench(args: BenchSoakArgs) -> anyhow::Result<()> {
     );
     let dir = std::env::temp_dir().join(format!("ocm-bench-soak-{}", std::process::id()));
     let BenchHub { hub, bootstrap, .. } = start_bench_hub(EmbeddedHubOptions {
-        extra_controllers: super::hub::addon_controllers(),
+        extra_controllers: ocm_setup::controllers::addon_controllers(),
         ..EmbeddedHubOptions::new(&dir)
     })
     .await?;
@@ -100,7 +100,7 @@ pub async fn bench(args: BenchSoakArgs) -> anyhow::Result<()> {
     );
     std::fs::create_dir_all(&dir)?;
     let joining = Instant::now();
-    let fleet = super::fleet_bench::FleetProcess::join_all(
+    let fleet = crate::fleet::FleetProcess::join_all(
         &admin,
         &dir,
         &bootstrap,
@@ -134,7 +134,7 @@ pub async fn bench(args: BenchSoakArgs) -> anyhow::Result<()> {
     );
     let fleet_pids: Vec<u32> = fleet
         .iter()
-        .filter_map(super::fleet_bench::FleetProcess::pid)
+        .filter_map(crate::fleet::FleetProcess::pid)
         .collect();
     let mut failed = 0u64;
     let mut samples = Vec::new();
@@ -405,7 +405,7 @@ impl Driver<'_> {
             .filter_map(|c| {
                 Some((
                     c.metadata.name.clone()?,
-                    crate::clusters_table::joined_and_available(c),
+                    ocm_setup::wait::joined_and_available(c),
                 ))
             })
             .collect();

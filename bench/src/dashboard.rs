@@ -14,7 +14,7 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::embedded::{EmbeddedHub, EmbeddedHubOptions};
+use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Flags of `ocm bench dashboard`.
 #[derive(Debug, Args)]
@@ -194,7 +194,7 @@ pub async fn bench(args: BenchDashboardArgs) -> anyhow::Result<()> {
     churn.cancel();
     let updates = churning.await.context("churn task")?;
     println!("    ({updates} updates written)");
-    let (rss_kib, _) = super::bench_support::process_usage();
+    let (rss_kib, _) = crate::support::process_usage();
     println!(
         "  process RSS (hub API server with {} clusters + dashboard): {} MiB",
         args.clusters,

@@ -47,8 +47,8 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
         .map(|name| {
             let (server, bootstrap) = (server.clone(), bootstrap.clone());
             async move {
-                let spoke = crate::simulated::logical_spoke(&server, &name).await?;
-                super::join::prepare_spoke(&spoke, &bootstrap).await?;
+                let spoke = ocm_hub::simulated::logical_spoke(&server, &name).await?;
+                ocm_hub::join::prepare_spoke(&spoke, &bootstrap).await?;
                 anyhow::Ok((name, spoke))
             }
         })
@@ -70,7 +70,7 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
     if let Some(seconds) = args.work_status_sync_seconds {
         start_work_agents(&spokes, std::time::Duration::from_secs(seconds), &shutdown);
     }
-    let _agents = super::bench_support::start_agents(spokes, &shutdown);
+    let _agents = crate::support::start_agents(spokes, &shutdown);
     // Until the parent closes stdin (or goes away).
     while lines.next_line().await?.is_some() {}
     shutdown.cancel();
@@ -150,7 +150,7 @@ impl FleetProcess {
         let names: Vec<String> = (1..=clusters).map(|i| format!("bench-{i}")).collect();
         let waiter =
             tokio::spawn(
-                async move { super::demo_steps::wait_all_available(&managed, &names).await },
+                async move { ocm_setup::wait::wait_all_available(&managed, &names).await },
             );
         for process in &mut fleet {
             process.go().await?;
@@ -167,7 +167,7 @@ impl FleetProcess {
         clusters: usize,
         work_status_sync: Option<std::time::Duration>,
     ) -> anyhow::Result<Self> {
-        let mut command = super::bench_support::ocm_child()?;
+        let mut command = crate::support::ocm_child()?;
         command
             .args(["bench", "fleet", "--clusters", &clusters.to_string()])
             .args(["--first", &first.to_string()])
@@ -180,7 +180,7 @@ impl FleetProcess {
             ]);
         }
         let (mut child, _) =
-            super::bench_support::spawn_until_ready(command, "fleet", |l| l == "prepared").await?;
+            crate::support::spawn_until_ready(command, "fleet", |l| l == "prepared").await?;
         let stdin = child.stdin.take().context("fleet stdin")?;
         Ok(FleetProcess { child, stdin })
     }

@@ -1,9 +1,31 @@
-//! `ocm bench registration --clusters N`: N simulated clusters, each with its own registration
-//! agent talking to an embedded hub over TLS, all in this process. Prints the time until every
-//! cluster is Joined and Available, then process RSS and CPU while the fleet heartbeats.
+//! `ocm bench`: the benchmarks that print ocm-rs's speed and memory figures
+//! (docs/performance.md) — registration, work, placement, addons, operator, rotation, proxy,
+//! soak, dashboard, footprint — and the helper processes they start (`ocm bench fleet`,
+//! `ocm bench addon-manager`). The `ocm` binary serves them as `ocm bench …`; they build on
+//! the embedded hub (`ocm-hub`) and the setup steps the `ocm` commands use (`ocm-setup`).
 //!
-//! Clusters are accepted by the hub's auto-approval (the bootstrap token's user is listed in
-//! `auto_approved_users`), so the figures measure registration, not a human.
+//! `ocm bench registration --clusters N` (this file): N simulated clusters, each with its own
+//! registration agent talking to an embedded hub over TLS, all in this process. Prints the
+//! time until every cluster is Joined and Available, then process RSS and CPU while the fleet
+//! heartbeats. Clusters are accepted by the hub's auto-approval (the bootstrap token's user is
+//! listed in `auto_approved_users`), so the figures measure registration, not a human.
+
+pub mod addon;
+pub mod addon_manager;
+pub mod addons;
+pub mod dashboard;
+pub mod fleet;
+pub mod footprint;
+pub mod operator;
+pub mod placement;
+pub mod proxy;
+pub mod proxy_load;
+pub mod proxy_tunnels;
+pub mod restart;
+pub mod rotation;
+pub mod soak;
+pub mod support;
+pub mod work;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -17,10 +39,10 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::bench_support::{
+use crate::support::{
     BenchHub, prepare_fleet, process_usage, rss_of, start_agents, start_bench_hub,
 };
-use crate::embedded::EmbeddedHubOptions;
+use ocm_hub::embedded::EmbeddedHubOptions;
 
 /// Flags of `ocm bench`.
 #[derive(Debug, Args)]
@@ -34,34 +56,34 @@ enum What {
     /// Join N simulated clusters and measure the steady heartbeat.
     Registration(RegistrationArgs),
     /// Placements over clusters, in upstream's benchmark shape.
-    Placement(super::placement_bench::BenchPlacementArgs),
+    Placement(crate::placement::BenchPlacementArgs),
     /// ManifestWorks over simulated clusters, and one agent under load.
-    Work(super::work_bench::BenchWorkArgs),
+    Work(crate::work::BenchWorkArgs),
     /// Addons enabled on simulated clusters: time until every one is Available, hub RSS.
-    Addons(super::addon_bench::BenchAddonsArgs),
+    Addons(crate::addons::BenchAddonsArgs),
     /// The operator path, every component a process: ClusterManager → hub ready, Klusterlet →
     /// cluster Available, each process's memory when idle.
-    Operator(super::operator_bench::BenchOperatorArgs),
+    Operator(crate::operator::BenchOperatorArgs),
     /// Certificate rotation with short-lived certificates: rotations, renewal CSRs,
     /// rebootstraps and 401s over a while.
-    Rotation(super::rotation_bench::BenchRotationArgs),
+    Rotation(crate::rotation::BenchRotationArgs),
     /// The cluster-proxy addon: requests/s and MB/s through the tunnel against direct access,
     /// and one proxy server process holding many clusters' tunnels (its RSS).
-    Proxy(super::proxy_bench::BenchProxyArgs),
+    Proxy(crate::proxy::BenchProxyArgs),
     /// A hub under steady churn for a long while: RSS, CPU and errors every minute.
-    Soak(super::soak_bench::BenchSoakArgs),
+    Soak(crate::soak::BenchSoakArgs),
     /// The dashboard over N clusters: time until its watch holds them all, page load times
     /// idle and while clusters change.
-    Dashboard(super::dashboard_bench::BenchDashboardArgs),
+    Dashboard(crate::dashboard::BenchDashboardArgs),
     /// `ocm hub` and one `ocm join --simulated` agent as processes, one cluster Available:
     /// each process's resident memory once idle.
-    Footprint(super::footprint_bench::BenchFootprintArgs),
+    Footprint(crate::footprint::BenchFootprintArgs),
     /// The simulated clusters and agents of `registration --fleet-process` (internal).
     #[command(hide = true)]
-    Fleet(super::fleet_bench::FleetArgs),
+    Fleet(crate::fleet::FleetArgs),
     /// The addon manager of `addons --manager-process` (internal).
     #[command(hide = true)]
-    AddonManager(super::addon_bench_manager::AddonManagerArgs),
+    AddonManager(crate::addon_manager::AddonManagerArgs),
 }
 
 /// Flags of `ocm bench registration`.
@@ -95,17 +117,17 @@ pub struct RegistrationArgs {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.what {
         What::Registration(args) => registration(args).await,
-        What::Placement(args) => super::placement_bench::bench(args).await,
-        What::Work(args) => super::work_bench::bench(args).await,
-        What::Addons(args) => super::addon_bench::bench(args).await,
-        What::Rotation(args) => super::rotation_bench::bench(args).await,
-        What::Operator(args) => super::operator_bench::bench(args).await,
-        What::Proxy(args) => super::proxy_bench::bench(args).await,
-        What::Soak(args) => super::soak_bench::bench(args).await,
-        What::Dashboard(args) => super::dashboard_bench::bench(args).await,
-        What::Footprint(args) => super::footprint_bench::bench(args).await,
-        What::Fleet(args) => super::fleet_bench::fleet(args).await,
-        What::AddonManager(args) => super::addon_bench_manager::run(args).await,
+        What::Placement(args) => crate::placement::bench(args).await,
+        What::Work(args) => crate::work::bench(args).await,
+        What::Addons(args) => crate::addons::bench(args).await,
+        What::Rotation(args) => crate::rotation::bench(args).await,
+        What::Operator(args) => crate::operator::bench(args).await,
+        What::Proxy(args) => crate::proxy::bench(args).await,
+        What::Soak(args) => crate::soak::bench(args).await,
+        What::Dashboard(args) => crate::dashboard::bench(args).await,
+        What::Footprint(args) => crate::footprint::bench(args).await,
+        What::Fleet(args) => crate::fleet::fleet(args).await,
+        What::AddonManager(args) => crate::addon_manager::run(args).await,
     }
 }
 
@@ -189,7 +211,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
                 name.clone(),
                 (is("HubAcceptedManagedCluster"), is("ManagedClusterJoined")),
             );
-            if crate::clusters_table::joined_and_available(&cluster) {
+            if ocm_setup::wait::joined_and_available(&cluster) {
                 ready.insert(name);
                 if ready.len() == watch_expected.len() {
                     return;
@@ -207,10 +229,10 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         std::fs::create_dir_all(&dir)?;
         let path = dir.join("bootstrap.kubeconfig");
         std::fs::write(&path, &bootstrap)?;
-        fleet = super::fleet_bench::FleetProcess::start_all(&path, args.clusters, None).await?;
+        fleet = crate::fleet::FleetProcess::start_all(&path, args.clusters, None).await?;
         let pids: Vec<String> = fleet
             .iter()
-            .filter_map(super::fleet_bench::FleetProcess::pid)
+            .filter_map(crate::fleet::FleetProcess::pid)
             .map(|pid| pid.to_string())
             .collect();
         println!(
@@ -246,7 +268,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
     let fleet_rss = || -> Option<u64> {
         let pids: Vec<u32> = fleet
             .iter()
-            .filter_map(super::fleet_bench::FleetProcess::pid)
+            .filter_map(crate::fleet::FleetProcess::pid)
             .collect();
         (!pids.is_empty()).then(|| pids.into_iter().map(rss_of).sum())
     };
@@ -279,7 +301,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         cpu_share * 100.0,
     );
     let hub = if args.restart {
-        super::restart_bench::measure(hub, options, &expected).await?
+        crate::restart::measure(hub, options, &expected).await?
     } else {
         hub
     };

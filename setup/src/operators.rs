@@ -10,6 +10,8 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::Value;
 
+use crate::wait::{has, wait_until};
+
 /// Field manager of what `ocm init/join --operator` applies.
 const FIELD_MANAGER: &str = "ocm-cli";
 
@@ -58,42 +60,6 @@ pub async fn apply_object(client: &kube::Client, object: &Value) -> anyhow::Resu
     Ok(())
 }
 
-/// Waits (up to `timeout`) until object `name` of `api` satisfies `done`.
-pub async fn wait_until<K>(
-    api: Api<K>,
-    name: &str,
-    timeout: Duration,
-    done: impl Fn(&K) -> bool + Send + 'static,
-) -> anyhow::Result<()>
-where
-    K: kube::Resource
-        + Clone
-        + k8s_openapi::serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    tokio::time::timeout(
-        timeout,
-        await_condition(api, name, move |o: Option<&K>| o.is_some_and(&done)),
-    )
-    .await
-    .with_context(|| format!("{name} not ready after {} s", timeout.as_secs()))??;
-    Ok(())
-}
-
-/// Whether `conditions` hold one of type `type_` with `status`.
-pub fn has(
-    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-    type_: &str,
-    status: &str,
-) -> bool {
-    conditions
-        .iter()
-        .any(|c| c.type_ == type_ && c.status == status)
-}
-
 /// Name of the ClusterManager `ocm init --operator` creates.
 pub const CLUSTER_MANAGER: &str = "cluster-manager";
 
@@ -109,7 +75,7 @@ pub async fn install_hub(client: &kube::Client, image: &str) -> anyhow::Result<(
 
 /// Installs the cluster-manager operator from its own manifests.
 pub async fn install_hub_operator(client: &kube::Client, image: &str) -> anyhow::Result<()> {
-    let crd = serde_json::to_value(crate::commands::operator::cluster_manager_crd()?)?;
+    let crd = serde_json::to_value(cluster_manager_crd()?)?;
     apply_operator(client, &ocm_operator::manifests::hub_operator(image, crd)).await
 }
 
@@ -168,7 +134,7 @@ pub async fn install_klusterlet(
 
 /// Installs the klusterlet operator from its own manifests.
 pub async fn install_klusterlet_operator(spoke: &kube::Client, image: &str) -> anyhow::Result<()> {
-    let crd = serde_json::to_value(crate::commands::operator::klusterlet_crd()?)?;
+    let crd = serde_json::to_value(klusterlet_crd()?)?;
     apply_operator(
         spoke,
         &ocm_operator::manifests::klusterlet_operator(image, crd),
@@ -199,4 +165,49 @@ pub async fn create_klusterlet(
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
         "metadata": {"name": KLUSTERLET}, "spec": spec});
     apply_object(spoke, &klusterlet).await
+}
+
+/// The ClusterManager CRD.
+pub fn cluster_manager_crd() -> anyhow::Result<CustomResourceDefinition> {
+    operator_crd(ocm_api::crds::hub(), "clustermanagers")
+}
+
+/// The Klusterlet CRD.
+pub fn klusterlet_crd() -> anyhow::Result<CustomResourceDefinition> {
+    operator_crd(ocm_api::crds::klusterlet(), "klusterlets")
+}
+
+/// The CRD of operator kind `plural` among `crds`.
+fn operator_crd(
+    crds: Vec<CustomResourceDefinition>,
+    plural: &str,
+) -> anyhow::Result<CustomResourceDefinition> {
+    let name = format!("{plural}.operator.open-cluster-management.io");
+    crds.into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+        .ok_or_else(|| anyhow::anyhow!("the CRD {name} is missing from ocm-api"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_operator_crds_are_found_among_the_api_crds() {
+        let hub = cluster_manager_crd().unwrap();
+        assert_eq!(
+            hub.metadata.name.as_deref(),
+            Some("clustermanagers.operator.open-cluster-management.io")
+        );
+        let spoke = klusterlet_crd().unwrap();
+        assert_eq!(spoke.spec.names.kind, "Klusterlet");
+    }
+
+    #[test]
+    fn the_default_image_is_the_one_build_image_tags() {
+        assert_eq!(
+            default_image(),
+            format!("ocm:{}", env!("CARGO_PKG_VERSION"))
+        );
+    }
 }

@@ -10,7 +10,7 @@
 //!    reached over the network) and once through the proxy (`/clusters/<name>` on its URL). The
 //!    agents reach their cluster over that same HTTPS address, so the proxy path adds exactly
 //!    the proxy server and the tunnel.
-//! 2. Tunnel scale ([`super::proxy_bench_tunnels`]): one `ocm proxy server` process holding
+//! 2. Tunnel scale ([`crate::proxy_tunnels`]): one `ocm proxy server` process holding
 //!    `--tunnels` tunnels; its RSS.
 //!
 //! Everything but that server process shares this process, and with it the machine's cores.
@@ -31,9 +31,9 @@ use ocm_cluster_proxy::server::{self, ProxyServerOptions};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
-use super::proxy_bench_load::{self as load, Row};
-use crate::embedded::EmbeddedHub;
-use crate::fleet::{Fleet, FleetOptions};
+use crate::proxy_load::{self as load, Row};
+use ocm_hub::embedded::EmbeddedHub;
+use ocm_hub::fleet::{Fleet, FleetOptions};
 
 /// Flags of `ocm bench proxy`.
 #[derive(Debug, Args)]
@@ -92,7 +92,7 @@ pub async fn bench(args: BenchProxyArgs) -> anyhow::Result<()> {
             throughput(&fleet, &dir, &args).await?;
         }
         if args.tunnels > 0 {
-            super::proxy_bench_tunnels::run(&fleet.hub, &dir, args.tunnels).await?;
+            crate::proxy_tunnels::run(&fleet.hub, &dir, args.tunnels).await?;
         }
         anyhow::Ok(())
     }
@@ -113,9 +113,14 @@ fn direct_kubeconfig(hub: &EmbeddedHub, cluster: &str) -> anyhow::Result<Kubecon
     };
     let prefix = format!(
         "/clusters/{}",
-        crate::simulated::logical_cluster_name(cluster)
+        ocm_hub::simulated::logical_cluster_name(cluster)
     );
-    super::proxy::retarget(&config, &endpoint, &prefix, &format!("{cluster}-direct"))
+    Ok(ocm_cluster_proxy::access::retarget(
+        &config,
+        &endpoint,
+        &prefix,
+        &format!("{cluster}-direct"),
+    )?)
 }
 
 /// The proxy server, the addon manager and every cluster's agent, running until `stop`.
@@ -126,7 +131,7 @@ async fn start_proxy(
 ) -> anyhow::Result<server::RunningProxy> {
     let admin = fleet.hub.admin_client();
     let proxy = server::start(admin.clone(), ProxyServerOptions::default(), stop.child()).await?;
-    super::proxy::ensure_cluster_management_addon(&admin).await?;
+    ocm_cluster_proxy::access::ensure_cluster_management_addon(&admin).await?;
     tokio::spawn(
         ocm_addon_framework::manager::AddonManager::new(admin.clone())
             .with_addon(Arc::new(ocm_cluster_proxy::addon::ClusterProxy::new(
@@ -242,7 +247,8 @@ async fn throughput(fleet: &Fleet, dir: &Path, args: &BenchProxyArgs) -> anyhow:
     for name in &fleet.clusters {
         prepare_cluster(&fleet.spoke(name).await?, args).await?;
         direct.push(direct_kubeconfig(&fleet.hub, name)?);
-        let text = super::proxy::proxy_kubeconfig(&fleet.hub.admin_kubeconfig, name).await?;
+        let text =
+            ocm_cluster_proxy::access::proxy_kubeconfig(&fleet.hub.admin_kubeconfig, name).await?;
         proxied.push(
             serde_json::from_str::<Kubeconfig>(&text).context("parsing the proxy kubeconfig")?,
         );

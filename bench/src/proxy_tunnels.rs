@@ -21,8 +21,8 @@ use ocm_cluster_proxy::{ADDON_NAME, pki};
 use ocm_runtime::shutdown::Shutdown;
 use tokio::sync::watch;
 
-use super::bench_support::rss_of;
-use crate::embedded::EmbeddedHub;
+use crate::support::rss_of;
+use ocm_hub::embedded::EmbeddedHub;
 
 /// How long all tunnels may take to open before the benchmark gives up.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -54,7 +54,7 @@ fn issue_credentials(ca: &CertificateAuthority, cluster: &str, dir: &Path) -> an
 
 /// `ocm proxy server` as a child against `hub`; returns it and its pid once it serves.
 async fn start_server(hub: &EmbeddedHub) -> anyhow::Result<(tokio::process::Child, u32)> {
-    let mut command = super::bench_support::ocm_child()?;
+    let mut command = crate::support::ocm_child()?;
     command
         .args([
             "proxy",
@@ -66,7 +66,7 @@ async fn start_server(hub: &EmbeddedHub) -> anyhow::Result<(tokio::process::Chil
         ])
         .arg("--kubeconfig")
         .arg(&hub.admin_kubeconfig);
-    let (child, _) = super::bench_support::spawn_until_ready(command, "proxy server", |l| {
+    let (child, _) = crate::support::spawn_until_ready(command, "proxy server", |l| {
         l.starts_with("cluster proxy server at ")
     })
     .await?;
@@ -78,7 +78,9 @@ async fn start_server(hub: &EmbeddedHub) -> anyhow::Result<(tokio::process::Chil
 /// so this waits on the server, not on a timer) or `deadline` passes.
 async fn server_lists(hub: &EmbeddedHub, count: usize, deadline: Instant) -> anyhow::Result<usize> {
     loop {
-        let listed = super::proxy::tunnels(&hub.admin_kubeconfig).await?.len();
+        let listed = ocm_cluster_proxy::access::tunnels(&hub.admin_kubeconfig)
+            .await?
+            .len();
         if listed >= count || Instant::now() >= deadline {
             return Ok(listed);
         }
@@ -109,7 +111,7 @@ pub async fn run(hub: &EmbeddedHub, dir: &Path, count: usize) -> anyhow::Result<
         issuing.elapsed().as_secs_f64()
     );
 
-    let spoke = crate::simulated::logical_spoke(&hub.server, "proxy-bench-tunnels").await?;
+    let spoke = ocm_hub::simulated::logical_spoke(&hub.server, "proxy-bench-tunnels").await?;
     let stop = Shutdown::new();
     let started = Instant::now();
     let mut states: Vec<watch::Receiver<TunnelState>> = Vec::with_capacity(count);
