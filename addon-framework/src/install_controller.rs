@@ -756,7 +756,15 @@ async fn mark_unknown_addons(
 /// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
 /// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
 /// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
-pub async fn run_install_strategies(client: kube::Client, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run_install_strategies(
+    client: kube::Client,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_install_strategies_body(client, shutdown))
+}
+
+async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
     let changed = Arc::new(tokio::sync::Notify::new());
     let (cmas, cma_feed) = cache::<ClusterManagementAddOn>(&client, &changed, &shutdown);
     let (mcas, mca_feed) = cache::<ManagedClusterAddOn>(&client, &changed, &shutdown);

@@ -116,7 +116,12 @@ impl AddonManager {
     /// Runs every addon's controllers until `shutdown`, each addon's on a task of its own (so
     /// that a busy addon cannot starve another of polls). One watch on ManagedClusters and one
     /// on addon ManifestWorks feed caches that every addon reads.
-    pub async fn run(self, shutdown: Shutdown) {
+    #[inline(never)]
+    pub fn run(self, shutdown: Shutdown) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(self.run_body(shutdown))
+    }
+
+    async fn run_body(self, shutdown: Shutdown) {
         let (clusters, cluster_writer) = reflector::store_shared(SHARED_BUFFER);
         let (works, work_writer) = reflector::store_shared(SHARED_BUFFER);
         let mut tasks = vec![tokio::spawn(crate::csr_approval::run_csr_approval(

@@ -81,7 +81,12 @@ pub fn key_value(text: &str) -> Result<(String, String), String> {
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+#[inline(never)]
+pub fn run(args: AgentArgs) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(run_body(args))
+}
+
+async fn run_body(args: AgentArgs) -> anyhow::Result<()> {
     if !args.cluster_name.is_empty() {
         crate::flags::check_cluster_name(&args.cluster_name)?;
     } else if !args.registration_only {
@@ -154,7 +159,17 @@ struct Clients {
 
 /// Runs an agent (registration, and beside it the work agent) with a health endpoint,
 /// printing its progress in plain words.
-pub async fn run_agent(
+#[inline(never)]
+pub fn run_agent(
+    spoke: kube::Client,
+    options: AgentOptions,
+    metrics_addr: SocketAddr,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(run_agent_body(spoke, options, metrics_addr, shutdown))
+}
+
+async fn run_agent_body(
     spoke: kube::Client,
     options: AgentOptions,
     metrics_addr: SocketAddr,

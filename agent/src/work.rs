@@ -47,7 +47,12 @@ pub struct WorkAgentArgs {
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub async fn run(args: WorkArgs) -> anyhow::Result<()> {
+#[inline(never)]
+pub fn run(args: WorkArgs) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(run_body(args))
+}
+
+async fn run_body(args: WorkArgs) -> anyhow::Result<()> {
     let What::Agent(args) = args.what;
     crate::flags::check_cluster_name(&args.cluster_name)?;
     let spoke = crate::cluster_client(args.spoke_kubeconfig.as_deref())

@@ -32,7 +32,16 @@ impl Serving {
 }
 
 /// Binds `addr` and serves `server` over TLS.
-pub async fn serve_tls(
+#[inline(never)]
+pub fn serve_tls(
+    server: ApiServer,
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+) -> futures::future::BoxFuture<'static, std::io::Result<Serving>> {
+    Box::pin(serve_tls_body(server, addr, tls))
+}
+
+async fn serve_tls_body(
     server: ApiServer,
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,

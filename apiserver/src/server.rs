@@ -178,7 +178,14 @@ impl ApiServer {
     /// Opens storage, registers resources, creates the default cluster's system namespaces and
     /// starts the background controllers (garbage collector, namespaces, CRDs). Must be called
     /// inside a Tokio runtime.
-    pub async fn start(config: ApiServerConfig) -> Result<ApiServer, StartError> {
+    #[inline(never)]
+    pub fn start(
+        config: ApiServerConfig,
+    ) -> futures::future::BoxFuture<'static, Result<ApiServer, StartError>> {
+        Box::pin(Self::start_body(config))
+    }
+
+    async fn start_body(config: ApiServerConfig) -> Result<ApiServer, StartError> {
         let store = match &config.data_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
@@ -260,7 +267,12 @@ impl ApiServer {
     }
 
     /// An in-memory server with default settings.
-    pub async fn in_memory() -> Result<ApiServer, StartError> {
+    #[inline(never)]
+    pub fn in_memory() -> futures::future::BoxFuture<'static, Result<ApiServer, StartError>> {
+        Box::pin(Self::in_memory_body())
+    }
+
+    async fn in_memory_body() -> Result<ApiServer, StartError> {
         ApiServer::start(ApiServerConfig::default()).await
     }
 

@@ -114,7 +114,12 @@ pub struct RegistrationArgs {
 }
 
 /// Runs a benchmark.
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+#[inline(never)]
+pub fn run(args: BenchArgs) -> futures::future::LocalBoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(run_body(args))
+}
+
+async fn run_body(args: BenchArgs) -> anyhow::Result<()> {
     match args.what {
         What::Registration(args) => registration(args).await,
         What::Placement(args) => crate::placement::bench(args).await,

@@ -68,7 +68,16 @@ struct App {
 impl Dashboard {
     /// Listens on the first of `addresses` that can be bound, starts the watches with `client`
     /// (the user's credentials) and serves until `shutdown` is cancelled.
-    pub async fn start(
+    #[inline(never)]
+    pub fn start(
+        client: kube::Client,
+        addresses: &[SocketAddr],
+        shutdown: Shutdown,
+    ) -> futures::future::BoxFuture<'_, Result<Dashboard, DashboardError>> {
+        Box::pin(Self::start_body(client, addresses, shutdown))
+    }
+
+    async fn start_body(
         client: kube::Client,
         addresses: &[SocketAddr],
         shutdown: Shutdown,

@@ -116,7 +116,14 @@ impl std::fmt::Debug for EmbeddedHub {
 
 impl EmbeddedHub {
     /// Starts the server, installs the CRDs and hooks, and starts the hub controllers.
-    pub async fn start(options: EmbeddedHubOptions) -> anyhow::Result<EmbeddedHub> {
+    #[inline(never)]
+    pub fn start(
+        options: EmbeddedHubOptions,
+    ) -> futures::future::BoxFuture<'static, anyhow::Result<EmbeddedHub>> {
+        Box::pin(Self::start_body(options))
+    }
+
+    async fn start_body(options: EmbeddedHubOptions) -> anyhow::Result<EmbeddedHub> {
         std::fs::create_dir_all(&options.data_dir)
             .with_context(|| format!("creating {}", options.data_dir.display()))?;
         let tls = TlsMaterial::load_or_create(&options.data_dir.join("pki"), &options.tls_sans)?;
@@ -229,7 +236,19 @@ pub const LEADER_LEASE: &str = "cluster-manager-registration-controller-lock";
 
 /// Runs the hub controllers (registration, placement, ManifestWorkReplicaSet) while this
 /// process holds the hub's leader lease, so that two hub processes never both write.
-pub async fn run_controllers_as_leader(
+#[inline(never)]
+pub fn run_controllers_as_leader(
+    ctx: Arc<HubContext>,
+    extra: HubControllers,
+    work_gates: HubWorkGates,
+    identity: String,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_controllers_as_leader_body(
+        ctx, extra, work_gates, identity,
+    ))
+}
+
+async fn run_controllers_as_leader_body(
     ctx: Arc<HubContext>,
     extra: HubControllers,
     work_gates: HubWorkGates,
@@ -364,7 +383,20 @@ async fn run_component(
 }
 
 /// Runs each of `components` while this process holds that component's leader lease.
-pub async fn run_components_as_leader(
+#[inline(never)]
+pub fn run_components_as_leader(
+    ctx: Arc<HubContext>,
+    components: &[HubComponent],
+    extra: HubControllers,
+    work_gates: HubWorkGates,
+    identity: String,
+) -> futures::future::BoxFuture<'_, ()> {
+    Box::pin(run_components_as_leader_body(
+        ctx, components, extra, work_gates, identity,
+    ))
+}
+
+async fn run_components_as_leader_body(
     ctx: Arc<HubContext>,
     components: &[HubComponent],
     extra: HubControllers,

@@ -97,7 +97,15 @@ pub fn joined_and_available(cluster: &ManagedCluster) -> bool {
 impl Fleet {
     /// Starts the hub under `dir` (objects in memory) and joins every cluster; returns once
     /// each is Joined and Available.
-    pub async fn start(dir: &Path, options: FleetOptions) -> anyhow::Result<Fleet> {
+    #[inline(never)]
+    pub fn start(
+        dir: &Path,
+        options: FleetOptions,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<Fleet>> {
+        Box::pin(Self::start_body(dir, options))
+    }
+
+    async fn start_body(dir: &Path, options: FleetOptions) -> anyhow::Result<Fleet> {
         let token = crate::bootstrap::BootstrapToken::generate()?;
         let mut hub_options = options.hub.clone();
         hub_options

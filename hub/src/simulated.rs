@@ -20,7 +20,12 @@ pub const READY_AFTER: std::time::Duration = std::time::Duration::from_millis(50
 const SIMULATED_NODES: [(&str, &str, &str); 2] = [("node-1", "4", "16Gi"), ("node-2", "4", "16Gi")];
 
 /// Installs the klusterlet CRDs and, when the cluster has no Node yet, the simulated Nodes.
-pub async fn prepare(spoke: &kube::Client) -> anyhow::Result<()> {
+#[inline(never)]
+pub fn prepare(spoke: &kube::Client) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+    Box::pin(prepare_body(spoke))
+}
+
+async fn prepare_body(spoke: &kube::Client) -> anyhow::Result<()> {
     crate::embedded::install_crds(spoke, &ocm_api::crds::klusterlet()).await?;
     let nodes: Api<Node> = Api::all(spoke.clone());
     if !nodes
@@ -91,7 +96,15 @@ pub struct SimulatedCluster {
 
 impl SimulatedCluster {
     /// Starts (or resumes) the cluster stored in `data_dir`, listening on `listen`.
-    pub async fn start(data_dir: &Path, listen: SocketAddr) -> anyhow::Result<SimulatedCluster> {
+    #[inline(never)]
+    pub fn start(
+        data_dir: &Path,
+        listen: SocketAddr,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<SimulatedCluster>> {
+        Box::pin(Self::start_body(data_dir, listen))
+    }
+
+    async fn start_body(data_dir: &Path, listen: SocketAddr) -> anyhow::Result<SimulatedCluster> {
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let tls = TlsMaterial::load_or_create(&data_dir.join("pki"), &[])?;

@@ -82,7 +82,16 @@ struct State {
 
 /// Starts serving on `options.listen` with `certs`, asking `access` for access checks.
 /// Certificates are checked for rotation every ten minutes while it runs.
-pub async fn serve(
+#[inline(never)]
+pub fn serve(
+    options: WebhookOptions,
+    certs: ServingCerts,
+    access: ServerAccess,
+) -> futures::future::BoxFuture<'static, Result<RunningWebhook, ServeError>> {
+    Box::pin(serve_body(options, certs, access))
+}
+
+async fn serve_body(
     options: WebhookOptions,
     certs: ServingCerts,
     access: ServerAccess,

@@ -53,7 +53,20 @@ fn changes(
 
 /// Runs every template addon of the hub until `shutdown`; signing CA secrets without a
 /// namespace are read from `manager_namespace`.
-pub async fn run_template_addons(
+#[inline(never)]
+pub fn run_template_addons(
+    client: kube::Client,
+    manager_namespace: String,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_template_addons_body(
+        client,
+        manager_namespace,
+        shutdown,
+    ))
+}
+
+async fn run_template_addons_body(
     client: kube::Client,
     manager_namespace: String,
     shutdown: Shutdown,

@@ -80,7 +80,17 @@ pub struct TunnelState {
 
 /// Runs the agent until `shutdown`, forwarding to the cluster through `spoke`; `state`
 /// reports the tunnel.
-pub async fn run_with_state(
+#[inline(never)]
+pub fn run_with_state(
+    spoke: kube::Client,
+    options: TunnelAgentOptions,
+    state: watch::Sender<TunnelState>,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_with_state_body(spoke, options, state, shutdown))
+}
+
+async fn run_with_state_body(
     spoke: kube::Client,
     options: TunnelAgentOptions,
     state: watch::Sender<TunnelState>,
@@ -118,7 +128,16 @@ pub async fn run_with_state(
 }
 
 /// Runs the agent until `shutdown`.
-pub async fn run(spoke: kube::Client, options: TunnelAgentOptions, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(
+    spoke: kube::Client,
+    options: TunnelAgentOptions,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(spoke, options, shutdown))
+}
+
+async fn run_body(spoke: kube::Client, options: TunnelAgentOptions, shutdown: Shutdown) {
     run_with_state(
         spoke,
         options,

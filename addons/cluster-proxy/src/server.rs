@@ -153,7 +153,16 @@ fn public_url(options: &ProxyServerOptions, addr: SocketAddr) -> String {
 /// Starts the proxy server for `hub` (a client allowed to read the client CA, manage the
 /// proxy's namespace and create TokenReviews and SubjectAccessReviews); it runs until
 /// `shutdown` or [`RunningProxy::stop`].
-pub async fn start(
+#[inline(never)]
+pub fn start(
+    hub: kube::Client,
+    options: ProxyServerOptions,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, Result<RunningProxy, ProxyError>> {
+    Box::pin(start_body(hub, options, shutdown))
+}
+
+async fn start_body(
     hub: kube::Client,
     options: ProxyServerOptions,
     shutdown: Shutdown,

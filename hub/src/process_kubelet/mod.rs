@@ -194,7 +194,16 @@ struct Kubelet {
 }
 
 /// Runs the process kubelet until `shutdown`; then its processes are stopped.
-pub async fn run(client: kube::Client, options: ProcessKubeletOptions, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(
+    client: kube::Client,
+    options: ProcessKubeletOptions,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, options, shutdown))
+}
+
+async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown: Shutdown) {
     // Pods a previous run left (their processes ended with it) would hold names and, for
     // Services, dead ports: they go first.
     let selector = format!("{PROCESS_LABEL}=true");

@@ -60,7 +60,16 @@ struct Ctx {
 }
 
 /// Runs the ClusterManager controller until `shutdown`.
-pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(
+    client: kube::Client,
+    options: OperatorOptions,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, options, shutdown))
+}
+
+async fn run_body(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
     let api: Api<ClusterManager> = Api::all(client.clone());
     let ctx = Arc::new(Ctx { client, options });
     Controller::new(api, watcher::Config::default())

@@ -284,7 +284,16 @@ fn owners_of(store: &Store<Klusterlet>, secret: &Secret) -> Vec<ObjectRef<Kluste
 }
 
 /// Runs the Klusterlet controller until `shutdown`.
-pub async fn run(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(
+    client: kube::Client,
+    options: OperatorOptions,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, options, shutdown))
+}
+
+async fn run_body(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
     let klusterlets: Api<Klusterlet> = Api::all(client.clone());
     let secrets: Api<Secret> = Api::all(client.clone());
     let controller = Controller::new(klusterlets, watcher::Config::default());

@@ -182,7 +182,12 @@ impl Caches {
 }
 
 /// Runs the controller until `shutdown` is cancelled.
-pub async fn run(client: kube::Client, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(client: kube::Client, shutdown: Shutdown) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, shutdown))
+}
+
+async fn run_body(client: kube::Client, shutdown: Shutdown) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let caches = Caches::start(&client, &tx, &shutdown);
     drop(tx);

@@ -62,7 +62,16 @@ pub struct DebugServer {
 /// Serves the debugger on `listen` until `shutdown`, reading the hub with `client` (which
 /// needs to create TokenReviews and SubjectAccessReviews and to read placements, clusters,
 /// cluster sets, bindings, scores and decisions).
-pub async fn serve(
+#[inline(never)]
+pub fn serve(
+    client: kube::Client,
+    listen: SocketAddr,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, Result<DebugServer, DebugServerError>> {
+    Box::pin(serve_body(client, listen, shutdown))
+}
+
+async fn serve_body(
     client: kube::Client,
     listen: SocketAddr,
     shutdown: Shutdown,

@@ -385,7 +385,15 @@ impl Agent {
     /// Runs until `shutdown` is cancelled (then returns `Ok`). Returns an error only when the
     /// agent cannot start at all: an invalid cluster name, or a malformed bootstrap kubeconfig
     /// while it holds no usable hub credentials. Every other failure is logged and retried.
-    pub async fn run(self, shutdown: Shutdown) -> Result<(), AgentError> {
+    #[inline(never)]
+    pub fn run(
+        self,
+        shutdown: Shutdown,
+    ) -> futures::future::BoxFuture<'static, Result<(), AgentError>> {
+        Box::pin(self.run_body(shutdown))
+    }
+
+    async fn run_body(self, shutdown: Shutdown) -> Result<(), AgentError> {
         if !self.options.cluster_name.is_empty() {
             validate_cluster_name(&self.options.cluster_name)?;
         }

@@ -68,7 +68,12 @@ pub struct HubContext {
 }
 
 /// Runs every hub controller until `ctx.shutdown` is cancelled.
-pub async fn run(ctx: Arc<HubContext>) {
+#[inline(never)]
+pub fn run(ctx: Arc<HubContext>) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(ctx))
+}
+
+async fn run_body(ctx: Arc<HubContext>) {
     tokio::join!(
         acceptance::run(ctx.clone()),
         addons::run(ctx.clone()),

@@ -125,7 +125,15 @@ impl WorkAgent {
     }
 
     /// Runs until `shutdown` is cancelled.
-    pub async fn run(self, shutdown: Shutdown) -> Result<(), WorkAgentError> {
+    #[inline(never)]
+    pub fn run(
+        self,
+        shutdown: Shutdown,
+    ) -> futures::future::BoxFuture<'static, Result<(), WorkAgentError>> {
+        Box::pin(self.run_body(shutdown))
+    }
+
+    async fn run_body(self, shutdown: Shutdown) -> Result<(), WorkAgentError> {
         if self.options.cluster_name.is_empty() {
             return Err(WorkAgentError::Options("the cluster name is empty".into()));
         }

@@ -79,7 +79,16 @@ struct Ctx {
 }
 
 /// Runs the cleanup over every ManifestWork of the hub until `shutdown` is cancelled.
-pub async fn run(client: kube::Client, metrics: ControllerMetrics, shutdown: Shutdown) {
+#[inline(never)]
+pub fn run(
+    client: kube::Client,
+    metrics: ControllerMetrics,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, metrics, shutdown))
+}
+
+async fn run_body(client: kube::Client, metrics: ControllerMetrics, shutdown: Shutdown) {
     let controller = ocm_runtime::cache::controller(
         Api::<ManifestWork>::all(client.clone()),
         watcher::Config::default().any_semantic(),

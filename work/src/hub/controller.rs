@@ -67,7 +67,17 @@ struct Ctx {
 }
 
 /// Runs the controller until `shutdown` is cancelled.
-pub async fn run(
+#[inline(never)]
+pub fn run(
+    client: kube::Client,
+    options: ReplicaSetOptions,
+    metrics: ControllerMetrics,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, options, metrics, shutdown))
+}
+
+async fn run_body(
     client: kube::Client,
     options: ReplicaSetOptions,
     metrics: ControllerMetrics,
