@@ -24,6 +24,8 @@ COPY operator operator
 COPY webhook webhook
 COPY hub hub
 COPY dashboard dashboard
+COPY setup setup
+COPY bench bench
 COPY examples examples
 COPY addons addons
 COPY cli cli
