@@ -11,6 +11,7 @@ mod cluster_proxy;
 mod crashes;
 mod dashboard;
 mod faults;
+mod get_cli;
 mod hub_admission;
 mod hub_components;
 mod image;

@@ -296,12 +296,16 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
             .any(|l| l.starts_with("app ") && l.matches("True").count() == 2),
         "{stdout}"
     );
-    let (code, stdout, _) = ocm(
+    let (code, stdout, stderr) = ocm(
         home.path(),
-        &["get", "placements", "--kubeconfig", &kubeconfig],
+        &["get", "placements", "-A", "--kubeconfig", &kubeconfig],
     );
     assert_eq!(code, 0);
-    assert!(stdout.contains("No placements."), "{stdout}");
+    assert_eq!(
+        stdout, "",
+        "nothing found is said on stderr, as kubectl does"
+    );
+    assert!(stderr.contains("No placements found."), "{stderr}");
 
     // Addons: enable needs a known addon and a known cluster; get shows kubectl's columns.
     let (code, _, stderr) = ocm(

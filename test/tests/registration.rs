@@ -22,6 +22,66 @@ fn csr_label(cluster: &str) -> ListParams {
     ))
 }
 
+/// Acceptance applies only what its watches show missing or different; RBAC someone else
+/// deletes or changes after the join is put back all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acceptance_restores_rbac_deleted_or_changed_after_the_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start_hub(dir.path(), fast_hub_options(), Duration::from_secs(86400))
+        .await
+        .unwrap();
+    let bootstrap = bootstrap_kubeconfig(&hub).await.unwrap();
+    let (_spoke, _agent) = join_and_accept(&hub, &bootstrap, "c1").await;
+    let admin = hub.admin_client();
+
+    let bindings = Api::<RoleBinding>::namespaced(admin.clone(), "c1");
+    let binding = "open-cluster-management:managedcluster:c1:registration";
+    let before = bindings.get(binding).await.unwrap();
+    bindings.delete(binding, &Default::default()).await.unwrap();
+    wait_for(&bindings, binding, "the RoleBinding made again", |b| {
+        b.metadata.uid != before.metadata.uid
+    })
+    .await
+    .unwrap();
+
+    let roles = Api::<ClusterRole>::all(admin.clone());
+    let role = "open-cluster-management:managedcluster:c1";
+    roles
+        .patch(
+            role,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "rules": [] })),
+        )
+        .await
+        .unwrap();
+    wait_for(&roles, role, "the rules put back", |r| {
+        r.rules.as_ref().is_some_and(|rules| !rules.is_empty())
+    })
+    .await
+    .unwrap();
+
+    let namespaces = Api::<Namespace>::all(admin.clone());
+    namespaces
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": { "labels": { "open-cluster-management.io/cluster-name": "other" } }
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for(&namespaces, "c1", "the cluster-name label put back", |ns| {
+        ns.metadata.labels.as_ref().is_some_and(|l| {
+            l.get("open-cluster-management.io/cluster-name")
+                .map(String::as_str)
+                == Some("c1")
+        })
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_accept_prepares_namespace_rbac_and_reports_status() {
     let dir = tempfile::tempdir().unwrap();

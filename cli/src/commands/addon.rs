@@ -10,6 +10,10 @@ use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_api::cluster::v1::ManagedCluster;
 use serde_json::json;
 
+use super::get_output::{
+    ClusterNamespaceFlags, OutputFlag, Row, TableStyle, get_and_print, render_table,
+};
+
 /// Flags of `ocm addon`.
 #[derive(Debug, Args)]
 pub struct AddonArgs {
@@ -59,9 +63,10 @@ pub struct DisableArgs {
 /// Flags of `ocm get addons`.
 #[derive(Debug, Args)]
 pub struct GetAddonsArgs {
-    /// Only this cluster's addons (default: every cluster).
-    #[arg(long)]
-    cluster: Option<String>,
+    #[command(flatten)]
+    namespaces: ClusterNamespaceFlags,
+    #[command(flatten)]
+    output: OutputFlag,
     #[command(flatten)]
     hub: super::HubAccess,
 }
@@ -153,39 +158,66 @@ fn condition_status(mca: &ManagedClusterAddOn, type_: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The table `kubectl get managedclusteraddons -A` prints.
-pub fn render_addons(addons: &[ManagedClusterAddOn]) -> String {
-    let rows: Vec<Vec<String>> = addons
+/// The table `kubectl get managedclusteraddons` prints: NAME, AVAILABLE, DEGRADED,
+/// PROGRESSING; wide adds AGENT NAMESPACE (where the agent runs on its cluster) and HEALTH
+/// CHECK (its mode).
+pub fn render_addons(addons: &[ManagedClusterAddOn], style: TableStyle) -> String {
+    let rows: Vec<Row> = addons
         .iter()
         .map(|a| {
-            vec![
-                a.metadata.namespace.clone().unwrap_or_default(),
+            let mut cells = vec![
                 a.metadata.name.clone().unwrap_or_default(),
                 condition_status(a, "Available"),
                 condition_status(a, "Degraded"),
                 condition_status(a, "Progressing"),
-            ]
+            ];
+            if style.wide {
+                cells.extend([agent_namespace(a), health_check_mode(a)]);
+            }
+            Row {
+                namespace: a.metadata.namespace.clone().unwrap_or_default(),
+                cells,
+            }
         })
         .collect();
-    ocm_runtime::text_table::render(
-        &["NAMESPACE", "NAME", "AVAILABLE", "DEGRADED", "PROGRESSING"],
-        &rows,
-    )
+    let mut headers = vec!["NAME", "AVAILABLE", "DEGRADED", "PROGRESSING"];
+    if style.wide {
+        headers.extend(["AGENT NAMESPACE", "HEALTH CHECK"]);
+    }
+    render_table(&headers, rows, style.namespace_column)
+}
+
+fn agent_namespace(mca: &ManagedClusterAddOn) -> String {
+    mca.status
+        .as_ref()
+        .map(|s| s.namespace.clone())
+        .unwrap_or_default()
+}
+
+fn health_check_mode(mca: &ManagedClusterAddOn) -> String {
+    mca.status
+        .as_ref()
+        .and_then(|s| s.health_check.as_ref())
+        .and_then(|h| serde_json::to_value(h.mode).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// Prints the addons of one cluster or of all.
 pub async fn get_addons(args: GetAddonsArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
-    let api: Api<ManagedClusterAddOn> = match &args.cluster {
-        Some(cluster) => Api::namespaced(client, cluster),
-        None => Api::all(client),
-    };
-    let mut list = api.list(&ListParams::default()).await?.items;
-    list.sort_by_key(|a| (a.metadata.namespace.clone(), a.metadata.name.clone()));
-    if list.is_empty() {
-        println!("No addons. Enable one with `ocm addon enable --names NAME --clusters CLUSTER`.");
-    } else {
-        print!("{}", render_addons(&list));
-    }
-    Ok(())
+    let hub = args.hub.connect().await?;
+    let scope = args.namespaces.scope(hub.context_namespace());
+    let nothing = format!(
+        "{} Enable one with `ocm addon enable --names NAME --clusters CLUSTER`.",
+        scope.nothing_found("addons")
+    );
+    get_and_print::<ManagedClusterAddOn>(
+        &hub.client,
+        &scope,
+        &ListParams::default(),
+        args.output.output,
+        render_addons,
+        &nothing,
+    )
+    .await
 }

@@ -79,14 +79,19 @@ pub async fn start(
 
 /// Serves the dashboard until Ctrl-C.
 pub async fn run(args: DashboardArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
+    let hub = args.hub.connect().await?;
+    let client = hub.client.clone();
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let dashboard = start(client, args.listen, &shutdown).await?;
     println!("ocm dashboard: {}", dashboard.url);
     println!(
         "  as the user of {} (the hub's RBAC decides what it shows and allows); Ctrl-C to stop",
-        args.hub.path().display()
+        hub.files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     shutdown.cancelled().await;
     Ok(())

@@ -62,7 +62,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         let data_dir = args
             .data_dir
             .clone()
-            .unwrap_or_else(|| super::ocm_home().join("demo-operator"));
+            .unwrap_or_else(|| super::ocm_home().join(super::hub_access::OPERATOR_DEMO_DIR));
         let demo = super::demo_operator::OperatorDemo {
             clusters: args.clusters,
             listen: args.listen,
@@ -74,7 +74,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let data_dir = args
         .data_dir
         .clone()
-        .unwrap_or_else(|| super::ocm_home().join("demo"));
+        .unwrap_or_else(|| super::ocm_home().join(super::hub_access::DEMO_DIR));
     let resumed = data_dir.join("objects.db").exists();
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
@@ -90,6 +90,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     if let Some(port) = hub.url.rsplit(':').next() {
         let _ = std::fs::write(data_dir.join("listen"), format!("127.0.0.1:{port}\n"));
     }
+    super::hub_access::record_current_hub(&hub.admin_kubeconfig);
     println!("    hub API server: {}", hub.url);
     println!("    data directory: {}", data_dir.display());
     if resumed {
@@ -238,7 +239,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await
     .context("helloworld did not become Available everywhere within 120 s")??;
     println!();
-    print!("{}", super::addon::render_addons(&addon_rows));
+    let all_clusters = super::get_output::TableStyle {
+        namespace_column: true,
+        wide: false,
+    };
+    print!("{}", super::addon::render_addons(&addon_rows, all_clusters));
     println!();
     step(
         "Hub admin enables the cluster-proxy addon: each cluster's agent opens a tunnel out to \

@@ -69,7 +69,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
     shutdown.cancel_on_signal();
 
     step("Starting the hub cluster: an empty Kubernetes API server; its ocm pods run as processes");
-    let hub_dir = data_dir.join("hub");
+    let hub_dir = data_dir.join(super::hub_access::OPERATOR_DEMO_HUB_DIR);
     // The same port as last time: the clusters' agents keep the hub's URL.
     let listen = listen_address(data_dir, args.listen);
     let hub = SimulatedCluster::start(&hub_dir, listen).await?;
@@ -77,6 +77,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
         let _ = std::fs::write(data_dir.join("listen"), format!("127.0.0.1:{port}\n"));
     }
     start_kubelet(&hub, &image, &args.local_images, &hub_dir, &shutdown)?;
+    super::hub_access::record_current_hub(&hub.kubeconfig);
     println!(
         "    hub API server: {} (kubeconfig {})",
         hub.url,

@@ -263,7 +263,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     let data_dir = args
         .data_dir
         .clone()
-        .unwrap_or_else(|| super::ocm_home().join("hub"));
+        .unwrap_or_else(|| super::ocm_home().join(super::hub_access::HUB_DIR));
     if let Some(kubeconfig) = &args.kubeconfig {
         let client = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
             .await
@@ -323,6 +323,8 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     .await
     .context("starting the metrics endpoint")?;
     let dashboard = args.dashboard.start(hub.admin_client(), &shutdown).await?;
+    // Recorded before anything reports ready: a command run once it is ready finds this hub.
+    super::hub_access::record_current_hub(&hub.admin_kubeconfig);
     let _ = ready_tx.send(true);
     println!("ocm hub ready");
     println!("  API server:  {}", hub.url);
@@ -429,7 +431,7 @@ async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let data_dir = args
         .data_dir
         .clone()
-        .unwrap_or_else(|| super::ocm_home().join("hub"));
+        .unwrap_or_else(|| super::ocm_home().join(super::hub_access::HUB_DIR));
     // With a mounted certificate nothing is written (a pod's root filesystem may be
     // read-only).
     if args.webhook.webhook_cert_dir.is_none() {

@@ -63,11 +63,9 @@ async fn verify_join_works(server: &str, token: &str) -> anyhow::Result<()> {
 
 /// Creates the token and prints the join command.
 pub async fn run(args: InitArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
-    let kubeconfig = ocm_runtime::kubeconfig::parse(
-        &std::fs::read_to_string(args.hub.path()).unwrap_or_default(),
-    )?;
-    let hub = ocm_runtime::kubeconfig::current_server(&kubeconfig)?;
+    let connected = args.hub.connect().await?;
+    let client = connected.client;
+    let hub = ocm_runtime::kubeconfig::current_server(&connected.kubeconfig)?;
     let server = hub.server.clone();
     if args.operator {
         install_with_operator(&client, &args).await?;

@@ -12,7 +12,9 @@ pub mod demo_operator;
 pub mod demo_proxy;
 pub mod demo_steps;
 pub mod get;
+pub mod get_output;
 pub mod hub;
+pub mod hub_access;
 pub mod init;
 pub mod join;
 pub mod operator;
@@ -24,10 +26,11 @@ pub mod work;
 // The agent commands live in `ocm-agent`, which the small `ocm-agent` executable serves too.
 pub use ocm_agent::{agents as agent, flags as agent_flags, work as work_agent};
 
-use std::path::{Path, PathBuf};
+pub(crate) use hub_access::client_from;
+pub use hub_access::{HubAccess, ocm_home};
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// Open Cluster Management in Rust.
 #[derive(Debug, Parser)]
@@ -124,50 +127,4 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(
     f: F,
 ) -> anyhow::Result<()> {
     ocm_runtime::telemetry::block_on(log_filter, f).context("starting the async runtime")?
-}
-
-/// Where `ocm` keeps its state by default: `$OCM_HOME`, else `~/.ocm`.
-pub fn ocm_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("OCM_HOME") {
-        return PathBuf::from(home);
-    }
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(".ocm")
-}
-
-/// The `--kubeconfig` flag of commands that talk to the hub.
-#[derive(Debug, Clone, Args)]
-pub struct HubAccess {
-    /// Kubeconfig of the hub (default: $KUBECONFIG, else the embedded hub's
-    /// ~/.ocm/hub/admin.kubeconfig).
-    #[arg(long, env = "KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
-}
-
-impl HubAccess {
-    /// The kubeconfig file to use.
-    pub fn path(&self) -> PathBuf {
-        self.kubeconfig
-            .clone()
-            .unwrap_or_else(|| ocm_home().join("hub").join("admin.kubeconfig"))
-    }
-
-    /// A client of the hub.
-    pub async fn client(&self) -> anyhow::Result<kube::Client> {
-        client_from(&self.path()).await
-    }
-}
-
-pub(crate) async fn client_from(path: &Path) -> anyhow::Result<kube::Client> {
-    if !path.exists() {
-        anyhow::bail!(
-            "kubeconfig {} does not exist (start a hub with `ocm hub`, or pass --kubeconfig)",
-            path.display()
-        );
-    }
-    ocm_runtime::kubeconfig::client_from_file(path)
-        .await
-        .with_context(|| format!("loading {}", path.display()))
 }

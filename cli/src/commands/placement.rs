@@ -14,12 +14,15 @@ use ocm_placement::scheduler::{
     Explanation, Snapshot, SnapshotInput, explain as explain_placement,
 };
 
+use super::get_output::{NamespaceFlags, OutputFlag, Row, TableStyle, get_and_print, render_table};
+
 /// Flags of `ocm get placements`.
 #[derive(Debug, Args)]
 pub struct GetPlacementsArgs {
-    /// Namespace (default: every namespace).
-    #[arg(short = 'n', long)]
-    namespace: Option<String>,
+    #[command(flatten)]
+    namespaces: NamespaceFlags,
+    #[command(flatten)]
+    output: OutputFlag,
     #[command(flatten)]
     hub: super::HubAccess,
 }
@@ -27,11 +30,12 @@ pub struct GetPlacementsArgs {
 /// Flags of `ocm get decisions`.
 #[derive(Debug, Args)]
 pub struct GetDecisionsArgs {
-    /// The placement.
-    placement: String,
-    /// Its namespace.
-    #[arg(short = 'n', long, default_value = "default")]
-    namespace: String,
+    /// Only the decisions of this placement (default: every placement's).
+    placement: Option<String>,
+    #[command(flatten)]
+    namespaces: NamespaceFlags,
+    #[command(flatten)]
+    output: OutputFlag,
     #[command(flatten)]
     hub: super::HubAccess,
 }
@@ -65,13 +69,13 @@ fn condition(p: &Placement, t: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The placements table: NAMESPACE, NAME, SELECTED, SATISFIED, MISCONFIGURED.
-pub fn render_placements(placements: &[Placement]) -> String {
-    let rows: Vec<Vec<String>> = placements
+/// The placements table: NAME, SELECTED, SATISFIED, MISCONFIGURED; wide adds CLUSTERSETS
+/// and DECISION GROUPS.
+pub fn render_placements(placements: &[Placement], style: TableStyle) -> String {
+    let rows: Vec<Row> = placements
         .iter()
         .map(|p| {
-            vec![
-                p.namespace().unwrap_or_default(),
+            let mut cells = vec![
                 p.name_any(),
                 p.status
                     .as_ref()
@@ -79,36 +83,67 @@ pub fn render_placements(placements: &[Placement]) -> String {
                     .unwrap_or_default(),
                 condition(p, "PlacementSatisfied"),
                 condition(p, "PlacementMisconfigured"),
-            ]
+            ];
+            if style.wide {
+                cells.push(p.spec.cluster_sets.join(","));
+                cells.push(
+                    p.status
+                        .as_ref()
+                        .map(|s| s.decision_groups.len().to_string())
+                        .unwrap_or_default(),
+                );
+            }
+            Row {
+                namespace: p.namespace().unwrap_or_default(),
+                cells,
+            }
         })
         .collect();
-    ocm_runtime::text_table::render(
-        &[
-            "NAMESPACE",
-            "NAME",
-            "SELECTED",
-            "SATISFIED",
-            "MISCONFIGURED",
-        ],
-        &rows,
-    )
+    let mut headers = vec!["NAME", "SELECTED", "SATISFIED", "MISCONFIGURED"];
+    if style.wide {
+        headers.extend(["CLUSTERSETS", "DECISION GROUPS"]);
+    }
+    render_table(&headers, rows, style.namespace_column)
 }
 
-/// The decisions table: DECISION, GROUP, INDEX, CLUSTER (one row per cluster).
-pub fn render_decisions(decisions: &[PlacementDecision]) -> String {
+/// The decisions table: DECISION, GROUP, INDEX, CLUSTER (one row per decided cluster, one
+/// with an empty CLUSTER for a decision of none); wide adds PLACEMENT and REASON.
+pub fn render_decisions(decisions: &[PlacementDecision], style: TableStyle) -> String {
     let mut rows = Vec::new();
     for d in decisions {
         let label = |k: &str| d.labels().get(k).cloned().unwrap_or_default();
-        for c in d.status.iter().flat_map(|s| s.decisions.iter()) {
-            rows.push(vec![
+        let decided: Vec<(String, String)> = d
+            .status
+            .iter()
+            .flat_map(|s| s.decisions.iter())
+            .map(|c| (c.cluster_name.clone(), c.reason.clone()))
+            .collect();
+        let clusters = if decided.is_empty() {
+            vec![(String::new(), String::new())]
+        } else {
+            decided
+        };
+        for (cluster, reason) in clusters {
+            let mut cells = vec![
                 d.name_any(),
                 label(DECISION_GROUP_NAME),
                 label(DECISION_GROUP_INDEX),
-                c.cluster_name.clone(),
-            ]);
+                cluster,
+            ];
+            if style.wide {
+                cells.extend([label(PLACEMENT), reason]);
+            }
+            rows.push(Row {
+                namespace: d.namespace().unwrap_or_default(),
+                cells,
+            });
         }
     }
-    ocm_runtime::text_table::render(&["DECISION", "GROUP", "INDEX", "CLUSTER"], &rows)
+    let mut headers = vec!["DECISION", "GROUP", "INDEX", "CLUSTER"];
+    if style.wide {
+        headers.extend(["PLACEMENT", "REASON"]);
+    }
+    render_table(&headers, rows, style.namespace_column)
 }
 
 /// The explanation table: CLUSTER, VERDICT.
@@ -125,40 +160,45 @@ pub fn render_explanation(explanation: &Explanation) -> String {
     out
 }
 
-/// Prints the placements table.
+/// Prints the placements.
 pub async fn get_placements(args: GetPlacementsArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
-    let api: Api<Placement> = match &args.namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
-    let list = api.list(&ListParams::default()).await?.items;
-    if list.is_empty() {
-        println!("No placements.");
-    } else {
-        print!("{}", render_placements(&list));
-    }
-    Ok(())
+    let hub = args.hub.connect().await?;
+    let scope = args.namespaces.scope(hub.context_namespace());
+    get_and_print::<Placement>(
+        &hub.client,
+        &scope,
+        &ListParams::default(),
+        args.output.output,
+        render_placements,
+        &scope.nothing_found("placements"),
+    )
+    .await
 }
 
-/// Prints the clusters a placement decided on.
+/// Prints the decisions of one placement or of all, one row per decided cluster.
 pub async fn get_decisions(args: GetDecisionsArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
-    let api: Api<PlacementDecision> = Api::namespaced(client, &args.namespace);
-    let mut list = api
-        .list(&ListParams::default().labels(&format!("{PLACEMENT}={}", args.placement)))
-        .await?
-        .items;
-    list.sort_by_key(|d| d.name_any());
-    if list.is_empty() {
-        println!(
-            "No decisions for placement {}/{} (does it exist?).",
-            args.namespace, args.placement
-        );
-    } else {
-        print!("{}", render_decisions(&list));
-    }
-    Ok(())
+    let hub = args.hub.connect().await?;
+    let scope = args.namespaces.scope(hub.context_namespace());
+    let params = match &args.placement {
+        Some(placement) => ListParams::default().labels(&format!("{PLACEMENT}={placement}")),
+        None => ListParams::default(),
+    };
+    let nothing = match &args.placement {
+        Some(placement) => format!(
+            "No decisions of placement {placement} found{} (does it exist?).",
+            scope.location()
+        ),
+        None => scope.nothing_found("decisions"),
+    };
+    get_and_print::<PlacementDecision>(
+        &hub.client,
+        &scope,
+        &params,
+        args.output.output,
+        render_decisions,
+        &nothing,
+    )
+    .await
 }
 
 /// Every object of kind `K` on the hub.
@@ -212,14 +252,23 @@ mod tests {
     fn tables_show_selection_and_decisions() {
         let p: Placement = serde_json::from_value(json!({
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-            "metadata": {"name": "p", "namespace": "apps"}, "spec": {},
+            "metadata": {"name": "p", "namespace": "apps"}, "spec": {"clusterSets": ["a", "b"]},
             "status": {"numberOfSelectedClusters": 2, "conditions": [
                 {"type": "PlacementSatisfied", "status": "True", "reason": "r", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
         }))
         .unwrap();
         assert_eq!(
-            render_placements(&[p]),
-            "NAMESPACE   NAME   SELECTED   SATISFIED   MISCONFIGURED\napps        p      2          True\n"
+            render_placements(std::slice::from_ref(&p), TableStyle::default()),
+            "NAME   SELECTED   SATISFIED   MISCONFIGURED\np      2          True\n"
+        );
+        let all_wide = TableStyle {
+            namespace_column: true,
+            wide: true,
+        };
+        assert_eq!(
+            render_placements(&[p], all_wide),
+            "NAMESPACE   NAME   SELECTED   SATISFIED   MISCONFIGURED   CLUSTERSETS   DECISION GROUPS\n\
+             apps        p      2          True                        a,b           0\n"
         );
         let d: PlacementDecision = serde_json::from_value(json!({
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
@@ -229,8 +278,13 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            render_decisions(&[d]),
+            render_decisions(std::slice::from_ref(&d), TableStyle::default()),
             "DECISION       GROUP    INDEX   CLUSTER\np-decision-1   canary   0       c1\n"
+        );
+        assert_eq!(
+            render_decisions(&[d], all_wide),
+            "NAMESPACE   DECISION       GROUP    INDEX   CLUSTER   PLACEMENT   REASON\n\
+             apps        p-decision-1   canary   0       c1        p\n"
         );
     }
 }

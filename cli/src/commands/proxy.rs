@@ -120,7 +120,8 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
         ProxyCommand::Server(args) => run_server(args).await,
         ProxyCommand::Agent(args) => run_agent(args).await,
         ProxyCommand::Kubeconfig(args) => {
-            let text = access::proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
+            let hub = args.hub.connect().await?;
+            let text = access::proxy_kubeconfig(hub.single_file()?, &args.cluster).await?;
             match &args.output {
                 Some(path) => write_private(path, &text),
                 None => {
@@ -201,7 +202,8 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 async fn kubectl(args: KubectlArgs) -> anyhow::Result<()> {
-    let text = access::proxy_kubeconfig(&args.hub.path(), &args.cluster).await?;
+    let hub = args.hub.connect().await?;
+    let text = access::proxy_kubeconfig(hub.single_file()?, &args.cluster).await?;
     let dir = super::ocm_home().join("proxy");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!(
@@ -225,8 +227,9 @@ async fn kubectl(args: KubectlArgs) -> anyhow::Result<()> {
 }
 
 async fn health(args: HealthArgs) -> anyhow::Result<()> {
-    let hub = args.hub.client().await?;
-    let tunnels = access::tunnels(&args.hub.path()).await?;
+    let connected = args.hub.connect().await?;
+    let tunnels = access::tunnels(connected.single_file()?).await?;
+    let hub = connected.client;
     let clusters: Api<ManagedCluster> = Api::all(hub.clone());
     let mut rows = Vec::new();
     for cluster in clusters.list(&Default::default()).await?.items {

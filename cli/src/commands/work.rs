@@ -9,6 +9,10 @@ use kube::api::{Api, ListParams, PostParams};
 use ocm_api::work::v1::ManifestWork;
 use serde_json::{Value, json};
 
+use super::get_output::{
+    ClusterNamespaceFlags, OutputFlag, Row, TableStyle, get_and_print, render_table,
+};
+
 /// Flags of `ocm create work`.
 #[derive(Debug, Args)]
 pub struct CreateWorkArgs {
@@ -30,16 +34,22 @@ pub struct CreateWorkArgs {
 /// Flags of `ocm get works`.
 #[derive(Debug, Args)]
 pub struct GetWorksArgs {
-    /// Only this cluster's works (default: every cluster).
-    #[arg(long)]
-    cluster: Option<String>,
+    #[command(flatten)]
+    namespaces: ClusterNamespaceFlags,
+    #[command(flatten)]
+    output: OutputFlag,
     #[command(flatten)]
     hub: super::HubAccess,
 }
 
+/// The YAML documents of `text` as JSON values (empty documents as `null`).
+pub fn yaml_documents(text: &str) -> anyhow::Result<Vec<Value>> {
+    serde_saphyr::from_multiple(text).context("parsing YAML")
+}
+
 /// Reads the manifests of `text`: YAML documents, each an object or a `List` of objects.
 pub fn manifests_from_yaml(text: &str) -> anyhow::Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).context("parsing YAML")?;
+    let docs = yaml_documents(text)?;
     let mut out = Vec::new();
     for doc in docs {
         if doc.is_null() {
@@ -119,8 +129,9 @@ fn server_message(e: kube::Error) -> anyhow::Error {
     }
 }
 
-/// The works table: NAME, CLUSTER, APPLIED, AVAILABLE, AGE.
-pub fn render_works(works: &[ManifestWork], now: jiff::Timestamp) -> String {
+/// The works table: NAME, APPLIED, AVAILABLE, AGE; wide adds PROGRESSING, DEGRADED and
+/// MANIFESTS (how many the work carries).
+pub fn render_works(works: &[ManifestWork], now: jiff::Timestamp, style: TableStyle) -> String {
     let condition = |w: &ManifestWork, t: &str| {
         w.status
             .as_ref()
@@ -128,7 +139,7 @@ pub fn render_works(works: &[ManifestWork], now: jiff::Timestamp) -> String {
             .map(|c| c.status.clone())
             .unwrap_or_default()
     };
-    let rows: Vec<Vec<String>> = works
+    let rows: Vec<Row> = works
         .iter()
         .map(|w| {
             let age = w
@@ -137,32 +148,49 @@ pub fn render_works(works: &[ManifestWork], now: jiff::Timestamp) -> String {
                 .as_ref()
                 .map(|t| ocm_apiserver::table::human_duration(now.as_second() - t.0.as_second()))
                 .unwrap_or_default();
-            vec![
+            let mut cells = vec![
                 w.metadata.name.clone().unwrap_or_default(),
-                w.metadata.namespace.clone().unwrap_or_default(),
                 condition(w, "Applied"),
                 condition(w, "Available"),
                 age,
-            ]
+            ];
+            if style.wide {
+                cells.extend([
+                    condition(w, "Progressing"),
+                    condition(w, "Degraded"),
+                    w.spec.workload.manifests.len().to_string(),
+                ]);
+            }
+            Row {
+                namespace: w.metadata.namespace.clone().unwrap_or_default(),
+                cells,
+            }
         })
         .collect();
-    ocm_runtime::text_table::render(&["NAME", "CLUSTER", "APPLIED", "AVAILABLE", "AGE"], &rows)
+    let mut headers = vec!["NAME", "APPLIED", "AVAILABLE", "AGE"];
+    if style.wide {
+        headers.extend(["PROGRESSING", "DEGRADED", "MANIFESTS"]);
+    }
+    render_table(&headers, rows, style.namespace_column)
 }
 
-/// Prints the works table.
+/// Prints the works of one cluster or of all.
 pub async fn get_works(args: GetWorksArgs) -> anyhow::Result<()> {
-    let client = args.hub.client().await?;
-    let api: Api<ManifestWork> = match &args.cluster {
-        Some(c) => Api::namespaced(client, c),
-        None => Api::all(client),
-    };
-    let works = api.list(&ListParams::default()).await?.items;
-    if works.is_empty() {
-        println!("No ManifestWorks. Create one with `ocm create work NAME --cluster C -f FILE`.");
-    } else {
-        print!("{}", render_works(&works, jiff::Timestamp::now()));
-    }
-    Ok(())
+    let hub = args.hub.connect().await?;
+    let scope = args.namespaces.scope(hub.context_namespace());
+    let nothing = format!(
+        "{} Create one with `ocm create work NAME --cluster C -f FILE`.",
+        scope.nothing_found("ManifestWorks")
+    );
+    get_and_print::<ManifestWork>(
+        &hub.client,
+        &scope,
+        &ListParams::default(),
+        args.output.output,
+        |works, style| render_works(works, jiff::Timestamp::now(), style),
+        &nothing,
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -191,10 +219,20 @@ mod tests {
                 {"type": "Available", "status": "False", "reason": "r", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
         }))
         .unwrap();
-        let text = render_works(&[w], "2026-01-01T00:05:00Z".parse().unwrap());
+        let now = "2026-01-01T00:05:00Z".parse().unwrap();
+        let text = render_works(std::slice::from_ref(&w), now, TableStyle::default());
         assert_eq!(
             text,
-            "NAME   CLUSTER   APPLIED   AVAILABLE   AGE\napp    c1        True      False       5m\n"
+            "NAME   APPLIED   AVAILABLE   AGE\napp    True      False       5m\n"
+        );
+        let all_wide = TableStyle {
+            namespace_column: true,
+            wide: true,
+        };
+        assert_eq!(
+            render_works(&[w], now, all_wide),
+            "NAMESPACE   NAME   APPLIED   AVAILABLE   AGE   PROGRESSING   DEGRADED   MANIFESTS\n\
+             c1          app    True      False       5m                             0\n"
         );
     }
 }

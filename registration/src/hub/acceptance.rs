@@ -25,14 +25,14 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::AUTOMATICALLY_ACCEPTED_ON;
 use ocm_api::cluster::names::conditions::{HUB_ACCEPTED, hub_accepted};
@@ -41,12 +41,14 @@ use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::names::MANIFEST_WORK_FINALIZER;
 use ocm_api::work::v1::ManifestWork;
+use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, find_condition, set_condition};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
+use super::observed::{Observed, ObservedObjects, Owned, Written};
 use super::rbac;
 use super::{HubContext, HubOptions};
 
@@ -358,10 +360,11 @@ pub(crate) async fn remove_role_bindings(
 
 // --- reconcile -------------------------------------------------------------------------------
 
-async fn accept(ctx: &HubContext, cluster: &ManagedCluster) -> Vec<String> {
+async fn accept(ctx: &AcceptanceContext, cluster: &ManagedCluster) -> Vec<String> {
     let name = cluster.name_any();
-    let labels: &BTreeMap<String, String> = &ctx.options.cluster_namespace_labels;
-    let client = &ctx.client;
+    let labels: &BTreeMap<String, String> = &ctx.hub.options.cluster_namespace_labels;
+    let client = &ctx.hub.client;
+    let seen = &ctx.observed;
     let mut errors = Vec::new();
     let mut push = |r: Result<(), Error>| {
         if let Err(e) = r {
@@ -371,9 +374,12 @@ async fn accept(ctx: &HubContext, cluster: &ManagedCluster) -> Vec<String> {
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
     push(
-        apply(&namespaces, &rbac::cluster_namespace(&name, labels))
-            .await
-            .map(|_| ()),
+        apply_unless_in_place(
+            &namespaces,
+            &seen.namespaces,
+            &rbac::cluster_namespace(&name, labels),
+        )
+        .await,
     );
 
     let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
@@ -382,35 +388,59 @@ async fn accept(ctx: &HubContext, cluster: &ManagedCluster) -> Vec<String> {
         rbac::work_cluster_role(labels),
         rbac::cluster_role(&name, true, labels),
     ] {
-        push(apply(&cluster_roles, &role).await.map(|_| ()));
+        push(apply_unless_in_place(&cluster_roles, &seen.cluster_roles, &role).await);
     }
     let crbs: Api<ClusterRoleBinding> = Api::all(client.clone());
     push(
-        apply(&crbs, &rbac::cluster_role_binding(&name, labels))
-            .await
-            .map(|_| ()),
+        apply_unless_in_place(
+            &crbs,
+            &seen.cluster_role_bindings,
+            &rbac::cluster_role_binding(&name, labels),
+        )
+        .await,
     );
     let rbs: Api<RoleBinding> = Api::namespaced(client.clone(), &name);
     for rb in [
         rbac::registration_role_binding(&name, labels),
         rbac::work_role_binding(&name, labels),
     ] {
-        push(apply(&rbs, &rb).await.map(|_| ()));
+        push(apply_unless_in_place(&rbs, &seen.role_bindings, &rb).await);
     }
     errors
 }
 
+/// Applies `desired` unless its last watch event showed it as wanted already.
+async fn apply_unless_in_place<K>(api: &Api<K>, seen: &Observed, desired: &K) -> Result<(), Error>
+where
+    K: Written + Serialize + DeserializeOwned + Clone + Debug,
+    K::DynamicType: Default,
+{
+    if seen.in_place(desired) {
+        return Ok(());
+    }
+    apply(api, desired).await.map(|_| ())
+}
+
 /// Returns `Some(delay)` when the cluster must be looked at again.
-async fn deny(ctx: &HubContext, cluster: &ManagedCluster) -> Result<Option<Duration>, Error> {
+async fn deny(
+    actx: &AcceptanceContext,
+    cluster: &ManagedCluster,
+) -> Result<Option<Duration>, Error> {
+    let ctx = &actx.hub;
     let name = cluster.name_any();
     let labels = &ctx.options.cluster_namespace_labels;
     let mut errors = Vec::new();
     let cluster_roles: Api<ClusterRole> = Api::all(ctx.client.clone());
-    if let Err(e) = apply(&cluster_roles, &rbac::cluster_role(&name, false, labels)).await {
+    let role = rbac::cluster_role(&name, false, labels);
+    if let Err(e) = apply_unless_in_place(&cluster_roles, &actx.observed.cluster_roles, &role).await
+    {
         errors.push(e.to_string());
     }
     let crbs: Api<ClusterRoleBinding> = Api::all(ctx.client.clone());
-    if let Err(e) = apply(&crbs, &rbac::cluster_role_binding(&name, labels)).await {
+    let binding = rbac::cluster_role_binding(&name, labels);
+    if let Err(e) =
+        apply_unless_in_place(&crbs, &actx.observed.cluster_role_bindings, &binding).await
+    {
         errors.push(e.to_string());
     }
     match remove_role_bindings(&ctx.client, &name).await {
@@ -461,7 +491,18 @@ async fn auto_accept(
     Ok(())
 }
 
-async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result<Action, Error> {
+/// What the acceptance controller's passes share.
+struct AcceptanceContext {
+    hub: Arc<HubContext>,
+    /// What the watches last showed of the objects acceptance writes.
+    observed: Arc<ObservedObjects>,
+}
+
+async fn reconcile(
+    cluster: Arc<ManagedCluster>,
+    actx: Arc<AcceptanceContext>,
+) -> Result<Action, Error> {
+    let ctx = &actx.hub;
     ctx.metrics.reconciled(CONTROLLER);
     let api: Api<ManagedCluster> = Api::all(ctx.client.clone());
     let decision = decide(&cluster, !ctx.options.auto_approved_users.is_empty());
@@ -480,7 +521,7 @@ async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result
     }
     match decision {
         Decision::Accept => {
-            let errors = accept(&ctx, &cluster).await;
+            let errors = accept(&actx, &cluster).await;
             if !errors.is_empty() {
                 warn!(cluster = %cluster.name_any(), errors = ?errors, "accepting cluster failed");
             }
@@ -495,7 +536,7 @@ async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result
                 Err(Error::Many(errors.join("\n")))
             }
         }
-        Decision::Deny => match deny(&ctx, &cluster).await? {
+        Decision::Deny => match deny(&actx, &cluster).await? {
             Some(after) => Ok(Action::requeue(after)),
             None => Ok(Action::await_change()),
         },
@@ -503,8 +544,9 @@ async fn reconcile(cluster: Arc<ManagedCluster>, ctx: Arc<HubContext>) -> Result
     }
 }
 
-fn error_policy(_cluster: Arc<ManagedCluster>, err: &Error, ctx: Arc<HubContext>) -> Action {
-    super::error::retry_after(&ctx.metrics, CONTROLLER, err, retry_delay(&ctx.options))
+fn error_policy(_cluster: Arc<ManagedCluster>, err: &Error, ctx: Arc<AcceptanceContext>) -> Action {
+    let hub = &ctx.hub;
+    super::error::retry_after(&hub.metrics, CONTROLLER, err, retry_delay(&hub.options))
 }
 
 /// Delay before retrying a failed reconcile.
@@ -522,34 +564,88 @@ pub(crate) fn by_cluster_label<K: Resource>(obj: K) -> Option<ObjectRef<ManagedC
         .map(|n| ObjectRef::new(n))
 }
 
-/// Runs the acceptance controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let client = ctx.client.clone();
+/// The label keys and finalizers acceptance sets on what it writes.
+fn owned_fields(options: &HubOptions) -> Owned {
+    let mut labels: Vec<String> = options.cluster_namespace_labels.keys().cloned().collect();
+    labels.push(CLUSTER_NAME.to_owned());
+    Owned {
+        labels,
+        finalizers: vec![MANIFEST_WORK_FINALIZER.to_owned()],
+    }
+}
+
+/// The objects of a watch labelled with a cluster name, each recorded in `pick(observed)`
+/// before it is passed on to trigger its cluster's reconcile.
+fn recorded_events<K>(
+    api: Api<K>,
+    observed: Arc<ObservedObjects>,
+    pick: fn(&ObservedObjects) -> &Observed,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Written + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
     let labelled = watcher::Config::default()
         .labels(CLUSTER_NAME)
         .any_semantic();
+    watcher(api, labelled)
+        .backoff_on_errors()
+        .map_ok(move |event| {
+            pick(&observed).record(&event);
+            event
+        })
+        .touched_objects()
+}
+
+/// Runs the acceptance controller until `ctx.shutdown` is cancelled.
+pub(crate) async fn run(ctx: Arc<HubContext>) {
+    let client = ctx.client.clone();
+    let observed = Arc::new(ObservedObjects::new(&owned_fields(&ctx.options)));
     let controller = ocm_runtime::cache::controller(
         Api::<ManagedCluster>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     )
     .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .watches(
-        Api::<ClusterRole>::all(client.clone()),
-        labelled.clone(),
+    .watches_stream(
+        recorded_events(
+            Api::<Namespace>::all(client.clone()),
+            observed.clone(),
+            |o| &o.namespaces,
+        ),
         by_cluster_label,
     )
-    .watches(
-        Api::<ClusterRoleBinding>::all(client.clone()),
-        labelled.clone(),
+    .watches_stream(
+        recorded_events(
+            Api::<ClusterRole>::all(client.clone()),
+            observed.clone(),
+            |o| &o.cluster_roles,
+        ),
         by_cluster_label,
     )
-    .watches(
-        Api::<RoleBinding>::all(client.clone()),
-        labelled,
+    .watches_stream(
+        recorded_events(
+            Api::<ClusterRoleBinding>::all(client.clone()),
+            observed.clone(),
+            |o| &o.cluster_role_bindings,
+        ),
+        by_cluster_label,
+    )
+    .watches_stream(
+        recorded_events(
+            Api::<RoleBinding>::all(client.clone()),
+            observed.clone(),
+            |o| &o.role_bindings,
+        ),
         by_cluster_label,
     )
     .reconcile_all_on(resync_ticks(ctx.options.resync))
-    .run(reconcile, error_policy, ctx.clone())
+    .run(
+        reconcile,
+        error_policy,
+        Arc::new(AcceptanceContext {
+            hub: ctx.clone(),
+            observed,
+        }),
+    )
     .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}

@@ -11,6 +11,7 @@ mod error;
 mod lease;
 mod managed_namespaces;
 mod metrics;
+mod observed;
 pub mod rbac;
 mod taints;
 
