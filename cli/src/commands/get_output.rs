@@ -335,8 +335,8 @@ mod tests {
         );
         assert_eq!(scope(&["-A"], Some("team")), Scope::All);
         assert_eq!(scope(&["--all-namespaces"], None), Scope::All);
-        let err = placements(&["-n", "apps", "-A"]).unwrap_err().to_string();
-        assert!(err.contains("cannot be used with"), "{err}");
+        // As in kubectl, -A wins over -n.
+        assert_eq!(scope(&["-n", "apps", "-A"], None), Scope::All);
     }
 
     #[test]
