@@ -554,16 +554,6 @@ pub(crate) fn retry_delay(options: &HubOptions) -> Duration {
     options.cleanup_requeue.min(Duration::from_secs(2))
 }
 
-/// Maps an object labelled with a cluster name to that ManagedCluster.
-pub(crate) fn by_cluster_label<K: Resource>(obj: K) -> Option<ObjectRef<ManagedCluster>> {
-    obj.meta()
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(CLUSTER_NAME))
-        .filter(|n| !n.is_empty())
-        .map(|n| ObjectRef::new(n))
-}
-
 /// The label keys and finalizers acceptance sets on what it writes.
 fn owned_fields(options: &HubOptions) -> Owned {
     let mut labels: Vec<String> = options.cluster_namespace_labels.keys().cloned().collect();
@@ -596,6 +586,27 @@ where
         .touched_objects()
 }
 
+/// The cluster an object acceptance writes belongs to, from where it lives rather than from
+/// its labels (which the change being reacted to may have altered): a namespace is its
+/// cluster's (see [`cluster_of_namespace`]), a RoleBinding is its namespace's, a per-cluster
+/// ClusterRole or binding is named after its cluster. Common roles belong to none.
+fn owning_cluster<K: Resource>(obj: K) -> Option<ObjectRef<ManagedCluster>> {
+    let meta = obj.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    let cluster = match meta.namespace.as_deref() {
+        Some(namespace) => namespace,
+        None => name
+            .strip_prefix(rbac::NAME_PREFIX)
+            .filter(|rest| !rest.is_empty() && !rest.contains(':'))?,
+    };
+    Some(ObjectRef::new(cluster))
+}
+
+/// The cluster a cluster namespace belongs to: the one named like it.
+fn cluster_of_namespace(namespace: Namespace) -> Option<ObjectRef<ManagedCluster>> {
+    namespace.metadata.name.map(|name| ObjectRef::new(&name))
+}
+
 /// Runs the acceptance controller until `ctx.shutdown` is cancelled.
 pub(crate) async fn run(ctx: Arc<HubContext>) {
     let client = ctx.client.clone();
@@ -611,7 +622,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
             observed.clone(),
             |o| &o.namespaces,
         ),
-        by_cluster_label,
+        cluster_of_namespace,
     )
     .watches_stream(
         recorded_events(
@@ -619,7 +630,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
             observed.clone(),
             |o| &o.cluster_roles,
         ),
-        by_cluster_label,
+        owning_cluster,
     )
     .watches_stream(
         recorded_events(
@@ -627,7 +638,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
             observed.clone(),
             |o| &o.cluster_role_bindings,
         ),
-        by_cluster_label,
+        owning_cluster,
     )
     .watches_stream(
         recorded_events(
@@ -635,7 +646,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
             observed.clone(),
             |o| &o.role_bindings,
         ),
-        by_cluster_label,
+        owning_cluster,
     )
     .reconcile_all_on(resync_ticks(ctx.options.resync))
     .run(
