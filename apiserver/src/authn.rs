@@ -15,7 +15,7 @@ use crate::pki::{
     ANONYMOUS, CertAuthError, ClientCaBundle, UNAUTHENTICATED, ValidFor,
     authenticate_client_chain_for,
 };
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, ObjectKey};
 use crate::tokens::{
     BOOTSTRAP_TOKEN_NAMESPACE, BearerKind, authenticate_bootstrap_token,

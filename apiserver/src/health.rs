@@ -23,39 +23,9 @@ use http::StatusCode;
 use crate::error::ApiError;
 use crate::handlers::{Reply, ReplyBody};
 use crate::request::{Query, query_values};
-use crate::server::Inner;
+use crate::state::Inner;
 
-/// The three health endpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `/healthz` (deprecated in kube in favour of the other two, still served).
-    Healthz,
-    /// `/livez`: whether the process should be restarted.
-    Livez,
-    /// `/readyz`: whether the server should get traffic.
-    Readyz,
-}
-
-impl Endpoint {
-    /// The endpoint of a path's first segment.
-    pub fn from_segment(segment: &str) -> Option<Endpoint> {
-        match segment {
-            "healthz" => Some(Endpoint::Healthz),
-            "livez" => Some(Endpoint::Livez),
-            "readyz" => Some(Endpoint::Readyz),
-            _ => None,
-        }
-    }
-
-    /// The path segment, also the word of `<name> check passed`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Endpoint::Healthz => "healthz",
-            Endpoint::Livez => "livez",
-            Endpoint::Readyz => "readyz",
-        }
-    }
-}
+pub use crate::request::Endpoint;
 
 /// A named check over the server and the logical cluster asked about.
 struct Check {

@@ -19,7 +19,7 @@ use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::handlers::{Reply, ReplyBody, ResourceRequest};
 use crate::request::{Query, Route, parse_route, split_cluster};
-use crate::server::{DEFAULT_CLUSTER, Inner};
+use crate::state::{DEFAULT_CLUSTER, Inner};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -342,7 +342,7 @@ where
     }
     crate::authz::authorize(inner, &cluster, &identity, attrs)?;
     if unknown {
-        inner.ensure_cluster(&cluster).await?;
+        crate::controllers::ensure_cluster(inner, &cluster).await?;
     }
     if let Some(len) = parts
         .headers

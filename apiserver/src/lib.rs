@@ -9,8 +9,10 @@
 //! are addressed with a `/clusters/{name}` URL prefix (or [`ApiServer::service_for_cluster`]);
 //! the unprefixed URLs are the default cluster.
 //!
-//! Layers: [`storage`] (revisioned store, SQLite or memory) → [`registry`] (served resources)
-//! → `ops` (the write pipeline) → `handlers` (REST verbs) → [`http`] (the tower service);
+//! Layers, each using only those before it: [`storage`] (revisioned store, SQLite or memory) →
+//! [`registry`] (served resources) → `state` (what every part shares) → `ops` (the write
+//! pipeline) → `controllers` and `handlers` (REST verbs) → [`http`] (the tower service) →
+//! `server` ([`ApiServer`]); docs/development.md draws them whole;
 //! [`discovery`], [`openapi`] and [`table`] for clients' metadata; `controllers` for the
 //! garbage collector, namespace lifecycle, CRD establishment, ClusterRole aggregation, the
 //! `kubernetes.io/kube-apiserver-client` CSR signer and the CSR cleaner.
@@ -24,9 +26,6 @@ pub mod admission;
 pub mod auth;
 pub mod authn;
 mod authz;
-mod cel_cost;
-mod cel_locate;
-mod cel_source;
 mod controllers;
 pub mod discovery;
 pub mod error;
@@ -45,13 +44,16 @@ pub mod pki;
 pub mod policy;
 pub mod protobuf;
 pub mod quantity;
+mod quota;
 pub mod rbac;
 pub mod registry;
 pub mod request;
-pub mod schema;
+pub use ocm_apiserver_schema as schema;
 pub use ocm_apiserver_selector as selector;
+mod rbac_policies;
 pub mod serve;
 mod server;
+mod state;
 pub use ocm_apiserver_storage as storage;
 pub mod table;
 pub mod tls;

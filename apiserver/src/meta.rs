@@ -169,6 +169,15 @@ pub fn field_as_string(obj: &Value, path: &str) -> Option<String> {
     }
 }
 
+/// The object as `PartialObjectMetadata`.
+pub fn partial_metadata(obj: &Value) -> Value {
+    serde_json::json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({})),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

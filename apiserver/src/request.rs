@@ -22,7 +22,7 @@ pub enum Route {
     /// `/version`.
     Version,
     /// `/healthz`, `/livez`, `/readyz`, or one of their checks (`/readyz/etcd`).
-    Health(crate::health::Endpoint, Option<String>),
+    Health(Endpoint, Option<String>),
     /// `/metrics`.
     Metrics,
     /// `/openapi/v2`.
@@ -72,7 +72,7 @@ pub fn parse_route(path: &str) -> Route {
         .collect();
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     if let [first, rest @ ..] = parts.as_slice()
-        && let Some(endpoint) = crate::health::Endpoint::from_segment(first)
+        && let Some(endpoint) = Endpoint::from_segment(first)
     {
         return Route::Health(endpoint, (!rest.is_empty()).then(|| rest.join("/")));
     }
@@ -217,6 +217,38 @@ pub fn invalid_timeout(query: &Query) -> Option<String> {
     parse_go_duration(value)
         .err()
         .map(|err| format!("invalid timeout specified in the request URL - {err}"))
+}
+
+/// The three health endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/healthz` (deprecated in kube in favour of the other two, still served).
+    Healthz,
+    /// `/livez`: whether the process should be restarted.
+    Livez,
+    /// `/readyz`: whether the server should get traffic.
+    Readyz,
+}
+
+impl Endpoint {
+    /// The endpoint of a path's first segment.
+    pub fn from_segment(segment: &str) -> Option<Endpoint> {
+        match segment {
+            "healthz" => Some(Endpoint::Healthz),
+            "livez" => Some(Endpoint::Livez),
+            "readyz" => Some(Endpoint::Readyz),
+            _ => None,
+        }
+    }
+
+    /// The path segment, also the word of `<name> check passed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Healthz => "healthz",
+            Endpoint::Livez => "livez",
+            Endpoint::Readyz => "readyz",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1267,7 +1267,7 @@ pub fn table(
                 .collect();
             let rows = objects
                 .iter()
-                .map(|o| json!({"cells": builtin_cells(kind, o), "object": crate::handlers::partial_metadata(o)}))
+                .map(|o| json!({"cells": builtin_cells(kind, o), "object": crate::meta::partial_metadata(o)}))
                 .collect();
             (defs, rows)
         }
@@ -1297,7 +1297,7 @@ pub fn table(
                 .map(|o| {
                     let mut cells = vec![json!(meta::meta_str(o, "name"))];
                     cells.extend(printer.iter().map(|c| custom_cell(c, o)));
-                    json!({"cells": cells, "object": crate::handlers::partial_metadata(o)})
+                    json!({"cells": cells, "object": crate::meta::partial_metadata(o)})
                 })
                 .collect();
             (defs, rows)

@@ -29,7 +29,6 @@ mod rbac_incremental;
 mod request_timeout;
 mod resource_quota;
 mod restart;
-mod schema_corpus;
 mod schema_props;
 mod secrets;
 mod security_csr;

@@ -10,7 +10,7 @@ use super::system_ctx;
 use crate::meta;
 use crate::ops::{CRD_CLEANUP_FINALIZER, DeleteOptions, Managed, Propagation, Target};
 use crate::registry::{crd_conditions, resource_from_crd};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, ObjectKey};
 
 const CRD_RESOURCE: &str = "apiextensions.k8s.io/customresourcedefinitions";

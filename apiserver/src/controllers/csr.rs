@@ -16,7 +16,7 @@ use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
 use crate::pki::{KUBE_APISERVER_CLIENT_SIGNER, SignError};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, EventKind};
 
 const CSR_RESOURCE: &str = "certificates.k8s.io/certificatesigningrequests";

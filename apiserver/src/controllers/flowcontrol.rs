@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use super::system_ctx;
 use crate::flowcontrol::{AUTO_UPDATE_ANNOTATION, Bootstrap, Class, DANGLING, Kind, bootstrap};
 use crate::ops::{DeleteOptions, Managed, Target};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, ObjectKey};
 
 /// The field manager of the bootstrap writes (kube's ensurer's).

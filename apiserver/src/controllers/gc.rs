@@ -13,7 +13,7 @@ use crate::meta;
 use crate::ops::{
     Ctx, DeleteOptions, FOREGROUND_FINALIZER, Managed, ORPHAN_FINALIZER, Propagation, Target,
 };
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Event, EventKind, ObjectKey};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

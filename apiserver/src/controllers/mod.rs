@@ -9,17 +9,20 @@ mod csr;
 mod flowcontrol;
 mod gc;
 mod jobs;
+mod logical_cluster;
 mod namespace;
 mod published;
 mod publisher;
-pub(crate) mod quota;
+mod quota;
 mod rbac;
 mod simulator;
+
+pub(crate) use logical_cluster::ensure_cluster;
 
 use std::sync::Arc;
 
 use crate::ops::Ctx;
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::Bucket;
 
 /// Starts every controller on the current Tokio runtime.

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Propagation, Target};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, ObjectKey};
 
 const NS_RESOURCE: &str = "/namespaces";

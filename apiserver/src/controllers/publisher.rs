@@ -13,7 +13,7 @@ use super::system_ctx;
 use crate::error::ApiError;
 use crate::meta;
 use crate::ops::{Managed, Target};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, Event, EventKind, ObjectKey};
 
 const NS_RESOURCE: &str = "/namespaces";

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::system_ctx;
 use crate::ops::{Managed, Target};
 use crate::rbac::{Aggregators, Policy};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, Event, EventKind};
 
 const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";

@@ -41,7 +41,7 @@ use super::jobs;
 use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{Bucket, EventKind, ObjectKey};
 
 /// Storage resources the simulator looks after.

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::error::ApiError;
 use crate::handlers::{Encoding, Reply, accept_clauses, negotiated_document};
 use crate::registry::{ResourceInfo, compare_versions};
-use crate::server::Inner;
+use crate::state::Inner;
 
 mod storage_hash;
 mod version;

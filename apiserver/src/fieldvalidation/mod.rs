@@ -26,7 +26,17 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::error::{ApiError, Cause};
-use crate::ops::FieldValidation;
+
+/// `fieldValidation`: what to do with unknown or duplicate fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them with a `Warning` header (the default).
+    Warn,
+    /// Fail the request with 400.
+    Strict,
+}
 
 /// One strict decoding error.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

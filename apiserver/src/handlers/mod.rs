@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::auth::Identity;
@@ -27,7 +27,7 @@ use crate::fieldvalidation::BodyCheck;
 use crate::ops::{Ctx, FieldValidation};
 use crate::registry::ResourceInfo;
 use crate::request::{Query, ResourcePath};
-use crate::server::Inner;
+use crate::state::Inner;
 
 /// A reply body: complete, or streamed (watch).
 pub(crate) enum ReplyBody {
@@ -591,15 +591,6 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// The object as `PartialObjectMetadata`.
-pub(crate) fn partial_metadata(obj: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
-}
-
 /// Shapes a single object per the `Accept` header.
 pub(crate) fn object_reply(
     req: &ResourceRequest,
@@ -608,7 +599,7 @@ pub(crate) fn object_reply(
 ) -> Result<Reply, ApiError> {
     match req.output()? {
         Output::Json => Ok(Reply::json(status, obj)),
-        Output::PartialMeta => Ok(Reply::json(status, &partial_metadata(obj))),
+        Output::PartialMeta => Ok(Reply::json(status, &crate::meta::partial_metadata(obj))),
         Output::Table => {
             let rv = crate::meta::meta_str(obj, "resourceVersion").to_owned();
             let table = crate::table::table(

@@ -4,9 +4,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Output, Reply, ResourceRequest, object_reply, partial_metadata};
+use super::{Output, Reply, ResourceRequest, object_reply};
 use crate::error::ApiError;
 use crate::meta;
+use crate::meta::partial_metadata;
 use crate::selector::{FieldSelector, FieldSet, LabelSelector, Operator};
 use crate::storage::{Revision, StorageError, StoredObject};
 

@@ -11,8 +11,9 @@ use tokio::sync::mpsc;
 
 use super::read::Filter;
 use super::watch_shared::selection_head;
-use super::{Output, Reply, ReplyBody, ResourceRequest, partial_metadata};
+use super::{Output, Reply, ReplyBody, ResourceRequest};
 use crate::error::ApiError;
+use crate::meta::partial_metadata;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
 use crate::storage::{Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription};

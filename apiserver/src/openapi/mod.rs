@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
 use crate::registry::ResourceInfo;
-use crate::server::Inner;
+use crate::state::Inner;
+use v2::builtin::gvk_extension;
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -162,11 +163,6 @@ fn type_meta_properties() -> [(String, Value); 2] {
             json!({"description": KIND_DESCRIPTION, "type": "string"}),
         ),
     ]
-}
-
-/// The `x-kubernetes-group-version-kind` extension of a definition: a list of one GVK.
-fn gvk_extension(group: &str, version: &str, kind: &str) -> Value {
-    json!([{"group": group, "version": version, "kind": kind}])
 }
 
 /// A custom resource schema as kube-apiserver publishes it: with apiVersion, kind, metadata

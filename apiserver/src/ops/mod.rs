@@ -3,6 +3,8 @@
 //! managed fields and no-op detection) and delete (finalizers, propagation policy).
 
 mod admission;
+mod admission_hooks;
+mod builtin_admission;
 mod convert;
 mod subresource;
 
@@ -14,7 +16,7 @@ use crate::auth::Identity;
 use crate::error::{ApiError, Gr};
 use crate::meta;
 use crate::registry::ResourceInfo;
-use crate::server::Inner;
+use crate::state::Inner;
 use crate::storage::{ObjectKey, Revision, StorageError, StoredObject};
 
 pub(crate) use admission::CRD_CLEANUP_FINALIZER;
@@ -32,16 +34,7 @@ pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 /// Finalizer the garbage collector uses for orphaning dependents.
 pub const ORPHAN_FINALIZER: &str = "orphan";
 
-/// `fieldValidation`: what to do with unknown or duplicate fields.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// Drop them silently.
-    Ignore,
-    /// Drop them with a `Warning` header (the default).
-    Warn,
-    /// Fail the request with 400.
-    Strict,
-}
+pub use crate::fieldvalidation::FieldValidation;
 
 /// `propagationPolicy` of a delete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,8 +282,8 @@ impl Ctx {
         let name = meta::meta_str(&obj, "name").to_owned();
         self.check_namespace(namespace, &name)?;
         admission::prepare_create(self, &mut obj)?;
-        crate::authz::admit(self, namespace, "", &obj, None, &Target::Main)?;
-        crate::admission::run(
+        builtin_admission::admit(self, namespace, "", &obj, None, &Target::Main)?;
+        admission_hooks::run(
             self,
             crate::admission::AdmissionOperation::Create,
             namespace,
@@ -343,7 +336,7 @@ impl Ctx {
         .await?;
         // Quota admission comes last, as in kube-apiserver (dry runs are refused too).
         if self.res.namespaced
-            && let Some(why) = crate::controllers::quota::exceeded(
+            && let Some(why) = crate::quota::exceeded(
                 &self.inner,
                 &self.cluster,
                 namespace,
@@ -542,12 +535,12 @@ impl Ctx {
         }
         meta::set_meta(&mut new, "selfLink", None);
         admission::prepare_update(self, &mut new, old, target)?;
-        crate::authz::admit(self, namespace, name, &new, Some(old), target)?;
+        builtin_admission::admit(self, namespace, name, &new, Some(old), target)?;
         let subresource = match target {
             Target::Main => None,
             Target::Sub(sub) => Some(sub.as_str()),
         };
-        crate::admission::run(
+        admission_hooks::run(
             self,
             crate::admission::AdmissionOperation::Update,
             namespace,
@@ -633,7 +626,7 @@ impl Ctx {
                     .is_empty()
             {
                 let presented = self.present(obj.clone())?;
-                crate::admission::run(
+                admission_hooks::run(
                     self,
                     crate::admission::AdmissionOperation::Delete,
                     namespace,
@@ -948,15 +941,15 @@ impl Ctx {
         use crate::policy::typecheck;
         let registry = &self.inner.registry;
         let (Some(object_meta), definitions) = (
-            crate::openapi::v2::object_meta_definition(),
-            crate::openapi::v2::builtin_definitions(),
+            crate::openapi::v2::builtin::object_meta_definition(),
+            crate::openapi::v2::builtin::builtin_definitions(),
         ) else {
             return Vec::new();
         };
         // A kind's schema: its built-in definition, or its CRD version's openAPIV3Schema.
         let schema_of = |res: &ResourceInfo, version: &str| -> Option<std::sync::Arc<Value>> {
             match res.builtin() {
-                Some(kind) => crate::openapi::v2::builtin_definition(kind)
+                Some(kind) => crate::openapi::v2::builtin::builtin_definition(kind)
                     .map(|d| std::sync::Arc::new(d.clone())),
                 None => res.version(version).and_then(|v| v.schema.clone()),
             }
@@ -979,8 +972,9 @@ impl Ctx {
             let res = registry.lookup_kind(&self.cluster, group, kind)?;
             schema_of(&res, version)
         });
-        let namespace =
-            crate::openapi::v2::builtin_definition(crate::registry::BuiltinKind::Namespace);
+        let namespace = crate::openapi::v2::builtin::builtin_definition(
+            crate::registry::BuiltinKind::Namespace,
+        );
         let kinds: Vec<typecheck::Kind<'_>> = kinds
             .iter()
             .map(|(gvk, schema)| typecheck::Kind { gvk, schema })

@@ -3,7 +3,6 @@
 //! with the policy's variables bound. Built on the `cel` crate `kube_cel` re-exports, with the
 //! Kubernetes CEL libraries registered.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt as _;
@@ -47,11 +46,12 @@ pub fn check(expression: &str, declared: &[&str]) -> Result<(), String> {
         Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
     let mut scope = Vec::new();
     if let Some(name) = undeclared(program.expression(), declared, &mut scope) {
-        let at = crate::cel_source::ident_position(expression, &name).unwrap_or((1, 0));
+        let at =
+            ocm_apiserver_schema::cel_source::ident_position(expression, &name).unwrap_or((1, 0));
         let message = format!("undeclared reference to '{name}' (in container '')");
         return Err(format!(
             "compilation failed: {}",
-            crate::cel_source::error_at(expression, at, &message)
+            ocm_apiserver_schema::cel_source::error_at(expression, at, &message)
         ));
     }
     Ok(())
@@ -114,33 +114,7 @@ fn undeclared(expr: &IdedExpr, declared: &[&str], scope: &mut Vec<String>) -> Op
     }
 }
 
-/// JSON as CEL sees it: integers as `int` (or `uint` past `i64`), objects as maps.
-pub fn to_cel(value: &Value) -> cel::Value {
-    match value {
-        Value::Null => cel::Value::Null,
-        Value::Bool(b) => cel::Value::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => cel::Value::Int(i),
-            (None, Some(u)) => cel::Value::UInt(u),
-            _ => cel::Value::Float(n.as_f64().unwrap_or_default()),
-        },
-        Value::String(s) => cel::Value::String(Arc::new(s.clone())),
-        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(map) => map_value(
-            map.iter()
-                .map(|(k, v)| (k.clone(), to_cel(v)))
-                .collect::<Vec<_>>(),
-        ),
-    }
-}
-
-fn map_value(entries: Vec<(String, cel::Value)>) -> cel::Value {
-    let map: HashMap<cel::objects::Key, cel::Value> = entries
-        .into_iter()
-        .map(|(k, v)| (cel::objects::Key::String(Arc::new(k)), v))
-        .collect();
-    cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
-}
+pub use ocm_apiserver_schema::to_cel;
 
 /// An evaluation environment: the Kubernetes CEL libraries and the bound variables.
 pub struct Activation {
@@ -164,7 +138,7 @@ impl Activation {
         for (name, value) in bindings {
             act.bind_value(name, to_cel(value));
         }
-        act.bind_value("variables", map_value(Vec::new()));
+        act.bind_value("variables", ocm_apiserver_schema::cel_map(Vec::new()));
         act
     }
 
@@ -178,16 +152,16 @@ impl Activation {
     /// Adds `variables.<name>` for the expressions evaluated afterwards.
     pub fn add_variable(&mut self, name: &str, value: cel::Value) {
         self.variables.push((name.to_owned(), value));
-        let map = map_value(self.variables.clone());
+        let map = ocm_apiserver_schema::cel_map(self.variables.clone());
         self.bind_value("variables", map);
     }
 
     /// The largest cost of evaluating `program` with the values bound now (see
-    /// [`crate::cel_cost`]).
+    /// [`ocm_apiserver_schema::cel_cost`]).
     pub(crate) fn cost(&self, program: &Program) -> u64 {
         let vars = self.bound.iter().map(|(n, v)| (n.as_str(), v)).collect();
-        let sizes = crate::cel_cost::ValueSizes::new(vars);
-        crate::cel_cost::estimate(program.expression(), &sizes)
+        let sizes = ocm_apiserver_schema::cel_cost::ValueSizes::new(vars);
+        ocm_apiserver_schema::cel_cost::estimate(program.expression(), &sizes)
     }
 
     /// Evaluates a program; the error is the CEL runtime error in cel-go's lower-case style.

@@ -6,8 +6,10 @@ use serde_json::Value;
 
 use super::cel::Activation;
 use super::spec::{Named, Policy};
-use crate::cel_cost::{BUDGET_ERROR, Budget, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET};
 use crate::webhook::FailurePolicy;
+use ocm_apiserver_schema::cel_cost::{
+    BUDGET_ERROR, Budget, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET,
+};
 
 /// What the CEL variables of an evaluation are bound to (`Value::Null` when absent).
 #[derive(Clone, Copy, Debug)]
@@ -106,7 +108,7 @@ fn audit_annotation_failures(
 
 /// Evaluates a compiled expression (one that did not compile is an evaluation error) if
 /// `budget` allows it: kube's runtime cost limits, checked with the cost the expression
-/// would have over the values bound now, before it runs (see [`crate::cel_cost`]).
+/// would have over the values bound now, before it runs (see [`ocm_apiserver_schema::cel_cost`]).
 fn run(
     act: &Activation,
     program: &super::cel::CompiledExpression,

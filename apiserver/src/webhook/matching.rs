@@ -234,8 +234,10 @@ pub fn match_conditions(
             .map_err(|err| format!("cannot bind {name}: {err}"))?;
     }
     // kube's runtime cost limits, checked before each condition runs.
-    let sizes = crate::cel_cost::ValueSizes::new(bound.to_vec());
-    let mut budget = crate::cel_cost::Budget::new(crate::cel_cost::MATCH_CONDITIONS_BUDGET);
+    let sizes = ocm_apiserver_schema::cel_cost::ValueSizes::new(bound.to_vec());
+    let mut budget = ocm_apiserver_schema::cel_cost::Budget::new(
+        ocm_apiserver_schema::cel_cost::MATCH_CONDITIONS_BUDGET,
+    );
     let mut errors = Vec::new();
     for condition in conditions {
         let program = match cel::Program::compile(&condition.expression) {
@@ -248,7 +250,7 @@ pub fn match_conditions(
                 continue;
             }
         };
-        let cost = crate::cel_cost::estimate(program.expression(), &sizes);
+        let cost = ocm_apiserver_schema::cel_cost::estimate(program.expression(), &sizes);
         if let Err(err) = budget.charge(cost) {
             if budget.exhausted() {
                 return Err(err.to_owned());

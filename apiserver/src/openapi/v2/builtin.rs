@@ -13,9 +13,33 @@ use k8s_openapi::schemars::generate::SchemaSettings;
 use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use super::DEFINITIONS;
 use crate::patch::typeinfo::{ObjectType, Smp, TypeRef};
 use crate::registry::{BuiltinKind, Source, TypeVisitor, builtin_resources};
+
+/// The `x-kubernetes-group-version-kind` extension of a definition: a list of one GVK.
+pub(crate) fn gvk_extension(group: &str, version: &str, kind: &str) -> Value {
+    json!([{"group": group, "version": version, "kind": kind}])
+}
+
+/// The definitions prefix of `$ref`s in a Swagger 2.0 document.
+pub(crate) const DEFINITIONS: &str = "#/definitions/";
+
+/// The definitions of the built-in kinds; each `$ref` in them is `#/definitions/<name>` of
+/// this map. The schemas built-in kinds are type-checked against.
+pub(crate) fn builtin_definitions() -> &'static Map<String, Value> {
+    &definitions().definitions
+}
+
+/// The definition of a built-in kind in [`builtin_definitions`].
+pub(crate) fn builtin_definition(kind: crate::registry::BuiltinKind) -> Option<&'static Value> {
+    let builtins = definitions();
+    builtins.definitions.get(builtins.names.get(&kind)?)
+}
+
+/// The definition of `ObjectMeta` in [`builtin_definitions`].
+pub(crate) fn object_meta_definition() -> Option<&'static Value> {
+    definitions().definitions.get(OBJECT_META)
+}
 
 /// `ObjectMeta`.
 pub(super) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -94,7 +118,7 @@ fn build() -> Definitions {
             let version = res.preferred_version().to_owned();
             def.insert(
                 "x-kubernetes-group-version-kind".into(),
-                super::super::gvk_extension(&res.group, &version, &res.kind),
+                gvk_extension(&res.group, &version, &res.kind),
             );
             // k8s-openapi requires `metadata` because the Rust field is not optional; kube's
             // Go types do not.

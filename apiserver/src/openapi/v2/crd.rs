@@ -44,7 +44,7 @@ pub(super) fn definition(res: &ResourceInfo, version: &str, schema: Option<&Valu
         }
         _ => json!({
             "type": "object",
-            "x-kubernetes-group-version-kind": super::super::gvk_extension(&res.group, version, &res.kind),
+            "x-kubernetes-group-version-kind": super::builtin::gvk_extension(&res.group, version, &res.kind),
         }),
     }
 }

@@ -13,6 +13,8 @@
 //! a CRD republishes it at once.
 
 pub(crate) mod builtin;
+
+use builtin::DEFINITIONS;
 mod crd;
 mod paths;
 pub(crate) mod proto;
@@ -21,31 +23,11 @@ pub(crate) mod serve;
 use serde_json::{Map, Value, json};
 
 use crate::registry::{ResourceInfo, Source};
-use crate::server::Inner;
-
-/// The definitions prefix of `$ref`s in a Swagger 2.0 document.
-const DEFINITIONS: &str = "#/definitions/";
+use crate::state::Inner;
 
 /// A `$ref` to definition `name`.
 fn reference(name: &str) -> String {
     format!("{DEFINITIONS}{name}")
-}
-
-/// The definitions of the built-in kinds; each `$ref` in them is `#/definitions/<name>` of
-/// this map. The schemas built-in kinds are type-checked against.
-pub(crate) fn builtin_definitions() -> &'static Map<String, Value> {
-    &builtin::definitions().definitions
-}
-
-/// The definition of a built-in kind in [`builtin_definitions`].
-pub(crate) fn builtin_definition(kind: crate::registry::BuiltinKind) -> Option<&'static Value> {
-    let builtins = builtin::definitions();
-    builtins.definitions.get(builtins.names.get(&kind)?)
-}
-
-/// The definition of `ObjectMeta` in [`builtin_definitions`].
-pub(crate) fn object_meta_definition() -> Option<&'static Value> {
-    builtin::definitions().definitions.get(builtin::OBJECT_META)
 }
 
 /// The Swagger 2.0 document of every resource served in `cluster`.
@@ -139,7 +121,7 @@ fn list_definition(
         "type": "object",
         "required": ["items"],
         "properties": properties,
-        "x-kubernetes-group-version-kind": super::gvk_extension(&res.group, version, &res.list_kind),
+        "x-kubernetes-group-version-kind": builtin::gvk_extension(&res.group, version, &res.list_kind),
     });
     definitions.insert(name.clone(), list);
     Some(name)

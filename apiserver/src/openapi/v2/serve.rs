@@ -14,7 +14,7 @@ use http::header::{ETAG, HeaderValue, VARY};
 use http::{HeaderMap, StatusCode};
 
 use crate::handlers::{Reply, ReplyBody};
-use crate::server::Inner;
+use crate::state::Inner;
 
 /// The protobuf media type kube-apiserver answers with.
 pub(crate) const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";

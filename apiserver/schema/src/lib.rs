@@ -13,7 +13,10 @@
 //!    ([`crate::validation::validate_object_meta`]), then [`StructuralSchema::validate`] (or
 //!    [`StructuralSchema::validate_update`] / [`StructuralSchema::validate_status_update`]).
 //!
-//! Everything here is pure.
+//! Everything here is pure. Beside the schemas, the crate holds what CEL needs in the server:
+//! [`cel_cost`] (cost estimates and runtime budgets, shared with the admission policies and
+//! webhook match conditions), [`cel_source`] (error texts that point into an expression) and
+//! [`to_cel`] (a JSON value as a CEL value).
 
 mod cel;
 mod cel_budget;
@@ -31,15 +34,24 @@ mod structure;
 mod validate;
 mod wide_ints;
 
+pub mod cel_cost;
+mod cel_locate;
+pub mod cel_source;
+mod cel_value;
+
+/// The kind-independent validation this crate builds on.
+use ocm_apiserver_validation as validation;
+
 use std::collections::HashSet;
 
 use serde_json::Value;
 
-pub(crate) use cel_check::{
+pub use cel_check::{
     CEL_RESERVED, Env as CelEnv, Variable as CelVariable, check as check_cel, unique_type_name,
 };
+pub use cel_value::{cel_map, to_cel};
 pub use listtype::{ListType, MapType, SchemaNode};
-pub(crate) use wide_ints::widen_out_of_range_integers;
+pub use wide_ints::widen_out_of_range_integers;
 
 use crate::validation::{Cause, coerce_object_meta};
 use node::Node;

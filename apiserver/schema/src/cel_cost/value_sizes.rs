@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Kind, Seg, Size, Sizes};
 
 /// A value whose sizes can be read: JSON (custom resources) or CEL (admission policies).
-pub(crate) trait SizedValue: Copy {
+pub trait SizedValue: Copy {
     /// Its kind and size (characters of a string, items of a list, entries of a map).
     fn size(self) -> Size;
     /// The value of a field or map entry.
@@ -99,14 +99,14 @@ impl SizedValue for &cel::Value {
 }
 
 /// The sizes of the named variables' values.
-pub(crate) struct ValueSizes<'a, V> {
+pub struct ValueSizes<'a, V> {
     vars: Vec<(&'a str, V)>,
     total: OnceCell<u64>,
 }
 
 impl<'a, V: SizedValue> ValueSizes<'a, V> {
     /// Sizes of `vars` (name, value).
-    pub(crate) fn new(vars: Vec<(&'a str, V)>) -> ValueSizes<'a, V> {
+    pub fn new(vars: Vec<(&'a str, V)>) -> ValueSizes<'a, V> {
         ValueSizes {
             vars,
             total: OnceCell::new(),
@@ -171,7 +171,7 @@ mod tests {
     fn the_largest_value_at_a_path_counts() {
         let v =
             json!({"items": [{"name": "a"}, {"name": "abcd"}, {}], "labels": {"long-key": "x"}});
-        let cv = crate::policy::cel::to_cel(&v);
+        let cv = crate::to_cel(&v);
         let elem_name = [
             Seg::Field("self".into()),
             Seg::Field("items".into()),

@@ -30,7 +30,7 @@ use crate::cel_locate::{Position, locate, macro_parts};
 
 /// A variable of an expression whose type is a schema.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Variable<'a> {
+pub struct Variable<'a> {
     /// Its name (`self`, `object`, `params`…).
     pub name: &'a str,
     /// Its schema.
@@ -43,7 +43,7 @@ pub(crate) struct Variable<'a> {
 
 /// What the variables of an expression are, for [`check`].
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Env<'a> {
+pub struct Env<'a> {
     /// The variables whose type is a schema; others are `dyn`.
     pub variables: &'a [Variable<'a>],
     /// Whether those schemas are whole objects: then `apiVersion` and `kind` are fields, and
@@ -58,7 +58,7 @@ pub(crate) struct Env<'a> {
 
 /// What checking an expression found.
 #[derive(Debug, Default)]
-pub(crate) struct Checked {
+pub struct Checked {
     /// cel-go's report of the errors, one `ERROR: <input>:line:col: ...` with source line and
     /// caret each, in source order; `None` when there are none.
     pub errors: Option<String>,
@@ -428,7 +428,7 @@ fn common<'a>(types: &[Ty<'a>]) -> Ty<'a> {
 }
 
 /// CEL's reserved words (not identifiers; a property of that name is written `__<word>__`).
-pub(crate) const CEL_RESERVED: [&str; 21] = [
+pub const CEL_RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",
@@ -494,7 +494,7 @@ fn unescape(field: &str) -> Cow<'_, str> {
 
 /// A type name as kube makes one for a schema's object type: `prefix` and the current
 /// time's nanoseconds (`selfType123456789`), so that rules cannot depend on it.
-pub(crate) fn unique_type_name(prefix: &str) -> String {
+pub fn unique_type_name(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -503,7 +503,7 @@ pub(crate) fn unique_type_name(prefix: &str) -> String {
 
 /// Type-check `expression` against `env`. An expression that does not parse has no errors
 /// here (its parse error is reported instead) and no known result.
-pub(crate) fn check(expression: &str, env: &Env<'_>) -> Checked {
+pub fn check(expression: &str, env: &Env<'_>) -> Checked {
     let Ok(program) = kube_cel::cel::Program::compile(expression) else {
         return Checked::default();
     };

@@ -1,17 +1,17 @@
 //! The generated OCM CRDs as a corpus: every schema is accepted as kube-apiserver would accept
 //! it, every valid example object passes decoding, defaulting and validation without a cause,
 //! and every invalid example is rejected. Files are read from `crds/` on disk (the
-//! ocm-apiserver crate must not depend on ocm-api).
+//! schema crate must not depend on ocm-api).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
-use ocm_apiserver::schema::StructuralSchema;
-use ocm_apiserver::validation::{NameRule, validate_object_meta};
+use ocm_apiserver_schema::StructuralSchema;
+use ocm_apiserver_validation::{NameRule, validate_object_meta};
 use serde_json::Value;
 
 fn crds_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds")
 }
 
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {

@@ -8,7 +8,7 @@ use serde_json::{Number, Value};
 
 /// Turns every integer above `i64::MAX` in `value` into the nearest float, as kube's decoder
 /// does. (Integers below `i64::MIN` are floats already when the JSON is read.)
-pub(crate) fn widen_out_of_range_integers(value: &mut Value) {
+pub fn widen_out_of_range_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_u64() && !n.is_i64() => {
             if let Some(f) = n.as_f64().and_then(Number::from_f64) {

@@ -5,14 +5,14 @@ use super::{BUDGET_ERROR, CALL_LIMIT_ERROR, PER_CALL_LIMIT};
 
 /// What is left of a cost budget.
 #[derive(Debug)]
-pub(crate) struct Budget {
+pub struct Budget {
     remaining: u64,
     exhausted: bool,
 }
 
 impl Budget {
     /// A budget of `total` cost units.
-    pub(crate) fn new(total: u64) -> Budget {
+    pub fn new(total: u64) -> Budget {
         Budget {
             remaining: total,
             exhausted: false,
@@ -22,7 +22,7 @@ impl Budget {
     /// Charges an evaluation about to cost `cost`; `Err` with kube's error when it is over
     /// the per-call limit (kube charges what ran until it cancelled: the limit) or over what
     /// is left (then the budget is exhausted and stays so).
-    pub(crate) fn charge(&mut self, cost: u64) -> Result<(), &'static str> {
+    pub fn charge(&mut self, cost: u64) -> Result<(), &'static str> {
         if self.exhausted {
             return Err(BUDGET_ERROR);
         }
@@ -39,7 +39,7 @@ impl Budget {
     }
 
     /// Whether an evaluation found the budget used up.
-    pub(crate) fn exhausted(&self) -> bool {
+    pub fn exhausted(&self) -> bool {
         self.exhausted
     }
 }

@@ -5,7 +5,7 @@
 //! places nodes with [`crate::cel_locate`]).
 
 /// An error at (1-based line, 0-based column in characters) of `source`, as cel-go prints it.
-pub(crate) fn error_at(source: &str, (line, column): (usize, usize), message: &str) -> String {
+pub fn error_at(source: &str, (line, column): (usize, usize), message: &str) -> String {
     let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
     if let Some(text) = source.lines().nth(line.saturating_sub(1)) {
         let text = text.replace('\t', " ");
@@ -15,7 +15,7 @@ pub(crate) fn error_at(source: &str, (line, column): (usize, usize), message: &s
 }
 
 /// The (line, column) just after `text`, which starts at `at`.
-pub(crate) fn step_over(at: (usize, usize), text: &[char]) -> (usize, usize) {
+pub fn step_over(at: (usize, usize), text: &[char]) -> (usize, usize) {
     text.iter().fold(at, |(line, column), c| {
         if *c == '\n' {
             (line + 1, 0)
@@ -85,7 +85,7 @@ fn words(source: &str) -> Vec<Word> {
 }
 
 /// Where the first use of the variable `name` (an identifier not selected by a `.`) starts.
-pub(crate) fn ident_position(source: &str, name: &str) -> Option<(usize, usize)> {
+pub fn ident_position(source: &str, name: &str) -> Option<(usize, usize)> {
     words(source)
         .into_iter()
         .find(|w| w.text == name && w.dot.is_none())

@@ -23,38 +23,38 @@ mod estimate;
 mod schema_sizes;
 mod value_sizes;
 
-pub(crate) use budget::Budget;
-pub(crate) use estimate::estimate;
-pub(crate) use schema_sizes::{SchemaSizes, cardinality_factor, unbounded_cardinality};
-pub(crate) use value_sizes::ValueSizes;
+pub use budget::Budget;
+pub use estimate::estimate;
+pub use schema_sizes::{SchemaSizes, cardinality_factor, unbounded_cardinality};
+pub use value_sizes::ValueSizes;
 
 /// The most one evaluation of an expression may cost (kube's `PerCallLimit`).
-pub(crate) const PER_CALL_LIMIT: u64 = 1_000_000;
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
 /// What all the rules of one custom resource, or all the expressions of one policy
 /// evaluation, may cost together (kube's `RuntimeCELCostBudget`).
-pub(crate) const RUNTIME_BUDGET: u64 = 10_000_000;
+pub const RUNTIME_BUDGET: u64 = 10_000_000;
 /// What the match conditions of one policy evaluation may cost together (kube's
 /// `RuntimeCELCostBudgetMatchConditions`).
-pub(crate) const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
+pub const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
 /// The most one CRD rule may be estimated to cost, times how often it can run (kube's
 /// `StaticEstimatedCostLimit`).
-pub(crate) const STATIC_EXPRESSION_LIMIT: u64 = 10_000_000;
+pub const STATIC_EXPRESSION_LIMIT: u64 = 10_000_000;
 /// The most all the rules of a CRD schema may be estimated to cost together (kube's
 /// `StaticEstimatedCRDCostLimit`).
-pub(crate) const STATIC_SCHEMA_LIMIT: u64 = 100_000_000;
+pub const STATIC_SCHEMA_LIMIT: u64 = 100_000_000;
 /// The largest request body, which bounds sizes the schema leaves open (kube's
 /// `DefaultMaxRequestSizeBytes`).
-pub(crate) const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+pub const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
 
 /// kube's error for an evaluation stopped at the per-call limit.
-pub(crate) const CALL_LIMIT_ERROR: &str = "operation cancelled: actual cost limit exceeded";
+pub const CALL_LIMIT_ERROR: &str = "operation cancelled: actual cost limit exceeded";
 /// kube's error when a request's budget is used up.
-pub(crate) const BUDGET_ERROR: &str =
+pub const BUDGET_ERROR: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// What a value at some path is, as far as cost is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A number, boolean, timestamp, duration or null: size 1.
     Scalar,
     /// A string or bytes: size is its length.
@@ -69,7 +69,7 @@ pub(crate) enum Kind {
 
 /// The kind of a value and its largest size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Size {
+pub struct Size {
     /// What the value is.
     pub kind: Kind,
     /// Its largest size (`u64::MAX`: unbounded).
@@ -104,7 +104,7 @@ impl Size {
 
 /// One step of a path from a variable into its value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Seg {
+pub enum Seg {
     /// A field of an object, or an entry of a map selected by name.
     Field(String),
     /// An item of a list or a value of a map.
@@ -114,7 +114,7 @@ pub(crate) enum Seg {
 }
 
 /// Where sizes come from: the schema (at write) or the values (at evaluation).
-pub(crate) trait Sizes {
+pub trait Sizes {
     /// The size of what `path` (a variable, then fields, items and keys) reaches, or `None`
     /// when nothing is known about it.
     fn lookup(&self, path: &[Seg]) -> Option<Size>;
@@ -125,7 +125,7 @@ pub(crate) trait Sizes {
 /// kube's detail for a cost over its limit: `<what> exceeds budget by factor of <f>x (try
 /// simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps,
 /// and strings are declared)`.
-pub(crate) fn over_limit_message(what: &str, cost: u64, limit: u64) -> String {
+pub fn over_limit_message(what: &str, cost: u64, limit: u64) -> String {
     let factor = cost as f64 / limit as f64;
     let factor = if factor > 100.0 {
         "more than 100x".to_owned()
@@ -140,12 +140,12 @@ pub(crate) fn over_limit_message(what: &str, cost: u64, limit: u64) -> String {
 }
 
 /// Saturating multiplication of costs.
-pub(crate) fn mul(a: u64, b: u64) -> u64 {
+pub fn mul(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
 }
 
 /// `ceil(x * factor)`, saturating: cel-go's cost factors (a tenth of a unit per character…).
-pub(crate) fn by_factor(x: u64, factor: f64) -> u64 {
+pub fn by_factor(x: u64, factor: f64) -> u64 {
     let product = (x as f64 * factor).ceil();
     if product >= u64::MAX as f64 {
         u64::MAX

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{Kind, MAX_REQUEST_BYTES, Seg, Size, Sizes};
 
 /// Sizes of the variables of a CRD rule: `self` and `oldSelf` are the rule's schema node.
-pub(crate) struct SchemaSizes<'a> {
+pub struct SchemaSizes<'a> {
     schema: &'a Value,
     /// Whether `self` is a resource root (then `apiVersion`, `kind` and `metadata.name` are
     /// fields even when the schema does not declare them).
@@ -17,7 +17,7 @@ pub(crate) struct SchemaSizes<'a> {
 
 impl<'a> SchemaSizes<'a> {
     /// The sizes a rule on `schema` sees (`root`: the top of a custom resource).
-    pub(crate) fn for_rule(schema: &'a Value, root: bool) -> SchemaSizes<'a> {
+    pub fn for_rule(schema: &'a Value, root: bool) -> SchemaSizes<'a> {
         SchemaSizes { schema, root }
     }
 }
@@ -138,14 +138,14 @@ fn decl_size(schema: &Value) -> Size {
 /// How many times a rule on a node can run per object when a list or map above it is
 /// unbounded: as many as the node's smallest serialization fits in a request (kube's
 /// `maxCardinality`).
-pub(crate) fn unbounded_cardinality(schema: &Value) -> u64 {
+pub fn unbounded_cardinality(schema: &Value) -> u64 {
     MAX_REQUEST_BYTES / (min_serialized_size(schema) + 1)
 }
 
 /// How many children of `schema` a rule below it can see per value of it: `maxItems`,
 /// `maxProperties` of a map, 1 for an object's property; `None` when unbounded (kube's
 /// `extractMaxElements`).
-pub(crate) fn cardinality_factor(schema: &Value) -> Option<u64> {
+pub fn cardinality_factor(schema: &Value) -> Option<u64> {
     match type_of(schema) {
         "array" => int_of(schema, "maxItems"),
         "object" if schema.get("additionalProperties").is_some() => int_of(schema, "maxProperties"),

@@ -54,7 +54,7 @@ fn selector_cost(length: u64) -> u64 {
 }
 
 /// The largest cost of evaluating `expr` once, with sizes from `sizes`.
-pub(crate) fn estimate(expr: &IdedExpr, sizes: &dyn Sizes) -> u64 {
+pub fn estimate(expr: &IdedExpr, sizes: &dyn Sizes) -> u64 {
     let mut walker = Walker {
         sizes,
         locals: Vec::new(),

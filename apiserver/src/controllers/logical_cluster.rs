@@ -1,0 +1,114 @@
+//! A logical cluster's first objects: what kube-apiserver and kube-controller-manager leave in
+//! a new cluster before anyone writes to it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::state::{Inner, SYSTEM_NAMESPACES};
+use crate::storage::{Bucket, StorageError};
+
+/// Creates logical cluster `cluster` if it does not exist yet: its system namespaces, kube's
+/// bootstrap RBAC policy, the objects every namespace has and the API Priority and Fairness
+/// configuration.
+pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<(), ApiError> {
+    if inner.cluster_known(cluster) {
+        return Ok(());
+    }
+    let bucket = Bucket::new(cluster, "/namespaces");
+    for ns in SYSTEM_NAMESPACES {
+        let key = crate::storage::ObjectKey::new(bucket.clone(), "", ns);
+        if inner.store.get(&key).is_some() {
+            continue;
+        }
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ns,
+                "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": crate::meta::now(),
+                "labels": {"kubernetes.io/metadata.name": ns},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        });
+        match inner.store.create(key, object).await {
+            Ok(_) | Err(StorageError::AlreadyExists) => {}
+            Err(err) => {
+                return Err(ApiError::from_storage(
+                    err,
+                    crate::error::Gr {
+                        group: "",
+                        resource: "namespaces",
+                    },
+                    ns,
+                ));
+            }
+        }
+    }
+    create_default_rbac(inner, cluster).await?;
+    for ns in SYSTEM_NAMESPACES {
+        // What is not made now, the publisher makes once it runs.
+        super::publish(inner, cluster, ns).await;
+    }
+    super::bootstrap_flowcontrol(inner, cluster).await;
+    inner.mark_cluster_known(cluster);
+    Ok(())
+}
+
+/// Creates the default RBAC objects (kube's bootstrap policy) that are missing.
+async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiError> {
+    // Aggregated roles are stored with their rules filled, as the aggregation controller
+    // would leave them, so a fresh cluster is quiet.
+    let aggregated = crate::rbac::Policy::bootstrap();
+    for mut object in crate::rbac::bootstrap::default_objects() {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind == "ClusterRole"
+            && object.get("aggregationRule").is_some()
+            && let Some(role) = aggregated.cluster_role(crate::meta::meta_str(&object, "name"))
+            && let Ok(rules) = serde_json::to_value(role.rules.clone().unwrap_or_default())
+        {
+            object["rules"] = rules;
+        }
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let plural = match kind {
+            "ClusterRole" => "clusterroles",
+            "ClusterRoleBinding" => "clusterrolebindings",
+            "Role" => "roles",
+            _ => "rolebindings",
+        };
+        let name = crate::meta::meta_str(&object, "name").to_owned();
+        let namespace = crate::meta::meta_str(&object, "namespace").to_owned();
+        let bucket = Bucket::new(cluster, &format!("{}/{plural}", crate::rbac::RBAC_GROUP));
+        let key = crate::storage::ObjectKey::new(bucket, &namespace, &name);
+        if inner.store.get(&key).is_some() {
+            continue;
+        }
+        crate::meta::set_meta(
+            &mut object,
+            "uid",
+            Some(json!(uuid::Uuid::new_v4().to_string())),
+        );
+        crate::meta::set_meta(
+            &mut object,
+            "creationTimestamp",
+            Some(json!(crate::meta::now())),
+        );
+        match inner.store.create(key, object).await {
+            Ok(_) | Err(StorageError::AlreadyExists) => {}
+            Err(err) => {
+                return Err(ApiError::from_storage(
+                    err,
+                    crate::error::Gr {
+                        group: crate::rbac::RBAC_GROUP,
+                        resource: plural,
+                    },
+                    &name,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
