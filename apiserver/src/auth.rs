@@ -1,42 +1,6 @@
 //! Who is making a request. Network requests are authenticated by [`crate::authn`]; an
 //! in-process request may carry an [`Identity`] in its extensions (see
 //! [`crate::ApiServer::service_as`]), and one without it (and without a bearer token) runs as
-//! the admin user.
+//! the admin user. The type is the RBAC crate's, whose policies authorize it.
 
-/// The authenticated user of a request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Identity {
-    /// User name, e.g. `admin` or `system:serviceaccount:ns:sa`.
-    pub user: String,
-    /// Groups, e.g. `system:masters`.
-    pub groups: Vec<String>,
-    /// Unique id of the user, when the authenticator knows one (a service account's uid).
-    pub uid: String,
-    /// Extra attributes of the user, as kube-apiserver's `user.Info.GetExtra()`.
-    pub extra: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-impl Identity {
-    /// The cluster administrator (member of `system:masters`).
-    pub fn admin() -> Self {
-        Identity {
-            user: "admin".into(),
-            groups: vec!["system:masters".into(), "system:authenticated".into()],
-            ..Default::default()
-        }
-    }
-
-    /// The server itself, for its own controllers.
-    pub fn system() -> Self {
-        Identity {
-            user: "system:apiserver".into(),
-            groups: vec!["system:masters".into()],
-            ..Default::default()
-        }
-    }
-
-    /// Whether the user is in `system:masters`.
-    pub fn is_master(&self) -> bool {
-        self.groups.iter().any(|g| g == "system:masters")
-    }
-}
+pub use ocm_apiserver_rbac::Identity;

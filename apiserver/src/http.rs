@@ -159,7 +159,7 @@ where
     };
     // What the request addresses, read once: authorization, the long-running check and the
     // request counter all use it.
-    let attrs = crate::rbac::request_attributes(
+    let attrs = crate::request_info::request_attributes(
         Identity::system(),
         method.as_str(),
         &crate::request::percent_decode(cluster_path),

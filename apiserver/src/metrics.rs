@@ -73,8 +73,12 @@ impl RequestKind {
         query: Option<&str>,
         content_type: &str,
     ) -> Self {
-        let attrs =
-            crate::rbac::request_attributes(crate::auth::Identity::system(), method, path, query);
+        let attrs = crate::request_info::request_attributes(
+            crate::auth::Identity::system(),
+            method,
+            path,
+            query,
+        );
         RequestKind::of(&attrs, path, query, content_type)
     }
 

@@ -13,9 +13,10 @@ use ocm_apiserver::pki::{
 };
 use ocm_apiserver::rbac::{
     Attributes, Forbidden, Policy, RbacWrite, ResourceAttributes, Target, check_escalation,
-    local_subject_access_review, request_attributes, self_subject_access_review,
-    self_subject_rules_review, subject_access_review,
+    local_subject_access_review, self_subject_access_review, self_subject_rules_review,
+    subject_access_review,
 };
+use ocm_apiserver::request_info::request_attributes;
 use ocm_apiserver::tokens::{
     ServiceAccountTokenConfig, SigningKey, authenticate_bootstrap_token, classify_bearer,
     issue_token, jwt, parse_token_request, verify_service_account_token,

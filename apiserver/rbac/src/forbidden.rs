@@ -1,8 +1,8 @@
 //! 403 Forbidden errors worded exactly as kube-apiserver words them.
 
 use super::attributes::{Attributes, Target};
-use crate::error::{ApiError, Details};
-use crate::validation::go_quote;
+use ocm_apiserver_status::{ApiError, Details};
+use ocm_apiserver_validation::go_quote;
 
 /// A refused request: becomes a 403 `Forbidden` Status.
 ///

@@ -8,8 +8,8 @@
 //! deletecollection carries its `fieldSelector` and `labelSelector` as selector attributes
 //! (kube's `AuthorizeWithSelectors`).
 
-use super::attributes::{Attributes, ResourceAttributes, SelectorAttributes, Target};
 use crate::auth::Identity;
+use crate::rbac::{Attributes, ResourceAttributes, SelectorAttributes, Target};
 use crate::request::Query;
 use crate::selector::FieldSelector;
 

@@ -17,8 +17,8 @@ use super::authorizer::{SYSTEM_MASTERS, aggregate_errors};
 use super::forbidden::Forbidden;
 use super::policy::{Policy, RBAC_GROUP};
 use super::rules::{compact_rules, compact_string, covers, rule};
-use crate::auth::Identity;
-use crate::validation::go_quote;
+use crate::Identity;
+use ocm_apiserver_validation::go_quote;
 
 /// A write of an RBAC object, as the request path sees it.
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::attributes::{Attributes, Target};
-use crate::validation::go_quote;
+use ocm_apiserver_validation::go_quote;
 
 /// `*`: every verb, group, resource or non-resource URL.
 pub const ALL: &str = "*";

@@ -5,8 +5,8 @@
 use super::attributes::Attributes;
 use super::forbidden::Forbidden;
 use super::policy::Policy;
-use crate::auth::Identity;
-use crate::validation::go_quote;
+use crate::Identity;
+use ocm_apiserver_validation::go_quote;
 
 const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
 

@@ -10,8 +10,8 @@ use k8s_openapi::api::rbac::v1::{
 };
 use serde_json::Value;
 
-use crate::auth::Identity;
-use crate::validation::go_quote;
+use crate::Identity;
+use ocm_apiserver_validation::go_quote;
 
 /// The API group of the RBAC kinds.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";

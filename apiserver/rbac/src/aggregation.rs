@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use serde_json::Value;
 
 use super::policy::Policy;
-use crate::selector::{LabelSelector, SelectorError};
+use ocm_apiserver_selector::{LabelSelector, SelectorError};
 
 /// The rules `role` should have given `all` ClusterRoles (one controller pass), or `None` when
 /// the role has no aggregation rule. An unparsable selector is an error (kube's controller

@@ -12,9 +12,9 @@ use super::authorizer::aggregate_errors;
 use super::policy::Policy;
 use super::review_selectors::{review_selectors, selector_causes};
 use super::rules::list;
-use crate::auth::Identity;
-use crate::error::{ApiError, Cause};
-use crate::validation::go_quote;
+use crate::Identity;
+use ocm_apiserver_status::{ApiError, Cause};
+use ocm_apiserver_validation::go_quote;
 
 const GROUP: &str = "authorization.k8s.io";
 const API_VERSION: &str = "authorization.k8s.io/v1";

@@ -1,9 +1,8 @@
-//! Authorization: RBAC as kube-apiserver evaluates it. Pure: every function takes the objects
+//! Authorization: RBAC as kube-apiserver evaluates it, for an [`Identity`]. Pure: every function takes the objects
 //! it needs and returns a decision; nothing here touches storage or HTTP.
 //!
 //! * [`Policy`] — the Roles, ClusterRoles and bindings in force; [`Policy::authorize`] decides
 //!   one request ([`Attributes`]) the way kube's privileged-group + RBAC authorizers do.
-//! * [`request_attributes`] — kube's RequestInfo: the attributes of an HTTP request.
 //! * [`Forbidden`] — the 403 with kube's exact message (`User "x" cannot list resource
 //!   "secrets" in API group "" in the namespace "ns"`).
 //! * [`check_escalation`] — escalation prevention on writes of roles and bindings
@@ -23,11 +22,11 @@ mod escalation;
 mod forbidden;
 mod live;
 mod policy;
-mod request_info;
 mod review;
 mod review_selectors;
 pub mod rules;
 mod signer;
+mod user;
 
 pub use aggregation::{Aggregators, aggregated_rules};
 pub use attributes::{Attributes, ResourceAttributes, SelectorAttributes, Target};
@@ -40,12 +39,12 @@ pub use live::LivePolicy;
 pub use policy::{
     Policy, PolicyError, RBAC_GROUP, RuleSource, Visit, applies_to, service_account_username,
 };
-pub use request_info::request_attributes;
 pub use review::{
     local_subject_access_review, self_subject_access_review, self_subject_rules_review,
     subject_access_review,
 };
 pub use signer::{authorized_for_signer, signer_forbidden};
+pub use user::Identity;
 
 impl Policy {
     /// The default policy ([`bootstrap::default_objects`]) with aggregated roles filled, as a

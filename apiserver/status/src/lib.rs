@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::storage::StorageError;
+use ocm_apiserver_storage::StorageError;
 
 /// One cause inside `Status.details.causes`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,11 +5,11 @@
 use serde_json::{Value, json};
 
 use super::attributes::SelectorAttributes;
-use crate::selector::{
+use ocm_apiserver_selector::{
     FieldSelector, FieldTerm, LabelSelector, SelectorError, operator_value_causes,
     validate_label_requirement,
 };
-use crate::validation::Cause;
+use ocm_apiserver_validation::Cause;
 
 /// Kube's check of `spec.resourceAttributes.fieldSelector` and `.labelSelector`: each, when
 /// present, needs exactly one of `rawSelector` and `requirements`, and each requirement is

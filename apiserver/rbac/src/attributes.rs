@@ -1,7 +1,7 @@
 //! Request attributes: who asks to do what, as kube-apiserver's authorizers see a request.
 
-use crate::auth::Identity;
-use crate::selector::{FieldSelector, LabelSelector, SelectorError};
+use crate::Identity;
+use ocm_apiserver_selector::{FieldSelector, LabelSelector, SelectorError};
 
 /// The object a resource request addresses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
