@@ -166,8 +166,16 @@ fn all_for(subjects: Vec<Value>) -> Value {
 }
 
 /// kube-apiserver 1.35's bootstrap configuration, mandatory objects first, priority levels
-/// before the FlowSchemas that reference them.
-pub fn bootstrap() -> Vec<Bootstrap> {
+/// before the FlowSchemas that reference them. Built once per process: every logical cluster's
+/// bootstrap pass and every FlowSchema or priority level write (the mandatory specs are checked
+/// against it) reads it.
+pub fn bootstrap() -> &'static [Bootstrap] {
+    static BOOTSTRAP: std::sync::LazyLock<Vec<Bootstrap>> =
+        std::sync::LazyLock::new(build_bootstrap);
+    &BOOTSTRAP
+}
+
+fn build_bootstrap() -> Vec<Bootstrap> {
     use Class::{Mandatory, Suggested};
     use Kind::{FlowSchema as Fs, PriorityLevel as Pl};
     let authenticated = ["system:unauthenticated", "system:authenticated"];
@@ -365,7 +373,7 @@ pub fn bootstrap() -> Vec<Bootstrap> {
 /// The spec of the mandatory object `name` of `kind`, if there is one.
 pub fn mandatory_spec(kind: Kind, name: &str) -> Option<Value> {
     bootstrap()
-        .into_iter()
+        .iter()
         .find(|b| b.kind == kind && b.class == Class::Mandatory && b.name() == name)
         .map(|b| b.spec().clone())
 }
@@ -495,7 +503,7 @@ mod tests {
     fn bootstrap_names_are_kubes() {
         let names = |kind, class| -> Vec<String> {
             bootstrap()
-                .into_iter()
+                .iter()
                 .filter(|b| b.kind == kind && b.class == class)
                 .map(|b| b.name().to_owned())
                 .collect()
@@ -532,7 +540,7 @@ mod tests {
     #[test]
     fn exempt_level_may_tune_its_exempt_field() {
         let boot = bootstrap()
-            .into_iter()
+            .iter()
             .find(|b| b.kind == Kind::PriorityLevel && b.name() == "exempt")
             .unwrap();
         let tuned = json!({"type": "Exempt",
@@ -540,7 +548,7 @@ mod tests {
         assert!(spec_equalish(&boot, &tuned));
         assert!(!spec_equalish(&boot, &json!({"type": "Exempt"})));
         let catch_all = bootstrap()
-            .into_iter()
+            .iter()
             .find(|b| b.kind == Kind::PriorityLevel && b.name() == "catch-all")
             .unwrap();
         assert!(!spec_equalish(&catch_all, &limited(6, 0, None)));

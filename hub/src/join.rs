@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde_json::json;
@@ -29,10 +30,18 @@ pub fn bootstrap_kubeconfig(url: &str, ca_pem: &str, token: &str) -> String {
     })
 }
 
+/// The klusterlet CRDs, generated from the API types once per process: a fleet prepares
+/// thousands of simulated clusters, and generating the schemas was a tenth of that work.
+pub(crate) fn klusterlet_crds() -> &'static [CustomResourceDefinition] {
+    static CRDS: std::sync::LazyLock<Vec<CustomResourceDefinition>> =
+        std::sync::LazyLock::new(ocm_api::crds::klusterlet);
+    &CRDS
+}
+
 /// Installs what the agent needs on the managed cluster: klusterlet CRDs, the agent namespace
 /// and the bootstrap kubeconfig Secret.
 pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
-    crate::embedded::install_crds(spoke, &ocm_api::crds::klusterlet()).await?;
+    crate::embedded::install_crds(spoke, klusterlet_crds()).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",

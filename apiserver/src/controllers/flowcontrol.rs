@@ -302,7 +302,7 @@ pub(crate) async fn sync_cluster(inner: &Arc<Inner>, cluster: &str) -> bool {
     let boot = bootstrap();
     let ensured = join_all(boot.iter().map(|item| ensure(inner, cluster, item))).await;
     let mut done = ensured.into_iter().all(|done| done);
-    done &= remove_retired(inner, cluster, &boot).await;
+    done &= remove_retired(inner, cluster, boot).await;
     done &= sync_dangling(inner, cluster).await;
     done
 }
@@ -383,8 +383,9 @@ mod tests {
 
     fn boot(name: &str, kind: Kind) -> Bootstrap {
         bootstrap()
-            .into_iter()
+            .iter()
             .find(|b| b.kind == kind && b.name() == name)
+            .cloned()
             .unwrap()
     }
 

@@ -519,7 +519,11 @@ pub(crate) fn prepare_update(
                 map.insert("spec".into(), old_spec);
             }
         }
-        Some(BuiltinKind::CustomResourceDefinition) => validate_crd(ctx, new, Some(old))?,
+        // kube validates a CRD's spec on writes of the CRD itself; a `/status` write keeps
+        // the stored spec (the status split above) and is checked as status only.
+        Some(BuiltinKind::CustomResourceDefinition) if *target == Target::Main => {
+            validate_crd(ctx, new, Some(old))?
+        }
         _ => {}
     }
     Ok(())
