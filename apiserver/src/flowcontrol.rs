@@ -545,14 +545,14 @@ mod tests {
             .unwrap();
         let tuned = json!({"type": "Exempt",
                            "exempt": {"nominalConcurrencyShares": 10, "lendablePercent": 5}});
-        assert!(spec_equalish(&boot, &tuned));
-        assert!(!spec_equalish(&boot, &json!({"type": "Exempt"})));
+        assert!(spec_equalish(boot, &tuned));
+        assert!(!spec_equalish(boot, &json!({"type": "Exempt"})));
         let catch_all = bootstrap()
             .iter()
             .find(|b| b.kind == Kind::PriorityLevel && b.name() == "catch-all")
             .unwrap();
-        assert!(!spec_equalish(&catch_all, &limited(6, 0, None)));
-        assert!(spec_equalish(&catch_all, &limited(5, 0, None)));
+        assert!(!spec_equalish(catch_all, &limited(6, 0, None)));
+        assert!(spec_equalish(catch_all, &limited(5, 0, None)));
     }
 
     #[test]
