@@ -99,23 +99,47 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
-                if &*event.key.bucket.resource != CLUSTER_ROLES {
-                    continue;
+                // One pass per cluster for all the changes already queued: a new logical
+                // cluster's bootstrap roles arrive together, and each aggregated one would
+                // otherwise start a pass over every ClusterRole of its cluster.
+                let mut due: Vec<String> = Vec::new();
+                let mut next = Some(event);
+                while let Some(event) = next {
+                    note_change(&mut aggregators, &mut due, &event);
+                    next = events.try_recv().ok();
                 }
-                let cluster = event.key.bucket.cluster.to_string();
-                let (before, after) = before_and_after(&event);
-                // An update whose previous state is unknown could have moved anything.
-                let unknown_before = event.kind == EventKind::Modified && before.is_none();
-                let known = aggregators.entry(cluster.clone()).or_default();
-                if unknown_before
-                    || known.affected_by(&event.key.name, before.as_ref(), after.as_ref())
-                {
-                    *known = reconcile(&inner, &cluster).await;
-                } else {
-                    known.record(&event.key.name, after.as_ref());
+                for cluster in due {
+                    let found = reconcile(&inner, &cluster).await;
+                    aggregators.insert(cluster, found);
                 }
             }
             _ = shutdown.changed() => return,
         }
+    }
+}
+
+/// Takes one stored change into account: its cluster joins `due` when the change can move
+/// aggregated rules (or its previous state is unknown); otherwise the cluster's aggregators
+/// record it. Changes of a cluster already due are left to its pass, which reads them all.
+fn note_change(
+    aggregators: &mut HashMap<String, Aggregators>,
+    due: &mut Vec<String>,
+    event: &Event,
+) {
+    if &*event.key.bucket.resource != CLUSTER_ROLES {
+        return;
+    }
+    let cluster = &*event.key.bucket.cluster;
+    if due.iter().any(|c| c.as_str() == cluster) {
+        return;
+    }
+    let (before, after) = before_and_after(event);
+    // An update whose previous state is unknown could have moved anything.
+    let unknown_before = event.kind == EventKind::Modified && before.is_none();
+    let known = aggregators.entry(cluster.to_owned()).or_default();
+    if unknown_before || known.affected_by(&event.key.name, before.as_ref(), after.as_ref()) {
+        due.push(cluster.to_owned());
+    } else {
+        known.record(&event.key.name, after.as_ref());
     }
 }

@@ -318,7 +318,14 @@ impl ResourceRequest {
     /// plain answers to JSON and YAML); `PartialObjectMetadata` is protobuf for every kind.
     pub fn negotiated(&self) -> Result<(Output, Encoding), ApiError> {
         let watch_list = self.query.flag("watch") && self.query.flag("sendInitialEvents");
-        let protobuf = self.res.builtin().is_some()
+        // Only a protobuf clause reads `protobuf`: the table (half a MiB once loaded) is
+        // consulted, and loaded, only when the client asks for protobuf at all.
+        let asks_protobuf = self
+            .accept
+            .as_deref()
+            .is_some_and(|a| a.to_ascii_lowercase().contains("protobuf"));
+        let protobuf = asks_protobuf
+            && self.res.builtin().is_some()
             && crate::protobuf::table::message_for(
                 &self.res.api_version(&self.path.version),
                 &self.res.kind,

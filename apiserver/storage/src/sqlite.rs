@@ -33,6 +33,11 @@ impl SqliteBackend {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
+        // The store serves every read from memory; this connection only loads at start and
+        // then writes, touching a few B-tree paths per commit. SQLite's default page cache
+        // (2 MiB) held 1.25 MiB of an idle hub's 6.3 MiB live heap; 256 KiB keeps the interior
+        // pages of a large database and leaves the rest to the OS page cache.
+        conn.pragma_update(None, "cache_size", -256)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS objects (
                 cluster TEXT NOT NULL,
