@@ -42,7 +42,7 @@ pub mod ops;
 pub use ocm_apiserver_patch as patch;
 pub mod pki;
 pub mod policy;
-pub mod protobuf;
+pub use ocm_apiserver_protobuf as protobuf;
 pub mod quantity;
 mod quota;
 pub use ocm_apiserver_rbac as rbac;

@@ -349,20 +349,14 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         let due: Vec<String> = tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
-                // One pass per cluster for all the changes already queued (a new cluster's
-                // bootstrap writes arrive together).
-                let mut due: Vec<String> = Vec::new();
-                let mut next = Some(event);
-                while let Some(event) = next {
+                super::due_clusters(event, &mut events, |due, event| {
                     let cluster = &event.key.bucket.cluster;
                     if is_flowcontrol(&event.key.bucket.resource)
                         && !due.iter().any(|c| c.as_str() == &**cluster)
                     {
                         due.push(cluster.to_string());
                     }
-                    next = events.try_recv().ok();
-                }
-                due
+                })
             }
             _ = resync.tick() => retry.drain().collect(),
             _ = shutdown.changed() => return,

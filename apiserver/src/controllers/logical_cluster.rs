@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::state::{Inner, SYSTEM_NAMESPACES};
-use crate::storage::{Bucket, StorageError};
+use crate::storage::{Bucket, ObjectKey, StorageError};
 
 /// Creates logical cluster `cluster` if it does not exist yet: its system namespaces, kube's
 /// bootstrap RBAC policy, the objects every namespace has and the API Priority and Fairness
@@ -18,7 +18,7 @@ pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<
     }
     let bucket = Bucket::new(cluster, "/namespaces");
     for ns in SYSTEM_NAMESPACES {
-        let key = crate::storage::ObjectKey::new(bucket.clone(), "", ns);
+        let key = ObjectKey::new(bucket.clone(), "", ns);
         if inner.store.get(&key).is_some() {
             continue;
         }
@@ -34,19 +34,11 @@ pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Active"},
         });
-        match inner.store.create(key, object).await {
-            Ok(_) | Err(StorageError::AlreadyExists) => {}
-            Err(err) => {
-                return Err(ApiError::from_storage(
-                    err,
-                    crate::error::Gr {
-                        group: "",
-                        resource: "namespaces",
-                    },
-                    ns,
-                ));
-            }
-        }
+        let gr = crate::error::Gr {
+            group: "",
+            resource: "namespaces",
+        };
+        create_unless_stored(inner, key, object, gr).await?;
     }
     create_default_rbac(inner, cluster).await?;
     for ns in SYSTEM_NAMESPACES {
@@ -82,7 +74,7 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
         let name = crate::meta::meta_str(&object, "name").to_owned();
         let namespace = crate::meta::meta_str(&object, "namespace").to_owned();
         let bucket = Bucket::new(cluster, &format!("{}/{plural}", crate::rbac::RBAC_GROUP));
-        let key = crate::storage::ObjectKey::new(bucket, &namespace, &name);
+        let key = ObjectKey::new(bucket, &namespace, &name);
         if inner.store.get(&key).is_some() {
             continue;
         }
@@ -96,19 +88,26 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
             "creationTimestamp",
             Some(json!(crate::meta::now())),
         );
-        match inner.store.create(key, object).await {
-            Ok(_) | Err(StorageError::AlreadyExists) => {}
-            Err(err) => {
-                return Err(ApiError::from_storage(
-                    err,
-                    crate::error::Gr {
-                        group: crate::rbac::RBAC_GROUP,
-                        resource: plural,
-                    },
-                    &name,
-                ));
-            }
-        }
+        let gr = crate::error::Gr {
+            group: crate::rbac::RBAC_GROUP,
+            resource: plural,
+        };
+        create_unless_stored(inner, key, object, gr).await?;
     }
     Ok(())
+}
+
+/// Stores `object` at `key` unless an object is there already (made meanwhile by another
+/// request for the same new cluster).
+async fn create_unless_stored(
+    inner: &Inner,
+    key: ObjectKey,
+    object: Value,
+    gr: crate::error::Gr<'_>,
+) -> Result<(), ApiError> {
+    let name = key.name.clone();
+    match inner.store.create(key, object).await {
+        Ok(_) | Err(StorageError::AlreadyExists) => Ok(()),
+        Err(err) => Err(ApiError::from_storage(err, gr, &name)),
+    }
 }

@@ -21,9 +21,11 @@ pub(crate) use logical_cluster::ensure_cluster;
 
 use std::sync::Arc;
 
+use tokio::sync::mpsc::UnboundedReceiver;
+
 use crate::ops::Ctx;
 use crate::state::Inner;
-use crate::storage::Bucket;
+use crate::storage::{Bucket, Event};
 
 /// Starts every controller on the current Tokio runtime.
 pub(crate) fn start(inner: Arc<Inner>) {
@@ -36,6 +38,24 @@ pub(crate) fn start(inner: Arc<Inner>) {
     tokio::spawn(publisher::run(inner.clone()));
     tokio::spawn(quota::run(inner.clone()));
     tokio::spawn(gc::run(inner));
+}
+
+/// The logical clusters due for one pass after `first` and every change already queued behind
+/// it, in the order they became due: `note` sees each change and adds its cluster to the list
+/// when the change needs a pass. Changes that arrive together (a new cluster's bootstrap
+/// writes) then cost one pass per cluster, not one per change.
+fn due_clusters(
+    first: Arc<Event>,
+    events: &mut UnboundedReceiver<Arc<Event>>,
+    mut note: impl FnMut(&mut Vec<String>, &Event),
+) -> Vec<String> {
+    let mut due = Vec::new();
+    let mut next = Some(first);
+    while let Some(event) = next {
+        note(&mut due, &event);
+        next = events.try_recv().ok();
+    }
+    due
 }
 
 /// Makes the objects every cluster has in `namespace` of `cluster` (see [`published`]); false

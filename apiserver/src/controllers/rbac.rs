@@ -99,15 +99,11 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
-                // One pass per cluster for all the changes already queued: a new logical
-                // cluster's bootstrap roles arrive together, and each aggregated one would
-                // otherwise start a pass over every ClusterRole of its cluster.
-                let mut due: Vec<String> = Vec::new();
-                let mut next = Some(event);
-                while let Some(event) = next {
-                    note_change(&mut aggregators, &mut due, &event);
-                    next = events.try_recv().ok();
-                }
+                // Each aggregated role of a new cluster's bootstrap would otherwise start a
+                // pass over every ClusterRole of its cluster.
+                let due = super::due_clusters(event, &mut events, |due, event| {
+                    note_change(&mut aggregators, due, event);
+                });
                 for cluster in due {
                     let found = reconcile(&inner, &cluster).await;
                     aggregators.insert(cluster, found);

@@ -320,10 +320,11 @@ impl ResourceRequest {
         let watch_list = self.query.flag("watch") && self.query.flag("sendInitialEvents");
         // Only a protobuf clause reads `protobuf`: the table (half a MiB once loaded) is
         // consulted, and loaded, only when the client asks for protobuf at all.
-        let asks_protobuf = self
-            .accept
-            .as_deref()
-            .is_some_and(|a| a.to_ascii_lowercase().contains("protobuf"));
+        let asks_protobuf = self.accept.as_deref().is_some_and(|a| {
+            a.as_bytes()
+                .windows(b"protobuf".len())
+                .any(|w| w.eq_ignore_ascii_case(b"protobuf"))
+        });
         let protobuf = asks_protobuf
             && self.res.builtin().is_some()
             && crate::protobuf::table::message_for(

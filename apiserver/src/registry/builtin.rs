@@ -666,6 +666,28 @@ mod tests {
         );
     }
 
+    /// Every built-in kind the server serves (each served version, and its list if it lists)
+    /// has a protobuf layout, so protobuf bodies decode and protobuf answers encode for all of
+    /// them.
+    #[test]
+    fn every_served_builtin_kind_is_in_the_protobuf_table() {
+        let mut missing = Vec::new();
+        for res in builtin_resources() {
+            for version in &res.versions {
+                let api_version = res.api_version(&version.name);
+                let listed = res.verbs.iter().any(|v| v == "list");
+                for kind in [&res.kind, &res.list_kind] {
+                    if (listed || kind == &res.kind)
+                        && crate::protobuf::table::message_for(&api_version, kind).is_none()
+                    {
+                        missing.push(format!("{api_version} {kind}"));
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+
     #[test]
     fn resources_are_unique() {
         let all = builtin_resources();

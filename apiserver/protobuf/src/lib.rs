@@ -4,7 +4,7 @@
 //! The body is the 4-byte magic `k8s\0` followed by a `runtime.Unknown` envelope whose
 //! `typeMeta` names the kind and whose `raw` is the object's protobuf encoding. The field
 //! layout comes from [`table`] (generated from the Kubernetes `generated.proto` files and Go
-//! json tags by `tools/gen_proto_types.py`); [`wire`] reads the protobuf wire format and
+//! json tags by `tools/gen_proto_types.py` beside this crate); [`wire`] reads the protobuf wire format and
 //! [`decode`] turns messages into JSON values. Responses go the other way: [`encode`] turns
 //! the JSON the server holds into the same messages ([`encode_body`], [`watch_frame`]).
 

@@ -347,7 +347,7 @@ fn special(name: &str, v: &Value, depth: usize, out: &mut Vec<u8>) -> Result<boo
         | ("k8s.io.apimachinery.pkg.runtime", "RawExtension")
         | (APIEXT, "JSON") => {
             if !v.is_null() {
-                let raw = crate::json_out::to_vec(v).map_err(|err| at.err(err.to_string()))?;
+                let raw = ocm_apiserver_json::to_vec(v).map_err(|err| at.err(err.to_string()))?;
                 put_bytes(out, 1, &raw);
             }
         }
