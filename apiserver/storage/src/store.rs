@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -25,8 +26,12 @@ pub struct StoreConfig {
     /// oldest events go, down to `history_min_events` (a fleet's busy minute of large objects
     /// would otherwise hold hundreds of megabytes of superseded versions).
     pub history_bytes: usize,
-    /// Events the history window keeps whatever their size.
+    /// Events the history window keeps whatever their size and age.
     pub history_min_events: usize,
+    /// Oldest an event in the history window may be, above `history_min_events`: an idle
+    /// store's window would otherwise fill with hours of lease renewals up to the byte budget.
+    /// (kube-apiserver compacts etcd's revisions every five minutes.)
+    pub history_max_age: Duration,
     /// Most writes grouped into one durable commit.
     pub max_batch: usize,
     /// Capacity of one watcher's queue; a watcher that falls this far behind is closed.
@@ -39,6 +44,7 @@ impl Default for StoreConfig {
             history_window: 100_000,
             history_bytes: 48 << 20,
             history_min_events: 1_000,
+            history_max_age: Duration::from_secs(5 * 60),
             max_batch: 512,
             watcher_queue: 16_384,
         }
@@ -101,6 +107,9 @@ struct State {
     /// Revision of the last write (create, update or delete) to each bucket.
     bucket_writes: HashMap<Bucket, Revision>,
     history: VecDeque<Arc<Event>>,
+    /// When the events of `history` were published: per published batch, its last revision
+    /// and the time, oldest first (marks at or below `compacted` are dropped).
+    history_marks: VecDeque<(Revision, Instant)>,
     /// The events of `history` by bucket, oldest first: a watch resumed on one resource reads
     /// that resource's changes without stepping over every other resource's.
     bucket_history: HashMap<Bucket, VecDeque<Arc<Event>>>,
@@ -338,6 +347,7 @@ impl Store {
             buckets,
             bucket_writes,
             history: VecDeque::new(),
+            history_marks: VecDeque::new(),
             bucket_history: HashMap::new(),
             history_bytes: 0,
             shared_prevs: HashMap::new(),
@@ -356,8 +366,13 @@ impl Store {
             let prev_rev = latest.insert(&event.key, event.rev);
             count_new_event(&mut state, event, prev_rev);
         }
+        // The window read back counts as published now: its events' ages were not stored.
+        let now = Instant::now();
+        if let Some(last) = kept.back() {
+            state.history_marks.push_back((last.rev, now));
+        }
         state.history = kept;
-        trim_history(&mut state, &config);
+        trim_history(&mut state, &config, now);
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
             config,
@@ -1034,14 +1049,30 @@ fn count_new_event(state: &mut State, event: &Event, prev_rev: Option<Revision>)
     }
 }
 
-/// Drops the oldest events while the history window is over its event count, or over its byte
-/// budget and above its minimum of events.
-fn trim_history(state: &mut State, config: &StoreConfig) {
+/// The newest revision published at least `max_age` before `now` (0 when none was).
+fn expired_revision(
+    marks: &VecDeque<(Revision, Instant)>,
+    now: Instant,
+    max_age: Duration,
+) -> Revision {
+    marks
+        .iter()
+        .take_while(|(_, at)| now.saturating_duration_since(*at) >= max_age)
+        .last()
+        .map_or(0, |(rev, _)| *rev)
+}
+
+/// Drops the oldest events while the history window is over its event count, or above its
+/// minimum of events and over its byte budget or older than its age limit.
+fn trim_history(state: &mut State, config: &StoreConfig, now: Instant) {
     let window = config.history_window.max(1);
     let budget = config.history_bytes;
     let keep = config.history_min_events;
+    let expired = expired_revision(&state.history_marks, now, config.history_max_age);
     while state.history.len() > window
-        || (state.history_bytes > budget && state.history.len() > keep)
+        || (state.history.len() > keep
+            && (state.history_bytes > budget
+                || state.history.front().is_some_and(|e| e.rev <= expired)))
     {
         let Some(old) = state.history.pop_front() else {
             break;
@@ -1066,6 +1097,13 @@ fn trim_history(state: &mut State, config: &StoreConfig) {
         state
             .unpersisted_floors
             .insert(old.key.bucket.clone(), old.rev);
+    }
+    while state
+        .history_marks
+        .front()
+        .is_some_and(|(rev, _)| *rev <= state.compacted)
+    {
+        state.history_marks.pop_front();
     }
 }
 
@@ -1107,7 +1145,11 @@ fn publish(
             .or_default()
             .push_back(event.clone());
     }
-    trim_history(&mut state, &shared.config);
+    let now = Instant::now();
+    if let Some(last) = events.last() {
+        state.history_marks.push_back((last.rev, now));
+    }
+    trim_history(&mut state, &shared.config, now);
     state.revision = revision;
     let mut watchers = lock_watchers(&state);
     for event in &events {
@@ -1401,6 +1443,54 @@ mod tests {
         // The newest ones are still there to resume from.
         let before_last = store.changes_since(&bucket, last - 1).unwrap();
         assert_eq!(before_last.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn events_older_than_the_age_limit_leave_the_window_down_to_its_minimum() {
+        // An age limit of zero: every published event is already too old.
+        let config = StoreConfig {
+            history_min_events: 2,
+            history_max_age: Duration::ZERO,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
+        let bucket = Bucket::new("", "/configmaps");
+        let first = store.create(key("ns", "a"), cm("a", "0")).await.unwrap();
+        let mut last = first.rev;
+        for i in 1..6 {
+            last = store
+                .update(key("ns", "a"), cm("a", &i.to_string()), None)
+                .await
+                .unwrap()
+                .rev;
+        }
+        assert_eq!(store.stats().history_events, 2);
+        assert!(matches!(
+            store.watch_from(&bucket, first.rev, WatchScope::default()),
+            Err(StorageError::Compacted { .. })
+        ));
+        assert_eq!(store.changes_since(&bucket, last - 2).unwrap().len(), 2);
+        // Marks of batches that left the window are not kept either.
+        let marks = read_state(&store.shared).history_marks.len();
+        assert!(marks <= 2, "{marks} marks kept for 2 events");
+    }
+
+    #[tokio::test]
+    async fn events_younger_than_the_age_limit_stay() {
+        let config = StoreConfig {
+            history_min_events: 1,
+            history_max_age: Duration::from_secs(3600),
+            ..StoreConfig::default()
+        };
+        let store = Store::open(crate::MemoryBackend, config).unwrap();
+        store.create(key("ns", "a"), cm("a", "0")).await.unwrap();
+        for i in 1..6 {
+            store
+                .update(key("ns", "a"), cm("a", &i.to_string()), None)
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.stats().history_events, 6);
     }
 
     #[tokio::test]
