@@ -305,6 +305,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         "  CPU in steady heartbeat ({holds}): {:.1} % of one core",
         cpu_share * 100.0,
     );
+    crate::support::print_store_per_cluster(hub.server.store(), args.clusters);
     let hub = if args.restart {
         crate::restart::measure(hub, options, &expected).await?
     } else {

@@ -11,6 +11,42 @@ use ocm_runtime::shutdown::Shutdown;
 
 use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
+/// Prints what the API server's store holds, in total and per cluster, largest resources
+/// first, and the sockets this process holds open (the per-cluster costs of docs/scaling.md).
+pub(crate) fn print_store_per_cluster(store: &ocm_apiserver::storage::Store, clusters: usize) {
+    let stats = store.stats();
+    let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
+    let per_cluster = |n: usize| n as f64 / clusters.max(1) as f64;
+    println!(
+        "  store: {} objects ({:.1} per cluster), {:.1} MiB ({:.0} bytes per cluster); history window {} events, {:.1} MiB",
+        stats.objects,
+        per_cluster(stats.objects),
+        mib(stats.object_bytes),
+        per_cluster(stats.object_bytes),
+        stats.history_events,
+        mib(stats.history_bytes),
+    );
+    for (resource, count, bytes) in store.object_bytes_by_resource().into_iter().take(10) {
+        println!(
+            "    {resource}: {count} objects ({:.2} per cluster), {:.1} MiB ({:.0} bytes per cluster)",
+            per_cluster(count),
+            mib(bytes),
+            per_cluster(bytes),
+        );
+    }
+    let sockets = std::fs::read_dir("/proc/self/fd")
+        .map(|fds| {
+            fds.filter_map(Result::ok)
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    println!("  sockets open in this process: {sockets}");
+}
+
 /// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
 pub(crate) fn process_usage() -> (u64, f64) {
     let rss_kib = rss_from("/proc/self/status");

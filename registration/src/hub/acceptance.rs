@@ -225,7 +225,7 @@ pub(crate) async fn set_finalizers<K>(
     api: &Api<K>,
     obj: &K,
     finalizers: &[String],
-) -> Result<(), Error>
+) -> Result<Option<K>, Error>
 where
     K: Resource + DeserializeOwned + Clone + Debug,
     K::DynamicType: Default,
@@ -241,8 +241,8 @@ where
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
+        Ok(updated) => Ok(Some(updated)),
+        Err(e) if is_not_found(&e) => Ok(None),
         Err(e) => Err(Error::kube(format!("update finalizers of {name}"), e)),
     }
 }
@@ -470,25 +470,53 @@ pub(crate) fn accepted_on_stamp(now: jiff::Timestamp) -> String {
     format!("{now:.0}")
 }
 
+/// The merge patch that accepts `cluster` automatically: the accepted-on annotation,
+/// `hubAcceptsClient` when `set_accepts`, and the finalizers an accepted cluster carries when
+/// it lacks some (then guarded by the resourceVersion, as the list is replaced whole).
+pub(crate) fn auto_accept_patch(
+    cluster: &ManagedCluster,
+    set_accepts: bool,
+    now: jiff::Timestamp,
+) -> serde_json::Value {
+    let mut patch = json!({
+        "metadata": { "annotations": { AUTOMATICALLY_ACCEPTED_ON: accepted_on_stamp(now) } }
+    });
+    if set_accepts {
+        patch["spec"] = json!({ "hubAcceptsClient": true });
+    }
+    if let Some(finalizers) = wanted_finalizers(cluster, &Decision::Accept) {
+        patch["metadata"]["finalizers"] = json!(finalizers);
+        patch["metadata"]["resourceVersion"] = json!(cluster.meta().resource_version);
+    }
+    patch
+}
+
+/// Accepts `cluster` automatically in one write; the cluster as written, or `None` when it
+/// is gone.
 async fn auto_accept(
     api: &Api<ManagedCluster>,
     cluster: &ManagedCluster,
     set_accepts: bool,
-) -> Result<(), Error> {
-    let stamp = accepted_on_stamp(jiff::Timestamp::now());
-    let mut patch = json!({ "metadata": { "annotations": { AUTOMATICALLY_ACCEPTED_ON: stamp } } });
-    if set_accepts {
-        patch["spec"] = json!({ "hubAcceptsClient": true });
+) -> Result<Option<ManagedCluster>, Error> {
+    let patch = auto_accept_patch(cluster, set_accepts, jiff::Timestamp::now());
+    match api
+        .patch(
+            &cluster.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(updated) => {
+            info!(cluster = %cluster.name_any(), "managed cluster accepted automatically");
+            Ok(Some(updated))
+        }
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(Error::kube(
+            format!("auto-accept {}", cluster.name_any()),
+            e,
+        )),
     }
-    api.patch(
-        &cluster.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(|e| Error::kube(format!("auto-accept {}", cluster.name_any()), e))?;
-    info!(cluster = %cluster.name_any(), "managed cluster accepted automatically");
-    Ok(())
 }
 
 /// What the acceptance controller's passes share.
@@ -505,19 +533,28 @@ async fn reconcile(
     let ctx = &actx.hub;
     ctx.metrics.reconciled(CONTROLLER);
     let api: Api<ManagedCluster> = Api::all(ctx.client.clone());
-    let decision = decide(&cluster, !ctx.options.auto_approved_users.is_empty());
+    let auto_approval = !ctx.options.auto_approved_users.is_empty();
+    let mut cluster = cluster;
+    let mut decision = decide(&cluster, auto_approval);
     if decision == Decision::Deleting {
         return Ok(Action::await_change());
     }
+    // Each write below returns the cluster as written and the pass goes on with it: a new
+    // cluster is accepted in one pass, not one pass per write (behind every other cluster's
+    // pass when a fleet registers at once).
     if let Decision::AutoAccept { set_accepts } = decision {
-        // The patch triggers the next reconcile, which does the rest.
-        auto_accept(&api, &cluster, set_accepts).await?;
-        return Ok(Action::await_change());
+        let Some(updated) = auto_accept(&api, &cluster, set_accepts).await? else {
+            return Ok(Action::await_change());
+        };
+        cluster = Arc::new(updated);
+        decision = decide(&cluster, auto_approval);
     }
     if let Some(finalizers) = wanted_finalizers(&cluster, &decision) {
-        // The update triggers the next reconcile.
-        set_finalizers(&api, &cluster, &finalizers).await?;
-        return Ok(Action::await_change());
+        let Some(updated) = set_finalizers(&api, &cluster, &finalizers).await? else {
+            return Ok(Action::await_change());
+        };
+        cluster = Arc::new(updated);
+        decision = decide(&cluster, auto_approval);
     }
     match decision {
         Decision::Accept => {
@@ -731,6 +768,36 @@ mod tests {
         )]));
         // Denied by the admin after auto-acceptance: stays denied.
         assert_eq!(decide(&stamped, true), Decision::Deny);
+    }
+
+    #[test]
+    fn auto_accept_patch_adds_the_finalizers_of_an_accepted_cluster_guarded() {
+        let now: jiff::Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let mut fresh = cluster(false);
+        fresh.metadata.resource_version = Some("42".into());
+        fresh.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+        assert_eq!(
+            auto_accept_patch(&fresh, true, now),
+            json!({
+                "metadata": {
+                    "annotations": { AUTOMATICALLY_ACCEPTED_ON: "2026-11-29T12:00:00Z" },
+                    "finalizers": ["example.com/keep", RESOURCE_CLEANUP, API_RESOURCE_CLEANUP],
+                    "resourceVersion": "42",
+                },
+                "spec": { "hubAcceptsClient": true },
+            })
+        );
+        // Finalizers in place: no list to replace, no guard needed.
+        let mut done = cluster(true);
+        done.metadata.finalizers = Some(vec![RESOURCE_CLEANUP.into(), API_RESOURCE_CLEANUP.into()]);
+        assert_eq!(
+            auto_accept_patch(&done, false, now),
+            json!({
+                "metadata": {
+                    "annotations": { AUTOMATICALLY_ACCEPTED_ON: "2026-11-29T12:00:00Z" },
+                },
+            })
+        );
     }
 
     #[test]
