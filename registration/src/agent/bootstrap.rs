@@ -8,7 +8,7 @@ use k8s_openapi::api::certificates::v1::{
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::runtime::wait::await_condition;
 use ocm_api::addon::names as addon_names;
-use ocm_api::cluster::names::{annotations, labels};
+use ocm_api::cluster::names::{annotations, conditions, labels};
 use ocm_api::cluster::v1::{ClientConfig, ManagedCluster, ManagedClusterSpec};
 
 use super::certs::{self, CertInfo};
@@ -43,7 +43,44 @@ pub(crate) async fn bootstrap(
     .await
     .map_err(AgentError::Spoke)?;
     ctx.set_progress(AgentProgress::CertificateIssued);
+    wait_for_acceptance(ctx, &client, cluster).await;
     Ok(creds)
+}
+
+/// Whether the hub accepted `cluster` and finished preparing it (its namespace and the
+/// agent's RBAC exist once the accepted condition is True).
+pub(crate) fn accepted_and_prepared(cluster: &ManagedCluster) -> bool {
+    cluster.spec.hub_accepts_client
+        && cluster.status.as_ref().is_some_and(|s| {
+            ocm_runtime::conditions::is_true(&s.conditions, conditions::HUB_ACCEPTED)
+        })
+}
+
+/// Waits until the hub accepts the cluster, watching its ManagedCluster with the bootstrap
+/// identity (which may watch ManagedClusters, as upstream's bootstrap role allows): the agent's
+/// own identity may read its cluster only once accepted, so its watch is refused until then
+/// and, backing off, would notice the acceptance up to half a minute late. Returns at once
+/// when the bootstrap identity may not watch, or the cluster is gone: the joined phase then
+/// waits by its own watch.
+async fn wait_for_acceptance(ctx: &Ctx, client: &kube::Client, cluster: &str) {
+    let api = Api::<ManagedCluster>::all(client.clone());
+    if api
+        .get_opt(cluster)
+        .await
+        .ok()
+        .flatten()
+        .is_none_or(|mc| accepted_and_prepared(&mc))
+    {
+        return;
+    }
+    ctx.set_progress(AgentProgress::WaitingForAcceptance);
+    let done = await_condition(api, cluster, |mc: Option<&ManagedCluster>| {
+        mc.is_none_or(accepted_and_prepared)
+    })
+    .await;
+    if let Err(err) = done {
+        tracing::debug!(error = %err, "not watching for acceptance with the bootstrap identity");
+    }
 }
 
 /// The ManagedCluster the agent creates.
@@ -316,6 +353,33 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn accepted_means_accepted_by_the_admin_and_prepared_by_the_hub() {
+        let accepted_condition = |status: &str| ocm_api::cluster::v1::ManagedClusterStatus {
+            conditions: vec![ocm_runtime::conditions::condition(
+                conditions::HUB_ACCEPTED,
+                status,
+                "HubClusterAdminAccepted",
+                "Accepted by hub cluster admin",
+                None,
+            )],
+            ..Default::default()
+        };
+        let mut cluster = desired_managed_cluster(&AgentOptions::default(), "c1");
+        assert!(!accepted_and_prepared(&cluster));
+        // Accepted by the admin, not yet prepared by the hub.
+        cluster.spec.hub_accepts_client = true;
+        assert!(!accepted_and_prepared(&cluster));
+        cluster.status = Some(accepted_condition("True"));
+        assert!(accepted_and_prepared(&cluster));
+        // Denied again while the condition still says True.
+        cluster.spec.hub_accepts_client = false;
+        assert!(!accepted_and_prepared(&cluster));
+        cluster.spec.hub_accepts_client = true;
+        cluster.status = Some(accepted_condition("False"));
+        assert!(!accepted_and_prepared(&cluster));
+    }
 
     #[test]
     fn managed_cluster_carries_client_configs_labels_and_agent_annotations_only() {
