@@ -8,7 +8,7 @@ use k8s_openapi::api::certificates::v1::{
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::runtime::wait::await_condition;
 use ocm_api::addon::names as addon_names;
-use ocm_api::cluster::names::{annotations, conditions, labels};
+use ocm_api::cluster::names::{annotations, labels};
 use ocm_api::cluster::v1::{ClientConfig, ManagedCluster, ManagedClusterSpec};
 
 use super::certs::{self, CertInfo};
@@ -50,10 +50,7 @@ pub(crate) async fn bootstrap(
 /// Whether the hub accepted `cluster` and finished preparing it (its namespace and the
 /// agent's RBAC exist once the accepted condition is True).
 pub(crate) fn accepted_and_prepared(cluster: &ManagedCluster) -> bool {
-    cluster.spec.hub_accepts_client
-        && cluster.status.as_ref().is_some_and(|s| {
-            ocm_runtime::conditions::is_true(&s.conditions, conditions::HUB_ACCEPTED)
-        })
+    cluster.spec.hub_accepts_client && super::joined::accepted(cluster)
 }
 
 /// Waits until the hub accepts the cluster, watching its ManagedCluster with the bootstrap
@@ -352,6 +349,7 @@ fn refused(csr: &CertificateSigningRequest) -> Option<(String, String)> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use ocm_api::cluster::names::conditions;
     use std::collections::BTreeMap;
 
     #[test]

@@ -104,8 +104,8 @@ pub(crate) async fn run(
     }
 }
 
-/// Whether the hub accepted the cluster.
-fn accepted(cluster: &ManagedCluster) -> bool {
+/// Whether the hub accepted the cluster (its accepted condition is True).
+pub(super) fn accepted(cluster: &ManagedCluster) -> bool {
     cluster
         .status
         .as_ref()
