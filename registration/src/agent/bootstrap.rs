@@ -12,6 +12,7 @@ use ocm_api::cluster::names::{annotations, labels};
 use ocm_api::cluster::v1::{ClientConfig, ManagedCluster, ManagedClusterSpec};
 
 use super::certs::{self, CertInfo};
+use super::status::accepted_and_prepared;
 use super::secrets::{self, Bootstrap, HubCreds};
 use super::{AgentError, AgentOptions, AgentProgress, CLIENT_SIGNER, Ctx, MAX_PENDING_CSRS};
 
@@ -45,12 +46,6 @@ pub(crate) async fn bootstrap(
     ctx.set_progress(AgentProgress::CertificateIssued);
     wait_for_acceptance(ctx, &client, cluster).await;
     Ok(creds)
-}
-
-/// Whether the hub accepted `cluster` and finished preparing it (its namespace and the
-/// agent's RBAC exist once the accepted condition is True).
-pub(crate) fn accepted_and_prepared(cluster: &ManagedCluster) -> bool {
-    cluster.spec.hub_accepts_client && super::joined::accepted(cluster)
 }
 
 /// Waits until the hub accepts the cluster, watching its ManagedCluster with the bootstrap
@@ -349,35 +344,7 @@ fn refused(csr: &CertificateSigningRequest) -> Option<(String, String)> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use ocm_api::cluster::names::conditions;
     use std::collections::BTreeMap;
-
-    #[test]
-    fn accepted_means_accepted_by_the_admin_and_prepared_by_the_hub() {
-        let accepted_condition = |status: &str| ocm_api::cluster::v1::ManagedClusterStatus {
-            conditions: vec![ocm_runtime::conditions::condition(
-                conditions::HUB_ACCEPTED,
-                status,
-                "HubClusterAdminAccepted",
-                "Accepted by hub cluster admin",
-                None,
-            )],
-            ..Default::default()
-        };
-        let mut cluster = desired_managed_cluster(&AgentOptions::default(), "c1");
-        assert!(!accepted_and_prepared(&cluster));
-        // Accepted by the admin, not yet prepared by the hub.
-        cluster.spec.hub_accepts_client = true;
-        assert!(!accepted_and_prepared(&cluster));
-        cluster.status = Some(accepted_condition("True"));
-        assert!(accepted_and_prepared(&cluster));
-        // Denied again while the condition still says True.
-        cluster.spec.hub_accepts_client = false;
-        assert!(!accepted_and_prepared(&cluster));
-        cluster.spec.hub_accepts_client = true;
-        cluster.status = Some(accepted_condition("False"));
-        assert!(!accepted_and_prepared(&cluster));
-    }
 
     #[test]
     fn managed_cluster_carries_client_configs_labels_and_agent_annotations_only() {

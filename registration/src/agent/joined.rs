@@ -26,7 +26,7 @@ use super::bootstrap::request_certificate;
 use super::certs;
 use super::rotation::{CertValidity, RotationSchedule};
 use super::secrets::{self, HubCreds};
-use super::status::{self, Availability, Claim};
+use super::status::{self, Availability, Claim, accepted};
 use super::{AgentError, AgentProgress, Backoff, Ctx, keys, status_code};
 
 /// Lease duration when the ManagedCluster gives none (or 0).
@@ -102,14 +102,6 @@ pub(crate) async fn run(
         never = joined.report_expiry(expiry_note) => match never {},
         never = super::addons::run(addon_env) => match never {},
     }
-}
-
-/// Whether the hub accepted the cluster (its accepted condition is True).
-pub(super) fn accepted(cluster: &ManagedCluster) -> bool {
-    cluster
-        .status
-        .as_ref()
-        .is_some_and(|s| is_true(&s.conditions, conditions::HUB_ACCEPTED))
 }
 
 /// The lease duration of `cluster` (0 or unset → 60 s).

@@ -7,7 +7,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use ocm_api::cluster::names::claims::RESERVED;
-use ocm_api::cluster::v1::{ManagedClusterClaim, ManagedClusterStatus};
+use ocm_api::cluster::names::conditions;
+use ocm_api::cluster::v1::{ManagedCluster, ManagedClusterClaim, ManagedClusterStatus};
+use ocm_runtime::conditions::is_true;
 use serde_json::{Map, Value, json};
 
 /// How long the spoke API server health check must keep failing before the cluster is
@@ -307,6 +309,20 @@ pub fn status_patch(old: &ManagedClusterStatus, new: &ManagedClusterStatus) -> O
     }
 }
 
+/// Whether the hub accepted the cluster (its accepted condition is True).
+pub(super) fn accepted(cluster: &ManagedCluster) -> bool {
+    cluster
+        .status
+        .as_ref()
+        .is_some_and(|s| is_true(&s.conditions, conditions::HUB_ACCEPTED))
+}
+
+/// Whether the hub accepted `cluster` and finished preparing it (its namespace and the
+/// agent's RBAC exist once the accepted condition is True).
+pub(crate) fn accepted_and_prepared(cluster: &ManagedCluster) -> bool {
+    cluster.spec.hub_accepts_client && accepted(cluster)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -319,6 +335,33 @@ mod tests {
             value: format!("v-{name}"),
             spoke_only,
         }
+    }
+
+    #[test]
+    fn accepted_means_accepted_by_the_admin_and_prepared_by_the_hub() {
+        let accepted_condition = |status: &str| ocm_api::cluster::v1::ManagedClusterStatus {
+            conditions: vec![ocm_runtime::conditions::condition(
+                conditions::HUB_ACCEPTED,
+                status,
+                "HubClusterAdminAccepted",
+                "Accepted by hub cluster admin",
+                None,
+            )],
+            ..Default::default()
+        };
+        let mut cluster = ManagedCluster::new("c1", Default::default());
+        assert!(!accepted_and_prepared(&cluster));
+        // Accepted by the admin, not yet prepared by the hub.
+        cluster.spec.hub_accepts_client = true;
+        assert!(!accepted_and_prepared(&cluster));
+        cluster.status = Some(accepted_condition("True"));
+        assert!(accepted_and_prepared(&cluster));
+        // Denied again while the condition still says True.
+        cluster.spec.hub_accepts_client = false;
+        assert!(!accepted_and_prepared(&cluster));
+        cluster.spec.hub_accepts_client = true;
+        cluster.status = Some(accepted_condition("False"));
+        assert!(!accepted_and_prepared(&cluster));
     }
 
     #[test]
