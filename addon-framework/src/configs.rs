@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use ocm_api::addon::names::RESERVED_NO_DEFAULT_CONFIG_NAME;
 use ocm_api::addon::names::conditions::{PROGRESSING, progressing};
-use ocm_api::addon::v1beta1::{AddOnConfig, ManagedClusterAddOn};
+use ocm_api::addon::v1beta1::{AddOnConfig, ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_work::hub::rollout::{ClusterRolloutStatus, RolloutStatus};
 use serde_json::Value;
 
@@ -210,6 +210,17 @@ pub fn progression_condition(
         reason,
         format!("{succeeded}/{total} completed, {failed} failed {timed_out} timeout."),
     )
+}
+
+/// The config kind of templates: the resource of `addon.open-cluster-management.io` a template addon's `defaultConfigs` name.
+pub const TEMPLATE_RESOURCE: &str = "addontemplates";
+
+/// Whether `cma` is a template addon: its `defaultConfigs` name the `addontemplates` kind.
+pub fn is_template_addon(cma: &ClusterManagementAddOn) -> bool {
+    cma.metadata.deletion_timestamp.is_none()
+        && cma.spec.default_configs.iter().any(|c| {
+            c.group.as_deref() == Some(ocm_api::addon::GROUP) && c.resource == TEMPLATE_RESOURCE
+        })
 }
 
 #[cfg(test)]

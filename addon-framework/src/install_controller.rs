@@ -225,7 +225,7 @@ fn managed_by_addon_manager(cma: &ClusterManagementAddOn) -> bool {
         .and_then(|a| a.get(LIFECYCLE))
     {
         Some(value) => value == LIFECYCLE_ADDON_MANAGER,
-        None => crate::template::controller::is_template_addon(cma),
+        None => crate::configs::is_template_addon(cma),
     }
 }
 
@@ -377,7 +377,7 @@ async fn config_pass(
                     .get(&ObjectRef::new(&config.name).within(&config.namespace))
                     .and_then(|c| serde_json::to_value(c.as_ref()).ok())
             } else {
-                crate::manager::fetch_config(client, config).await
+                crate::config_fetch::fetch_config(client, config).await
             };
             let hash = object.map(|o| crate::configs::spec_hash(&o));
             hash_cache.insert(config.clone(), hash.clone());

@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod agent_helpers;
+mod config_fetch;
 pub mod configs;
 pub mod csr;
 mod csr_approval;

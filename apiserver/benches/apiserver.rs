@@ -18,8 +18,8 @@ use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
-use ocm_apiserver::storage::Bucket;
 use ocm_apiserver::{ApiServer, ApiServerConfig};
+use ocm_apiserver_storage::Bucket;
 use tower::ServiceExt;
 
 type BoxError = Box<dyn Error + Send + Sync>;

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::auth::Identity;
-use crate::error::{ApiError, Cause, Gr};
-use crate::rbac::{Attributes, ResourceAttributes, Target};
+use ocm_apiserver_rbac::{Attributes, ResourceAttributes, Target};
+use ocm_apiserver_status::{ApiError, Cause, Gr};
 
 /// An admission hook: looks at a request and decides.
 pub type AdmissionHook = Arc<dyn Fn(&AdmissionRequest<'_>) -> AdmissionResult + Send + Sync>;

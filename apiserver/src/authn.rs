@@ -10,18 +10,18 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::pki::{
     ANONYMOUS, CertAuthError, ClientCaBundle, UNAUTHENTICATED, ValidFor,
     authenticate_client_chain_for,
 };
 use crate::state::Inner;
-use crate::storage::{Bucket, ObjectKey};
 use crate::tokens::{
     BOOTSTRAP_TOKEN_NAMESPACE, BearerKind, authenticate_bootstrap_token,
     bootstrap_token_secret_name, check_token_objects, classify_bearer,
     verify_service_account_token,
 };
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 /// Marks a request that arrived over the network (TLS listener): it must be authenticated.
 /// Holds the client-certificate chain the peer presented (leaf first, DER; may be empty),

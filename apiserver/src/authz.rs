@@ -8,9 +8,9 @@ use std::sync::Arc;
 use http::HeaderMap;
 
 use crate::auth::Identity;
-use crate::error::ApiError;
-use crate::rbac::{Attributes, Forbidden, Policy};
 use crate::state::Inner;
+use ocm_apiserver_rbac::{Attributes, Forbidden, Policy};
+use ocm_apiserver_status::ApiError;
 
 /// The current policy of `cluster`.
 pub(crate) fn policy(inner: &Inner, cluster: &str) -> Arc<Policy> {

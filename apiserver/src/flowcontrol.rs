@@ -4,7 +4,7 @@
 //!
 //! The objects are pure data (`flowcontrol.apiserver.k8s.io/v1` JSON); the controller that
 //! keeps them in every logical cluster is `controllers::flowcontrol`, and their validation is
-//! in [`crate::validation`].
+//! in `crate::validation`.
 
 use serde_json::{Map, Value, json};
 
@@ -480,7 +480,7 @@ pub fn dangling(found: bool, level: &str) -> (&'static str, &'static str, String
             "Found",
             format!(
                 "This FlowSchema references the PriorityLevelConfiguration object named {} and it exists",
-                crate::validation::go_quote(level)
+                ocm_apiserver_validation::go_quote(level)
             ),
         )
     } else {
@@ -489,7 +489,7 @@ pub fn dangling(found: bool, level: &str) -> (&'static str, &'static str, String
             "NotFound",
             format!(
                 "This FlowSchema references the PriorityLevelConfiguration object named {} but there is no such object",
-                crate::validation::go_quote(level)
+                ocm_apiserver_validation::go_quote(level)
             ),
         )
     }

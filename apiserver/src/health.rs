@@ -20,10 +20,10 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use http::StatusCode;
 
-use crate::error::ApiError;
-use crate::handlers::{Reply, ReplyBody};
+use crate::reply::{Reply, ReplyBody};
 use crate::request::{Query, query_values};
 use crate::state::Inner;
+use ocm_apiserver_status::ApiError;
 
 pub use crate::request::Endpoint;
 

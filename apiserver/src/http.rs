@@ -16,10 +16,10 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::handlers::{Reply, ReplyBody, ResourceRequest};
 use crate::request::{Query, Route, parse_route, split_cluster};
 use crate::state::{DEFAULT_CLUSTER, Inner};
+use ocm_apiserver_status::ApiError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -266,9 +266,9 @@ fn valid_cluster_name(name: &str) -> bool {
 
 /// kube's `BasicLongRunningRequestCheck`: watch and proxy verbs, and the attach, exec, log,
 /// portforward and proxy subresources.
-fn long_running(attrs: &crate::rbac::Attributes) -> bool {
+fn long_running(attrs: &ocm_apiserver_rbac::Attributes) -> bool {
     matches!(attrs.verb.as_str(), "watch" | "proxy")
-        || matches!(&attrs.target, crate::rbac::Target::Resource(r)
+        || matches!(&attrs.target, ocm_apiserver_rbac::Target::Resource(r)
             if matches!(r.subresource.as_str(), "attach" | "exec" | "log" | "portforward" | "proxy"))
 }
 
@@ -298,7 +298,7 @@ where
 async fn route<B>(
     inner: &Arc<Inner>,
     fixed_cluster: Option<String>,
-    attrs: &crate::rbac::Attributes,
+    attrs: &ocm_apiserver_rbac::Attributes,
     req: Request<B>,
 ) -> Result<Reply, ApiError>
 where
@@ -399,7 +399,7 @@ where
             check.as_deref(),
             parts.uri.query(),
         ),
-        Route::Version => Ok(Reply::json(StatusCode::OK, &crate::discovery::version())),
+        Route::Version => Ok(Reply::json(StatusCode::OK, &crate::version::version())),
         Route::Metrics if cluster == DEFAULT_CLUSTER => Ok(Reply {
             status: StatusCode::OK,
             content_type: "text/plain; version=0.0.4; charset=utf-8".into(),

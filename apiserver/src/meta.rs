@@ -76,16 +76,7 @@ pub fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
 
 /// `metadata.finalizers`.
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    metadata(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(metadata(obj).and_then(|m| m.get("finalizers")))
 }
 
 /// Replaces `metadata.finalizers` (removing the field when empty).
@@ -176,6 +167,23 @@ pub fn partial_metadata(obj: &Value) -> Value {
         "apiVersion": "meta.k8s.io/v1",
         "metadata": obj.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({})),
     })
+}
+
+/// The string at `key` of an object ("" when absent or not a string).
+pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The strings of a JSON array (others skipped; none when absent).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

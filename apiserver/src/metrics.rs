@@ -10,7 +10,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::rbac::{Attributes, Target};
+use ocm_apiserver_rbac::{Attributes, Target};
 
 /// The labels of `apiserver_request_total`, as kube-apiserver names them.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::quantity::Quantity;
 use crate::state::Inner;
-use crate::storage::Bucket;
+use ocm_apiserver_storage::Bucket;
 
 pub(crate) const QUOTA_RESOURCE: &str = "/resourcequotas";
 pub(crate) const PODS: &str = "/pods";

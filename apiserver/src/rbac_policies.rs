@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::rbac::{LivePolicy, Policy, PolicyError, RBAC_GROUP};
-use crate::storage::{Bucket, Event, EventKind, Revision, Store};
+use ocm_apiserver_rbac::{LivePolicy, Policy, PolicyError, RBAC_GROUP};
+use ocm_apiserver_storage::{Bucket, Event, EventKind, Revision, Store};
 
 /// The RBAC storage buckets, in the order objects are loaded.
 const RBAC_RESOURCES: [&str; 4] = [
@@ -84,7 +84,7 @@ fn catch_up(
     cluster: &str,
     entry: &mut CachedPolicy,
     seen: Fingerprint,
-) -> Result<(), crate::storage::StorageError> {
+) -> Result<(), ocm_apiserver_storage::StorageError> {
     for (i, resource) in RBAC_RESOURCES.into_iter().enumerate() {
         if entry.seen[i] == seen[i] {
             continue;

@@ -9,9 +9,9 @@
 //! (kube's `AuthorizeWithSelectors`).
 
 use crate::auth::Identity;
-use crate::rbac::{Attributes, ResourceAttributes, SelectorAttributes, Target};
 use crate::request::Query;
-use crate::selector::FieldSelector;
+use ocm_apiserver_rbac::{Attributes, ResourceAttributes, SelectorAttributes, Target};
+use ocm_apiserver_selector::FieldSelector;
 
 /// Go's `strconv.ParseBool` truthy values.
 fn parse_bool(v: &str) -> Option<bool> {

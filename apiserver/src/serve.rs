@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::ApiServer;
+use crate::server::ApiServer;
 
 /// A running listener.
 #[derive(Debug)]

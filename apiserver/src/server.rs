@@ -9,12 +9,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::error::ApiError;
 use crate::http::ApiService;
 use crate::registry::{Registry, resource_from_crd};
 use crate::state::Inner;
 pub use crate::state::{ApiServerConfig, ConversionHook, DEFAULT_CLUSTER, SYSTEM_NAMESPACES};
-use crate::storage::{SqliteBackend, StorageError, Store};
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{SqliteBackend, StorageError, Store};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +93,7 @@ impl ApiServer {
                 .map_err(|err| StorageError::Backend(err.to_string()))?
                 .map_err(|source| StartError::Database { path, source })?
             }
-            None => Store::open(crate::storage::MemoryBackend, config.store.clone())?,
+            None => Store::open(ocm_apiserver_storage::MemoryBackend, config.store.clone())?,
         };
         let sa_key = match &config.data_dir {
             Some(dir) => crate::tokens::load_or_generate_signing_key(&dir.join("pki"))?,
@@ -191,7 +191,7 @@ impl ApiServer {
 
     /// The HTTP service acting as `identity` on every request (for tests and tools that need
     /// a given user without TLS); authorization applies as for any request.
-    pub fn service_as(&self, identity: crate::Identity) -> ApiService {
+    pub fn service_as(&self, identity: crate::auth::Identity) -> ApiService {
         ApiService::new(self.inner.clone(), None).with_identity(identity)
     }
 

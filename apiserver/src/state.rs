@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::registry::Registry;
-use crate::storage::{Store, StoreConfig};
+use ocm_apiserver_storage::{Store, StoreConfig};
 
 /// Converts a custom resource to another version: `(object, "group/version") -> object`.
 pub type ConversionHook = Arc<dyn Fn(Value, &str) -> Result<Value, String> + Send + Sync>;
@@ -128,7 +128,7 @@ pub(crate) struct Inner {
     /// Request counters of the default cluster, served at `/metrics`.
     pub(crate) metrics: crate::metrics::Metrics,
     /// Watch events of converted resources, encoded once for all their watchers.
-    pub(crate) watch_encodings: crate::handlers::watch_shared::SharedEncodings,
+    pub(crate) watch_encodings: crate::watch_encodings::SharedEncodings,
 }
 
 impl Inner {

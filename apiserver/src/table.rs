@@ -161,7 +161,7 @@ fn containers_images(obj: &Value, pointer: &str) -> (String, String) {
 }
 
 fn selector_string(v: Option<&Value>) -> String {
-    v.and_then(|s| crate::selector::LabelSelector::from_structured(s).ok())
+    v.and_then(|s| ocm_apiserver_selector::LabelSelector::from_structured(s).ok())
         .map(|s| s.to_string())
         .unwrap_or_default()
 }

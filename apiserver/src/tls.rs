@@ -344,7 +344,7 @@ pub fn base64(data: &[u8]) -> String {
 }
 
 /// The identity in a verified client certificate: CN is the user, each O a group.
-pub fn identity_from_cert(der: &[u8]) -> Option<crate::Identity> {
+pub fn identity_from_cert(der: &[u8]) -> Option<crate::auth::Identity> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let subject = cert.subject();
     let user = subject.iter_common_name().next()?.as_str().ok()?.to_owned();
@@ -353,7 +353,7 @@ pub fn identity_from_cert(der: &[u8]) -> Option<crate::Identity> {
         .filter_map(|o| o.as_str().ok().map(str::to_owned))
         .collect();
     groups.push("system:authenticated".into());
-    Some(crate::Identity {
+    Some(crate::auth::Identity {
         user,
         groups,
         ..Default::default()

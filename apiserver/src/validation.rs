@@ -6,4 +6,4 @@
 mod flowcontrol;
 
 pub use flowcontrol::{validate_flow_schema, validate_flowcontrol_status, validate_priority_level};
-pub use ocm_apiserver_validation::*;
+pub(crate) use ocm_apiserver_validation::*;

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use ocm_apiserver::rbac::ResourceAttributes;
 use ocm_apiserver::{AdmissionHook, AdmissionOperation, AdmissionResult, Identity};
+use ocm_apiserver_rbac::ResourceAttributes;
 use serde_json::{Value, json};
 
 /// A toy policy on ConfigMaps: stamps label `admitted=<operation>`, refuses `data.bad`

@@ -211,7 +211,7 @@ async fn multiple_versions_with_and_without_hook() {
     let raw = server
         .store()
         .list(
-            &ocm_apiserver::storage::Bucket::new("", "test.ocm.io/gadgets"),
+            &ocm_apiserver_storage::Bucket::new("", "test.ocm.io/gadgets"),
             None,
             None,
         )
@@ -517,8 +517,8 @@ async fn rules_selecting_undeclared_properties_are_refused_at_write() {
     let mut legacy = crd_json("legacy.test.ocm.io", "self.min <= self.legacy");
     legacy["metadata"]["uid"] = json!("4a1d7f5e-0000-4000-8000-000000000001");
     legacy["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-    let key = ocm_apiserver::storage::ObjectKey::new(
-        ocm_apiserver::storage::Bucket::new("", "apiextensions.k8s.io/customresourcedefinitions"),
+    let key = ocm_apiserver_storage::ObjectKey::new(
+        ocm_apiserver_storage::Bucket::new("", "apiextensions.k8s.io/customresourcedefinitions"),
         "",
         "dials.legacy.test.ocm.io",
     );

@@ -309,8 +309,8 @@ async fn version_is_the_release_of_the_served_types() {
     let client = server.client().await;
     let info = client.apiserver_version().await.unwrap();
     // kube-apiserver 1.35 is the reference: the server is at least that release.
-    const { assert!(ocm_apiserver::discovery::KUBERNETES_MINOR >= 35) };
-    let minor = ocm_apiserver::discovery::KUBERNETES_MINOR;
+    const { assert!(ocm_apiserver::version::KUBERNETES_MINOR >= 35) };
+    let minor = ocm_apiserver::version::KUBERNETES_MINOR;
     assert_eq!(info.major, "1");
     assert_eq!(info.minor, minor.to_string());
     assert_eq!(info.git_version, format!("v1.{minor}.0"));

@@ -50,7 +50,7 @@ async fn legacy_documents_answer_json_yaml_and_protobuf() {
 
         let pb = get(&client, uri, PB).await;
         assert_eq!((pb.code, pb.content_type.as_str()), (200, PB), "{uri}");
-        let decoded = ocm_apiserver::protobuf::decode_body(&pb.body).unwrap();
+        let decoded = ocm_apiserver_protobuf::decode_body(&pb.body).unwrap();
         assert_eq!(decoded["kind"], kind, "{uri}");
         // The protobuf document carries what the JSON one does.
         for field in ["versions", "groups", "name", "groupVersion"] {

@@ -80,7 +80,7 @@ async fn call(
         .unwrap_or_default();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     let value = if ct == PB {
-        ocm_apiserver::protobuf::decode_body(&body).unwrap()
+        ocm_apiserver_protobuf::decode_body(&body).unwrap()
     } else {
         serde_json::from_slice(&body)
             .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&body)}))

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use http::Request;
 use http_body_util::BodyExt;
-use ocm_apiserver::protobuf::decode_body;
-use ocm_apiserver::protobuf::wire::{WireValue, records};
+use ocm_apiserver_protobuf::decode_body;
+use ocm_apiserver_protobuf::wire::{WireValue, records};
 use serde_json::{Value, json};
 
 use crate::common;
@@ -69,7 +69,7 @@ async fn create_and_read_both_ways(
 ) {
     for (collection, object) in objects {
         let body = if body_media == PB {
-            ocm_apiserver::protobuf::encode_body(object).unwrap()
+            ocm_apiserver_protobuf::encode_body(object).unwrap()
         } else {
             serde_json::to_vec(object).unwrap()
         };

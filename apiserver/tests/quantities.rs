@@ -232,7 +232,7 @@ async fn protobuf_answers_carry_the_canonical_quantities() {
     .await;
     assert_eq!(answer.code, 200);
     assert_eq!(answer.content_type, "application/vnd.kubernetes.protobuf");
-    let decoded = ocm_apiserver::protobuf::decode_body(&answer.body).unwrap();
+    let decoded = ocm_apiserver_protobuf::decode_body(&answer.body).unwrap();
     assert_eq!(
         resources(&decoded)["requests"],
         json!({"cpu": "250m"}),

@@ -6,8 +6,8 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use ocm_apiserver::storage::StoreConfig;
 use ocm_apiserver::{ApiServer, ApiServerConfig, Identity};
+use ocm_apiserver_storage::StoreConfig;
 use serde_json::json;
 
 fn role(verbs: &[&str]) -> Role {

@@ -3,11 +3,11 @@
 //! parsed selectors print back to text that parses to the same selector.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ocm_apiserver::schema::StructuralSchema;
-use ocm_apiserver::selector::{
+use ocm_apiserver_schema::StructuralSchema;
+use ocm_apiserver_selector::{
     FieldSelector, FieldSet, LabelSelector, validate_structured_label_selector,
 };
-use ocm_apiserver::validation::{
+use ocm_apiserver_validation::{
     NameRule, coerce_object_meta, finalizer_warnings, validate_object_meta,
     validate_object_meta_update,
 };

@@ -7,19 +7,20 @@ use std::sync::OnceLock;
 
 use jiff::{SignedDuration, Timestamp};
 use ocm_apiserver::Identity;
-use ocm_apiserver::pki::{
-    CertificateAuthority, ClientCaBundle, DEFAULT_MAX_DURATION, authenticate_client_chain,
-    cert::pem_blocks, parse_csr, sign_kube_apiserver_client,
-};
-use ocm_apiserver::rbac::{
-    Attributes, Forbidden, Policy, RbacWrite, ResourceAttributes, Target, check_escalation,
-    local_subject_access_review, self_subject_access_review, self_subject_rules_review,
-    subject_access_review,
-};
+use ocm_apiserver::pki::{ClientCaBundle, authenticate_client_chain};
 use ocm_apiserver::request_info::request_attributes;
 use ocm_apiserver::tokens::{
     ServiceAccountTokenConfig, SigningKey, authenticate_bootstrap_token, classify_bearer,
     issue_token, jwt, parse_token_request, verify_service_account_token,
+};
+use ocm_apiserver_pki::{
+    CertificateAuthority, DEFAULT_MAX_DURATION, cert::pem_blocks, parse_csr,
+    sign_kube_apiserver_client,
+};
+use ocm_apiserver_rbac::{
+    Attributes, Forbidden, Policy, RbacWrite, ResourceAttributes, Target, check_escalation,
+    local_subject_access_review, self_subject_access_review, self_subject_rules_review,
+    subject_access_review,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -208,7 +209,7 @@ proptest! {
             let at = i.index(csr.len());
             csr[at] ^= b | 1;
         }
-        let pem = ocm_apiserver::pki::cert::pem("CERTIFICATE REQUEST", &csr);
+        let pem = ocm_apiserver_pki::cert::pem("CERTIFICATE REQUEST", &csr);
         let _ = parse_csr(pem.as_bytes());
         let _ = sign_kube_apiserver_client(&f.ca, pem.as_bytes(), &["client auth".to_owned()], None, DEFAULT_MAX_DURATION, now);
     }

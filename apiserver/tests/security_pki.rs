@@ -8,8 +8,10 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use ocm_apiserver::Identity;
 use ocm_apiserver::pki::{
-    CertAuthError, CertificateAuthority, ClientCaBundle, DEFAULT_MAX_DURATION, SignError,
-    authenticate_client_chain, authenticate_client_chain_for, cert::pem_blocks, parse_csr,
+    CertAuthError, ClientCaBundle, authenticate_client_chain, authenticate_client_chain_for,
+};
+use ocm_apiserver_pki::{
+    CertificateAuthority, DEFAULT_MAX_DURATION, SignError, cert::pem_blocks, parse_csr,
     sign_kube_apiserver_client,
 };
 use rcgen::{CertificateParams, DnType, KeyPair, SanType};
@@ -266,7 +268,7 @@ fn malformed_csrs_are_refused_with_kubes_message() {
         .position(|w| w == b"alice")
         .expect("cn bytes");
     der[pos] = b'm';
-    let tampered = ocm_apiserver::pki::cert::pem("CERTIFICATE REQUEST", &der);
+    let tampered = ocm_apiserver_pki::cert::pem("CERTIFICATE REQUEST", &der);
     assert!(parse_csr(tampered.as_bytes()).is_err());
     assert!(matches!(
         sign_kube_apiserver_client(
@@ -371,18 +373,18 @@ fn intermediate_cas_are_followed() {
     let t = now();
     // An intermediate CA signed by the root.
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
-    let spec = ocm_apiserver::pki::CertSpec {
-        subject: ocm_apiserver::pki::Subject::new("intermediate", &[]),
+    let spec = ocm_apiserver_pki::CertSpec {
+        subject: ocm_apiserver_pki::Subject::new("intermediate", &[]),
         public_key_spki: rcgen::PublicKeyData::subject_public_key_info(&key),
         sans: Vec::new(),
-        key_usage: ocm_apiserver::pki::key_usage::KEY_CERT_SIGN,
+        key_usage: ocm_apiserver_pki::key_usage::KEY_CERT_SIGN,
         ext_key_usages: Vec::new(),
         is_ca: true,
         not_before: t,
         not_after: t.checked_add(SignedDuration::from_hours(24)).expect("ts"),
     };
     let inter_der = root.sign(&spec).expect("intermediate");
-    let inter_pem = ocm_apiserver::pki::cert::pem("CERTIFICATE", &inter_der);
+    let inter_pem = ocm_apiserver_pki::cert::pem("CERTIFICATE", &inter_der);
     let inter = CertificateAuthority::from_pem(&inter_pem, &key.serialize_pem()).expect("ca");
     let leaf = inter
         .issue_client("deep", &[], t, SignedDuration::from_hours(1))

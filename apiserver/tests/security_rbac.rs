@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ocm_apiserver::Identity;
-use ocm_apiserver::rbac::{
+use ocm_apiserver_rbac::{
     Attributes, Forbidden, Policy, RbacWrite, ResourceAttributes, Target, authorized_for_signer,
     bootstrap, check_escalation, local_subject_access_review, self_subject_access_review,
     self_subject_rules_review, signer_forbidden, subject_access_review,

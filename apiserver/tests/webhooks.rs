@@ -932,8 +932,8 @@ async fn crd_conversion_webhooks_convert_on_write_and_read() {
         .unwrap();
     assert_eq!(created.data["spec"], json!({"color": "red"}));
     // Stored in v1alpha1, with the field renamed by the webhook.
-    let key = ocm_apiserver::storage::ObjectKey::new(
-        ocm_apiserver::storage::Bucket::new("", &format!("{group}/gizmos")),
+    let key = ocm_apiserver_storage::ObjectKey::new(
+        ocm_apiserver_storage::Bucket::new("", &format!("{group}/gizmos")),
         "default",
         "g1",
     );
@@ -1228,8 +1228,8 @@ async fn equivalent_match_policy_converts_the_request_to_the_rules_version() {
     assert_eq!(request["object"]["apiVersion"], format!("{group}/v1alpha1"));
     assert_eq!(request["object"]["spec"], json!({"colour": "red"}));
     assert!(hooks.seen("/allow").is_empty());
-    let key = ocm_apiserver::storage::ObjectKey::new(
-        ocm_apiserver::storage::Bucket::new("", &format!("{group}/gizmos")),
+    let key = ocm_apiserver_storage::ObjectKey::new(
+        ocm_apiserver_storage::Bucket::new("", &format!("{group}/gizmos")),
         "default",
         "g1",
     );

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ocm_addon_framework::agent_helpers::{TLS_CRT_FILE, TLS_KEY_FILE};
-use ocm_apiserver::pki::CertificateAuthority;
+use ocm_apiserver_pki::CertificateAuthority;
 use ocm_cluster_proxy::agent::{self, TunnelAgentOptions, TunnelState};
 use ocm_cluster_proxy::{ADDON_NAME, pki};
 use ocm_runtime::shutdown::Shutdown;

@@ -13,7 +13,7 @@ use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 
 /// Prints what the API server's store holds, in total and per cluster, largest resources
 /// first, and the sockets this process holds open (the per-cluster costs of docs/scaling.md).
-pub(crate) fn print_store_per_cluster(store: &ocm_apiserver::storage::Store, clusters: usize) {
+pub(crate) fn print_store_per_cluster(store: &ocm_apiserver_storage::Store, clusters: usize) {
     let stats = store.stats();
     let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
     let per_cluster = |n: usize| n as f64 / clusters.max(1) as f64;

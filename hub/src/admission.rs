@@ -6,10 +6,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use ocm_apiserver::rbac::ResourceAttributes;
 use ocm_apiserver::{
     AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionResult, ApiServer,
 };
+use ocm_apiserver_rbac::ResourceAttributes;
 use ocm_apiserver_storage::{Bucket, ObjectKey};
 use ocm_webhook::policy::{Access, Facts, Operation, Review, Verdict, WEBHOOKS, admit_both};
 use ocm_work::gates::HubWorkGates;

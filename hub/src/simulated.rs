@@ -51,7 +51,7 @@ async fn prepare_body(spoke: &kube::Client) -> anyhow::Result<()> {
             "capacity": resources, "allocatable": resources,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "simulated kubelet is posting ready status"}],
-            "nodeInfo": {"kubeletVersion": ocm_apiserver::discovery::git_version(), "architecture": "amd64",
+            "nodeInfo": {"kubeletVersion": ocm_apiserver::version::git_version(), "architecture": "amd64",
                          "operatingSystem": "linux", "bootID": "", "containerRuntimeVersion": "",
                          "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
                          "osImage": "ocm simulated", "systemUUID": ""},

@@ -19,10 +19,10 @@ use ocm_api::cluster::names::labels::CLUSTER_SET;
 use ocm_api::cluster::names::taints::UNREACHABLE;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta2::ManagedClusterSetBinding;
-use ocm_apiserver::rbac::ResourceAttributes;
 use ocm_apiserver::{
     AdmissionDenial, AdmissionHook, AdmissionOperation, AdmissionResult, ApiServer, Identity,
 };
+use ocm_apiserver_rbac::ResourceAttributes;
 use ocm_registration::hub::admission::{
     AccessCheck, AdmissionInput, Operation, admit_managed_cluster,
     admit_managed_cluster_set_binding,

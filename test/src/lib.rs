@@ -547,7 +547,8 @@ pub async fn wait_for_pending_csr(
 
 /// The end of validity of the first certificate of `pem`, verified against `ca_pem`.
 pub fn certificate_not_after(pem: &[u8], ca_pem: &str) -> anyhow::Result<jiff::Timestamp> {
-    use ocm_apiserver::pki::{ClientCaBundle, cert::pem_blocks, verify_client_chain};
+    use ocm_apiserver::pki::{ClientCaBundle, verify_client_chain};
+    use ocm_apiserver_pki::cert::pem_blocks;
     let blocks = pem_blocks(pem, "CERTIFICATE");
     let leaf = blocks.first().context("no certificate in the PEM")?;
     let valid = verify_client_chain(

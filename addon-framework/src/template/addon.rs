@@ -27,8 +27,7 @@ use crate::agent::{
     Registration, Rendered,
 };
 
-/// The config kind of templates: (group, resource).
-pub const TEMPLATE_RESOURCE: &str = "addontemplates";
+pub use crate::configs::TEMPLATE_RESOURCE;
 
 /// How many template versions [`TemplateHistory`] keeps.
 const HISTORY: usize = 256;

@@ -20,20 +20,13 @@ use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::addon::{TEMPLATE_RESOURCE, TemplateAddon, TemplateHistory};
+use super::addon::{TemplateAddon, TemplateHistory};
+use crate::configs::{TEMPLATE_RESOURCE, is_template_addon};
 use crate::manager::AddonManager;
 
 /// Where signing CA secrets without a namespace are read when the caller does not say: the
 /// namespace upstream's hub addon manager runs in.
 pub const DEFAULT_MANAGER_NAMESPACE: &str = "open-cluster-management-hub";
-
-/// Whether `cma` is a template addon: its `defaultConfigs` name the `addontemplates` kind.
-pub fn is_template_addon(cma: &ClusterManagementAddOn) -> bool {
-    cma.metadata.deletion_timestamp.is_none()
-        && cma.spec.default_configs.iter().any(|c| {
-            c.group.as_deref() == Some(ocm_api::addon::GROUP) && c.resource == TEMPLATE_RESOURCE
-        })
-}
 
 /// Which running template addons to start and stop, given the ClusterManagementAddOns that are
 /// template addons and whether an addon still has ManagedClusterAddOns — pure.

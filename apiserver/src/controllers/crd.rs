@@ -11,7 +11,7 @@ use crate::meta;
 use crate::ops::{CRD_CLEANUP_FINALIZER, DeleteOptions, Managed, Propagation, Target};
 use crate::registry::{crd_conditions, resource_from_crd};
 use crate::state::Inner;
-use crate::storage::{Bucket, ObjectKey};
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 const CRD_RESOURCE: &str = "apiextensions.k8s.io/customresourcedefinitions";
 

@@ -17,7 +17,7 @@ use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
 use crate::pki::{KUBE_APISERVER_CLIENT_SIGNER, SignError};
 use crate::state::Inner;
-use crate::storage::{Bucket, EventKind};
+use ocm_apiserver_storage::{Bucket, EventKind};
 
 const CSR_RESOURCE: &str = "certificates.k8s.io/certificatesigningrequests";
 

@@ -31,7 +31,7 @@ use super::system_ctx;
 use crate::flowcontrol::{AUTO_UPDATE_ANNOTATION, Bootstrap, Class, DANGLING, Kind, bootstrap};
 use crate::ops::{DeleteOptions, Managed, Target};
 use crate::state::Inner;
-use crate::storage::{Bucket, ObjectKey};
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 /// The field manager of the bootstrap writes (kube's ensurer's).
 const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";

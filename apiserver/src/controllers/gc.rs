@@ -14,7 +14,7 @@ use crate::ops::{
     Ctx, DeleteOptions, FOREGROUND_FINALIZER, Managed, ORPHAN_FINALIZER, Propagation, Target,
 };
 use crate::state::Inner;
-use crate::storage::{Event, EventKind, ObjectKey};
+use ocm_apiserver_storage::{Event, EventKind, ObjectKey};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Work {

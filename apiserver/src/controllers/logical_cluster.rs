@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::error::ApiError;
 use crate::state::{Inner, SYSTEM_NAMESPACES};
-use crate::storage::{Bucket, ObjectKey, StorageError};
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{Bucket, ObjectKey, StorageError};
 
 /// Creates logical cluster `cluster` if it does not exist yet: its system namespaces, kube's
 /// bootstrap RBAC policy, the objects every namespace has and the API Priority and Fairness
@@ -34,7 +34,7 @@ pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Active"},
         });
-        let gr = crate::error::Gr {
+        let gr = ocm_apiserver_status::Gr {
             group: "",
             resource: "namespaces",
         };
@@ -54,8 +54,8 @@ pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<
 async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiError> {
     // Aggregated roles are stored with their rules filled, as the aggregation controller
     // would leave them, so a fresh cluster is quiet.
-    let aggregated = crate::rbac::Policy::bootstrap();
-    for mut object in crate::rbac::bootstrap::default_objects() {
+    let aggregated = ocm_apiserver_rbac::Policy::bootstrap();
+    for mut object in ocm_apiserver_rbac::bootstrap::default_objects() {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind == "ClusterRole"
             && object.get("aggregationRule").is_some()
@@ -73,7 +73,10 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
         };
         let name = crate::meta::meta_str(&object, "name").to_owned();
         let namespace = crate::meta::meta_str(&object, "namespace").to_owned();
-        let bucket = Bucket::new(cluster, &format!("{}/{plural}", crate::rbac::RBAC_GROUP));
+        let bucket = Bucket::new(
+            cluster,
+            &format!("{}/{plural}", ocm_apiserver_rbac::RBAC_GROUP),
+        );
         let key = ObjectKey::new(bucket, &namespace, &name);
         if inner.store.get(&key).is_some() {
             continue;
@@ -88,8 +91,8 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
             "creationTimestamp",
             Some(json!(crate::meta::now())),
         );
-        let gr = crate::error::Gr {
-            group: crate::rbac::RBAC_GROUP,
+        let gr = ocm_apiserver_status::Gr {
+            group: ocm_apiserver_rbac::RBAC_GROUP,
             resource: plural,
         };
         create_unless_stored(inner, key, object, gr).await?;
@@ -103,7 +106,7 @@ async fn create_unless_stored(
     inner: &Inner,
     key: ObjectKey,
     object: Value,
-    gr: crate::error::Gr<'_>,
+    gr: ocm_apiserver_status::Gr<'_>,
 ) -> Result<(), ApiError> {
     let name = key.name.clone();
     match inner.store.create(key, object).await {

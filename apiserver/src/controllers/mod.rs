@@ -25,7 +25,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::ops::Ctx;
 use crate::state::Inner;
-use crate::storage::{Bucket, Event};
+use ocm_apiserver_storage::{Bucket, Event};
 
 /// Starts every controller on the current Tokio runtime.
 pub(crate) fn start(inner: Arc<Inner>) {

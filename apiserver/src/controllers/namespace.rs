@@ -18,7 +18,7 @@ use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Propagation, Target};
 use crate::state::Inner;
-use crate::storage::{Bucket, ObjectKey};
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 const NS_RESOURCE: &str = "/namespaces";
 
@@ -61,7 +61,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 let cluster = event.key.bucket.cluster.to_string();
                 if &*event.key.bucket.resource == NS_RESOURCE {
                     let deleting = serde_json::from_slice::<Value>(&event.object).is_ok_and(|v| meta::is_deleting(&v));
-                    let gone = event.kind == crate::storage::EventKind::Deleted;
+                    let gone = event.kind == ocm_apiserver_storage::EventKind::Deleted;
                     let key = (cluster, event.key.name.clone());
                     if deleting && !gone {
                         if terminating.contains(&key) {

@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::published::{Published, Settings};
 use super::system_ctx;
-use crate::error::ApiError;
 use crate::meta;
 use crate::ops::{Managed, Target};
 use crate::state::Inner;
-use crate::storage::{Bucket, Event, EventKind, ObjectKey};
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{Bucket, Event, EventKind, ObjectKey};
 
 const NS_RESOURCE: &str = "/namespaces";
 

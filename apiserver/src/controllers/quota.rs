@@ -16,7 +16,7 @@ use crate::ops::{Managed, Target};
 use crate::quantity::{self, Quantity};
 use crate::quota::{PODS, QUOTA_RESOURCE, count_objects, counted_resource};
 use crate::state::Inner;
-use crate::storage::{Bucket, Event, EventKind, ObjectKey};
+use ocm_apiserver_storage::{Bucket, Event, EventKind, ObjectKey};
 
 /// The status a quota with `spec.hard` = `hard` should have, `count(resource)` giving the
 /// objects of each counted storage resource in its namespace.

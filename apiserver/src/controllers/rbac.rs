@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use super::system_ctx;
 use crate::ops::{Managed, Target};
-use crate::rbac::{Aggregators, Policy};
 use crate::state::Inner;
-use crate::storage::{Bucket, Event, EventKind};
+use ocm_apiserver_rbac::{Aggregators, Policy};
+use ocm_apiserver_storage::{Bucket, Event, EventKind};
 
 const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";
 

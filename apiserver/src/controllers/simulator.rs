@@ -42,7 +42,7 @@ use super::system_ctx;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
 use crate::state::Inner;
-use crate::storage::{Bucket, EventKind, ObjectKey};
+use ocm_apiserver_storage::{Bucket, EventKind, ObjectKey};
 
 /// Storage resources the simulator looks after.
 const WORKLOADS: [&str; 6] = [

@@ -1,4 +1,4 @@
-//! Discovery: `/version`, legacy `/api`, `/apis`, `/apis/{g}`, `/api/v1`, `/apis/{g}/{v}`, and
+//! Discovery: legacy `/api`, `/apis`, `/apis/{g}`, `/api/v1`, `/apis/{g}/{v}`, and
 //! aggregated discovery (`apidiscovery.k8s.io/v2`) with its exact Content-Type.
 
 use std::collections::BTreeMap;
@@ -7,16 +7,14 @@ use std::sync::Arc;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::error::ApiError;
 use crate::handlers::{Encoding, Reply, accept_clauses, negotiated_document};
 use crate::registry::{ResourceInfo, compare_versions};
 use crate::state::Inner;
+use ocm_apiserver_status::ApiError;
 
 mod storage_hash;
-mod version;
 
 pub use storage_hash::{resource_storage_hash, storage_version_hash};
-pub use version::{KUBERNETES_MINOR, git_version, version};
 
 /// The encoding of aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`)
 /// when `Accept` asks for it. As kube's discovery wrapper, the clauses are tried in goautoneg's

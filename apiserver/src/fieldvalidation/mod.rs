@@ -25,7 +25,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::error::{ApiError, Cause};
+use ocm_apiserver_status::{ApiError, Cause};
 
 /// `fieldValidation`: what to do with unknown or duplicate fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,9 +4,9 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{Reply, ResourceRequest, object_reply};
-use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::ops::{Ctx, FieldValidation, Managed, Target};
+use ocm_apiserver_status::{ApiError, Cause};
 
 fn manager_required() -> ApiError {
     ApiError::invalid(
@@ -31,7 +31,7 @@ pub(crate) async fn apply(
     ctx: &mut Ctx,
     name: &str,
     applied: Value,
-    types: crate::patch::ObjectType,
+    types: ocm_apiserver_patch::ObjectType,
     duplicates: Option<String>,
 ) -> Result<Reply, ApiError> {
     if req.query.non_empty("fieldManager").is_none() {
@@ -70,7 +70,8 @@ pub(crate) async fn apply(
         .is_some();
     if !exists && target == Target::Main {
         let manager = ctx.manager.clone();
-        let reset = crate::patch::default_reset_fields(None, req.res.has_status(&req.path.version));
+        let reset =
+            ocm_apiserver_patch::default_reset_fields(None, req.res.has_status(&req.path.version));
         let created = crate::ops::apply_create(&types, &applied, &manager, &api_version, reset)?;
         strict_duplicates(ctx.field_validation, duplicates.as_deref())?;
         match ctx
@@ -90,7 +91,7 @@ pub(crate) async fn apply(
         }
     }
     let manager = ctx.manager.clone();
-    let reset = crate::patch::default_reset_fields(
+    let reset = ocm_apiserver_patch::default_reset_fields(
         subresource.as_deref(),
         req.res.has_status(&req.path.version),
     );

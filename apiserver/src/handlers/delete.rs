@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use super::read::{Filter, collect_page};
 use super::{Reply, ResourceRequest, object_reply};
-use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::ops::{DeleteOptions, Deleted, Propagation};
+use ocm_apiserver_status::{ApiError, Cause};
 
 fn invalid_options(field: &str, message: String) -> ApiError {
     ApiError::invalid(
@@ -27,8 +27,9 @@ fn options(req: &ResourceRequest, body: &[u8]) -> Result<(DeleteOptions, bool), 
         let s = std::str::from_utf8(body).unwrap_or("").trim();
         s.as_bytes()
     };
-    let body: Value = if !body.is_empty() && crate::protobuf::is_protobuf(&req.content_type) {
-        crate::protobuf::decode_body(body)
+    let body: Value = if !body.is_empty() && ocm_apiserver_protobuf::is_protobuf(&req.content_type)
+    {
+        ocm_apiserver_protobuf::decode_body(body)
             .map_err(|err| ApiError::bad_request(format!("error decoding DeleteOptions: {err}")))?
     } else if trimmed.is_empty() {
         json!({})

@@ -10,7 +10,6 @@ mod protobuf_reply;
 mod read;
 mod token;
 mod watch;
-pub(crate) mod watch_shared;
 mod write;
 mod yaml_reply;
 
@@ -19,59 +18,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::fieldvalidation::BodyCheck;
 use crate::ops::{Ctx, FieldValidation};
 use crate::registry::ResourceInfo;
 use crate::request::{Query, ResourcePath};
 use crate::state::Inner;
+use ocm_apiserver_status::ApiError;
 
-/// A reply body: complete, or streamed (watch).
-pub(crate) enum ReplyBody {
-    /// The whole body.
-    Full(Bytes),
-    /// Chunks sent as they come.
-    Stream(mpsc::Receiver<Bytes>),
-}
-
-/// What a handler answers.
-pub(crate) struct Reply {
-    pub status: StatusCode,
-    pub content_type: String,
-    pub body: ReplyBody,
-    pub warnings: Vec<String>,
-    /// Further response headers (e.g. `ETag`, `Vary`).
-    pub headers: http::HeaderMap,
-}
-
-impl Reply {
-    pub fn json(status: StatusCode, value: &Value) -> Reply {
-        Reply::bytes(
-            status,
-            Bytes::from(crate::json_out::to_vec(value).unwrap_or_default()),
-        )
-    }
-
-    pub fn bytes(status: StatusCode, body: Bytes) -> Reply {
-        Reply {
-            status,
-            content_type: "application/json".into(),
-            body: ReplyBody::Full(body),
-            warnings: Vec::new(),
-            headers: http::HeaderMap::new(),
-        }
-    }
-
-    pub fn error(err: &ApiError) -> Reply {
-        let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut reply = Reply::json(status, &err.to_status());
-        reply.warnings.clone_from(&err.warnings);
-        reply
-    }
-}
+pub(crate) use crate::reply::{Reply, ReplyBody};
 
 /// How a response should be shaped, from the `Accept` header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +90,7 @@ pub(crate) fn negotiate_media(
         let mime = format!("{}/{}", clause.kind, clause.subtype);
         let encoding = match mime.as_str() {
             "application/json" | "*/*" | "application/*" => Encoding::Json,
-            crate::protobuf::MEDIA_TYPE => Encoding::Protobuf,
+            ocm_apiserver_protobuf::MEDIA_TYPE => Encoding::Protobuf,
             "application/yaml" => Encoding::Yaml,
             _ => continue,
         };
@@ -327,7 +283,7 @@ impl ResourceRequest {
         });
         let protobuf = asks_protobuf
             && self.res.builtin().is_some()
-            && crate::protobuf::table::message_for(
+            && ocm_apiserver_protobuf::table::message_for(
                 &self.res.api_version(&self.path.version),
                 &self.res.kind,
             )
@@ -556,8 +512,8 @@ pub(crate) fn decode_body(
         }
         return Ok((value, check));
     }
-    if mime == crate::protobuf::MEDIA_TYPE && req.res.builtin().is_some() {
-        return crate::protobuf::decode_body(body)
+    if mime == ocm_apiserver_protobuf::MEDIA_TYPE && req.res.builtin().is_some() {
+        return ocm_apiserver_protobuf::decode_body(body)
             .map(|value| (value, BodyCheck::None))
             .map_err(|err| ApiError::bad_request(err.to_string()));
     }
@@ -624,7 +580,6 @@ pub(crate) fn object_reply(
         }
     }
 }
-pub(crate) use write::patch_error as patch_error_pub;
 
 #[cfg(test)]
 mod tests {

@@ -17,10 +17,10 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use super::{Reply, ResourceRequest, decode_json};
-use crate::error::{ApiError, Gr};
 use crate::meta;
 use crate::ops::{Ctx, Managed, Target};
-use crate::storage::{Bucket, ObjectKey};
+use ocm_apiserver_status::{ApiError, Gr};
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 /// The log options passed on to the kubelet.
 const LOG_OPTIONS: [&str; 6] = [

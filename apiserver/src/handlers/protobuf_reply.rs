@@ -11,9 +11,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Reply, ReplyBody};
-use crate::error::ApiError;
-use crate::protobuf::encode::EncodeError;
-use crate::protobuf::{MEDIA_TYPE, WATCH_MEDIA_TYPE, encode_body, watch_frame};
+use ocm_apiserver_protobuf::encode::EncodeError;
+use ocm_apiserver_protobuf::{MEDIA_TYPE, WATCH_MEDIA_TYPE, encode_body, watch_frame};
+use ocm_apiserver_status::ApiError;
 
 /// How a protobuf reply is written.
 #[derive(Clone, Copy, Debug)]
@@ -174,7 +174,7 @@ mod tests {
             (reply.status.as_u16(), reply.content_type.as_str()),
             (500, MEDIA_TYPE)
         );
-        let status = crate::protobuf::decode_body(full(&reply)).unwrap();
+        let status = ocm_apiserver_protobuf::decode_body(full(&reply)).unwrap();
         assert_eq!(status["reason"], "InternalError");
     }
 

@@ -5,11 +5,11 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Output, Reply, ResourceRequest, object_reply};
-use crate::error::ApiError;
 use crate::meta;
 use crate::meta::partial_metadata;
-use crate::selector::{FieldSelector, FieldSet, LabelSelector, Operator};
-use crate::storage::{Revision, StorageError, StoredObject};
+use ocm_apiserver_selector::{FieldSelector, FieldSet, LabelSelector, Operator};
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{Revision, StorageError, StoredObject};
 
 /// Label and field selector of a request, checked against what the resource supports.
 pub(crate) struct Filter {
@@ -244,7 +244,7 @@ pub(crate) fn collect_page(req: &ResourceRequest, filter: &Filter) -> Result<Pag
             Err(err) => {
                 return Err(ApiError::from_storage(
                     err,
-                    crate::error::Gr {
+                    ocm_apiserver_status::Gr {
                         group: "",
                         resource: "",
                     },

@@ -6,9 +6,9 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use super::{Reply, ResourceRequest, decode_json};
-use crate::error::{ApiError, Gr};
-use crate::storage::{Bucket, ObjectKey};
 use crate::tokens::{issue_token, parse_token_request};
+use ocm_apiserver_status::{ApiError, Gr};
+use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 fn stored(req: &ResourceRequest, resource: &str, ns: &str, name: &str) -> Option<Value> {
     let key = ObjectKey::new(Bucket::new(&req.cluster, resource), ns, name);

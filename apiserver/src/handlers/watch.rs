@@ -10,13 +10,15 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::read::Filter;
-use super::watch_shared::selection_head;
 use super::{Output, Reply, ReplyBody, ResourceRequest};
-use crate::error::ApiError;
 use crate::meta::partial_metadata;
 use crate::ops::Ctx;
 use crate::registry::ResourceInfo;
-use crate::storage::{Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription};
+use crate::watch_encodings::selection_head;
+use ocm_apiserver_status::ApiError;
+use ocm_apiserver_storage::{
+    Event, EventKind, Revision, StorageError, WatchScope, WatchSubscription,
+};
 
 /// Encodes one watch event line.
 fn event_line(kind: &str, object: &[u8]) -> Bytes {
@@ -30,7 +32,10 @@ fn event_line(kind: &str, object: &[u8]) -> Bytes {
 }
 
 fn value_line(kind: &str, object: &Value) -> Bytes {
-    event_line(kind, &crate::json_out::to_vec(object).unwrap_or_default())
+    event_line(
+        kind,
+        &ocm_apiserver_json::to_vec(object).unwrap_or_default(),
+    )
 }
 
 /// What a watcher sends for a change, given whether the object matched its selectors before
@@ -228,7 +233,7 @@ impl Watcher {
                 .watch_encodings
                 .json(event.rev, &self.res, &self.version, || {
                     self.present(&event.object).map(|v| {
-                        v.map(|v| Bytes::from(crate::json_out::to_vec(&v).unwrap_or_default()))
+                        v.map(|v| Bytes::from(ocm_apiserver_json::to_vec(&v).unwrap_or_default()))
                     })
                 });
         match encoded {
@@ -276,7 +281,7 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
                 "meta.k8s.io",
                 "ListOptions",
                 "",
-                vec![crate::error::Cause::new(
+                vec![ocm_apiserver_status::Cause::new(
                     "FieldValueForbidden",
                     "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
                     "sendInitialEvents",
@@ -289,7 +294,7 @@ pub(crate) fn watch(req: &ResourceRequest) -> Result<Reply, ApiError> {
                 "meta.k8s.io",
                 "ListOptions",
                 "",
-                vec![crate::error::Cause::new(
+                vec![ocm_apiserver_status::Cause::new(
                     "FieldValueForbidden",
                     "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
                     "allowWatchBookmarks",

@@ -4,26 +4,11 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Reply, ResourceRequest, decode_body, object_reply};
-use crate::error::{ApiError, Cause};
 use crate::fieldvalidation::BodyCheck;
 use crate::meta;
-use crate::ops::{Ctx, FieldValidation, Managed, Target};
-use crate::patch::PatchError;
+use crate::ops::{Ctx, FieldValidation, Managed, Target, patch_error};
 use crate::registry::BuiltinKind;
-
-/// Maps a patch algorithm failure to its Status.
-pub(crate) fn patch_error(err: PatchError) -> ApiError {
-    let mut api = ApiError::new(err.status_code(), err.reason(), err.message());
-    let causes: Vec<Cause> = err
-        .causes()
-        .into_iter()
-        .map(|c| Cause::new(&c.reason, c.message, c.field))
-        .collect();
-    if !causes.is_empty() {
-        api = api.with_causes(causes);
-    }
-    api
-}
+use ocm_apiserver_status::{ApiError, Cause};
 
 fn target(req: &ResourceRequest) -> Target {
     match &req.path.subresource {
@@ -84,15 +69,15 @@ fn access_review(
     }
     let answered = match kind {
         BuiltinKind::SelfSubjectRulesReview => {
-            crate::rbac::self_subject_rules_review(&policy, &req.identity, &obj)?
+            ocm_apiserver_rbac::self_subject_rules_review(&policy, &req.identity, &obj)?
         }
         BuiltinKind::SelfSubjectAccessReview => {
-            crate::rbac::self_subject_access_review(&policy, &req.identity, &obj)?
+            ocm_apiserver_rbac::self_subject_access_review(&policy, &req.identity, &obj)?
         }
         BuiltinKind::LocalSubjectAccessReview => {
-            crate::rbac::local_subject_access_review(&policy, req.namespace(), &obj)?
+            ocm_apiserver_rbac::local_subject_access_review(&policy, req.namespace(), &obj)?
         }
-        _ => crate::rbac::subject_access_review(&policy, &obj)?,
+        _ => ocm_apiserver_rbac::subject_access_review(&policy, &obj)?,
     };
     Ok(Reply::json(StatusCode::CREATED, &answered))
 }
@@ -110,7 +95,7 @@ fn review_metadata(obj: &Value) -> serde_json::Map<String, Value> {
 }
 
 /// The `userInfo` of a review: name, and uid, groups and extra when known.
-fn user_info(identity: &crate::Identity) -> serde_json::Map<String, Value> {
+fn user_info(identity: &crate::auth::Identity) -> serde_json::Map<String, Value> {
     let mut user = serde_json::Map::new();
     user.insert("username".into(), json!(identity.user));
     if !identity.uid.is_empty() {
@@ -213,7 +198,7 @@ fn patch_type(req: &ResourceRequest) -> Result<PatchType, ApiError> {
         _ => return Err(unsupported_patch(req, &mime)),
     };
     if t == PatchType::Strategic
-        && !crate::patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind)
+        && !ocm_apiserver_patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind)
     {
         return Err(unsupported_patch(req, &mime));
     }
@@ -225,7 +210,7 @@ fn unsupported_patch(req: &ResourceRequest, mime: &str) -> ApiError {
         "application/json-patch+json",
         "application/merge-patch+json",
     ];
-    if crate::patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind) {
+    if ocm_apiserver_patch::supports_strategic_merge_patch(&req.res.group, &req.res.kind) {
         accepted.push("application/strategic-merge-patch+json");
     }
     accepted.push("application/apply-patch+yaml");
@@ -269,21 +254,21 @@ fn patch_check(
 }
 
 /// The object types the patch algorithms need for this resource version.
-pub(crate) fn object_type(req: &ResourceRequest) -> crate::patch::ObjectType {
+pub(crate) fn object_type(req: &ResourceRequest) -> ocm_apiserver_patch::ObjectType {
     crate::ops::object_type(&req.res, &req.path.version)
 }
 
 fn apply_patch(
     kind: PatchType,
-    types: &crate::patch::ObjectType,
+    types: &ocm_apiserver_patch::ObjectType,
     old: &Value,
     patch: &Value,
 ) -> Result<Value, ApiError> {
     match kind {
-        PatchType::Json => crate::patch::apply_json_patch(old, patch).map_err(patch_error),
-        PatchType::Merge => crate::patch::apply_merge_patch(old, patch).map_err(patch_error),
+        PatchType::Json => ocm_apiserver_patch::apply_json_patch(old, patch).map_err(patch_error),
+        PatchType::Merge => ocm_apiserver_patch::apply_merge_patch(old, patch).map_err(patch_error),
         PatchType::Strategic => {
-            crate::patch::apply_strategic_merge_patch(old, patch, types).map_err(patch_error)
+            ocm_apiserver_patch::apply_strategic_merge_patch(old, patch, types).map_err(patch_error)
         }
         PatchType::Apply => Err(ApiError::internal("apply is handled separately")),
     }
@@ -413,7 +398,7 @@ pub(crate) fn scale_of(req: &ResourceRequest, obj: &Value) -> Value {
     let selector = match req.res.builtin() {
         Some(_) => obj
             .pointer("/spec/selector")
-            .and_then(|s| crate::selector::LabelSelector::from_structured(s).ok())
+            .and_then(|s| ocm_apiserver_selector::LabelSelector::from_structured(s).ok())
             .map(|s| s.to_string()),
         None => selector_path
             .and_then(|p| path_get(obj, &p))
@@ -449,7 +434,7 @@ async fn scale_write(
         let rv = meta::meta_str(&new_scale, "resourceVersion").to_owned();
         if !rv.is_empty() && rv != meta::meta_str(old, "resourceVersion") {
             return Err(ApiError::conflict(
-                crate::error::Gr {
+                ocm_apiserver_status::Gr {
                     group: &req.res.group,
                     resource: &req.res.plural,
                 },

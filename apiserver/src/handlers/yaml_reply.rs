@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{Reply, ReplyBody};
-use crate::error::ApiError;
+use ocm_apiserver_status::ApiError;
 
 /// The media type of YAML replies.
 pub(crate) const MEDIA_TYPE: &str = "application/yaml";

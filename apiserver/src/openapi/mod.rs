@@ -1,7 +1,7 @@
 //! OpenAPI v3 for kubectl: an index of every served group-version and one document per
 //! group-version with the operations kubectl inspects (`x-kubernetes-group-version-kind`, the
 //! `fieldValidation`/`dryRun` parameters) and the schemas of custom resources for `explain`;
-//! and the OpenAPI v2 (Swagger 2.0) document of [`v2`], built from the same resources.
+//! and the OpenAPI v2 (Swagger 2.0) document of `v2`, built from the same resources.
 
 mod endpoints;
 pub(crate) mod v2;
@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
 use crate::registry::ResourceInfo;
 use crate::state::Inner;
+use ocm_apiserver_status::ApiError;
 use v2::builtin::gvk_extension;
 
 fn gv_path(group: &str, version: &str) -> String {
@@ -235,7 +235,7 @@ fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": crate::discovery::git_version()},
+        "info": {"title": "Kubernetes", "version": crate::version::git_version()},
         "paths": paths,
         "components": {"schemas": schemas},
     })

@@ -5,11 +5,11 @@
 use serde_json::{Value, json};
 
 use super::{Ctx, Target};
-use crate::error::{ApiError, Cause};
 use crate::meta;
-use crate::patch::ObjectType;
-use crate::patch::typeinfo::TypeRef;
 use crate::registry::{BuiltinKind, resource_from_crd};
+use ocm_apiserver_patch::ObjectType;
+use ocm_apiserver_patch::typeinfo::TypeRef;
+use ocm_apiserver_status::{ApiError, Cause};
 
 /// Finalizer that keeps a CRD until its custom resources are gone.
 pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -159,7 +159,7 @@ pub(crate) fn normalize(
         meta::drop_empty_metadata(obj);
     } else {
         // kube decodes custom resources as unstructured JSON: no int64, a float.
-        crate::schema::widen_out_of_range_integers(obj);
+        ocm_apiserver_schema::widen_out_of_range_integers(obj);
         if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
             let pruned = schema
                 .prune(obj)
@@ -213,7 +213,7 @@ pub(crate) fn normalize_patched(
         flowcontrol_defaults(kind, obj);
         meta::drop_empty_metadata(obj);
     } else {
-        crate::schema::widen_out_of_range_integers(obj);
+        ocm_apiserver_schema::widen_out_of_range_integers(obj);
         if let Some(schema) = res.version(version).and_then(|v| v.structural()) {
             schema
                 .prune(obj)
@@ -461,7 +461,7 @@ fn validate_crd(ctx: &Ctx, obj: &Value, old: Option<&Value>) -> Result<(), ApiEr
             .pointer("/subresources/status")
             .is_some_and(|s| !s.is_null());
         let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
-        match crate::schema::StructuralSchema::new_in_crd_update(
+        match ocm_apiserver_schema::StructuralSchema::new_in_crd_update(
             schema,
             &path,
             status,
@@ -482,10 +482,10 @@ fn validate_crd(ctx: &Ctx, obj: &Value, old: Option<&Value>) -> Result<(), ApiEr
                     causes.extend(structural.validate_selectable_fields(&fields, &path));
                 }
             }
-            Err(crate::schema::SchemaError::Decode { message }) => {
+            Err(ocm_apiserver_schema::SchemaError::Decode { message }) => {
                 return Err(ApiError::bad_request(message));
             }
-            Err(crate::schema::SchemaError::Invalid { causes: c }) => causes.extend(c),
+            Err(ocm_apiserver_schema::SchemaError::Invalid { causes: c }) => causes.extend(c),
         }
     }
     if causes.is_empty() {
@@ -698,12 +698,12 @@ fn param_access(
             .filter(|r| r.version(k.version()).is_some())
             .map(|r| r.plural.clone())
     };
-    let allowed = |t: &crate::rbac::ResourceAttributes| {
+    let allowed = |t: &ocm_apiserver_rbac::ResourceAttributes| {
         crate::authz::policy(&ctx.inner, &ctx.cluster)
-            .authorize(&crate::rbac::Attributes {
+            .authorize(&ocm_apiserver_rbac::Attributes {
                 user: ctx.identity.clone(),
                 verb: "get".to_owned(),
-                target: crate::rbac::Target::Resource(t.clone()),
+                target: ocm_apiserver_rbac::Target::Resource(t.clone()),
             })
             .allowed
     };
@@ -716,8 +716,8 @@ fn param_access(
                 .pointer("/spec/policyName")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let key = crate::storage::ObjectKey::new(
-                crate::storage::Bucket::new(&ctx.cluster, crate::policy::admit::POLICIES),
+            let key = ocm_apiserver_storage::ObjectKey::new(
+                ocm_apiserver_storage::Bucket::new(&ctx.cluster, crate::policy::admit::POLICIES),
                 "",
                 policy_name,
             );
@@ -754,17 +754,17 @@ pub(crate) fn record_managed(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, ta
     } else {
         ctx.manager.as_str()
     };
-    let opts = crate::patch::UpdateOptions {
+    let opts = ocm_apiserver_patch::UpdateOptions {
         manager,
         api_version: &api_version,
         subresource,
-        reset_fields: crate::patch::default_reset_fields(
+        reset_fields: ocm_apiserver_patch::default_reset_fields(
             subresource,
             ctx.res.has_status(&ctx.version),
         ),
         now: &now,
     };
-    crate::patch::record_update(old, obj, &types, &opts);
+    ocm_apiserver_patch::record_update(old, obj, &types, &opts);
 }
 
 /// Whether a PUT without `resourceVersion` is allowed.

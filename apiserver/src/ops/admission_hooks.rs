@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::admission::{AdmissionOperation, AdmissionRequest, AdmissionResult};
-use crate::error::ApiError;
-use crate::rbac::Attributes;
+use ocm_apiserver_rbac::Attributes;
+use ocm_apiserver_status::ApiError;
 
 /// Runs the hooks matching a write in registration order, chaining mutations. `object` is
 /// replaced by the last mutation; the first denial ends the run.

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::error::ApiError;
 use crate::ops::{Ctx, Target as OpsTarget};
-use crate::rbac::RBAC_GROUP;
+use ocm_apiserver_rbac::RBAC_GROUP;
+use ocm_apiserver_status::ApiError;
 
 fn condition_types(obj: &Value) -> Vec<String> {
     obj.pointer("/status/conditions")
@@ -45,7 +45,7 @@ fn csr_invalid(name: &str, field: &str, value: Option<&str>, detail: &str) -> Ap
         crate::validation::go_quote(name),
     );
     ApiError::new(422, "Invalid", message)
-        .with_causes(vec![crate::error::Cause::new(reason, text, field)])
+        .with_causes(vec![ocm_apiserver_status::Cause::new(reason, text, field)])
 }
 
 /// Index of the first condition of `type_` in `obj`'s `status.conditions`.
@@ -107,14 +107,16 @@ fn admit_csr(
             if sub == "approval"
                 && !master
                 && old_conditions != new_conditions
-                && !crate::rbac::authorized_for_signer(
+                && !ocm_apiserver_rbac::authorized_for_signer(
                     &policy(),
                     &ctx.identity,
                     "approve",
                     &signer,
                 ) =>
         {
-            return Err(crate::rbac::signer_forbidden(name, "approve", &signer).to_api_error());
+            return Err(
+                ocm_apiserver_rbac::signer_forbidden(name, "approve", &signer).to_api_error(),
+            );
         }
         OpsTarget::Sub(sub) if sub == "status" => {
             // Approval and denial go through /approval only.
@@ -138,14 +140,16 @@ fn admit_csr(
                 .unwrap_or("");
             if old_cert != new_cert {
                 if !master
-                    && !crate::rbac::authorized_for_signer(
+                    && !ocm_apiserver_rbac::authorized_for_signer(
                         &policy(),
                         &ctx.identity,
                         "sign",
                         &signer,
                     )
                 {
-                    return Err(crate::rbac::signer_forbidden(name, "sign", &signer).to_api_error());
+                    return Err(
+                        ocm_apiserver_rbac::signer_forbidden(name, "sign", &signer).to_api_error()
+                    );
                 }
                 if !old_cert.is_empty() {
                     return Err(csr_invalid(
@@ -189,14 +193,14 @@ pub(crate) fn admit(
     target: &OpsTarget,
 ) -> Result<(), ApiError> {
     if ctx.res.group == RBAC_GROUP && *target == OpsTarget::Main && !ctx.identity.is_master() {
-        let write = crate::rbac::RbacWrite {
+        let write = ocm_apiserver_rbac::RbacWrite {
             resource: &ctx.res.plural,
             namespace,
             request_name,
             object: new,
             old_object: old,
         };
-        crate::rbac::check_escalation(
+        ocm_apiserver_rbac::check_escalation(
             &crate::authz::policy(&ctx.inner, &ctx.cluster),
             &ctx.identity,
             &write,

@@ -6,8 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use super::Ctx;
-use crate::error::ApiError;
 use crate::registry::BuiltinKind;
+use ocm_apiserver_status::ApiError;
 
 /// Field renames between core/v1 and events.k8s.io/v1 Events (core name, events name).
 const EVENT_FIELDS: [(&str, &str); 7] = [

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::error::ApiError;
-use crate::patch::ObjectType;
 use crate::registry::ResourceInfo;
+use ocm_apiserver_patch::{ObjectType, PatchError};
+use ocm_apiserver_status::{ApiError, Cause};
 
 /// The field types of a resource version, for strategic merge patch and server-side apply.
 pub(crate) fn object_type(res: &ResourceInfo, version: &str) -> ObjectType {
@@ -33,7 +33,7 @@ pub(crate) fn apply_create(
     reset_fields: &[&[&str]],
 ) -> Result<Value, ApiError> {
     let now = crate::meta::now();
-    let opts = crate::patch::ApplyOptions {
+    let opts = ocm_apiserver_patch::ApplyOptions {
         manager,
         api_version,
         force: false,
@@ -41,7 +41,7 @@ pub(crate) fn apply_create(
         reset_fields,
         now: &now,
     };
-    crate::patch::apply(None, applied, types, &opts).map_err(crate::handlers::patch_error_pub)
+    ocm_apiserver_patch::apply(None, applied, types, &opts).map_err(patch_error)
 }
 
 /// The live object after applying `applied` for `manager`.
@@ -57,7 +57,7 @@ pub(crate) fn apply_update(
     reset_fields: &[&[&str]],
 ) -> Result<Value, ApiError> {
     let now = crate::meta::now();
-    let opts = crate::patch::ApplyOptions {
+    let opts = ocm_apiserver_patch::ApplyOptions {
         manager,
         api_version,
         force,
@@ -65,5 +65,19 @@ pub(crate) fn apply_update(
         reset_fields,
         now: &now,
     };
-    crate::patch::apply(Some(live), applied, types, &opts).map_err(crate::handlers::patch_error_pub)
+    ocm_apiserver_patch::apply(Some(live), applied, types, &opts).map_err(patch_error)
+}
+
+/// Maps a patch algorithm failure to its Status.
+pub(crate) fn patch_error(err: PatchError) -> ApiError {
+    let mut api = ApiError::new(err.status_code(), err.reason(), err.message());
+    let causes: Vec<Cause> = err
+        .causes()
+        .into_iter()
+        .map(|c| Cause::new(&c.reason, c.message, c.field))
+        .collect();
+    if !causes.is_empty() {
+        api = api.with_causes(causes);
+    }
+    api
 }

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::auth::Identity;
-use crate::error::{ApiError, Gr};
 use crate::meta;
 use crate::registry::ResourceInfo;
 use crate::state::Inner;
-use crate::storage::{ObjectKey, Revision, StorageError, StoredObject};
+use ocm_apiserver_status::{ApiError, Gr};
+use ocm_apiserver_storage::{ObjectKey, Revision, StorageError, StoredObject};
 
 pub(crate) use admission::CRD_CLEANUP_FINALIZER;
-pub(crate) use managed::{apply_create, apply_update, object_type};
+pub(crate) use managed::{apply_create, apply_update, object_type, patch_error};
 
 mod managed;
 
@@ -158,7 +158,7 @@ impl Ctx {
         let mut value = serde_json::from_slice(&object.value)
             .map_err(|err| ApiError::internal(format!("stored object is corrupt: {err}")))?;
         if self.res.is_custom() {
-            crate::schema::widen_out_of_range_integers(&mut value);
+            ocm_apiserver_schema::widen_out_of_range_integers(&mut value);
         }
         Ok(value)
     }
@@ -212,7 +212,7 @@ impl Ctx {
             return Ok(());
         }
         let key = ObjectKey::new(
-            crate::storage::Bucket::new(&self.cluster, "/namespaces"),
+            ocm_apiserver_storage::Bucket::new(&self.cluster, "/namespaces"),
             "",
             namespace,
         );
@@ -234,7 +234,7 @@ impl Ctx {
                 name,
                 &format!("unable to create new content in namespace {namespace} because it is being terminated"),
             )
-            .with_causes(vec![crate::error::Cause::new(
+            .with_causes(vec![ocm_apiserver_status::Cause::new(
                 "NamespaceTerminating",
                 format!("namespace {namespace} is being terminated"),
                 "metadata.namespace",
@@ -592,7 +592,7 @@ impl Ctx {
         }
         meta::drop_empty_metadata(&mut new);
         if managed == Managed::Computed {
-            crate::patch::managed_fields::keep_times_of_a_no_op(old, &mut new);
+            ocm_apiserver_patch::managed_fields::keep_times_of_a_no_op(old, &mut new);
         }
         let _ = old_stored;
         self.convert_to(new, &self.res.storage_api_version())
@@ -832,14 +832,14 @@ impl Ctx {
         let converter = Ctx::new(self.inner.clone(), &self.cluster, res.clone(), &version);
         let convert = |obj: Value, target: &str| converter.convert_to(obj, target);
         let (inner, cluster) = (self.inner.clone(), self.cluster.clone());
-        let authorize: crate::policy::authorizer::Authorize =
-            std::sync::Arc::new(move |attrs: &crate::rbac::Attributes| {
+        let authorize: crate::admission_cel::authorizer::Authorize =
+            std::sync::Arc::new(move |attrs: &ocm_apiserver_rbac::Attributes| {
                 crate::authz::policy(&inner, &cluster).authorize(attrs)
             });
-        let authorizer = crate::policy::authorizer::value(
+        let authorizer = crate::admission_cel::authorizer::value(
             &identity,
             &authorize,
-            &crate::policy::authorizer::RequestResource {
+            &crate::admission_cel::authorizer::RequestResource {
                 group: &res.group,
                 resource: &res.plural,
                 subresource: subresource.unwrap_or(""),
@@ -1047,10 +1047,10 @@ fn same_object(a: &Value, b: &Value) -> bool {
             if key == "metadata" {
                 same_metadata(v, w)
             } else {
-                crate::json_out::same_value(v, w)
+                ocm_apiserver_json::same_value(v, w)
             }
         }),
-        _ => crate::json_out::same_value(a, b),
+        _ => ocm_apiserver_json::same_value(a, b),
     }
 }
 
@@ -1065,10 +1065,10 @@ fn same_metadata(a: &Value, b: &Value) -> bool {
                 && x.iter().all(|(key, v)| {
                     key == "resourceVersion"
                         || y.get(key)
-                            .is_some_and(|w| crate::json_out::same_value(v, w))
+                            .is_some_and(|w| ocm_apiserver_json::same_value(v, w))
                 })
         }
-        _ => crate::json_out::same_value(a, b),
+        _ => ocm_apiserver_json::same_value(a, b),
     }
 }
 

@@ -15,9 +15,9 @@
 use serde_json::{Value, json};
 
 use super::{Ctx, copy_field};
-use crate::error::ApiError;
 use crate::meta;
 use crate::registry::BuiltinKind;
+use ocm_apiserver_status::ApiError;
 
 /// The object to store for a write of `new` to subresource `sub` of `old`.
 pub(crate) fn merge(ctx: &Ctx, sub: &str, old: &Value, new: Value) -> Result<Value, ApiError> {

@@ -10,4 +10,4 @@ pub use identity::{
     authenticate_client_chain, authenticate_client_chain_for, verify_client_chain,
     with_authenticated_group,
 };
-pub use ocm_apiserver_pki::*;
+pub(crate) use ocm_apiserver_pki::*;

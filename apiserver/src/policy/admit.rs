@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::evaluate::{Inputs, Outcome, evaluate};
 use super::spec::{Binding, MatchResources, ParamRef, Policy};
-use crate::error::{ApiError, Cause, Gr};
 use crate::registry::Registry;
-use crate::storage::{Bucket, ObjectKey, Revision, Store};
 use crate::webhook::matching::{Equivalent, RuleMatch};
 use crate::webhook::{Converter, FailurePolicy, RequestAttributes, matching};
+use ocm_apiserver_status::{ApiError, Cause, Gr};
+use ocm_apiserver_storage::{Bucket, ObjectKey, Revision, Store};
 
 /// Storage resource of ValidatingAdmissionPolicies.
 pub const POLICIES: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";

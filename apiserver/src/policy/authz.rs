@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::spec::{ParamKind, str_of};
 use crate::auth::Identity;
-use crate::rbac::ResourceAttributes;
 use crate::validation::Cause;
+use ocm_apiserver_rbac::ResourceAttributes;
 
 /// How Go's `%v` prints a `user.Info` (`&{name uid [groups] map[extra]}`), as kube's
 /// messages show the user.

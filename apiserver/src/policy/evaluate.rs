@@ -4,8 +4,8 @@
 use kube_cel::cel;
 use serde_json::Value;
 
-use super::cel::Activation;
 use super::spec::{Named, Policy};
+use crate::admission_cel::Activation;
 use crate::webhook::FailurePolicy;
 use ocm_apiserver_schema::cel_cost::{
     BUDGET_ERROR, Budget, MATCH_CONDITIONS_BUDGET, RUNTIME_BUDGET,
@@ -111,7 +111,7 @@ fn audit_annotation_failures(
 /// would have over the values bound now, before it runs (see [`ocm_apiserver_schema::cel_cost`]).
 fn run(
     act: &Activation,
-    program: &super::cel::CompiledExpression,
+    program: &crate::admission_cel::CompiledExpression,
     budget: &mut Budget,
 ) -> Result<cel::Value, String> {
     match program {

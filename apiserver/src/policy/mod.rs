@@ -3,10 +3,9 @@
 //!
 //! - [`spec`]: kube's v1 defaults and the parsed, compiled policies and bindings (pure).
 //! - [`validate`]: write-time validation with kube's field paths and messages (pure).
-//! - [`cel`]: compiling (with the declared-variable check), JSON to CEL, evaluation.
 //! - [`evaluate`]: one policy for one request and param: `matchConditions`, `variables`,
 //!   `validations`, messages and `failurePolicy` (pure).
-//! - [`admit`]: the cached policies of a logical cluster and the run of a write (matching
+//! - [`admit`](mod@admit): the cached policies of a logical cluster and the run of a write (matching
 //!   with [`crate::webhook::matching`], params, validation actions).
 //! - [`authz`]: who may name a `paramKind` or `paramRef` (kube's read-access check).
 //! - [`status`]: what the server writes in a policy's `status`.
@@ -15,13 +14,11 @@
 //! in kube-apiserver's admission chain; dry runs too. With `matchPolicy: Equivalent` a policy
 //! whose rules cover the request only through another served version sees the objects and
 //! `request.kind`/`resource` in that version, as kube's; `authorizer` asks this server's RBAC
-//! ([`authorizer`]). Deviations: params are seen in their stored version, and type checking
+//! ([`crate::admission_cel::authorizer`]); the CEL environment is [`crate::admission_cel`]. Deviations: params are seen in their stored version, and type checking
 //! reports no warnings.
 
 pub mod admit;
-pub mod authorizer;
 pub mod authz;
-pub mod cel;
 pub mod evaluate;
 pub mod spec;
 pub mod status;

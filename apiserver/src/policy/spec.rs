@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::cel::{CompiledExpression, compile};
-use crate::selector::LabelSelector;
-pub(crate) use crate::webhook::config::{str_of, strings};
+use crate::admission_cel::{CompiledExpression, compile};
+pub(crate) use crate::meta::{str_of, strings};
 use crate::webhook::{FailurePolicy, Rule};
+use ocm_apiserver_selector::LabelSelector;
 
 /// Sets `key` in `map` when it is absent or `null`.
 fn default_key(map: &mut Map<String, Value>, key: &str, value: Value) {

@@ -4,12 +4,12 @@
 //! type checker reports them — `expressionWarnings` of `{fieldRef, warning}` with
 //! `apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'` (or
 //! `found no matching overload for '_>_' applied to '(string, int)'`, …) and the source line
-//! with a caret. What is checked is described in [`crate::schema`]'s CEL type check; as in
+//! with a caret. What is checked is described in [`ocm_apiserver_schema`]'s CEL type check; as in
 //! kube, the result type is not (a policy's expressions may be any type here).
 
 use serde_json::{Map, Value, json};
 
-use crate::schema::{CelEnv, CelVariable, check_cel, unique_type_name};
+use ocm_apiserver_schema::{CelEnv, CelVariable, check_cel, unique_type_name};
 
 /// Most kinds one policy is checked against (kube's limit too).
 pub const MAX_KINDS: usize = 10;
@@ -39,7 +39,7 @@ pub struct Schemas<'a> {
 /// The (group, version, resource) combinations `matchConstraints.resourceRules` name without
 /// wildcards or subresources, in order, at most [`MAX_KINDS`].
 pub fn named_resources(policy: &Value) -> Vec<(String, String, String)> {
-    let strings = |v: &Value, key: &str| crate::webhook::config::strings(v.get(key));
+    let strings = |v: &Value, key: &str| crate::meta::strings(v.get(key));
     let mut out = Vec::new();
     let rules = policy
         .pointer("/spec/matchConstraints/resourceRules")

@@ -6,10 +6,10 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::cel::{check, declared};
 use super::spec::{str_of, strings};
-use crate::selector::validate_structured_label_selector;
+use crate::admission_cel::{check, declared};
 use crate::validation::{BadValue, Cause};
+use ocm_apiserver_selector::validate_structured_label_selector;
 
 /// The `reason`s a validation may give.
 const REASONS: &[&str] = &[
@@ -401,7 +401,7 @@ fn is_cel_identifier(name: &str) -> bool {
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
     first_ok
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !crate::schema::CEL_RESERVED.contains(&name)
+        && !ocm_apiserver_schema::CEL_RESERVED.contains(&name)
 }
 
 #[cfg(test)]

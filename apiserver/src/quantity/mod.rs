@@ -9,7 +9,7 @@
 //! `1000m` → `1`). An input already in a form Go's fast parser recognizes as canonical is
 //! written back as given (`1.500` stays `1.500`, `+1` stays `+1`), as Go does.
 //!
-//! [`fields`] finds the Quantity fields of the built-in kinds and rewrites them in objects.
+//! `fields` finds the Quantity fields of the built-in kinds and rewrites them in objects.
 
 pub(crate) mod fields;
 

@@ -678,7 +678,7 @@ mod tests {
                 let listed = res.verbs.iter().any(|v| v == "list");
                 for kind in [&res.kind, &res.list_kind] {
                     if (listed || kind == &res.kind)
-                        && crate::protobuf::table::message_for(&api_version, kind).is_none()
+                        && ocm_apiserver_protobuf::table::message_for(&api_version, kind).is_none()
                     {
                         missing.push(format!("{api_version} {kind}"));
                     }

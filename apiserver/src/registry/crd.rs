@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::meta::strings;
+
 use super::{
     NameKind, PrinterColumn, ResourceInfo, ScaleSpec, Source, VersionInfo, compare_versions,
 };
@@ -30,18 +32,6 @@ fn invalid(field: &str, message: &str) -> CrdError {
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The resource a CRD serves. Checks what serving needs (group, names, scope, versions with
@@ -208,13 +198,13 @@ pub fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, CrdError> {
 }
 
 /// The conversion webhook of a CRD whose `spec.conversion.strategy` is `Webhook`.
-fn conversion_webhook(crd: &Value) -> Option<crate::webhook::ClientConfig> {
+fn conversion_webhook(crd: &Value) -> Option<crate::client_config::ClientConfig> {
     if str_at(crd, "/spec/conversion/strategy") != "Webhook" {
         return None;
     }
     crd.pointer("/spec/conversion/webhook/clientConfig")
         .filter(|c| c.is_object())
-        .map(crate::webhook::ClientConfig::from_value)
+        .map(crate::client_config::ClientConfig::from_value)
 }
 
 fn printer_column(col: &Value) -> PrinterColumn {

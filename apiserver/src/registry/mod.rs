@@ -15,7 +15,7 @@ pub use builtin::{BuiltinKind, builtin_resources};
 pub use crd::{CrdError, crd_conditions, resource_from_crd};
 pub use version::{compare_versions, sort_versions};
 
-use crate::storage::Bucket;
+use ocm_apiserver_storage::Bucket;
 
 /// The `apiVersion` of objects of `group` and `version` (`v1` for the core group).
 pub fn api_version(group: &str, version: &str) -> String {
@@ -85,18 +85,18 @@ pub struct VersionInfo {
     /// Deprecation warning, if the version is deprecated.
     pub deprecation_warning: Option<String>,
     /// Field types for the patch algorithms, built on first use.
-    pub patch_types: Arc<std::sync::OnceLock<crate::patch::ObjectType>>,
+    pub patch_types: Arc<std::sync::OnceLock<ocm_apiserver_patch::ObjectType>>,
     /// The structural schema (custom resources), built on first use.
-    pub structural: Arc<std::sync::OnceLock<crate::schema::StructuralSchema>>,
+    pub structural: Arc<std::sync::OnceLock<ocm_apiserver_schema::StructuralSchema>>,
 }
 
 impl VersionInfo {
     /// The structural schema of a custom resource version.
-    pub fn structural(&self) -> Option<&crate::schema::StructuralSchema> {
+    pub fn structural(&self) -> Option<&ocm_apiserver_schema::StructuralSchema> {
         let schema = self.schema.as_ref()?;
         Some(
             self.structural
-                .get_or_init(|| crate::schema::StructuralSchema::from_accepted(schema)),
+                .get_or_init(|| ocm_apiserver_schema::StructuralSchema::from_accepted(schema)),
         )
     }
 }
@@ -144,7 +144,7 @@ pub struct ResourceInfo {
     /// Field selector labels besides `metadata.name` and `metadata.namespace`.
     pub field_labels: Vec<String>,
     /// A CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
-    pub conversion_webhook: Option<crate::webhook::ClientConfig>,
+    pub conversion_webhook: Option<crate::client_config::ClientConfig>,
 }
 
 impl ResourceInfo {

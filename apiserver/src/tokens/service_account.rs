@@ -8,9 +8,9 @@ use serde_json::{Map, Value, json};
 
 use super::jwt::{self, JwtError, SigningKey, VerifyingKey};
 use crate::auth::Identity;
-use crate::error::{ApiError, Cause, Gr};
 use crate::pki::with_authenticated_group;
 use crate::validation::go_quote;
+use ocm_apiserver_status::{ApiError, Cause, Gr};
 
 /// kube's usual issuer (and default API audience).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -303,7 +303,7 @@ pub fn issue_token(
         "jti": uuid::Uuid::new_v4().to_string(),
         "kubernetes.io": Value::Object(private),
         "nbf": now.as_second(),
-        "sub": crate::rbac::service_account_username(&spec.namespace, &spec.service_account),
+        "sub": ocm_apiserver_rbac::service_account_username(&spec.namespace, &spec.service_account),
     });
     let token = key.sign(&claims).map_err(ApiError::internal)?;
     let mut metadata = spec
@@ -395,7 +395,7 @@ impl ServiceAccountClaims {
     /// and, for a token bound to a pod or node, its name and uid.
     pub fn identity(&self) -> Identity {
         with_authenticated_group(Identity {
-            user: crate::rbac::service_account_username(&self.namespace, &self.name),
+            user: ocm_apiserver_rbac::service_account_username(&self.namespace, &self.name),
             groups: vec![
                 "system:serviceaccounts".to_owned(),
                 format!("system:serviceaccounts:{}", self.namespace),
@@ -512,7 +512,7 @@ pub fn verify_service_account_token(
     let name = str_claim(&claims, "/kubernetes.io/serviceaccount/name")?;
     let uid = str_claim(&claims, "/kubernetes.io/serviceaccount/uid")?;
     let sub = str_claim(&claims, "/sub")?;
-    if sub != crate::rbac::service_account_username(&namespace, &name) {
+    if sub != ocm_apiserver_rbac::service_account_username(&namespace, &name) {
         return Err(ServiceAccountTokenError::Claims(
             "sub does not name the service account".into(),
         ));

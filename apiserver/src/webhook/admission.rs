@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use super::config::{FailurePolicy, Webhook, parse_configuration};
 use super::matching::{self, Equivalent, RequestAttributes, RuleMatch};
 use crate::auth::Identity;
-use crate::error::{ApiError, Cause};
-use crate::storage::{Bucket, ObjectKey, Revision, Store};
+use ocm_apiserver_status::{ApiError, Cause};
+use ocm_apiserver_storage::{Bucket, ObjectKey, Revision, Store};
 
 /// Storage resource of MutatingWebhookConfigurations.
 const MUTATING: &str = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
@@ -355,7 +355,7 @@ fn denial(hook: &Webhook, status: Option<&Value>) -> ApiError {
                 Cause::new(&f("reason"), f("message"), f("field"))
             })
             .collect();
-        err.details = Some(Box::new(crate::error::Details {
+        err.details = Some(Box::new(ocm_apiserver_status::Details {
             name: s("name"),
             group: s("group"),
             kind: s("kind"),
@@ -557,12 +557,13 @@ pub async fn run_mutating(
             }
             if let (Some(patch), Some(slot)) = (&answer.patch, object.as_deref_mut()) {
                 let seen = view.object.as_deref().unwrap_or(&*slot);
-                let mut patched = crate::patch::apply_json_patch(seen, patch).map_err(|err| {
-                    ApiError::internal(format!(
-                        "failed calling webhook \"{}\": JSON patch from webhook failed: {err}",
-                        hook.name
-                    ))
-                })?;
+                let mut patched =
+                    ocm_apiserver_patch::apply_json_patch(seen, patch).map_err(|err| {
+                        ApiError::internal(format!(
+                            "failed calling webhook \"{}\": JSON patch from webhook failed: {err}",
+                            hook.name
+                        ))
+                    })?;
                 if view.equivalent.is_some() {
                     patched = (inv.convert)(patched, &inv.attrs.api_version())?;
                 }

@@ -101,7 +101,7 @@ pub async fn post(
         .build();
     let http: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
     let payload =
-        crate::json_out::to_vec(body).map_err(|err| CallError::Config(err.to_string()))?;
+        ocm_apiserver_json::to_vec(body).map_err(|err| CallError::Config(err.to_string()))?;
     let request = http::Request::post(uri)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, */*")

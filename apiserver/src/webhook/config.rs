@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::selector::{LabelSelector, validate_structured_label_selector};
+pub use crate::client_config::ClientConfig;
+pub(crate) use crate::meta::{str_of, strings};
 use crate::validation::{BadValue, Cause};
+use ocm_apiserver_selector::{LabelSelector, validate_structured_label_selector};
 
 /// The AdmissionReview versions this server speaks.
 pub const SUPPORTED_REVIEW_VERSIONS: &[&str] = &["v1"];
@@ -19,59 +20,6 @@ pub enum FailurePolicy {
     Fail,
     /// The request continues as if the webhook had allowed it.
     Ignore,
-}
-
-/// Where a webhook is reached (`clientConfig`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientConfig {
-    /// `url`: an https URL, with the PEM trust roots of `caBundle` (none when absent).
-    Url {
-        /// The URL.
-        url: String,
-        /// PEM CA bundle (decoded from base64).
-        ca_bundle: Option<Vec<u8>>,
-    },
-    /// `service`: a cluster Service, reached at a ready pod behind it when that pod's ports
-    /// are published (see [`super::service`]).
-    Service {
-        /// Service namespace.
-        namespace: String,
-        /// Service name.
-        name: String,
-        /// Service port (default 443).
-        port: i64,
-        /// URL path (default `/`).
-        path: String,
-        /// PEM CA bundle (decoded from base64).
-        ca_bundle: Option<Vec<u8>>,
-    },
-}
-
-impl ClientConfig {
-    /// Reads a `clientConfig` (`WebhookClientConfig` or the CRD conversion one).
-    pub fn from_value(value: &Value) -> ClientConfig {
-        let ca_bundle = value
-            .get("caBundle")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok());
-        match value.get("service").filter(|s| !s.is_null()) {
-            Some(service) => ClientConfig::Service {
-                namespace: str_of(service, "namespace").to_owned(),
-                name: str_of(service, "name").to_owned(),
-                port: service.get("port").and_then(Value::as_i64).unwrap_or(443),
-                path: Some(str_of(service, "path"))
-                    .filter(|p| !p.is_empty())
-                    .unwrap_or("/")
-                    .to_owned(),
-                ca_bundle,
-            },
-            None => ClientConfig::Url {
-                url: str_of(value, "url").to_owned(),
-                ca_bundle,
-            },
-        }
-    }
 }
 
 /// One rule (`RuleWithOperations`).
@@ -144,23 +92,6 @@ pub struct Webhook {
     /// `matchPolicy: Equivalent` (the default): rules also match the request through the
     /// other groups and versions serving the same objects.
     pub match_equivalent: bool,
-}
-
-/// The string at `key` of an object ("" when absent or not a string).
-pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The strings of a JSON array (others skipped; none when absent).
-pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Applies kube's v1 defaults to a webhook configuration (`mutating` for
@@ -335,7 +266,7 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool, causes: &mut Vec<C
     }
     // A webhook's match conditions see these variables only (no params, no namespaceObject).
     let compile = |expression: &str| {
-        crate::policy::cel::check(
+        crate::admission_cel::check(
             expression.trim(),
             &["object", "oldObject", "request", "authorizer"],
         )

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::config::{MatchCondition, Rule};
-use crate::selector::LabelSelector;
+use ocm_apiserver_selector::LabelSelector;
 
 /// The request as rules see it.
 #[derive(Clone, Copy, Debug)]
@@ -219,7 +219,7 @@ pub fn match_conditions(
     use kube_cel::KubeCelExt as _;
     use kube_cel::cel;
     let mut ctx = cel::Context::default().with_all();
-    crate::policy::authorizer::register(&mut ctx);
+    crate::admission_cel::authorizer::register(&mut ctx);
     if let Err(never) = ctx.add_variable("authorizer", authorizer.clone()) {
         match never {}
     }

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::config::ClientConfig;
-use crate::storage::{Bucket, ObjectKey, Store};
+use ocm_apiserver_storage::{Bucket, ObjectKey, Store};
 
 /// Pod annotation: where its container ports listen on this machine.
 pub const PORTS_ANNOTATION: &str = "simulation.open-cluster-management.io/ports";

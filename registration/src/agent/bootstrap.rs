@@ -12,8 +12,8 @@ use ocm_api::cluster::names::{annotations, labels};
 use ocm_api::cluster::v1::{ClientConfig, ManagedCluster, ManagedClusterSpec};
 
 use super::certs::{self, CertInfo};
-use super::status::accepted_and_prepared;
 use super::secrets::{self, Bootstrap, HubCreds};
+use super::status::accepted_and_prepared;
 use super::{AgentError, AgentOptions, AgentProgress, CLIENT_SIGNER, Ctx, MAX_PENDING_CSRS};
 
 /// Runs the bootstrap phase: ManagedCluster, CSR, approval, hub kubeconfig secret.

@@ -13,8 +13,8 @@ use k8s_openapi::schemars::generate::SchemaSettings;
 use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::patch::typeinfo::{ObjectType, Smp, TypeRef};
 use crate::registry::{BuiltinKind, Source, TypeVisitor, builtin_resources};
+use ocm_apiserver_patch::typeinfo::{ObjectType, Smp, TypeRef};
 
 /// The `x-kubernetes-group-version-kind` extension of a definition: a list of one GVK.
 pub(crate) fn gvk_extension(group: &str, version: &str, kind: &str) -> Value {

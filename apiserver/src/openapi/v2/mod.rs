@@ -46,7 +46,7 @@ pub(crate) fn document(inner: &Inner, cluster: &str) -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": crate::discovery::git_version()},
+        "info": {"title": "Kubernetes", "version": crate::version::git_version()},
         "paths": paths,
         "definitions": definitions,
         "securityDefinitions": {

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 use super::builtin::{DELETE_OPTIONS, PATCH, SCALE, STATUS};
 use super::reference;
 use crate::openapi::endpoints::{Endpoint, endpoints};
-use crate::patch::typeinfo::supports_strategic_merge_patch;
 use crate::registry::ResourceInfo;
+use ocm_apiserver_patch::typeinfo::supports_strategic_merge_patch;
 
 /// Query parameters by action: name, type, description.
 const LIST_PARAMS: &[(&str, &str, &str)] = &[

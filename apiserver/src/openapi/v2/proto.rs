@@ -516,7 +516,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::protobuf::wire::{WireValue, records};
+    use ocm_apiserver_protobuf::wire::{WireValue, records};
 
     fn fields(buf: &[u8]) -> Vec<(u32, WireValue<'_>)> {
         records(buf).unwrap()

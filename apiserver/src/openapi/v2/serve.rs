@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::header::{ETAG, HeaderValue, VARY};
 use http::{HeaderMap, StatusCode};
 
-use crate::handlers::{Reply, ReplyBody};
+use crate::reply::{Reply, ReplyBody};
 use crate::state::Inner;
 
 /// The protobuf media type kube-apiserver answers with.
@@ -123,7 +123,7 @@ pub(crate) fn serve(
         return reply(StatusCode::NOT_ACCEPTABLE, "", Vec::new(), headers);
     };
     let doc = super::document(inner, cluster);
-    let json = crate::json_out::to_vec(&doc).unwrap_or_default();
+    let json = ocm_apiserver_json::to_vec(&doc).unwrap_or_default();
     let tag = etag(&json);
     if let Ok(value) = HeaderValue::from_str(&tag) {
         headers.insert(ETAG, value);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use kube_cel::cel::{self, ExecutionError, FunctionContext, extractors::This, objects::Opaque};
 
 use crate::auth::Identity;
-use crate::rbac::{Attributes, Decision, SelectorAttributes};
+use ocm_apiserver_rbac::{Attributes, Decision, SelectorAttributes};
 
 /// Decides one access check (the server's authorizer for the request's logical cluster).
 pub type Authorize = Arc<dyn Fn(&Attributes) -> Decision + Send + Sync>;
@@ -393,7 +393,7 @@ mod tests {
     fn authorize() -> Authorize {
         Arc::new(|attrs: &Attributes| {
             let allowed = match &attrs.target {
-                crate::rbac::Target::Resource(r) => {
+                ocm_apiserver_rbac::Target::Resource(r) => {
                     attrs.user.user == "system:serviceaccount:kube-system:admin"
                         || (attrs.user.user == "alice"
                             && attrs.verb == "get"
@@ -401,7 +401,7 @@ mod tests {
                             && r.namespace == "ns"
                             && r.subresource.is_empty())
                 }
-                crate::rbac::Target::NonResource { path } => path == "/healthz",
+                ocm_apiserver_rbac::Target::NonResource { path } => path == "/healthz",
             };
             Decision {
                 allowed,
@@ -526,14 +526,14 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1, "{expression}");
         match &seen[0].target {
-            crate::rbac::Target::Resource(r) => r.selectors.clone(),
+            ocm_apiserver_rbac::Target::Resource(r) => r.selectors.clone(),
             other => panic!("not a resource check: {other:?}"),
         }
     }
 
     #[test]
     fn selectors_reach_the_authorizer_parsed() {
-        use crate::selector::{FieldSelector, LabelSelector};
+        use ocm_apiserver_selector::{FieldSelector, LabelSelector};
         let checked = selectors_checked(
             "authorizer.group('').resource('pods').fieldSelector('spec.nodeName=x').labelSelector('app in (a,b),!tier').check('list').allowed()",
         );

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceInfo;
-use crate::storage::Revision;
+use ocm_apiserver_storage::Revision;
 
 /// How many encoded events are kept. Watchers receive an event within moments of each other,
 /// so a short memory serves them; it bounds what the cache holds when watchers are idle.

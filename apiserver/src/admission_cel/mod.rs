@@ -1,7 +1,9 @@
-//! The CEL side of admission policies: compiling expressions (with kube's check that every
-//! variable an expression names is declared), turning JSON into CEL values, and evaluating
-//! with the policy's variables bound. Built on the `cel` crate `kube_cel` re-exports, with the
+//! The CEL of admission expressions (ValidatingAdmissionPolicy and webhook `matchConditions`):
+//! compiling expressions (with kube's check that every variable an expression names is
+//! declared), turning JSON into CEL values, and evaluating with the policy's variables bound. Built on the `cel` crate `kube_cel` re-exports, with the
 //! Kubernetes CEL libraries registered.
+
+pub mod authorizer;
 
 use std::sync::Arc;
 
@@ -129,7 +131,7 @@ impl Activation {
     pub fn new(bindings: &[(&str, &Value)]) -> Activation {
         let mut context = cel::Context::default();
         context.register_all();
-        super::authorizer::register(&mut context);
+        authorizer::register(&mut context);
         let mut act = Activation {
             context,
             variables: Vec::new(),
