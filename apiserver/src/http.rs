@@ -342,7 +342,11 @@ where
     }
     crate::authz::authorize(inner, &cluster, &identity, attrs)?;
     if unknown {
-        crate::controllers::ensure_cluster(inner, &cluster).await?;
+        crate::controllers::ensure_cluster(
+            &crate::control::ServerAccess::new(inner.clone()),
+            &cluster,
+        )
+        .await?;
     }
     if let Some(len) = parts
         .headers

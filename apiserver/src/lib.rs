@@ -32,6 +32,7 @@ pub mod auth;
 pub mod authn;
 mod authz;
 mod client_config;
+mod control;
 mod controllers;
 pub mod discovery;
 mod fieldvalidation;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::quantity::Quantity;
 use crate::state::Inner;
-use ocm_apiserver_storage::Bucket;
+use ocm_apiserver_storage::{Bucket, StoredObject};
 
 pub(crate) const QUOTA_RESOURCE: &str = "/resourcequotas";
 pub(crate) const PODS: &str = "/pods";
@@ -53,6 +53,12 @@ pub(crate) fn count_objects(inner: &Inner, cluster: &str, namespace: &str, resou
     let (_, items) = inner
         .store
         .list(&Bucket::new(cluster, resource), Some(namespace), None);
+    count_listed(resource, &items)
+}
+
+/// How many of `items` (listed objects of `resource`) a quota counts: every one, but for pods
+/// only those not finished.
+pub(crate) fn count_listed(resource: &str, items: &[(String, String, StoredObject)]) -> u64 {
     if resource == PODS {
         return items
             .iter()

@@ -148,7 +148,7 @@ impl ApiServer {
                 tracing::warn!(cluster, %err, "cannot initialize logical cluster");
             }
         }
-        crate::controllers::start(server.inner.clone());
+        crate::controllers::start(crate::control::ServerAccess::new(server.inner.clone()));
         Ok(server)
     }
 
@@ -202,7 +202,11 @@ impl ApiServer {
 
     /// Creates a logical cluster (its system namespaces) if it does not exist yet.
     pub async fn ensure_cluster(&self, cluster: &str) -> Result<(), ApiError> {
-        crate::controllers::ensure_cluster(&self.inner, cluster).await
+        crate::controllers::ensure_cluster(
+            &crate::control::ServerAccess::new(self.inner.clone()),
+            cluster,
+        )
+        .await
     }
 
     /// Turns on the workload simulator for logical cluster `cluster` ("" = the default

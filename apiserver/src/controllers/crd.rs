@@ -2,28 +2,26 @@
 //! `Established`, and on deletion removes every custom resource before the cleanup finalizer.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{CRD_CLEANUP_FINALIZER, DeleteOptions, Managed, Propagation, Target};
 use crate::registry::{crd_conditions, resource_from_crd};
-use crate::state::Inner;
 use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 const CRD_RESOURCE: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
     // Bring every stored CRD's status up to date once.
-    for bucket in inner.store.buckets() {
+    for bucket in server.buckets() {
         if &*bucket.resource == CRD_RESOURCE {
-            let (_, items) = inner.store.list(&bucket, None, None);
+            let (_, items) = server.list(&bucket, None, None);
             for (_, name, _) in items {
-                reconcile(&inner, &bucket.cluster, &name).await;
+                reconcile(&server, &bucket.cluster, &name).await;
             }
         }
     }
@@ -36,7 +34,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         };
         let cluster = event.key.bucket.cluster.to_string();
         if &*event.key.bucket.resource == CRD_RESOURCE {
-            if let Some(res) = reconcile(&inner, &cluster, &event.key.name).await {
+            if let Some(res) = reconcile(&server, &cluster, &event.key.name).await {
                 terminating.insert((cluster.clone(), event.key.name.clone(), res));
             } else {
                 terminating.retain(|(c, n, _)| !(c == &cluster && n == &event.key.name));
@@ -49,7 +47,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             .map(|(_, n, _)| n.clone())
             .collect();
         for name in hit {
-            if reconcile(&inner, &cluster, &name).await.is_none() {
+            if reconcile(&server, &cluster, &name).await.is_none() {
                 terminating.retain(|(c, n, _)| !(c == &cluster && n == &name));
             }
         }
@@ -58,11 +56,11 @@ pub(crate) async fn run(inner: Arc<Inner>) {
 
 /// Brings one CRD to its desired state. Returns the storage resource while the CRD is being
 /// deleted (so events of its custom resources re-trigger it).
-async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<String> {
+async fn reconcile(server: &ServerAccess, cluster: &str, name: &str) -> Option<String> {
     let bucket = Bucket::new(cluster, CRD_RESOURCE);
     let key = ObjectKey::new(bucket.clone(), "", name);
-    let Some(stored) = inner.store.get(&key) else {
-        inner.registry.remove_crd(cluster, name);
+    let Some(stored) = server.get(&key) else {
+        server.stop_serving_crd(cluster, name);
         return None;
     };
     let crd: Value = serde_json::from_slice(&stored.value).ok()?;
@@ -82,9 +80,9 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
             return Some(storage_resource);
         }
         let res_bucket = info.bucket(cluster);
-        let (_, items) = inner.store.list(&res_bucket, None, None);
+        let (_, items) = server.list(&res_bucket, None, None);
         if !items.is_empty() {
-            if let Some(mut ctx) = system_ctx(inner, &res_bucket, "kube-apiserver") {
+            if let Some(mut ctx) = server.writer(&res_bucket, "kube-apiserver") {
                 let opts = DeleteOptions {
                     propagation: Some(Propagation::Background),
                     ..DeleteOptions::default()
@@ -97,12 +95,12 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
                     }
                 }
             }
-            let (_, left) = inner.store.list(&res_bucket, None, None);
+            let (_, left) = server.list(&res_bucket, None, None);
             if !left.is_empty() {
                 return Some(storage_resource);
             }
         }
-        if let Some(mut ctx) = system_ctx(inner, &bucket, "kube-apiserver") {
+        if let Some(mut ctx) = server.writer(&bucket, "kube-apiserver") {
             let mut mutate = |_: &mut crate::ops::Ctx, old: &Value| {
                 let mut new = old.clone();
                 let fins: Vec<String> = meta::finalizers(old)
@@ -126,13 +124,13 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) -> Option<Stri
                 tracing::debug!(%err, "removing CRD cleanup finalizer");
             }
         }
-        inner.registry.remove_crd(cluster, name);
+        server.stop_serving_crd(cluster, name);
         return None;
     }
-    inner.registry.set_crd(cluster, name, &crd, info.clone());
+    server.serve_crd(cluster, name, &crd, info.clone());
     let status = crd_conditions(&crd, &info, &meta::now());
     if crd.get("status") != Some(&status)
-        && let Some(mut ctx) = system_ctx(inner, &bucket, "kube-apiserver")
+        && let Some(mut ctx) = server.writer(&bucket, "kube-apiserver")
     {
         let mut mutate = |_: &mut crate::ops::Ctx, old: &Value| {
             let mut new = old.clone();

@@ -6,17 +6,14 @@
 //! as their certificate has expired (so agents renewing short certificates often never reach
 //! their limit of CSRs per cluster).
 
-use std::sync::Arc;
-
 use base64::Engine;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
 use crate::pki::{KUBE_APISERVER_CLIENT_SIGNER, SignError};
-use crate::state::Inner;
 use ocm_apiserver_storage::{Bucket, EventKind};
 
 const CSR_RESOURCE: &str = "certificates.k8s.io/certificatesigningrequests";
@@ -40,7 +37,11 @@ fn has_certificate(csr: &Value) -> bool {
 
 /// What the signer writes into a CSR's status: a certificate (base64 PEM) or a Failed
 /// condition. `None`: nothing to do now.
-fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (String, String)>> {
+fn sign(
+    server: &ServerAccess,
+    csr: &Value,
+    now: Timestamp,
+) -> Option<Result<String, (String, String)>> {
     if csr.pointer("/spec/signerName").and_then(Value::as_str) != Some(KUBE_APISERVER_CLIENT_SIGNER)
         || !has_condition(csr, "Approved")
         || has_condition(csr, "Failed")
@@ -48,7 +49,7 @@ fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (St
     {
         return None;
     }
-    let ca = inner.client_signer.as_ref()?;
+    let ca = server.client_signer()?;
     let request = csr
         .pointer("/spec/request")
         .and_then(Value::as_str)
@@ -71,7 +72,7 @@ fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (St
         &request,
         &usages,
         expiration,
-        jiff::SignedDuration::try_from(inner.config.csr_signing_duration)
+        jiff::SignedDuration::try_from(server.config().csr_signing_duration)
             .unwrap_or(crate::pki::DEFAULT_MAX_DURATION),
         now,
     ) {
@@ -87,16 +88,13 @@ fn sign(inner: &Inner, csr: &Value, now: Timestamp) -> Option<Result<String, (St
     }
 }
 
-async fn reconcile(inner: &Arc<Inner>, cluster: &str, name: &str) {
+async fn reconcile(server: &ServerAccess, cluster: &str, name: &str) {
     let bucket = Bucket::new(cluster, CSR_RESOURCE);
-    let Some(mut ctx) = system_ctx(
-        inner,
-        &bucket,
-        "certificatesigningrequest-signing-controller",
-    ) else {
+    let Some(mut ctx) = server.writer(&bucket, "certificatesigningrequest-signing-controller")
+    else {
         return;
     };
-    let inner2 = inner.clone();
+    let inner2 = server.clone();
     let mut mutate = move |_: &mut crate::ops::Ctx, current: &Value| {
         let mut next = current.clone();
         let now = Timestamp::now();
@@ -153,7 +151,7 @@ fn issued_certificate_expired(csr: &Value, now: Timestamp) -> bool {
 }
 
 /// Whether the cleaner removes `csr` at `now`.
-fn expired(inner: &Inner, csr: &Value, now: Timestamp) -> bool {
+fn expired(server: &ServerAccess, csr: &Value, now: Timestamp) -> bool {
     if issued_certificate_expired(csr, now) {
         return true;
     }
@@ -168,29 +166,29 @@ fn expired(inner: &Inner, csr: &Value, now: Timestamp) -> bool {
         .iter()
         .any(|t| has_condition(csr, t));
     let ttl = if decided {
-        inner.config.csr_decided_ttl
+        server.config().csr_decided_ttl
     } else {
-        inner.config.csr_pending_ttl
+        server.config().csr_pending_ttl
     };
     let age = now.duration_since(created);
     age.as_secs() >= 0 && age.unsigned_abs() >= ttl
 }
 
-async fn clean(inner: &Arc<Inner>) {
+async fn clean(server: &ServerAccess) {
     let now = Timestamp::now();
-    for bucket in inner.store.buckets() {
+    for bucket in server.buckets() {
         if &*bucket.resource != CSR_RESOURCE {
             continue;
         }
-        let (_, items) = inner.store.list(&bucket, None, None);
+        let (_, items) = server.list(&bucket, None, None);
         for (_, name, object) in items {
             let Ok(csr) = serde_json::from_slice::<Value>(&object.value) else {
                 continue;
             };
-            if !expired(inner, &csr, now) {
+            if !expired(server, &csr, now) {
                 continue;
             }
-            if let Some(mut ctx) = system_ctx(inner, &bucket, "csrcleaner")
+            if let Some(mut ctx) = server.writer(&bucket, "csrcleaner")
                 && let Err(err) = ctx.delete("", &name, &DeleteOptions::default()).await
                 && err.code != 404
             {
@@ -200,10 +198,10 @@ async fn clean(inner: &Arc<Inner>) {
     }
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     loop {
         tokio::select! {
             e = events.recv() => {
@@ -212,11 +210,11 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     continue;
                 }
                 let Ok(csr) = serde_json::from_slice::<Value>(&event.object) else { continue };
-                if sign(&inner, &csr, Timestamp::now()).is_some() {
-                    reconcile(&inner, &event.key.bucket.cluster, &event.key.name).await;
+                if sign(&server, &csr, Timestamp::now()).is_some() {
+                    reconcile(&server, &event.key.bucket.cluster, &event.key.name).await;
                 }
             }
-            _ = resync.tick() => clean(&inner).await,
+            _ = resync.tick() => clean(&server).await,
             _ = shutdown.changed() => return,
         }
     }

@@ -21,16 +21,14 @@
 //! in few commits.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use futures::future::join_all;
 use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::flowcontrol::{AUTO_UPDATE_ANNOTATION, Bootstrap, Class, DANGLING, Kind, bootstrap};
 use crate::ops::{DeleteOptions, Managed, Target};
-use crate::state::Inner;
 use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 /// The field manager of the bootstrap writes (kube's ensurer's).
@@ -42,14 +40,14 @@ fn bucket(cluster: &str, kind: Kind) -> Bucket {
     Bucket::new(cluster, &kind.storage_resource())
 }
 
-fn stored(inner: &Inner, cluster: &str, kind: Kind, name: &str) -> Option<Value> {
+fn stored(server: &ServerAccess, cluster: &str, kind: Kind, name: &str) -> Option<Value> {
     let key = ObjectKey::new(bucket(cluster, kind), "", name);
-    let object = inner.store.get(&key)?;
+    let object = server.get(&key)?;
     serde_json::from_slice(&object.value).ok()
 }
 
-fn all(inner: &Inner, cluster: &str, kind: Kind) -> Vec<Value> {
-    let (_, items) = inner.store.list(&bucket(cluster, kind), None, None);
+fn all(server: &ServerAccess, cluster: &str, kind: Kind) -> Vec<Value> {
+    let (_, items) = server.list(&bucket(cluster, kind), None, None);
     items
         .into_iter()
         .filter_map(|(_, _, o)| serde_json::from_slice(&o.value).ok())
@@ -87,13 +85,13 @@ fn revision(boot: &Bootstrap, current: &Value) -> Option<(bool, bool)> {
 }
 
 /// Creates or puts right one bootstrap object. Returns whether it is done.
-async fn ensure(inner: &Arc<Inner>, cluster: &str, boot: &Bootstrap) -> bool {
+async fn ensure(server: &ServerAccess, cluster: &str, boot: &Bootstrap) -> bool {
     let bucket = bucket(cluster, boot.kind);
-    let Some(mut ctx) = system_ctx(inner, &bucket, PRODUCER) else {
+    let Some(mut ctx) = server.writer(&bucket, PRODUCER) else {
         return true;
     };
     let name = boot.name().to_owned();
-    let result = match stored(inner, cluster, boot.kind, &name) {
+    let result = match stored(server, cluster, boot.kind, &name) {
         None => ctx
             .create("", boot.object.clone(), Managed::RecordUpdate)
             .await
@@ -149,7 +147,7 @@ fn meta_deleting(obj: &Value) -> bool {
 
 /// Deletes the objects that carry the autoupdate annotation as true but that kube's bootstrap
 /// no longer has (kube's `removeDanglingBootstrapConfiguration`), all at once.
-async fn remove_retired(inner: &Arc<Inner>, cluster: &str, boot: &[Bootstrap]) -> bool {
+async fn remove_retired(server: &ServerAccess, cluster: &str, boot: &[Bootstrap]) -> bool {
     let mut retired: Vec<(Kind, String)> = Vec::new();
     for kind in [Kind::FlowSchema, Kind::PriorityLevel] {
         let names: HashSet<&str> = boot
@@ -157,7 +155,7 @@ async fn remove_retired(inner: &Arc<Inner>, cluster: &str, boot: &[Bootstrap]) -
             .filter(|b| b.kind == kind)
             .map(Bootstrap::name)
             .collect();
-        for obj in all(inner, cluster, kind) {
+        for obj in all(server, cluster, kind) {
             let name = crate::meta::meta_str(&obj, "name");
             if names.contains(name)
                 || annotation(&obj).and_then(parse_bool) != Some(true)
@@ -169,7 +167,7 @@ async fn remove_retired(inner: &Arc<Inner>, cluster: &str, boot: &[Bootstrap]) -
         }
     }
     let deletes = retired.into_iter().map(|(kind, name)| async move {
-        let Some(mut ctx) = system_ctx(inner, &bucket(cluster, kind), PRODUCER) else {
+        let Some(mut ctx) = server.writer(&bucket(cluster, kind), PRODUCER) else {
             return true;
         };
         match ctx.delete("", &name, &DeleteOptions::default()).await {
@@ -235,12 +233,12 @@ fn level_found(levels: &HashSet<String>, schema: &Value) -> bool {
 /// Sets the `Dangling` condition of one FlowSchema by a `/status` write. Returns whether it
 /// is done.
 async fn set_dangling(
-    inner: &Arc<Inner>,
+    server: &ServerAccess,
     cluster: &str,
     levels: &HashSet<String>,
     name: String,
 ) -> bool {
-    let Some(mut ctx) = system_ctx(inner, &bucket(cluster, Kind::FlowSchema), CONSUMER) else {
+    let Some(mut ctx) = server.writer(&bucket(cluster, Kind::FlowSchema), CONSUMER) else {
         return true;
     };
     let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
@@ -277,19 +275,19 @@ async fn set_dangling(
 
 /// Sets the `Dangling` condition of every FlowSchema of `cluster`, all writes at once (the
 /// store makes them durable together). Returns whether all are done.
-async fn sync_dangling(inner: &Arc<Inner>, cluster: &str) -> bool {
-    let levels: HashSet<String> = all(inner, cluster, Kind::PriorityLevel)
+async fn sync_dangling(server: &ServerAccess, cluster: &str) -> bool {
+    let levels: HashSet<String> = all(server, cluster, Kind::PriorityLevel)
         .iter()
         .map(|l| crate::meta::meta_str(l, "name").to_owned())
         .collect();
-    let names: Vec<String> = all(inner, cluster, Kind::FlowSchema)
+    let names: Vec<String> = all(server, cluster, Kind::FlowSchema)
         .into_iter()
         .filter(|schema| dangling_conditions(schema, level_found(&levels, schema)).is_some())
         .map(|schema| crate::meta::meta_str(&schema, "name").to_owned())
         .collect();
     let writes = names
         .into_iter()
-        .map(|name| set_dangling(inner, cluster, &levels, name));
+        .map(|name| set_dangling(server, cluster, &levels, name));
     join_all(writes).await.into_iter().all(|done| done)
 }
 
@@ -298,12 +296,12 @@ async fn sync_dangling(inner: &Arc<Inner>, cluster: &str) -> bool {
 /// group commits rather than one commit per object; a new FlowSchema gets its `Dangling`
 /// condition in the round of status writes right after the creates. Returns whether
 /// everything is done (else the pass should be retried).
-pub(crate) async fn sync_cluster(inner: &Arc<Inner>, cluster: &str) -> bool {
+pub(crate) async fn sync_cluster(server: &ServerAccess, cluster: &str) -> bool {
     let boot = bootstrap();
-    let ensured = join_all(boot.iter().map(|item| ensure(inner, cluster, item))).await;
+    let ensured = join_all(boot.iter().map(|item| ensure(server, cluster, item))).await;
     let mut done = ensured.into_iter().all(|done| done);
-    done &= remove_retired(inner, cluster, boot).await;
-    done &= sync_dangling(inner, cluster).await;
+    done &= remove_retired(server, cluster, boot).await;
+    done &= sync_dangling(server, cluster).await;
     done
 }
 
@@ -312,10 +310,10 @@ const CONCURRENT_CLUSTERS: usize = 16;
 
 /// Passes over every cluster of `due`, [`CONCURRENT_CLUSTERS`] at a time; each cluster with
 /// whether its pass is done.
-async fn sync_clusters(inner: &Arc<Inner>, due: Vec<String>) -> Vec<(String, bool)> {
+async fn sync_clusters(server: &ServerAccess, due: Vec<String>) -> Vec<(String, bool)> {
     stream::iter(due)
         .map(|cluster| async move {
-            let done = sync_cluster(inner, &cluster).await;
+            let done = sync_cluster(server, &cluster).await;
             (cluster, done)
         })
         .buffer_unordered(CONCURRENT_CLUSTERS)
@@ -328,23 +326,22 @@ fn is_flowcontrol(resource: &str) -> bool {
         || resource == Kind::PriorityLevel.storage_resource()
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
     let mut retry: HashSet<String> = HashSet::new();
-    let clusters: HashSet<String> = inner
-        .store
+    let clusters: HashSet<String> = server
         .buckets()
         .into_iter()
         .filter(|b| is_flowcontrol(&b.resource))
         .map(|b| b.cluster.to_string())
         .collect();
-    for (cluster, done) in sync_clusters(&inner, clusters.into_iter().collect()).await {
+    for (cluster, done) in sync_clusters(&server, clusters.into_iter().collect()).await {
         if !done {
             retry.insert(cluster);
         }
     }
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     loop {
         let due: Vec<String> = tokio::select! {
             e = events.recv() => {
@@ -361,7 +358,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             _ = resync.tick() => retry.drain().collect(),
             _ = shutdown.changed() => return,
         };
-        for (cluster, done) in sync_clusters(&inner, due).await {
+        for (cluster, done) in sync_clusters(&server, due).await {
             if done {
                 retry.remove(&cluster);
             } else {

@@ -3,17 +3,15 @@
 //! strips owner references (orphan, `orphan` finalizer).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{
     Ctx, DeleteOptions, FOREGROUND_FINALIZER, Managed, ORPHAN_FINALIZER, Propagation, Target,
 };
-use crate::state::Inner;
 use ocm_apiserver_storage::{Event, EventKind, ObjectKey};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -131,7 +129,7 @@ impl Graph {
 }
 
 struct Gc {
-    inner: Arc<Inner>,
+    server: ServerAccess,
     graph: Graph,
     /// Owners waiting for foreground deletion or orphaning, revisited on resync.
     pending: HashSet<Work>,
@@ -192,7 +190,7 @@ impl Gc {
     }
 
     fn get(&self, key: &ObjectKey) -> Option<Head> {
-        let stored = self.inner.store.get(key)?;
+        let stored = self.server.get(key)?;
         Head::parse(&stored.value)
     }
 
@@ -200,8 +198,7 @@ impl Gc {
     fn owner_key(&self, dependent: &ObjectKey, r: &OwnerRef) -> Option<(ObjectKey, bool)> {
         let group = r.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
         let res = self
-            .inner
-            .registry
+            .server
             .lookup_kind(&dependent.bucket.cluster, group, &r.kind)?;
         let ns = if res.namespaced {
             dependent.namespace.as_str()
@@ -215,7 +212,7 @@ impl Gc {
     }
 
     fn ctx(&self, key: &ObjectKey) -> Option<Ctx> {
-        system_ctx(&self.inner, &key.bucket, "kube-controller-manager")
+        self.server.writer(&key.bucket, "kube-controller-manager")
     }
 
     async fn process(&mut self, work: Work) {
@@ -413,8 +410,8 @@ impl Gc {
     }
 
     fn scan(&mut self) {
-        for bucket in self.inner.store.buckets() {
-            let (_, items) = self.inner.store.list(&bucket, None, None);
+        for bucket in self.server.buckets() {
+            let (_, items) = self.server.list(&bucket, None, None);
             for (ns, name, object) in items {
                 let Some(obj) = Head::parse(&object.value) else {
                     continue;
@@ -437,12 +434,12 @@ fn handle_event(gc: &mut Gc, event: &Event) {
     }
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     let mut gc = Gc {
-        inner,
+        server,
         graph: Graph::default(),
         pending: HashSet::new(),
         queue: VecDeque::new(),

@@ -1,25 +1,24 @@
 //! A logical cluster's first objects: what kube-apiserver and kube-controller-manager leave in
 //! a new cluster before anyone writes to it.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use crate::state::{Inner, SYSTEM_NAMESPACES};
+use crate::control::ServerAccess;
+use crate::state::SYSTEM_NAMESPACES;
 use ocm_apiserver_status::ApiError;
 use ocm_apiserver_storage::{Bucket, ObjectKey, StorageError};
 
 /// Creates logical cluster `cluster` if it does not exist yet: its system namespaces, kube's
 /// bootstrap RBAC policy, the objects every namespace has and the API Priority and Fairness
 /// configuration.
-pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<(), ApiError> {
-    if inner.cluster_known(cluster) {
+pub(crate) async fn ensure_cluster(server: &ServerAccess, cluster: &str) -> Result<(), ApiError> {
+    if server.cluster_known(cluster) {
         return Ok(());
     }
     let bucket = Bucket::new(cluster, "/namespaces");
     for ns in SYSTEM_NAMESPACES {
         let key = ObjectKey::new(bucket.clone(), "", ns);
-        if inner.store.get(&key).is_some() {
+        if server.get(&key).is_some() {
             continue;
         }
         let object = json!({
@@ -38,20 +37,20 @@ pub(crate) async fn ensure_cluster(inner: &Arc<Inner>, cluster: &str) -> Result<
             group: "",
             resource: "namespaces",
         };
-        create_unless_stored(inner, key, object, gr).await?;
+        create_unless_stored(server, key, object, gr).await?;
     }
-    create_default_rbac(inner, cluster).await?;
+    create_default_rbac(server, cluster).await?;
     for ns in SYSTEM_NAMESPACES {
         // What is not made now, the publisher makes once it runs.
-        super::publish(inner, cluster, ns).await;
+        super::publish(server, cluster, ns).await;
     }
-    super::bootstrap_flowcontrol(inner, cluster).await;
-    inner.mark_cluster_known(cluster);
+    super::bootstrap_flowcontrol(server, cluster).await;
+    server.mark_cluster_known(cluster);
     Ok(())
 }
 
 /// Creates the default RBAC objects (kube's bootstrap policy) that are missing.
-async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiError> {
+async fn create_default_rbac(server: &ServerAccess, cluster: &str) -> Result<(), ApiError> {
     // Aggregated roles are stored with their rules filled, as the aggregation controller
     // would leave them, so a fresh cluster is quiet.
     let aggregated = ocm_apiserver_rbac::Policy::bootstrap();
@@ -78,7 +77,7 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
             &format!("{}/{plural}", ocm_apiserver_rbac::RBAC_GROUP),
         );
         let key = ObjectKey::new(bucket, &namespace, &name);
-        if inner.store.get(&key).is_some() {
+        if server.get(&key).is_some() {
             continue;
         }
         crate::meta::set_meta(
@@ -95,7 +94,7 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
             group: ocm_apiserver_rbac::RBAC_GROUP,
             resource: plural,
         };
-        create_unless_stored(inner, key, object, gr).await?;
+        create_unless_stored(server, key, object, gr).await?;
     }
     Ok(())
 }
@@ -103,13 +102,13 @@ async fn create_default_rbac(inner: &Inner, cluster: &str) -> Result<(), ApiErro
 /// Stores `object` at `key` unless an object is there already (made meanwhile by another
 /// request for the same new cluster).
 async fn create_unless_stored(
-    inner: &Inner,
+    server: &ServerAccess,
     key: ObjectKey,
     object: Value,
     gr: ocm_apiserver_status::Gr<'_>,
 ) -> Result<(), ApiError> {
     let name = key.name.clone();
-    match inner.store.create(key, object).await {
+    match server.create_stored(key, object).await {
         Ok(_) | Err(StorageError::AlreadyExists) => Ok(()),
         Err(err) => Err(ApiError::from_storage(err, gr, &name)),
     }

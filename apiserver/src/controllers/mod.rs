@@ -23,21 +23,20 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::ops::Ctx;
-use crate::state::Inner;
-use ocm_apiserver_storage::{Bucket, Event};
+use crate::control::ServerAccess;
+use ocm_apiserver_storage::Event;
 
 /// Starts every controller on the current Tokio runtime.
-pub(crate) fn start(inner: Arc<Inner>) {
-    tokio::spawn(crd::run(inner.clone()));
-    tokio::spawn(namespace::run(inner.clone()));
-    tokio::spawn(csr::run(inner.clone()));
-    tokio::spawn(rbac::run(inner.clone()));
-    tokio::spawn(flowcontrol::run(inner.clone()));
-    tokio::spawn(simulator::run(inner.clone()));
-    tokio::spawn(publisher::run(inner.clone()));
-    tokio::spawn(quota::run(inner.clone()));
-    tokio::spawn(gc::run(inner));
+pub(crate) fn start(server: ServerAccess) {
+    tokio::spawn(crd::run(server.clone()));
+    tokio::spawn(namespace::run(server.clone()));
+    tokio::spawn(csr::run(server.clone()));
+    tokio::spawn(rbac::run(server.clone()));
+    tokio::spawn(flowcontrol::run(server.clone()));
+    tokio::spawn(simulator::run(server.clone()));
+    tokio::spawn(publisher::run(server.clone()));
+    tokio::spawn(quota::run(server.clone()));
+    tokio::spawn(gc::run(server));
 }
 
 /// The logical clusters due for one pass after `first` and every change already queued behind
@@ -60,24 +59,13 @@ fn due_clusters(
 
 /// Makes the objects every cluster has in `namespace` of `cluster` (see [`published`]); false
 /// when some could not be made yet (the publisher retries them).
-pub(crate) async fn publish(inner: &Arc<Inner>, cluster: &str, namespace: &str) -> bool {
-    publisher::sync_namespace(inner, cluster, namespace).await
+pub(crate) async fn publish(server: &ServerAccess, cluster: &str, namespace: &str) -> bool {
+    publisher::sync_namespace(server, cluster, namespace).await
 }
 
 /// Makes the API Priority and Fairness configuration of `cluster` (kube's mandatory and
 /// suggested FlowSchemas and PriorityLevelConfigurations); false when some could not be made
 /// yet (the controller retries them).
-pub(crate) async fn bootstrap_flowcontrol(inner: &Arc<Inner>, cluster: &str) -> bool {
-    flowcontrol::sync_cluster(inner, cluster).await
-}
-
-/// A pipeline context for the server's own writes to the objects of `bucket`.
-pub(crate) fn system_ctx(inner: &Arc<Inner>, bucket: &Bucket, manager: &str) -> Option<Ctx> {
-    let res = inner
-        .registry
-        .by_storage_resource(&bucket.cluster, &bucket.resource)?;
-    let version = res.storage_version.clone();
-    let mut ctx = Ctx::new(inner.clone(), &bucket.cluster, res, &version);
-    ctx.manager = manager.to_owned();
-    Some(ctx)
+pub(crate) async fn bootstrap_flowcontrol(server: &ServerAccess, cluster: &str) -> bool {
+    flowcontrol::sync_cluster(server, cluster).await
 }

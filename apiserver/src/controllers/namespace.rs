@@ -9,30 +9,28 @@
 //! on it works at once on every change of the namespace or its content.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Propagation, Target};
-use crate::state::Inner;
 use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 const NS_RESOURCE: &str = "/namespaces";
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
-    let grace = inner.config.namespace_deletion_grace_period;
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let grace = server.config().namespace_deletion_grace_period;
     let mut waiting = Waiting::default();
     let mut terminating: HashSet<NsKey> = HashSet::new();
     let mut queue: VecDeque<NsKey> = VecDeque::new();
     let start = Instant::now();
-    for bucket in inner.store.buckets() {
+    for bucket in server.buckets() {
         if &*bucket.resource == NS_RESOURCE {
-            let (_, items) = inner.store.list(&bucket, None, None);
+            let (_, items) = server.list(&bucket, None, None);
             for (_, name, object) in items {
                 if serde_json::from_slice::<Value>(&object.value)
                     .is_ok_and(|v| meta::is_deleting(&v))
@@ -42,7 +40,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             }
         }
     }
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     loop {
         for key in waiting.take_ready(Instant::now()) {
             terminating.insert(key.clone());
@@ -50,7 +48,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         }
         while let Some(key) = queue.pop_front() {
             queue.retain(|q| q != &key);
-            if !reconcile(&inner, &key.0, &key.1).await {
+            if !reconcile(&server, &key.0, &key.1).await {
                 terminating.remove(&key);
             }
         }
@@ -152,9 +150,9 @@ fn condition(ty: &str, status: bool, reason: &str, message: &str, now: &str) -> 
 }
 
 /// One pass over a terminating namespace. Returns whether it still terminates.
-async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
+async fn reconcile(server: &ServerAccess, cluster: &str, ns: &str) -> bool {
     let ns_bucket = Bucket::new(cluster, NS_RESOURCE);
-    let Some(stored) = inner.store.get(&ObjectKey::new(ns_bucket.clone(), "", ns)) else {
+    let Some(stored) = server.get(&ObjectKey::new(ns_bucket.clone(), "", ns)) else {
         return false;
     };
     let Ok(namespace) = serde_json::from_slice::<Value>(&stored.value) else {
@@ -170,7 +168,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
     let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
     let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
-    for res in inner.registry.all(cluster) {
+    for res in server.served_resources(cluster) {
         if !res.namespaced || res.builtin().is_some_and(|k| k.is_virtual()) {
             continue;
         }
@@ -178,11 +176,11 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
         if !seen.insert(bucket.clone()) {
             continue;
         }
-        let (_, items) = inner.store.list(&bucket, Some(ns), None);
+        let (_, items) = server.list(&bucket, Some(ns), None);
         if items.is_empty() {
             continue;
         }
-        let Some(mut ctx) = system_ctx(inner, &bucket, "kube-controller-manager") else {
+        let Some(mut ctx) = server.writer(&bucket, "kube-controller-manager") else {
             continue;
         };
         for (_, name, object) in &items {
@@ -194,7 +192,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
                 tracing::debug!(%err, "namespace controller delete");
             }
         }
-        let (_, left) = inner.store.list(&bucket, Some(ns), None);
+        let (_, left) = server.list(&bucket, Some(ns), None);
         if !left.is_empty() {
             let label = if res.group.is_empty() {
                 res.plural.clone()
@@ -211,7 +209,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str, ns: &str) -> bool {
             }
         }
     }
-    let Some(mut ns_ctx) = system_ctx(inner, &ns_bucket, "kube-controller-manager") else {
+    let Some(mut ns_ctx) = server.writer(&ns_bucket, "kube-controller-manager") else {
         return true;
     };
     let now = meta::now();

@@ -4,15 +4,13 @@
 //! is left alone, so namespace deletion still empties it.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::published::{Published, Settings};
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{Managed, Target};
-use crate::state::Inner;
 use ocm_apiserver_status::ApiError;
 use ocm_apiserver_storage::{Bucket, Event, EventKind, ObjectKey};
 
@@ -36,18 +34,18 @@ fn settled(err: &ApiError) -> bool {
 
 /// Makes or repairs one published object in `namespace`. Returns whether it is done.
 async fn ensure(
-    inner: &Arc<Inner>,
+    server: &ServerAccess,
     cluster: &str,
     namespace: &str,
     item: Published,
     settings: &Settings,
 ) -> bool {
     let bucket = Bucket::new(cluster, item.resource());
-    let Some(mut ctx) = system_ctx(inner, &bucket, item.manager()) else {
+    let Some(mut ctx) = server.writer(&bucket, item.manager()) else {
         return true;
     };
     let key = ObjectKey::new(bucket, namespace, item.name());
-    let result = match inner.store.get(&key) {
+    let result = match server.get(&key) {
         None => ctx
             .create(namespace, item.desired(settings), Managed::RecordUpdate)
             .await
@@ -88,35 +86,35 @@ async fn ensure(
 }
 
 /// What the published objects are made of now.
-fn settings(inner: &Inner) -> Settings {
-    let root_ca = inner
-        .config
+fn settings(server: &ServerAccess) -> Settings {
+    let root_ca = server
+        .config()
         .serving_ca
         .clone()
-        .or_else(|| inner.config.client_ca.clone())
+        .or_else(|| server.config().client_ca.clone())
         .unwrap_or_default();
     Settings {
         root_ca,
-        client_ca: inner.config.client_ca.clone(),
-        port: *inner.serving_port.borrow(),
+        client_ca: server.config().client_ca.clone(),
+        port: *server.serving_port().borrow(),
     }
 }
 
 /// Makes or repairs every published object that belongs in `namespace` of `cluster`, if the
 /// namespace is active. Returns whether all are done (else the pass should be retried).
-pub(crate) async fn sync_namespace(inner: &Arc<Inner>, cluster: &str, namespace: &str) -> bool {
+pub(crate) async fn sync_namespace(server: &ServerAccess, cluster: &str, namespace: &str) -> bool {
     let key = ObjectKey::new(Bucket::new(cluster, NS_RESOURCE), "", namespace);
-    let Some(stored) = inner.store.get(&key) else {
+    let Some(stored) = server.get(&key) else {
         return true;
     };
     if !serde_json::from_slice::<Value>(&stored.value).is_ok_and(|ns| active(&ns)) {
         return true;
     }
-    let settings = settings(inner);
+    let settings = settings(server);
     let mut done = true;
     for item in Published::ALL {
         if item.belongs_in(namespace) {
-            done &= ensure(inner, cluster, namespace, item, &settings).await;
+            done &= ensure(server, cluster, namespace, item, &settings).await;
         }
     }
     done
@@ -142,13 +140,13 @@ fn affected(event: &Event) -> Option<String> {
 }
 
 /// Every namespace of every logical cluster: (cluster, namespace).
-fn all_namespaces(inner: &Inner, only: Option<&str>) -> Vec<(String, String)> {
+fn all_namespaces(server: &ServerAccess, only: Option<&str>) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for bucket in inner.store.buckets() {
+    for bucket in server.buckets() {
         if &*bucket.resource != NS_RESOURCE {
             continue;
         }
-        let (_, items) = inner.store.list(&bucket, None, None);
+        let (_, items) = server.list(&bucket, None, None);
         for (_, name, _) in items {
             if only.is_none_or(|o| o == name) {
                 out.push((bucket.cluster.to_string(), name));
@@ -158,17 +156,17 @@ fn all_namespaces(inner: &Inner, only: Option<&str>) -> Vec<(String, String)> {
     out
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
-    let mut port = inner.serving_port.subscribe();
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let mut port = server.serving_port();
     let mut retry: HashSet<(String, String)> = HashSet::new();
-    for (cluster, namespace) in all_namespaces(&inner, None) {
-        if !sync_namespace(&inner, &cluster, &namespace).await {
+    for (cluster, namespace) in all_namespaces(&server, None) {
+        if !sync_namespace(&server, &cluster, &namespace).await {
             retry.insert((cluster, namespace));
         }
     }
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     loop {
         let due: Vec<(String, String)> = tokio::select! {
             e = events.recv() => {
@@ -181,13 +179,13 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 if changed.is_err() {
                     return;
                 }
-                all_namespaces(&inner, Some("default"))
+                all_namespaces(&server, Some("default"))
             }
             _ = resync.tick() => retry.drain().collect(),
             _ = shutdown.changed() => return,
         };
         for (cluster, namespace) in due {
-            if sync_namespace(&inner, &cluster, &namespace).await {
+            if sync_namespace(&server, &cluster, &namespace).await {
                 retry.remove(&(cluster, namespace));
             } else {
                 retry.insert((cluster, namespace));

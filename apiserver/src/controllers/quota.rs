@@ -7,15 +7,13 @@
 //! no real pods to sum.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::ops::{Managed, Target};
 use crate::quantity::{self, Quantity};
-use crate::quota::{PODS, QUOTA_RESOURCE, count_objects, counted_resource};
-use crate::state::Inner;
+use crate::quota::{PODS, QUOTA_RESOURCE, count_listed, counted_resource};
 use ocm_apiserver_storage::{Bucket, Event, EventKind, ObjectKey};
 
 /// The status a quota with `spec.hard` = `hard` should have, `count(resource)` giving the
@@ -45,12 +43,9 @@ pub(crate) fn desired_status(hard: &Map<String, Value>, count: impl Fn(&str) -> 
 }
 
 /// Brings one quota's status up to date; false when the write failed (to be retried).
-async fn sync_quota(inner: &Arc<Inner>, cluster: &str, namespace: &str, name: &str) -> bool {
+async fn sync_quota(server: &ServerAccess, cluster: &str, namespace: &str, name: &str) -> bool {
     let bucket = Bucket::new(cluster, QUOTA_RESOURCE);
-    let Some(stored) = inner
-        .store
-        .get(&ObjectKey::new(bucket.clone(), namespace, name))
-    else {
+    let Some(stored) = server.get(&ObjectKey::new(bucket.clone(), namespace, name)) else {
         return true;
     };
     let Ok(quota) = serde_json::from_slice::<Value>(&stored.value) else {
@@ -62,12 +57,13 @@ async fn sync_quota(inner: &Arc<Inner>, cluster: &str, namespace: &str, name: &s
         .cloned()
         .unwrap_or_default();
     let desired = desired_status(&hard, |resource| {
-        count_objects(inner, cluster, namespace, resource)
+        let (_, items) = server.list(&Bucket::new(cluster, resource), Some(namespace), None);
+        count_listed(resource, &items)
     });
     if quota.get("status") == Some(&desired) {
         return true;
     }
-    let Some(mut ctx) = system_ctx(inner, &bucket, "kube-controller-manager") else {
+    let Some(mut ctx) = server.writer(&bucket, "kube-controller-manager") else {
         return true;
     };
     let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
@@ -97,10 +93,13 @@ async fn sync_quota(inner: &Arc<Inner>, cluster: &str, namespace: &str, name: &s
 }
 
 /// The quotas of `namespace` in `cluster` that count `resource`.
-fn quotas_counting(inner: &Inner, cluster: &str, namespace: &str, resource: &str) -> Vec<String> {
-    let (_, items) = inner
-        .store
-        .list(&Bucket::new(cluster, QUOTA_RESOURCE), Some(namespace), None);
+fn quotas_counting(
+    server: &ServerAccess,
+    cluster: &str,
+    namespace: &str,
+    resource: &str,
+) -> Vec<String> {
+    let (_, items) = server.list(&Bucket::new(cluster, QUOTA_RESOURCE), Some(namespace), None);
     items
         .into_iter()
         .filter(|(_, _, o)| {
@@ -118,7 +117,7 @@ fn quotas_counting(inner: &Inner, cluster: &str, namespace: &str, resource: &str
 }
 
 /// The quotas a change calls for a pass over: (cluster, namespace, name).
-fn affected(inner: &Inner, event: &Event) -> Vec<(String, String, String)> {
+fn affected(server: &ServerAccess, event: &Event) -> Vec<(String, String, String)> {
     let cluster = event.key.bucket.cluster.to_string();
     let resource = &*event.key.bucket.resource;
     let namespace = &event.key.namespace;
@@ -131,7 +130,7 @@ fn affected(inner: &Inner, event: &Event) -> Vec<(String, String, String)> {
     }
     // Counts change on creation and deletion (and, for pods, when one finishes).
     if event.kind != EventKind::Modified || resource == PODS {
-        for name in quotas_counting(inner, &cluster, namespace, resource) {
+        for name in quotas_counting(server, &cluster, namespace, resource) {
             due.push((cluster.clone(), namespace.clone(), name));
         }
     }
@@ -139,13 +138,13 @@ fn affected(inner: &Inner, event: &Event) -> Vec<(String, String, String)> {
 }
 
 /// Every quota of every logical cluster.
-fn all_quotas(inner: &Inner) -> Vec<(String, String, String)> {
+fn all_quotas(server: &ServerAccess) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    for bucket in inner.store.buckets() {
+    for bucket in server.buckets() {
         if &*bucket.resource != QUOTA_RESOURCE {
             continue;
         }
-        let (_, items) = inner.store.list(&bucket, None, None);
+        let (_, items) = server.list(&bucket, None, None);
         for (namespace, name, _) in items {
             out.push((bucket.cluster.to_string(), namespace, name));
         }
@@ -153,27 +152,27 @@ fn all_quotas(inner: &Inner) -> Vec<(String, String, String)> {
     out
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
     let mut retry: HashSet<(String, String, String)> = HashSet::new();
-    for (cluster, namespace, name) in all_quotas(&inner) {
-        if !sync_quota(&inner, &cluster, &namespace, &name).await {
+    for (cluster, namespace, name) in all_quotas(&server) {
+        if !sync_quota(&server, &cluster, &namespace, &name).await {
             retry.insert((cluster, namespace, name));
         }
     }
-    let mut resync = tokio::time::interval(inner.config.resync_interval);
+    let mut resync = tokio::time::interval(server.config().resync_interval);
     loop {
         let due = tokio::select! {
             e = events.recv() => {
                 let Some(event) = e else { return };
-                affected(&inner, &event)
+                affected(&server, &event)
             }
             _ = resync.tick() => retry.drain().collect(),
             _ = shutdown.changed() => return,
         };
         for (cluster, namespace, name) in due {
-            if sync_quota(&inner, &cluster, &namespace, &name).await {
+            if sync_quota(&server, &cluster, &namespace, &name).await {
                 retry.remove(&(cluster, namespace, name));
             } else {
                 retry.insert((cluster, namespace, name));

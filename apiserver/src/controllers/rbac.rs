@@ -7,24 +7,22 @@
 //! by the thousand do not.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use serde_json::{Value, json};
 
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::ops::{Managed, Target};
-use crate::state::Inner;
 use ocm_apiserver_rbac::{Aggregators, Policy};
 use ocm_apiserver_storage::{Bucket, Event, EventKind};
 
 const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";
 
 /// Runs one aggregation pass over `cluster`'s ClusterRoles; returns their aggregators.
-async fn reconcile(inner: &Arc<Inner>, cluster: &str) -> Aggregators {
+async fn reconcile(server: &ServerAccess, cluster: &str) -> Aggregators {
     let bucket = Bucket::new(cluster, CLUSTER_ROLES);
-    let (_, items) = inner.store.list(&bucket, None, None);
+    let (_, items) = server.list(&bucket, None, None);
     let mut policy = Policy::new();
     for (_, _, object) in items {
         if let Ok(value) = serde_json::from_slice::<Value>(&object.value) {
@@ -33,7 +31,7 @@ async fn reconcile(inner: &Arc<Inner>, cluster: &str) -> Aggregators {
     }
     let aggregators = Aggregators::of(policy.cluster_roles());
     for (name, rules) in policy.pending_aggregations() {
-        let Some(mut ctx) = system_ctx(inner, &bucket, "clusterrole-aggregation-controller") else {
+        let Some(mut ctx) = server.writer(&bucket, "clusterrole-aggregation-controller") else {
             return aggregators;
         };
         let rules = serde_json::to_value(&rules).unwrap_or_else(|_| json!([]));
@@ -80,11 +78,10 @@ fn before_and_after(event: &Event) -> (Option<ClusterRole>, Option<ClusterRole>)
     }
 }
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
-    let clusters: HashSet<String> = inner
-        .store
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let clusters: HashSet<String> = server
         .buckets()
         .into_iter()
         .filter(|b| &*b.resource == CLUSTER_ROLES)
@@ -92,7 +89,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         .collect();
     let mut aggregators: HashMap<String, Aggregators> = HashMap::new();
     for cluster in clusters {
-        let found = reconcile(&inner, &cluster).await;
+        let found = reconcile(&server, &cluster).await;
         aggregators.insert(cluster, found);
     }
     loop {
@@ -105,7 +102,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     note_change(&mut aggregators, due, event);
                 });
                 for cluster in due {
-                    let found = reconcile(&inner, &cluster).await;
+                    let found = reconcile(&server, &cluster).await;
                     aggregators.insert(cluster, found);
                 }
             }

@@ -32,16 +32,14 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::jobs;
-use super::system_ctx;
+use crate::control::ServerAccess;
 use crate::meta;
 use crate::ops::{DeleteOptions, Managed, Target};
-use crate::state::Inner;
 use ocm_apiserver_storage::{Bucket, EventKind, ObjectKey};
 
 /// Storage resources the simulator looks after.
@@ -56,9 +54,9 @@ const WORKLOADS: [&str; 6] = [
 
 type Due = Reverse<(Instant, ObjectKey)>;
 
-pub(crate) async fn run(inner: Arc<Inner>) {
-    let (_, mut events) = inner.store.subscribe_all();
-    let mut shutdown = inner.shutdown.subscribe();
+pub(crate) async fn run(server: ServerAccess) {
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
     let mut queue: BinaryHeap<Due> = BinaryHeap::new();
     let mut queued: HashSet<ObjectKey> = HashSet::new();
     loop {
@@ -69,7 +67,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                 if !WORKLOADS.contains(&&*event.key.bucket.resource) {
                     continue;
                 }
-                let Some(delay) = inner.simulated_delay(&event.key.bucket.cluster) else {
+                let Some(delay) = server.simulated_delay(&event.key.bucket.cluster) else {
                     continue;
                 };
                 let Ok(object) = serde_json::from_slice::<Value>(&event.object) else {
@@ -83,7 +81,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     queue.push(Reverse((Instant::now() + delay, job)));
                 }
                 if event.kind != EventKind::Deleted
-                    && needs_status(&inner, &event.key, &object)
+                    && needs_status(&server, &event.key, &object)
                     && queued.insert(event.key.clone())
                 {
                     queue.push(Reverse((Instant::now() + delay, event.key.clone())));
@@ -96,7 +94,7 @@ pub(crate) async fn run(inner: Arc<Inner>) {
                     }
                     let Some(Reverse((_, key))) = queue.pop() else { break };
                     queued.remove(&key);
-                    write_status(&inner, &key).await;
+                    write_status(&server, &key).await;
                 }
             }
             _ = shutdown.changed() => return,
@@ -112,10 +110,8 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// The Nodes of `cluster`.
-fn nodes(inner: &Inner, cluster: &str) -> Vec<Value> {
-    let (_, items) = inner
-        .store
-        .list(&Bucket::new(cluster, "/nodes"), None, None);
+fn nodes(server: &ServerAccess, cluster: &str) -> Vec<Value> {
+    let (_, items) = server.list(&Bucket::new(cluster, "/nodes"), None, None);
     items
         .iter()
         .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
@@ -123,9 +119,8 @@ fn nodes(inner: &Inner, cluster: &str) -> Vec<Value> {
 }
 
 /// The object stored under `key`.
-fn stored(inner: &Inner, key: &ObjectKey) -> Option<Value> {
-    inner
-        .store
+fn stored(server: &ServerAccess, key: &ObjectKey) -> Option<Value> {
+    server
         .get(key)
         .and_then(|stored| serde_json::from_slice::<Value>(&stored.value).ok())
 }
@@ -165,18 +160,18 @@ fn kubelet_job<'a>(resource: &str, job: &Value, nodes: &'a [Value]) -> Option<&'
         .and_then(|spec| jobs::kubelet_node(spec, nodes))
 }
 
-fn needs_status(inner: &Inner, key: &ObjectKey, object: &Value) -> bool {
+fn needs_status(server: &ServerAccess, key: &ObjectKey, object: &Value) -> bool {
     if meta::is_deleting(object) || object["metadata"]["annotations"][PROCESS_ANNOTATION] == "true"
     {
         return false;
     }
     let resource = &*key.bucket.resource;
-    let nodes = nodes(inner, &key.bucket.cluster);
+    let nodes = nodes(server, &key.bucket.cluster);
     if kubelet_pod(resource, object, &nodes) {
         return false;
     }
     if kubelet_job(resource, object, &nodes).is_some() {
-        let pods = job_pods(inner, key, object);
+        let pods = job_pods(server, key, object);
         return jobs::sync(object, &pods, "").is_some_and(|sync| {
             sync.create > 0
                 || !sync.delete.is_empty()
@@ -203,10 +198,10 @@ fn owning_job(key: &ObjectKey, object: &Value) -> Option<ObjectKey> {
 }
 
 /// The Pods of Job `job` (stored under `key`): those its uid controls.
-fn job_pods(inner: &Inner, key: &ObjectKey, job: &Value) -> Vec<Value> {
+fn job_pods(server: &ServerAccess, key: &ObjectKey, job: &Value) -> Vec<Value> {
     let uid = meta::meta_str(job, "uid");
     let pods = Bucket::new(&key.bucket.cluster, "/pods");
-    let (_, items) = inner.store.list(&pods, Some(&key.namespace), None);
+    let (_, items) = server.list(&pods, Some(&key.namespace), None);
     items
         .iter()
         .filter_map(|(_, _, stored)| serde_json::from_slice::<Value>(&stored.value).ok())
@@ -472,24 +467,22 @@ pub(crate) fn job_pod(job: &Value, node: Option<&str>) -> Value {
 }
 
 /// Makes the Pods Job `key` still lacks (one per completion), each completed at once.
-async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
-    let Some(job) = stored(inner, key) else {
+async fn ensure_job_pods(server: &ServerAccess, key: &ObjectKey) {
+    let Some(job) = stored(server, key) else {
         return;
     };
     if meta::is_deleting(&job) || suspended(&job) {
         return;
     }
     let pods = Bucket::new(&key.bucket.cluster, "/pods");
-    let have = job_pods(inner, key, &job).len() as i64;
+    let have = job_pods(server, key, &job).len() as i64;
     if have >= completions(&job) {
         return;
     }
-    let Some(mut ctx) = system_ctx(inner, &pods, "kube-controller-manager") else {
+    let Some(mut ctx) = server.writer(&pods, "kube-controller-manager") else {
         return;
     };
-    let (_, nodes) = inner
-        .store
-        .list(&Bucket::new(&key.bucket.cluster, "/nodes"), None, None);
+    let (_, nodes) = server.list(&Bucket::new(&key.bucket.cluster, "/nodes"), None, None);
     let node = nodes.first().map(|(_, name, _)| name.clone());
     for _ in have..completions(&job) {
         match ctx
@@ -502,7 +495,7 @@ async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
         {
             Ok(created) => {
                 let name = meta::meta_str(&created, "name");
-                set_status(inner, &ObjectKey::new(pods.clone(), &key.namespace, name)).await;
+                set_status(server, &ObjectKey::new(pods.clone(), &key.namespace, name)).await;
             }
             Err(err) => {
                 tracing::debug!(%err, job = %key.name, "simulated job pod");
@@ -512,32 +505,32 @@ async fn ensure_job_pods(inner: &Arc<Inner>, key: &ObjectKey) {
     }
 }
 
-async fn write_status(inner: &Arc<Inner>, key: &ObjectKey) {
+async fn write_status(server: &ServerAccess, key: &ObjectKey) {
     if &*key.bucket.resource == "batch/jobs" {
-        if sync_kubelet_job(inner, key).await {
+        if sync_kubelet_job(server, key).await {
             return;
         }
-        ensure_job_pods(inner, key).await;
+        ensure_job_pods(server, key).await;
     }
-    set_status(inner, key).await;
+    set_status(server, key).await;
 }
 
 /// Plays kube's Job controller for Job `key` when a Node's kubelet runs its pods
 /// ([`jobs::sync`]): makes its pods (Pending, on that Node), deletes the ones it no longer
 /// wants, and writes the status they add up to. False when no Node runs its pods.
-async fn sync_kubelet_job(inner: &Arc<Inner>, key: &ObjectKey) -> bool {
-    let Some(job) = stored(inner, key) else {
+async fn sync_kubelet_job(server: &ServerAccess, key: &ObjectKey) -> bool {
+    let Some(job) = stored(server, key) else {
         return true;
     };
-    let nodes = nodes(inner, &key.bucket.cluster);
+    let nodes = nodes(server, &key.bucket.cluster);
     let Some(node) = kubelet_job(&key.bucket.resource, &job, &nodes) else {
         return false;
     };
-    let Some(sync) = jobs::sync(&job, &job_pods(inner, key, &job), &meta::now()) else {
+    let Some(sync) = jobs::sync(&job, &job_pods(server, key, &job), &meta::now()) else {
         return true;
     };
     let pods = Bucket::new(&key.bucket.cluster, "/pods");
-    let Some(mut ctx) = system_ctx(inner, &pods, "kube-controller-manager") else {
+    let Some(mut ctx) = server.writer(&pods, "kube-controller-manager") else {
         return true;
     };
     for _ in 0..sync.create {
@@ -556,11 +549,11 @@ async fn sync_kubelet_job(inner: &Arc<Inner>, key: &ObjectKey) -> bool {
     }
     // The status of the pods there are now.
     let now = meta::now();
-    let Some(sync) = jobs::sync(&job, &job_pods(inner, key, &job), &now) else {
+    let Some(sync) = jobs::sync(&job, &job_pods(server, key, &job), &now) else {
         return true;
     };
     let uid = meta::meta_str(&job, "uid");
-    update_status(inner, key, "kube-controller-manager", &|old| {
+    update_status(server, key, "kube-controller-manager", &|old| {
         (meta::meta_str(old, "uid") == uid
             && !jobs::finished(old)
             && !jobs::same_status(old.get("status"), &sync.status))
@@ -570,10 +563,10 @@ async fn sync_kubelet_job(inner: &Arc<Inner>, key: &ObjectKey) -> bool {
     true
 }
 
-async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
-    let nodes = nodes(inner, &key.bucket.cluster);
+async fn set_status(server: &ServerAccess, key: &ObjectKey) {
+    let nodes = nodes(server, &key.bucket.cluster);
     let resource = key.bucket.resource.clone();
-    update_status(inner, key, "simulated-kubelet", &|old| {
+    update_status(server, key, "simulated-kubelet", &|old| {
         // Taken by the process kubelet since it was queued, or a pod a Node's kubelet runs:
         // its status is the kubelet's.
         if meta::is_deleting(old)
@@ -591,12 +584,12 @@ async fn set_status(inner: &Arc<Inner>, key: &ObjectKey) {
 /// Writes, as `manager`, the status `status` makes of the object under `key` as it is then
 /// (`None`: left as it is).
 async fn update_status(
-    inner: &Arc<Inner>,
+    server: &ServerAccess,
     key: &ObjectKey,
     manager: &str,
     status: &(dyn Fn(&Value) -> Option<Value> + Sync),
 ) {
-    let Some(mut ctx) = system_ctx(inner, &key.bucket, manager) else {
+    let Some(mut ctx) = server.writer(&key.bucket, manager) else {
         return;
     };
     let mut set = |_: &mut crate::ops::Ctx, old: &Value| {
