@@ -126,7 +126,34 @@ async fn print_requests(hub: &EmbeddedHub, clusters: usize) -> anyhow::Result<()
     for ((verb, resource), count) in counts {
         println!("    {verb:<6} {resource:<34} {count}");
     }
+    let floor = (clusters as u64 / 100).max(1);
+    println!("  restart: its other requests, by verb, resource and code (at least {floor}):");
+    for ((verb, resource, code), count) in other_request_counts(&metrics) {
+        if count >= floor {
+            println!("    {verb:<6} {resource:<34} {code} {count}");
+        }
+    }
     Ok(())
+}
+
+/// `apiserver_request_total` summed by (verb, resource with its subresource, code) for every
+/// verb but `LIST` and `WATCH`: what the new hub spent its first minutes on besides relists.
+fn other_request_counts(metrics: &str) -> BTreeMap<(String, String, String), u64> {
+    let mut counts = BTreeMap::new();
+    for sample in ocm_apiserver::metrics::request_counts(metrics) {
+        let verb = sample.label("verb");
+        if verb == "LIST" || verb == "WATCH" {
+            continue;
+        }
+        let resource = match sample.label("subresource") {
+            "" => sample.label("resource").to_owned(),
+            sub => format!("{}/{sub}", sample.label("resource")),
+        };
+        *counts
+            .entry((verb.to_owned(), resource, sample.label("code").to_owned()))
+            .or_default() += sample.value;
+    }
+    counts
 }
 
 /// `apiserver_request_total` summed by (verb, resource) for `LIST` and `WATCH`.
@@ -156,6 +183,10 @@ apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"\",version=\"v1\",res
 apiserver_request_total{verb=\"WATCH\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 7
 apiserver_request_total{verb=\"GET\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"200\"} 9
 ";
+        assert_eq!(
+            other_request_counts(metrics),
+            BTreeMap::from([(("GET".to_owned(), "secrets".to_owned(), "200".to_owned()), 9)])
+        );
         let counts = request_counts(metrics);
         assert_eq!(
             counts,
