@@ -14,14 +14,13 @@ use crate::pki::{
     ANONYMOUS, CertAuthError, ClientCaBundle, UNAUTHENTICATED, ValidFor,
     authenticate_client_chain_for,
 };
-use crate::state::Inner;
 use crate::tokens::{
-    BOOTSTRAP_TOKEN_NAMESPACE, BearerKind, authenticate_bootstrap_token,
-    bootstrap_token_secret_name, check_token_objects, classify_bearer,
-    verify_service_account_token,
+    BOOTSTRAP_TOKEN_NAMESPACE, BearerKind, ServiceAccountTokenConfig, SigningKey,
+    authenticate_bootstrap_token, bootstrap_token_secret_name, check_token_objects,
+    classify_bearer, verify_service_account_token,
 };
 use ocm_apiserver_status::ApiError;
-use ocm_apiserver_storage::{Bucket, ObjectKey};
+use ocm_apiserver_storage::{Bucket, ObjectKey, Store};
 
 /// Marks a request that arrived over the network (TLS listener): it must be authenticated.
 /// Holds the client-certificate chain the peer presented (leaf first, DER; may be empty),
@@ -100,20 +99,36 @@ fn bearer(headers: &HeaderMap) -> Option<Result<String, ()>> {
     Some(Ok(token.to_owned()))
 }
 
+/// What authentication reads: the stored objects tokens are checked against (bootstrap-token
+/// Secrets, service accounts and the objects bound tokens name), the key and settings of
+/// service-account tokens, the client CA bundle, and whether anonymous requests run.
+pub(crate) struct Credentials<'a> {
+    /// The objects tokens are checked against.
+    pub(crate) store: &'a Store,
+    /// The key service-account tokens are signed with.
+    pub(crate) sa_key: &'a SigningKey,
+    /// Issuer and audiences of service-account tokens.
+    pub(crate) sa_config: &'a ServiceAccountTokenConfig,
+    /// The CAs client certificates must chain to.
+    pub(crate) client_ca: &'a ClientCaBundle,
+    /// Whether a network request without credentials runs as `system:anonymous`.
+    pub(crate) anonymous_auth: bool,
+}
+
 fn stored_json(
-    inner: &Inner,
+    creds: &Credentials<'_>,
     cluster: &str,
     resource: &str,
     ns: &str,
     name: &str,
 ) -> Option<Value> {
     let key = ObjectKey::new(Bucket::new(cluster, resource), ns, name);
-    let object = inner.store.get(&key)?;
+    let object = creds.store.get(&key)?;
     serde_json::from_slice(&object.value).ok()
 }
 
 pub(crate) fn authenticate_token(
-    inner: &Inner,
+    creds: &Credentials<'_>,
     cluster: &str,
     token: &str,
 ) -> Result<Identity, ApiError> {
@@ -121,7 +136,7 @@ pub(crate) fn authenticate_token(
     match classify_bearer(token) {
         BearerKind::Bootstrap(parsed) => {
             let secret = stored_json(
-                inner,
+                creds,
                 cluster,
                 "/secrets",
                 BOOTSTRAP_TOKEN_NAMESPACE,
@@ -133,14 +148,15 @@ pub(crate) fn authenticate_token(
             })
         }
         BearerKind::Jwt => {
-            let keys = [inner.sa_key.verifying_key()];
-            let claims = verify_service_account_token(&inner.sa_config, &keys, token, now)
-                .map_err(|err| {
+            let keys = [creds.sa_key.verifying_key()];
+            let claims = verify_service_account_token(creds.sa_config, &keys, token, now).map_err(
+                |err| {
                     tracing::debug!(%err, "service-account token rejected");
                     unauthorized()
-                })?;
+                },
+            )?;
             let sa = stored_json(
-                inner,
+                creds,
                 cluster,
                 "/serviceaccounts",
                 &claims.namespace,
@@ -157,7 +173,7 @@ pub(crate) fn authenticate_token(
                 } else {
                     &claims.namespace
                 };
-                stored_json(inner, cluster, resource, ns, name)
+                stored_json(creds, cluster, resource, ns, name)
             });
             check_token_objects(&claims, sa.as_ref(), bound.as_ref(), now).map_err(|err| {
                 tracing::debug!(%err, "service-account token revoked");
@@ -170,13 +186,13 @@ pub(crate) fn authenticate_token(
 
 /// Authenticates a network request: `peer` holds the presented client-certificate chain.
 pub(crate) fn authenticate(
-    inner: &Inner,
+    creds: &Credentials<'_>,
     cluster: &str,
     headers: &HeaderMap,
     peer: &PeerCertificates,
 ) -> Result<Identity, ApiError> {
     if !peer.0.chain.is_empty() {
-        match peer.identity(&inner.client_ca, Timestamp::now()) {
+        match peer.identity(creds.client_ca, Timestamp::now()) {
             Ok(Some(identity)) => return Ok(identity),
             Ok(None) => {}
             Err(err) => {
@@ -186,9 +202,9 @@ pub(crate) fn authenticate(
         }
     }
     match bearer(headers) {
-        Some(Ok(token)) => authenticate_token(inner, cluster, &token),
+        Some(Ok(token)) => authenticate_token(creds, cluster, &token),
         Some(Err(())) => Err(unauthorized()),
-        None if inner.config.anonymous_auth => Ok(anonymous()),
+        None if creds.anonymous_auth => Ok(anonymous()),
         None => Err(unauthorized()),
     }
 }
@@ -196,12 +212,12 @@ pub(crate) fn authenticate(
 /// The identity of an in-process request without an [`Identity`] extension: its bearer token
 /// if it carries one, else the admin (in-process clients are trusted).
 pub(crate) fn authenticate_in_process(
-    inner: &Inner,
+    creds: &Credentials<'_>,
     cluster: &str,
     headers: &HeaderMap,
 ) -> Result<Identity, ApiError> {
     match bearer(headers) {
-        Some(Ok(token)) => authenticate_token(inner, cluster, &token),
+        Some(Ok(token)) => authenticate_token(creds, cluster, &token),
         Some(Err(())) => Err(unauthorized()),
         None => Ok(Identity::admin()),
     }

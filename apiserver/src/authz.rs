@@ -8,21 +8,19 @@ use std::sync::Arc;
 use http::HeaderMap;
 
 use crate::auth::Identity;
-use crate::state::Inner;
 use ocm_apiserver_rbac::{Attributes, Forbidden, Policy};
 use ocm_apiserver_status::ApiError;
 
-/// The current policy of `cluster`.
-pub(crate) fn policy(inner: &Inner, cluster: &str) -> Arc<Policy> {
-    inner.policies.policy(&inner.store, cluster)
-}
+/// The current RBAC policy of the request's logical cluster, read only when a check needs it
+/// (the cluster's administrators need none).
+pub(crate) type PolicyOf<'a> = &'a dyn Fn() -> Arc<Policy>;
 
 /// Checks `attrs` against the cluster's policy: `Err` is the 403.
-pub(crate) fn check(inner: &Inner, cluster: &str, attrs: &Attributes) -> Result<(), ApiError> {
+pub(crate) fn check(policy: PolicyOf<'_>, attrs: &Attributes) -> Result<(), ApiError> {
     if attrs.user.is_master() {
         return Ok(());
     }
-    let decision = policy(inner, cluster).authorize(attrs);
+    let decision = policy().authorize(attrs);
     if decision.allowed {
         Ok(())
     } else {
@@ -33,8 +31,7 @@ pub(crate) fn check(inner: &Inner, cluster: &str, attrs: &Attributes) -> Result<
 /// Authorizes a request whose attributes were read from its path (`attrs.user` is ignored:
 /// the request is `identity`'s).
 pub(crate) fn authorize(
-    inner: &Inner,
-    cluster: &str,
+    policy: PolicyOf<'_>,
     identity: &Identity,
     attrs: &Attributes,
 ) -> Result<(), ApiError> {
@@ -45,7 +42,7 @@ pub(crate) fn authorize(
         user: identity.clone(),
         ..attrs.clone()
     };
-    check(inner, cluster, &attrs)
+    check(policy, &attrs)
 }
 
 fn header_values(headers: &HeaderMap, name: &str) -> Result<Vec<String>, ApiError> {
@@ -106,8 +103,7 @@ fn percent_decode(text: &str) -> Option<String> {
 /// Applies impersonation headers: the requester must be allowed `impersonate` on each
 /// requested user (or service account) and group. Returns the identity to act as.
 pub(crate) fn impersonate(
-    inner: &Inner,
-    cluster: &str,
+    policy: PolicyOf<'_>,
     requester: Identity,
     headers: &HeaderMap,
 ) -> Result<Identity, ApiError> {
@@ -146,16 +142,16 @@ pub(crate) fn impersonate(
             Attributes::resource(requester.clone(), "impersonate", "", "users", "").with_name(&user)
         }
     };
-    check(inner, cluster, &user_attrs)?;
+    check(policy, &user_attrs)?;
     for group in &groups {
         let attrs = Attributes::resource(requester.clone(), "impersonate", "", "groups", "")
             .with_name(group);
-        check(inner, cluster, &attrs)?;
+        check(policy, &attrs)?;
     }
     for uid in &uids {
         let attrs = Attributes::resource(requester.clone(), "impersonate", AUTHN_GROUP, "uids", "")
             .with_name(uid);
-        check(inner, cluster, &attrs)?;
+        check(policy, &attrs)?;
     }
     for (key, values) in &extra {
         for value in values {
@@ -168,7 +164,7 @@ pub(crate) fn impersonate(
             )
             .with_subresource(key)
             .with_name(value);
-            check(inner, cluster, &attrs)?;
+            check(policy, &attrs)?;
         }
     }
     let mut identity = Identity {

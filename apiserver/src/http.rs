@@ -325,22 +325,28 @@ where
     }
     // Authenticate and authorize before anything else happens (e.g. a logical cluster is
     // created on first use).
+    let credentials = inner.credentials();
     let identity = match (
         parts.extensions.get::<Identity>(),
         parts.extensions.get::<crate::authn::PeerCertificates>(),
     ) {
         (Some(identity), _) => identity.clone(),
-        (None, Some(peer)) => crate::authn::authenticate(inner, &cluster, &parts.headers, peer)?,
-        (None, None) => crate::authn::authenticate_in_process(inner, &cluster, &parts.headers)?,
+        (None, Some(peer)) => {
+            crate::authn::authenticate(&credentials, &cluster, &parts.headers, peer)?
+        }
+        (None, None) => {
+            crate::authn::authenticate_in_process(&credentials, &cluster, &parts.headers)?
+        }
     };
-    let identity = crate::authz::impersonate(inner, &cluster, identity, &parts.headers)?;
+    let policy = || inner.policy(&cluster);
+    let identity = crate::authz::impersonate(&policy, identity, &parts.headers)?;
     // Only a cluster administrator brings a logical cluster into being; for anyone else an
     // unknown cluster does not exist, whatever the request.
     let unknown = cluster != DEFAULT_CLUSTER && !inner.cluster_known(&cluster);
     if unknown && (!inner.config.auto_create_clusters || !identity.is_master()) {
         return Err(ApiError::route_not_found());
     }
-    crate::authz::authorize(inner, &cluster, &identity, attrs)?;
+    crate::authz::authorize(&policy, &identity, attrs)?;
     if unknown {
         crate::controllers::ensure_cluster(
             &crate::control::ServerAccess::new(inner.clone()),

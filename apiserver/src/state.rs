@@ -132,6 +132,22 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The current RBAC policy of `cluster`.
+    pub(crate) fn policy(&self, cluster: &str) -> Arc<ocm_apiserver_rbac::Policy> {
+        self.policies.policy(&self.store, cluster)
+    }
+
+    /// What authenticating a request reads.
+    pub(crate) fn credentials(&self) -> crate::authn::Credentials<'_> {
+        crate::authn::Credentials {
+            store: &self.store,
+            sa_key: &self.sa_key,
+            sa_config: &self.sa_config,
+            client_ca: &self.client_ca,
+            anonymous_auth: self.config.anonymous_auth,
+        }
+    }
+
     /// The simulator's delay for `cluster`, when its workloads are simulated.
     pub(crate) fn simulated_delay(&self, cluster: &str) -> Option<Duration> {
         self.simulated

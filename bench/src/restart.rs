@@ -185,7 +185,10 @@ apiserver_request_total{verb=\"GET\",dry_run=\"\",group=\"\",version=\"v1\",reso
 ";
         assert_eq!(
             other_request_counts(metrics),
-            BTreeMap::from([(("GET".to_owned(), "secrets".to_owned(), "200".to_owned()), 9)])
+            BTreeMap::from([(
+                ("GET".to_owned(), "secrets".to_owned(), "200".to_owned()),
+                9
+            )])
         );
         let counts = request_counts(metrics);
         assert_eq!(

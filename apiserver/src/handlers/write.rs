@@ -53,7 +53,7 @@ fn access_review(
 ) -> Result<Reply, ApiError> {
     let mut ctx = req.ctx()?;
     crate::ops::check_type_meta_pub(&mut ctx, &mut obj)?;
-    let policy = crate::authz::policy(&req.inner, &req.cluster);
+    let policy = req.inner.policy(&req.cluster);
     if kind == BuiltinKind::SelfSubjectReview {
         let user_info = user_info(&req.identity);
         let answered = json!({
@@ -122,19 +122,20 @@ fn token_review(req: &ResourceRequest, obj: Value) -> Result<Reply, ApiError> {
             "token is required for TokenReview in authentication",
         ));
     }
-    let status = match crate::authn::authenticate_token(&req.inner, &req.cluster, token) {
-        Ok(identity) => {
-            let mut status = json!({"authenticated": true, "user": user_info(&identity)});
-            if let Some(audiences) = obj
-                .pointer("/spec/audiences")
-                .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
-            {
-                status["audiences"] = audiences.clone();
+    let status =
+        match crate::authn::authenticate_token(&req.inner.credentials(), &req.cluster, token) {
+            Ok(identity) => {
+                let mut status = json!({"authenticated": true, "user": user_info(&identity)});
+                if let Some(audiences) = obj
+                    .pointer("/spec/audiences")
+                    .filter(|a| a.as_array().is_some_and(|a| !a.is_empty()))
+                {
+                    status["audiences"] = audiences.clone();
+                }
+                status
             }
-            status
-        }
-        Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
-    };
+            Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
+        };
     let answered = json!({
         "kind": "TokenReview",
         "apiVersion": "authentication.k8s.io/v1",

@@ -699,7 +699,8 @@ fn param_access(
             .map(|r| r.plural.clone())
     };
     let allowed = |t: &ocm_apiserver_rbac::ResourceAttributes| {
-        crate::authz::policy(&ctx.inner, &ctx.cluster)
+        ctx.inner
+            .policy(&ctx.cluster)
             .authorize(&ocm_apiserver_rbac::Attributes {
                 user: ctx.identity.clone(),
                 verb: "get".to_owned(),

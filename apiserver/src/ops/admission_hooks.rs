@@ -27,10 +27,7 @@ pub(crate) fn run(
     let inner = ctx.inner.clone();
     let cluster = ctx.cluster.clone();
     let authorizer = move |attrs: &Attributes| {
-        attrs.user.is_master()
-            || crate::authz::policy(&inner, &cluster)
-                .authorize(attrs)
-                .allowed
+        attrs.user.is_master() || inner.policy(&cluster).authorize(attrs).allowed
     };
     let mut object = object;
     for hook in hooks {

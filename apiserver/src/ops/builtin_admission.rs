@@ -101,7 +101,7 @@ fn admit_csr(
         }
     }
     let master = ctx.identity.is_master();
-    let policy = || crate::authz::policy(&ctx.inner, &ctx.cluster);
+    let policy = || ctx.inner.policy(&ctx.cluster);
     match target {
         OpsTarget::Sub(sub)
             if sub == "approval"
@@ -201,7 +201,7 @@ pub(crate) fn admit(
             old_object: old,
         };
         ocm_apiserver_rbac::check_escalation(
-            &crate::authz::policy(&ctx.inner, &ctx.cluster),
+            &ctx.inner.policy(&ctx.cluster),
             &ctx.identity,
             &write,
         )

@@ -834,7 +834,7 @@ impl Ctx {
         let (inner, cluster) = (self.inner.clone(), self.cluster.clone());
         let authorize: crate::admission_cel::authorizer::Authorize =
             std::sync::Arc::new(move |attrs: &ocm_apiserver_rbac::Attributes| {
-                crate::authz::policy(&inner, &cluster).authorize(attrs)
+                inner.policy(&cluster).authorize(attrs)
             });
         let authorizer = crate::admission_cel::authorizer::value(
             &identity,
