@@ -528,6 +528,35 @@ fn demo_joins_its_clusters_and_resumes_on_a_second_run() {
 }
 
 #[test]
+fn demo_with_no_clusters_brings_up_the_hub_and_finishes() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("demo");
+    let (code, stdout, stderr) = ocm(
+        home.path(),
+        &[
+            "demo",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--clusters",
+            "0",
+            "--until-ready",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for needle in [
+        "Starting 0 simulated managed clusters",
+        "Try it alongside:",
+        "get managedclusters",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("ocm proxy kubectl"), "{stdout}");
+}
+
+#[test]
 fn registration_benchmark_runs_and_prints_its_figures() {
     let home = tempfile::tempdir().unwrap();
     let bench = |extra: &[&str]| {
