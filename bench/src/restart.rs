@@ -49,7 +49,7 @@ pub(crate) async fn measure(
         "  restart: by the leases' own renewTime, the last first renewal came {:.1} s after it \
          came back (10 s: {}, 20 s: {}, 30 s: {}; a renewal seen late may be a later one, so \
          this is an upper bound)",
-        renewed.last_renewal.as_secs_f64(),
+        renewed.last().as_secs_f64(),
         renewed.within(Duration::from_secs(10)),
         renewed.within(Duration::from_secs(20)),
         renewed.within(Duration::from_secs(30)),
@@ -66,11 +66,14 @@ struct Renewals {
     seen: Duration,
     /// Per cluster, the earliest renewTime after the restart it saw, as time since the restart.
     first: Vec<Duration>,
-    /// The latest of `first`.
-    last_renewal: Duration,
 }
 
 impl Renewals {
+    /// When the last cluster first renewed (by renewTime).
+    fn last(&self) -> Duration {
+        self.first.iter().max().copied().unwrap_or_default()
+    }
+
     /// How many clusters renewed within `limit` of the restart (by renewTime).
     fn within(&self, limit: Duration) -> usize {
         self.first.iter().filter(|d| **d <= limit).count()
@@ -124,11 +127,9 @@ async fn all_leases_renewed(
         {
             renewed.entry(namespace).or_insert(after);
             if renewed.len() == expected.len() {
-                let first: Vec<Duration> = renewed.into_values().collect();
                 return Ok(Renewals {
                     seen: began.elapsed(),
-                    last_renewal: first.iter().max().copied().unwrap_or_default(),
-                    first,
+                    first: renewed.into_values().collect(),
                 });
             }
         }
