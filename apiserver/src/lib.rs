@@ -40,6 +40,7 @@ pub mod flowcontrol;
 mod handlers;
 pub mod health;
 pub mod http;
+mod kinds;
 pub mod meta;
 pub mod metrics;
 pub mod openapi;

@@ -1,6 +1,8 @@
-//! ResourceQuota object counts, as kube's quota admission and resourcequota controller count
-//! them: which `spec.hard` key counts which resource, how many such objects a namespace
-//! holds, and whether one more would exceed a quota (the check every create passes).
+//! ResourceQuota usage, as kube's quota admission and resourcequota controller measure it:
+//! which `spec.hard` key measures what (object counts, the storage PersistentVolumeClaims
+//! request — in all and per StorageClass — and the devices ResourceClaims ask for per
+//! DeviceClass), how much a namespace uses, and whether one more object would exceed a quota
+//! (the check every create passes).
 
 use std::cmp::Ordering;
 
@@ -12,6 +14,10 @@ use ocm_apiserver_storage::{Bucket, StoredObject};
 
 pub(crate) const QUOTA_RESOURCE: &str = "/resourcequotas";
 pub(crate) const PODS: &str = "/pods";
+const CLAIMS: &str = "/persistentvolumeclaims";
+const RESOURCE_CLAIMS: &str = "resource.k8s.io/resourceclaims";
+const STORAGE_CLASS_KEY: &str = ".storageclass.storage.k8s.io/";
+const DEVICE_CLASS_KEY: &str = ".deviceclass.resource.k8s.io/devices";
 /// Legacy quota keys that count objects of a core resource.
 const LEGACY_COUNTS: [&str; 7] = [
     "configmaps",
@@ -22,6 +28,94 @@ const LEGACY_COUNTS: [&str; 7] = [
     "replicationcontrollers",
     "persistentvolumeclaims",
 ];
+
+/// What one `spec.hard` key of a quota measures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Usage {
+    /// How many objects of a storage resource (`group/plural`) the namespace holds.
+    Objects(String),
+    /// The storage PersistentVolumeClaims request (`requests.storage`), of one class or all.
+    ClaimStorage(Option<String>),
+    /// How many PersistentVolumeClaims of one class the namespace holds.
+    ClassClaims(String),
+    /// The devices ResourceClaims ask for from one DeviceClass.
+    Devices(String),
+}
+
+impl Usage {
+    /// What `key` measures, if the server measures it (compute resources are not).
+    pub(crate) fn of_key(key: &str) -> Option<Usage> {
+        if key == "requests.storage" {
+            return Some(Usage::ClaimStorage(None));
+        }
+        if let Some(class) = key.strip_suffix(DEVICE_CLASS_KEY).filter(|c| !c.is_empty()) {
+            return Some(Usage::Devices(class.to_string()));
+        }
+        if let Some((class, what)) = key
+            .split_once(STORAGE_CLASS_KEY)
+            .filter(|(c, _)| !c.is_empty())
+        {
+            return match what {
+                "requests.storage" => Some(Usage::ClaimStorage(Some(class.to_string()))),
+                "persistentvolumeclaims" => Some(Usage::ClassClaims(class.to_string())),
+                _ => None,
+            };
+        }
+        counted_resource(key).map(Usage::Objects)
+    }
+
+    /// The storage resource whose objects this usage adds up.
+    pub(crate) fn resource(&self) -> &str {
+        match self {
+            Usage::Objects(resource) => resource,
+            Usage::ClaimStorage(_) | Usage::ClassClaims(_) => CLAIMS,
+            Usage::Devices(_) => RESOURCE_CLAIMS,
+        }
+    }
+
+    /// What one object of [`Self::resource`] adds to this usage.
+    pub(crate) fn of_object(&self, obj: &Value) -> Quantity {
+        match self {
+            Usage::Objects(resource) => {
+                Quantity::from_count(u64::from(resource != PODS || pod_counts(obj)))
+            }
+            Usage::ClaimStorage(class) => {
+                if class.as_deref().is_some_and(|c| c != claim_class(obj)) {
+                    return Quantity::from_count(0);
+                }
+                obj.pointer("/spec/resources/requests/storage")
+                    .and_then(hard_limit)
+                    .unwrap_or_else(|| Quantity::from_count(0))
+            }
+            Usage::ClassClaims(class) => Quantity::from_count(u64::from(claim_class(obj) == class)),
+            Usage::Devices(class) => Quantity::from_count(
+                crate::kinds::devices_per_class(obj)
+                    .into_iter()
+                    .filter(|(c, _)| c == class)
+                    .map(|(_, n)| n)
+                    .sum(),
+            ),
+        }
+    }
+
+    /// The sum of [`Self::of_object`] over listed objects.
+    pub(crate) fn total(&self, items: &[(String, String, StoredObject)]) -> Quantity {
+        items
+            .iter()
+            .filter_map(|(_, _, o)| serde_json::from_slice::<Value>(&o.value).ok())
+            .fold(Quantity::from_count(0), |sum, obj| {
+                sum.plus(&self.of_object(&obj))
+            })
+    }
+}
+
+/// The StorageClass a claim belongs to: the beta annotation, else `spec.storageClassName`.
+fn claim_class(obj: &Value) -> &str {
+    obj.pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+        .or_else(|| obj.pointer("/spec/storageClassName"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
 
 /// The storage resource (`group/plural`) a quota key counts, if it is an object count.
 pub(crate) fn counted_resource(key: &str) -> Option<String> {
@@ -49,27 +143,6 @@ pub(crate) fn pod_counts(pod: &Value) -> bool {
     )
 }
 
-pub(crate) fn count_objects(inner: &Inner, cluster: &str, namespace: &str, resource: &str) -> u64 {
-    let (_, items) = inner
-        .store
-        .list(&Bucket::new(cluster, resource), Some(namespace), None);
-    count_listed(resource, &items)
-}
-
-/// How many of `items` (listed objects of `resource`) a quota counts: every one, but for pods
-/// only those not finished.
-pub(crate) fn count_listed(resource: &str, items: &[(String, String, StoredObject)]) -> u64 {
-    if resource == PODS {
-        return items
-            .iter()
-            .filter(|(_, _, o)| {
-                serde_json::from_slice::<Value>(&o.value).is_ok_and(|pod| pod_counts(&pod))
-            })
-            .count() as u64;
-    }
-    items.len() as u64
-}
-
 /// A quota's hard limit, a quantity.
 pub(crate) fn hard_limit(limit: &Value) -> Option<Quantity> {
     match limit {
@@ -79,9 +152,13 @@ pub(crate) fn hard_limit(limit: &Value) -> Option<Quantity> {
     }
 }
 
-/// Why creating one more object of `resource` in `namespace` would exceed a quota there, as
-/// kube's quota admission words it (`exceeded quota: <quota>, requested: <key>=1, used:
-/// <key>=<n>, limited: <key>=<hard>`); `None` when every quota still has room.
+/// A key over its limit: the key, what the object requests, what is used, the limit.
+type Over<'a> = (&'a String, Quantity, Quantity, Quantity);
+
+/// Why creating `obj` (an object of `resource`) in `namespace` would exceed a quota there, as
+/// kube's quota admission words it (`exceeded quota: <quota>, requested: <key>=<q>, used:
+/// <key>=<q>, limited: <key>=<q>`, listing the keys over their limit, sorted); `None` when
+/// every quota still has room.
 pub(crate) fn exceeded(
     inner: &Inner,
     cluster: &str,
@@ -89,14 +166,11 @@ pub(crate) fn exceeded(
     resource: &str,
     obj: &Value,
 ) -> Option<String> {
-    if resource == PODS && !pod_counts(obj) {
-        return None;
-    }
     let (_, quotas) =
         inner
             .store
             .list(&Bucket::new(cluster, QUOTA_RESOURCE), Some(namespace), None);
-    let mut used = None;
+    let mut listed: Option<Vec<(String, String, StoredObject)>> = None;
     for (_, name, stored) in quotas {
         let Ok(quota) = serde_json::from_slice::<Value>(&stored.value) else {
             continue;
@@ -104,34 +178,44 @@ pub(crate) fn exceeded(
         let Some(hard) = quota.pointer("/spec/hard").and_then(Value::as_object) else {
             continue;
         };
-        let mut over: Vec<(&String, Quantity)> = hard
-            .iter()
-            .filter(|(key, _)| counted_resource(key).as_deref() == Some(resource))
-            .filter_map(|(key, limit)| Some((key, hard_limit(limit)?)))
-            .collect();
+        let mut over: Vec<Over<'_>> = Vec::new();
+        for (key, limit) in hard {
+            let Some(usage) = Usage::of_key(key).filter(|u| u.resource() == resource) else {
+                continue;
+            };
+            let Some(limit) = hard_limit(limit) else {
+                continue;
+            };
+            let requested = usage.of_object(obj);
+            if requested.is_zero() {
+                continue;
+            }
+            let items = listed.get_or_insert_with(|| {
+                inner
+                    .store
+                    .list(&Bucket::new(cluster, resource), Some(namespace), None)
+                    .1
+            });
+            let used = usage.total(items);
+            if used.plus(&requested).cmp_value(&limit) == Ordering::Greater {
+                over.push((key, requested, used, limit));
+            }
+        }
         if over.is_empty() {
             continue;
         }
-        let now = *used.get_or_insert_with(|| count_objects(inner, cluster, namespace, resource));
-        if over
-            .iter()
-            .all(|(_, limit)| limit.cmp_count(now + 1) != Ordering::Less)
-        {
-            continue;
-        }
         over.sort_by(|a, b| a.0.cmp(b.0));
-        // kube prints each list as `key=quantity`, sorted by key.
-        let list = |value: &dyn Fn(&Quantity) -> String| {
+        let list = |pick: &dyn Fn(&Over<'_>) -> String| {
             over.iter()
-                .map(|(key, limit)| format!("{key}={}", value(limit)))
+                .map(|entry| format!("{}={}", entry.0, pick(entry)))
                 .collect::<Vec<_>>()
                 .join(",")
         };
         return Some(format!(
             "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
-            list(&|_| Quantity::from_count(1).to_string()),
-            list(&|_| Quantity::from_count(now).to_string()),
-            list(&Quantity::to_string),
+            list(&|e| e.1.to_string()),
+            list(&|e| e.2.to_string()),
+            list(&|e| e.3.to_string()),
         ));
     }
     None
@@ -163,6 +247,44 @@ mod tests {
         assert_eq!(counted_resource("requests.cpu"), None);
         assert_eq!(counted_resource("count/"), None);
         assert_eq!(counted_resource("count/.apps"), None);
+    }
+
+    #[test]
+    fn storage_and_device_keys() {
+        assert_eq!(
+            Usage::of_key("requests.storage"),
+            Some(Usage::ClaimStorage(None))
+        );
+        assert_eq!(
+            Usage::of_key("gold.storageclass.storage.k8s.io/requests.storage"),
+            Some(Usage::ClaimStorage(Some("gold".into())))
+        );
+        assert_eq!(
+            Usage::of_key("gold.storageclass.storage.k8s.io/persistentvolumeclaims"),
+            Some(Usage::ClassClaims("gold".into()))
+        );
+        assert_eq!(
+            Usage::of_key("gpu.deviceclass.resource.k8s.io/devices"),
+            Some(Usage::Devices("gpu".into()))
+        );
+        assert_eq!(
+            Usage::of_key("count/resourceclaims.resource.k8s.io"),
+            Some(Usage::Objects("resource.k8s.io/resourceclaims".into()))
+        );
+        let claim = json!({"spec": {"storageClassName": "gold", "resources": {"requests": {"storage": "2Gi"}}}});
+        let gold = Usage::ClaimStorage(Some("gold".into()));
+        assert_eq!(gold.of_object(&claim).to_string(), "2Gi");
+        assert!(
+            Usage::ClaimStorage(Some("slow".into()))
+                .of_object(&claim)
+                .is_zero()
+        );
+        assert_eq!(
+            Usage::ClassClaims("gold".into())
+                .of_object(&claim)
+                .to_string(),
+            "1"
+        );
     }
 
     #[test]

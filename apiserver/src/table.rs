@@ -642,6 +642,259 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
                 "ServiceAccounts in the binding.",
             ),
         ],
+        PersistentVolumeClaim => vec![
+            NAME,
+            col(
+                "Status",
+                "string",
+                0,
+                "Phase represents the current phase of PersistentVolumeClaim.",
+            ),
+            col(
+                "Volume",
+                "string",
+                0,
+                "VolumeName is the binding reference to the PersistentVolume backing this claim.",
+            ),
+            col(
+                "Capacity",
+                "string",
+                0,
+                "Capacity represents the actual resources of the underlying volume.",
+            ),
+            col(
+                "Access Modes",
+                "string",
+                0,
+                "AccessModes contains the desired access modes the volume should have.",
+            ),
+            col(
+                "StorageClass",
+                "string",
+                0,
+                "StorageClassName is the name of the StorageClass required by the claim.",
+            ),
+            col(
+                "VolumeAttributesClass",
+                "string",
+                0,
+                "VolumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim.",
+            ),
+            AGE,
+            col(
+                "VolumeMode",
+                "string",
+                1,
+                "volumeMode defines what type of volume is required by the claim.",
+            ),
+        ],
+        PersistentVolume => vec![
+            NAME,
+            col(
+                "Capacity",
+                "string",
+                0,
+                "capacity is the description of the persistent volume's resources and capacity.",
+            ),
+            col(
+                "Access Modes",
+                "string",
+                0,
+                "accessModes contains all ways the volume can be mounted.",
+            ),
+            col(
+                "Reclaim Policy",
+                "string",
+                0,
+                "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.",
+            ),
+            col(
+                "Status",
+                "string",
+                0,
+                "phase indicates if a volume is available, bound to a claim, or released by a claim.",
+            ),
+            col(
+                "Claim",
+                "string",
+                0,
+                "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.",
+            ),
+            col(
+                "StorageClass",
+                "string",
+                0,
+                "storageClassName is the name of StorageClass to which this persistent volume belongs.",
+            ),
+            col(
+                "VolumeAttributesClass",
+                "string",
+                0,
+                "Name of VolumeAttributesClass to which this persistent volume belongs.",
+            ),
+            col(
+                "Reason",
+                "string",
+                0,
+                "reason is a brief CamelCase string that describes any failure.",
+            ),
+            AGE,
+            col(
+                "VolumeMode",
+                "string",
+                1,
+                "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.",
+            ),
+        ],
+        StorageClass => vec![
+            NAME,
+            col(
+                "Provisioner",
+                "string",
+                0,
+                "provisioner indicates the type of the provisioner.",
+            ),
+            col(
+                "ReclaimPolicy",
+                "string",
+                0,
+                "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.",
+            ),
+            col(
+                "VolumeBindingMode",
+                "string",
+                0,
+                "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.",
+            ),
+            col(
+                "AllowVolumeExpansion",
+                "string",
+                0,
+                "allowVolumeExpansion shows whether the storage class allow volume expand.",
+            ),
+            AGE,
+        ],
+        PodDisruptionBudget => vec![
+            NAME,
+            col(
+                "Min Available",
+                "string",
+                0,
+                "The minimum number of pods that must be available simultaneously. This can be either an integer or a string specifying a percentage, e.g. \"28%\".",
+            ),
+            col(
+                "Max Unavailable",
+                "string",
+                0,
+                "The maximum number of pods that may be unavailable. This can be either an integer or a string specifying a percentage, e.g. \"28%\".",
+            ),
+            col(
+                "Allowed Disruptions",
+                "integer",
+                0,
+                "Calculated number of pods that may be disrupted at this time.",
+            ),
+            AGE,
+        ],
+        Ingress => vec![
+            NAME,
+            col(
+                "Class",
+                "string",
+                0,
+                "The name of the IngressClass resource.",
+            ),
+            col(
+                "Hosts",
+                "string",
+                0,
+                "Hosts that incoming requests are matched against before the ingress rule.",
+            ),
+            col(
+                "Address",
+                "string",
+                0,
+                "Address is a list containing ingress points for the load-balancer.",
+            ),
+            col(
+                "Ports",
+                "string",
+                0,
+                "Ports of TLS configurations that open.",
+            ),
+            AGE,
+        ],
+        IngressClass => vec![
+            NAME,
+            col(
+                "Controller",
+                "string",
+                0,
+                "Controller that is responsible for handling this class.",
+            ),
+            col(
+                "Parameters",
+                "string",
+                0,
+                "A reference to a resource with additional parameters.",
+            ),
+            AGE,
+        ],
+        NetworkPolicy => vec![
+            NAME,
+            col(
+                "Pod-Selector",
+                "string",
+                0,
+                "podSelector selects the pods to which this NetworkPolicy object applies.",
+            ),
+            AGE,
+        ],
+        HorizontalPodAutoscaler => vec![
+            NAME,
+            col(
+                "Reference",
+                "string",
+                0,
+                "The reference to the resource being autoscaled.",
+            ),
+            col(
+                "Targets",
+                "string",
+                0,
+                "The current and target values of the metrics used to scale.",
+            ),
+            col(
+                "MinPods",
+                "string",
+                0,
+                "Lower limit for the number of pods that can be set by the autoscaler, default 1.",
+            ),
+            col(
+                "MaxPods",
+                "string",
+                0,
+                "Upper limit for the number of pods that can be set by the autoscaler; cannot be smaller than MinReplicas.",
+            ),
+            col(
+                "Replicas",
+                "string",
+                0,
+                "Current number of replicas of pods managed by this autoscaler.",
+            ),
+            AGE,
+        ],
+        ResourceClaim => vec![
+            NAME,
+            col(
+                "State",
+                "string",
+                0,
+                "A summary of the current state (allocated, pending, reserved, etc.).",
+            ),
+            AGE,
+        ],
+        DeviceClass => vec![NAME, AGE],
         _ => vec![NAME, CREATED_AT],
     }
 }
@@ -1145,7 +1398,347 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
                 json!(pick("ServiceAccount")),
             ]
         }
+        PersistentVolumeClaim => {
+            let bound = !s(obj.pointer("/spec/volumeName")).is_empty();
+            let (capacity, modes) = if bound {
+                (
+                    s(obj.pointer("/status/capacity/storage")),
+                    access_modes(obj.pointer("/status/accessModes")),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            vec![
+                name,
+                json!(phase_or_terminating(obj)),
+                json!(s(obj.pointer("/spec/volumeName"))),
+                json!(capacity),
+                json!(modes),
+                json!(storage_class(obj)),
+                json!(or_unset(s(obj.pointer("/spec/volumeAttributesClassName")))),
+                age(obj),
+                json!(or_unset(s(obj.pointer("/spec/volumeMode")))),
+            ]
+        }
+        PersistentVolume => {
+            let claim = obj
+                .pointer("/spec/claimRef")
+                .filter(|c| c.is_object())
+                .map(|c| format!("{}/{}", s(c.get("namespace")), s(c.get("name"))))
+                .unwrap_or_default();
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/capacity/storage"))),
+                json!(access_modes(obj.pointer("/spec/accessModes"))),
+                json!(s(obj.pointer("/spec/persistentVolumeReclaimPolicy"))),
+                json!(phase_or_terminating(obj)),
+                json!(claim),
+                json!(storage_class(obj)),
+                json!(or_unset(s(obj.pointer("/spec/volumeAttributesClassName")))),
+                json!(s(obj.pointer("/status/reason"))),
+                age(obj),
+                json!(or_unset(s(obj.pointer("/spec/volumeMode")))),
+            ]
+        }
+        StorageClass => {
+            let annotation =
+                |k: &str| obj.pointer(&format!("/metadata/annotations/{}", k.replace('/', "~1")));
+            let default = [
+                "storageclass.kubernetes.io/is-default-class",
+                "storageclass.beta.kubernetes.io/is-default-class",
+            ]
+            .iter()
+            .any(|k| annotation(k).and_then(Value::as_str) == Some("true"));
+            let shown = if default {
+                format!("{} (default)", meta::meta_str(obj, "name"))
+            } else {
+                meta::meta_str(obj, "name").to_string()
+            };
+            let or = |v: String, d: &str| if v.is_empty() { d.to_string() } else { v };
+            vec![
+                json!(shown),
+                json!(s(obj.get("provisioner"))),
+                json!(or(s(obj.get("reclaimPolicy")), "Delete")),
+                json!(or(s(obj.get("volumeBindingMode")), "Immediate")),
+                json!(
+                    obj.get("allowVolumeExpansion")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                ),
+                age(obj),
+            ]
+        }
+        PodDisruptionBudget => {
+            let budget = |k: &str| match obj.pointer(&format!("/spec/{k}")) {
+                None | Some(Value::Null) => "N/A".to_string(),
+                v => s(v),
+            };
+            vec![
+                name,
+                json!(budget("minAvailable")),
+                json!(budget("maxUnavailable")),
+                json!(int(obj.pointer("/status/disruptionsAllowed"))),
+                age(obj),
+            ]
+        }
+        Ingress => {
+            let rules = obj
+                .pointer("/spec/rules")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let hosts: Vec<String> = rules
+                .iter()
+                .map(|r| s(r.get("host")))
+                .filter(|h| !h.is_empty())
+                .collect();
+            let mut shown = hosts.iter().take(3).cloned().collect::<Vec<_>>().join(",");
+            if rules.len() > 3 {
+                shown = format!("{shown} + {} more...", rules.len() - 3);
+            }
+            if shown.is_empty() {
+                shown = "*".into();
+            }
+            let mut addresses: Vec<String> = obj
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|i| {
+                            let ip = s(i.get("ip"));
+                            if ip.is_empty() {
+                                s(i.get("hostname"))
+                            } else {
+                                ip
+                            }
+                        })
+                        .filter(|a| !a.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default();
+            addresses.sort();
+            addresses.dedup();
+            let ports = if count(obj.pointer("/spec/tls")) > 0 {
+                "80, 443"
+            } else {
+                "80"
+            };
+            vec![
+                name,
+                or_none(s(obj.pointer("/spec/ingressClassName"))),
+                json!(shown),
+                json!(addresses.join(",")),
+                json!(ports),
+                age(obj),
+            ]
+        }
+        IngressClass => {
+            let parameters = obj
+                .pointer("/spec/parameters")
+                .filter(|p| p.is_object())
+                .map(|p| {
+                    let group = s(p.get("apiGroup"));
+                    let kind = if group.is_empty() {
+                        s(p.get("kind"))
+                    } else {
+                        format!("{}.{group}", s(p.get("kind")))
+                    };
+                    format!("{kind}/{}", s(p.get("name")))
+                })
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(s(obj.pointer("/spec/controller"))),
+                json!(parameters),
+                age(obj),
+            ]
+        }
+        NetworkPolicy => vec![
+            name,
+            or_none(selector_string(obj.pointer("/spec/podSelector"))),
+            age(obj),
+        ],
+        HorizontalPodAutoscaler => {
+            let reference = format!(
+                "{}/{}",
+                s(obj.pointer("/spec/scaleTargetRef/kind")),
+                s(obj.pointer("/spec/scaleTargetRef/name"))
+            );
+            let min = obj
+                .pointer("/spec/minReplicas")
+                .and_then(Value::as_i64)
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "<unset>".into());
+            vec![
+                name,
+                json!(reference),
+                json!(hpa_targets(obj)),
+                json!(min),
+                json!(int(obj.pointer("/spec/maxReplicas"))),
+                json!(int(obj.pointer("/status/currentReplicas"))),
+                age(obj),
+            ]
+        }
+        ResourceClaim => {
+            let mut state = Vec::new();
+            let deleting = meta::is_deleting(obj);
+            if deleting {
+                state.push("deleted");
+            }
+            match obj.pointer("/status/allocation").filter(|a| !a.is_null()) {
+                None if !deleting => state.push("pending"),
+                None => {}
+                Some(_) => {
+                    state.push("allocated");
+                    if count(obj.pointer("/status/reservedFor")) > 0 {
+                        state.push("reserved");
+                    }
+                }
+            }
+            vec![name, json!(state.join(",")), age(obj)]
+        }
+        DeviceClass => vec![name, age(obj)],
         _ => vec![name, json!(meta::meta_str(obj, "creationTimestamp"))],
+    }
+}
+
+/// kubectl's short access modes (`RWO,ROX,RWX,RWOP`, in that order, each once).
+fn access_modes(modes: Option<&Value>) -> String {
+    let given: Vec<&str> = modes
+        .and_then(Value::as_array)
+        .map(|m| m.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(mode, _)| given.contains(mode))
+    .map(|(_, short)| *short)
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// A volume's or claim's phase, or `Terminating` while it is deleted.
+fn phase_or_terminating(obj: &Value) -> String {
+    if meta::is_deleting(obj) {
+        "Terminating".into()
+    } else {
+        s(obj.pointer("/status/phase"))
+    }
+}
+
+/// The storage class: the beta annotation when present, else `spec.storageClassName`.
+fn storage_class(obj: &Value) -> String {
+    obj.pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| s(obj.pointer("/spec/storageClassName")))
+}
+
+fn or_unset(v: String) -> String {
+    if v.is_empty() { "<unset>".into() } else { v }
+}
+
+/// kubectl's Targets cell of an autoscaler: up to two metrics as `current/target`.
+fn hpa_targets(obj: &Value) -> String {
+    let specs = obj
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = obj
+        .pointer("/status/currentMetrics")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let shown: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, m)| metric_cell(m, statuses.get(i)))
+        .collect();
+    if shown.len() > 2 {
+        format!("{} + {} more...", shown[..2].join(", "), shown.len() - 2)
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// One metric of the Targets cell.
+fn metric_cell(spec: &Value, status: Option<&Value>) -> String {
+    let ty = s(spec.get("type"));
+    let key = match ty.as_str() {
+        "Resource" => "resource",
+        "ContainerResource" => "containerResource",
+        "Pods" => "pods",
+        "Object" => "object",
+        "External" => "external",
+        _ => return "<unknown type>".into(),
+    };
+    let target = spec
+        .pointer(&format!("/{key}/target"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let current = status
+        .and_then(|st| st.pointer(&format!("/{key}/current")))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let unknown = |v: String| {
+        if v.is_empty() {
+            "<unknown>".to_string()
+        } else {
+            v
+        }
+    };
+    match key {
+        "resource" | "containerResource" => {
+            let name = s(spec.pointer(&format!("/{key}/name")));
+            if let Some(avg) = target.get("averageValue").filter(|v| !v.is_null()) {
+                format!(
+                    "{name}: {}/{}",
+                    unknown(s(current.get("averageValue"))),
+                    s(Some(avg))
+                )
+            } else {
+                let cur = current
+                    .get("averageUtilization")
+                    .and_then(Value::as_i64)
+                    .map(|u| format!("{u}%"))
+                    .unwrap_or_else(|| "<unknown>".into());
+                let want = target
+                    .get("averageUtilization")
+                    .and_then(Value::as_i64)
+                    .map(|u| format!("{u}%"))
+                    .unwrap_or_else(|| "<auto>".into());
+                format!("{name}: {cur}/{want}")
+            }
+        }
+        "pods" => format!(
+            "{}/{}",
+            unknown(s(current.get("averageValue"))),
+            s(target.get("averageValue"))
+        ),
+        _ => {
+            if let Some(avg) = target.get("averageValue").filter(|v| !v.is_null()) {
+                format!(
+                    "{}/{} (avg)",
+                    unknown(s(current.get("averageValue"))),
+                    s(Some(avg))
+                )
+            } else {
+                format!(
+                    "{}/{}",
+                    unknown(s(current.get("value"))),
+                    s(target.get("value"))
+                )
+            }
+        }
     }
 }
 

@@ -1252,3 +1252,89 @@ async fn a_restarted_hub_resumes_the_agents_watches_without_a_relist() {
     }
     hub.stop().await;
 }
+
+/// A work carrying the kinds applications ship beside their Deployments — storage, a
+/// disruption budget, ingress, network policy, an autoscaler, a device claim — is applied
+/// on a simulated cluster, and the objects there carry kube's defaults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_work_carrying_the_kinds_apps_ship_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, spokes, agents) = joined_hub(dir.path(), &["c1"]).await;
+    let spoke = &spokes[0];
+    let work_agent = RunningWorkAgent::start(spoke, "c1");
+    let works: Api<ManifestWork> = Api::namespaced(hub.admin_client(), "c1");
+    let ns = |kind: &str, api: &str, name: &str, rest: Value| {
+        let mut obj = json!({"apiVersion": api, "kind": kind,
+                             "metadata": {"name": name, "namespace": "shop"}});
+        json_patch::merge(&mut obj, &rest);
+        obj
+    };
+    let manifests = json!([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shop-ssd"},
+         "provisioner": "disk.example.com"},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "shop-disk"},
+         "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"],
+                  "storageClassName": "shop-ssd", "hostPath": {"path": "/srv/shop"}}},
+        ns("PersistentVolumeClaim", "v1", "data", json!({"spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "shop-ssd",
+            "resources": {"requests": {"storage": "1Gi"}}}})),
+        ns("PodDisruptionBudget", "policy/v1", "web", json!({"spec": {
+            "minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})),
+        {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "shop"},
+         "spec": {"controller": "example.com/ingress"}},
+        ns("Ingress", "networking.k8s.io/v1", "web", json!({"spec": {"ingressClassName": "shop",
+            "rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/",
+                "pathType": "Prefix", "backend": {"service": {"name": "web",
+                    "port": {"number": 80}}}}]}}]}})),
+        ns("NetworkPolicy", "networking.k8s.io/v1", "web", json!({"spec": {
+            "podSelector": {"matchLabels": {"app": "web"}},
+            "ingress": [{"ports": [{"port": 8080}]}]}})),
+        ns("HorizontalPodAutoscaler", "autoscaling/v2", "web", json!({"spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 3}})),
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "shop-gpu"},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}},
+        ns("ResourceClaim", "resource.k8s.io/v1", "gpu", json!({"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "shop-gpu"}}]}}})),
+    ]);
+    create_work(&works, "kinds", manifests, json!({})).await;
+    let work = applied_and_available(&works, "kinds").await;
+    let applied = work
+        .status
+        .iter()
+        .flat_map(|s| s.resource_status.iter())
+        .flat_map(|r| r.manifests.iter())
+        .filter(|m| {
+            m.conditions
+                .iter()
+                .any(|c| c.type_ == "Applied" && c.status == "True")
+        })
+        .count();
+    assert_eq!(applied, 11, "every manifest applied");
+
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(spoke.clone(), "shop");
+    let pvc = claims.get("data").await.unwrap();
+    assert_eq!(
+        pvc.spec.as_ref().and_then(|s| s.volume_mode.as_deref()),
+        Some("Filesystem")
+    );
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        Api::namespaced(spoke.clone(), "shop");
+    let np = policies.get("web").await.unwrap();
+    assert_eq!(
+        np.spec.and_then(|s| s.policy_types),
+        Some(vec!["Ingress".to_owned()])
+    );
+    let autoscalers: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(spoke.clone(), "shop");
+    let hpa = autoscalers.get("web").await.unwrap();
+    assert_eq!(hpa.spec.and_then(|s| s.min_replicas), Some(1));
+
+    work_agent.stop().await;
+    for agent in agents {
+        agent.stop().await.unwrap();
+    }
+    hub.stop().await;
+}

@@ -6,8 +6,8 @@ Facts used: the `generated.proto` message definitions (field numbers, proto type
 and the Go struct tags of the same packages (`json:"name,omitempty"`, whether the Go field is a
 pointer, matched to the proto field by its number in the `protobuf:"..."` tag).
 
-Usage: gen_proto_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT [REV] > types.json
-REV is the git revision of all three mirrors (default v0.33.13, matching k8s-openapi's v1_33).
+Usage: gen_proto_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT AGGREGATOR_GIT [REV] > types.json
+REV is the git revision of all four mirrors (default v0.35.6, matching k8s-openapi's v1_35).
 
 Output: {"packages": {apiVersion: proto package}, "messages": {full name: {"fields": [[number,
 json name, label, type, value type, flags], ...], "slice": bool}}, "json_name_exceptions": [...]}
@@ -19,8 +19,8 @@ import re
 import subprocess
 import sys
 
-API, MACHINERY, APIEXT = sys.argv[1:4]
-REV = sys.argv[4] if len(sys.argv) > 4 else "v0.33.13"
+API, MACHINERY, APIEXT, AGGREGATOR = sys.argv[1:5]
+REV = sys.argv[5] if len(sys.argv) > 5 else "v0.35.6"
 
 # (apiVersion or None, repo, directory)
 PACKAGES = [
@@ -34,6 +34,10 @@ PACKAGES = [
     ("authorization.k8s.io/v1", API, "authorization/v1"),
     ("authentication.k8s.io/v1", API, "authentication/v1"),
     ("autoscaling/v1", API, "autoscaling/v1"),
+    ("autoscaling/v2", API, "autoscaling/v2"),
+    ("networking.k8s.io/v1", API, "networking/v1"),
+    ("storage.k8s.io/v1", API, "storage/v1"),
+    ("resource.k8s.io/v1", API, "resource/v1"),
     ("policy/v1", API, "policy/v1"),
     ("admissionregistration.k8s.io/v1", API, "admissionregistration/v1"),
     ("flowcontrol.apiserver.k8s.io/v1", API, "flowcontrol/v1"),
@@ -43,6 +47,7 @@ PACKAGES = [
     (None, MACHINERY, "pkg/util/intstr"),
     (None, MACHINERY, "pkg/api/resource"),
     ("apiextensions.k8s.io/v1", APIEXT, "pkg/apis/apiextensions/v1"),
+    ("apiregistration.k8s.io/v1", AGGREGATOR, "pkg/apis/apiregistration/v1"),
 ]
 
 

@@ -1,10 +1,11 @@
-//! ResourceQuota usage, as kube-controller-manager's resourcequota controller reports it for
-//! object counts: `status.hard` mirrors `spec.hard`, and `status.used` holds, for every
-//! object-count key (`count/<resource>[.<group>]`, and the legacy `configmaps`, `secrets`,
-//! `services`, `pods`, `resourcequotas`, `replicationcontrollers`, `persistentvolumeclaims`),
-//! how many such objects the namespace holds — recomputed whenever one is created or deleted.
-//! Compute-resource keys (`requests.cpu`, `limits.memory`, …) are left out of `used`: there are
-//! no real pods to sum.
+//! ResourceQuota usage, as kube-controller-manager's resourcequota controller reports it:
+//! `status.hard` mirrors `spec.hard`, and `status.used` holds, for every key the server
+//! measures (object counts `count/<resource>[.<group>]` and the legacy `configmaps`,
+//! `secrets`, …; `requests.storage` and the per-StorageClass
+//! `<class>.storageclass.storage.k8s.io/{requests.storage,persistentvolumeclaims}`;
+//! `<class>.deviceclass.resource.k8s.io/devices`), what the namespace uses — recomputed
+//! whenever an object it measures changes. Compute-resource keys (`requests.cpu`,
+//! `limits.memory`, …) are left out of `used`: there are no real pods to sum.
 
 use std::collections::HashSet;
 
@@ -13,19 +14,21 @@ use serde_json::{Map, Value, json};
 use crate::control::ServerAccess;
 use crate::ops::{Managed, Target};
 use crate::quantity::{self, Quantity};
-use crate::quota::{PODS, QUOTA_RESOURCE, count_listed, counted_resource};
+use crate::quota::{QUOTA_RESOURCE, Usage};
 use ocm_apiserver_storage::{Bucket, Event, EventKind, ObjectKey};
 
-/// The status a quota with `spec.hard` = `hard` should have, `count(resource)` giving the
-/// objects of each counted storage resource in its namespace.
+/// The status a quota with `spec.hard` = `hard` should have, `measure(usage)` giving what the
+/// namespace uses of each measured key.
 /// Quantities are written in canonical form, as the server stores them (`1000` objects are
 /// `1k`), so the status compares equal to the stored one once written.
-pub(crate) fn desired_status(hard: &Map<String, Value>, count: impl Fn(&str) -> u64) -> Value {
+pub(crate) fn desired_status(
+    hard: &Map<String, Value>,
+    measure: impl Fn(&Usage) -> Quantity,
+) -> Value {
     let used: Map<String, Value> = hard
         .keys()
         .filter_map(|key| {
-            let resource = counted_resource(key)?;
-            let used = Quantity::from_count(count(&resource));
+            let used = measure(&Usage::of_key(key)?);
             Some((key.clone(), json!(used.to_string())))
         })
         .collect();
@@ -56,9 +59,10 @@ async fn sync_quota(server: &ServerAccess, cluster: &str, namespace: &str, name:
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let desired = desired_status(&hard, |resource| {
-        let (_, items) = server.list(&Bucket::new(cluster, resource), Some(namespace), None);
-        count_listed(resource, &items)
+    let desired = desired_status(&hard, |usage| {
+        let bucket = Bucket::new(cluster, usage.resource());
+        let (_, items) = server.list(&bucket, Some(namespace), None);
+        usage.total(&items)
     });
     if quota.get("status") == Some(&desired) {
         return true;
@@ -108,7 +112,7 @@ fn quotas_counting(
                     .and_then(Value::as_object)
                     .is_some_and(|hard| {
                         hard.keys()
-                            .any(|k| counted_resource(k).as_deref() == Some(resource))
+                            .any(|k| Usage::of_key(k).is_some_and(|u| u.resource() == resource))
                     })
             })
         })
@@ -128,8 +132,11 @@ fn affected(server: &ServerAccess, event: &Event) -> Vec<(String, String, String
     if resource == QUOTA_RESOURCE && event.kind != EventKind::Deleted {
         due.push((cluster.clone(), namespace.clone(), event.key.name.clone()));
     }
-    // Counts change on creation and deletion (and, for pods, when one finishes).
-    if event.kind != EventKind::Modified || resource == PODS {
+    // Counts change on creation and deletion; pods finish, and claims change what they
+    // request, in updates.
+    if event.kind != EventKind::Modified
+        || matches!(resource, crate::quota::PODS | "/persistentvolumeclaims")
+    {
         for name in quotas_counting(server, &cluster, namespace, resource) {
             due.push((cluster.clone(), namespace.clone(), name));
         }
@@ -188,10 +195,12 @@ mod tests {
     #[test]
     fn status_mirrors_hard_and_counts_only_object_counts() {
         let hard = json!({"count/configmaps": "5", "requests.cpu": "2", "secrets": "3"});
-        let status = desired_status(hard.as_object().unwrap(), |r| match r {
-            "/configmaps" => 2,
-            "/secrets" => 1,
-            _ => 99,
+        let status = desired_status(hard.as_object().unwrap(), |u| {
+            Quantity::from_count(match u.resource() {
+                "/configmaps" => 2,
+                "/secrets" => 1,
+                _ => 99,
+            })
         });
         assert_eq!(status["hard"], hard);
         assert_eq!(
@@ -203,7 +212,7 @@ mod tests {
     #[test]
     fn status_quantities_are_canonical() {
         let hard = json!({"count/configmaps": "2000", "requests.cpu": "0.5"});
-        let status = desired_status(hard.as_object().unwrap(), |_| 1000);
+        let status = desired_status(hard.as_object().unwrap(), |_| Quantity::from_count(1000));
         assert_eq!(
             status,
             json!({"hard": {"count/configmaps": "2k", "requests.cpu": "500m"},

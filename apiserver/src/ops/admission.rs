@@ -144,6 +144,7 @@ pub(crate) fn normalize(
         let ty = types.as_ref().map(ObjectType::root);
         dropped_fields(&input, &output, ty, "", &mut unknown);
         *obj = output;
+        crate::kinds::apply_defaults(kind, obj);
         if let Some(mutating) = webhook_configuration(kind) {
             crate::webhook::apply_defaults(obj, mutating);
         }
@@ -210,6 +211,7 @@ pub(crate) fn normalize_patched(
         };
         crate::quantity::fields::canonicalize(kind, obj).map_err(|err| invalid(&err))?;
         *obj = kind.normalize(obj.clone()).map_err(|err| invalid(&err))?;
+        crate::kinds::apply_defaults(kind, obj);
         flowcontrol_defaults(kind, obj);
         meta::drop_empty_metadata(obj);
     } else {
@@ -383,6 +385,9 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
                 status["qosClass"] = q.clone();
             }
             obj["status"] = status;
+        }
+        Some(kind) if crate::kinds::status_on_create(kind).is_some() => {
+            obj["status"] = crate::kinds::status_on_create(kind).unwrap_or_default();
         }
         _ if has_status => {
             if let Some(map) = obj.as_object_mut() {
@@ -657,6 +662,7 @@ pub(crate) fn validate(
         (Some(BuiltinKind::Secret), Some(old)) => {
             causes.extend(crate::validation::validate_secret_update(obj, old));
         }
+        (Some(kind), _) => causes.extend(crate::kinds::validate(kind, obj, old)),
         _ => {}
     }
     // Schema (and CEL) errors are reported together with the metadata errors, in one 422, as

@@ -270,6 +270,48 @@ impl Quantity {
         }
     }
 
+    /// The sum of two quantities (Go's `Quantity.Add`): in the format of `self`, or of
+    /// `other` when `self` is zero.
+    pub fn plus(&self, other: &Quantity) -> Quantity {
+        let exponent = self.exponent.min(other.exponent);
+        let scaled = |q: &Quantity| &q.magnitude * pow10((q.exponent - exponent).unsigned_abs());
+        let (a, b) = (scaled(self), scaled(other));
+        let (negative, magnitude) = if self.negative == other.negative {
+            (self.negative, a + b)
+        } else if a >= b {
+            (self.negative, a - b)
+        } else {
+            (other.negative, b - a)
+        };
+        let format = if self.is_zero() {
+            other.format
+        } else {
+            self.format
+        };
+        let mut sum = Quantity {
+            negative,
+            magnitude,
+            exponent,
+            format,
+            kept: None,
+        };
+        sum.settle();
+        sum
+    }
+
+    /// Compares two quantities by value.
+    pub fn cmp_value(&self, other: &Quantity) -> Ordering {
+        let exponent = self.exponent.min(other.exponent);
+        let scaled = |q: &Quantity| &q.magnitude * pow10((q.exponent - exponent).unsigned_abs());
+        let signed = |q: &Quantity| q.negative && !q.is_zero();
+        match (signed(self), signed(other)) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => scaled(self).cmp(&scaled(other)),
+            (true, true) => scaled(other).cmp(&scaled(self)),
+        }
+    }
+
     /// The quantity's format.
     pub fn format(&self) -> Format {
         self.format

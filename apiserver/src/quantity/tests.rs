@@ -285,3 +285,15 @@ fn long_inputs_stay_cheap() {
     let nines = "9".repeat(100_000);
     assert_eq!(canonical(&format!("0.{nines}")).as_deref(), Ok("1"));
 }
+
+#[test]
+fn sums_keep_the_first_format_and_compare_by_value() {
+    let q = |s: &str| Quantity::parse(s).unwrap();
+    assert_eq!(q("1Gi").plus(&q("2Gi")).to_string(), "3Gi");
+    assert_eq!(q("0").plus(&q("512Mi")).to_string(), "512Mi");
+    assert_eq!(q("1G").plus(&q("500M")).to_string(), "1500M");
+    assert_eq!(q("100m").plus(&q("-300m")).to_string(), "-200m");
+    assert_eq!(q("1Gi").cmp_value(&q("1024Mi")), std::cmp::Ordering::Equal);
+    assert_eq!(q("2Gi").cmp_value(&q("2G")), std::cmp::Ordering::Greater);
+    assert_eq!(q("-1").cmp_value(&q("0")), std::cmp::Ordering::Less);
+}

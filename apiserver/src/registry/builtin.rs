@@ -4,11 +4,13 @@
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admreg, apps::v1 as apps, authentication::v1 as authn,
-    authorization::v1 as authz, batch::v1 as batch, certificates::v1 as certs,
-    coordination::v1 as coordination, core::v1 as core, events::v1 as events,
-    flowcontrol::v1 as flowcontrol, rbac::v1 as rbac,
+    authorization::v1 as authz, autoscaling::v2 as autoscaling, batch::v1 as batch,
+    certificates::v1 as certs, coordination::v1 as coordination, core::v1 as core,
+    events::v1 as events, flowcontrol::v1 as flowcontrol, networking::v1 as networking,
+    policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
 use k8s_openapi::schemars::JsonSchema;
 use serde_json::Value;
 
@@ -54,6 +56,17 @@ pub enum BuiltinKind {
     MutatingWebhookConfiguration,
     ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    PodDisruptionBudget,
+    Ingress,
+    IngressClass,
+    NetworkPolicy,
+    HorizontalPodAutoscaler,
+    ResourceClaim,
+    DeviceClass,
+    APIService,
 }
 
 /// Something done with the k8s-openapi type of a built-in kind (see [`BuiltinKind::with_type`]).
@@ -129,6 +142,17 @@ impl BuiltinKind {
             ValidatingAdmissionPolicyBinding => {
                 visitor.visit::<admreg::ValidatingAdmissionPolicyBinding>()
             }
+            PersistentVolumeClaim => visitor.visit::<core::PersistentVolumeClaim>(),
+            PersistentVolume => visitor.visit::<core::PersistentVolume>(),
+            StorageClass => visitor.visit::<storage::StorageClass>(),
+            PodDisruptionBudget => visitor.visit::<policy::PodDisruptionBudget>(),
+            Ingress => visitor.visit::<networking::Ingress>(),
+            IngressClass => visitor.visit::<networking::IngressClass>(),
+            NetworkPolicy => visitor.visit::<networking::NetworkPolicy>(),
+            HorizontalPodAutoscaler => visitor.visit::<autoscaling::HorizontalPodAutoscaler>(),
+            ResourceClaim => visitor.visit::<resource::ResourceClaim>(),
+            DeviceClass => visitor.visit::<resource::DeviceClass>(),
+            APIService => visitor.visit::<apireg::APIService>(),
         }
     }
 
@@ -549,6 +573,129 @@ fn defs() -> Vec<Def> {
                 "v1",
                 "validatingadmissionpolicybindings",
                 "ValidatingAdmissionPolicyBinding",
+                false,
+            )
+        },
+        Def {
+            short: &["pvc"],
+            status: true,
+            ..def(
+                K::PersistentVolumeClaim,
+                "",
+                "v1",
+                "persistentvolumeclaims",
+                "PersistentVolumeClaim",
+                true,
+            )
+        },
+        Def {
+            short: &["pv"],
+            status: true,
+            ..def(
+                K::PersistentVolume,
+                "",
+                "v1",
+                "persistentvolumes",
+                "PersistentVolume",
+                false,
+            )
+        },
+        Def {
+            short: &["sc"],
+            ..def(
+                K::StorageClass,
+                "storage.k8s.io",
+                "v1",
+                "storageclasses",
+                "StorageClass",
+                false,
+            )
+        },
+        Def {
+            short: &["pdb"],
+            status: true,
+            ..def(
+                K::PodDisruptionBudget,
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+            )
+        },
+        Def {
+            short: &["ing"],
+            status: true,
+            ..def(
+                K::Ingress,
+                "networking.k8s.io",
+                "v1",
+                "ingresses",
+                "Ingress",
+                true,
+            )
+        },
+        def(
+            K::IngressClass,
+            "networking.k8s.io",
+            "v1",
+            "ingressclasses",
+            "IngressClass",
+            false,
+        ),
+        Def {
+            short: &["netpol"],
+            ..def(
+                K::NetworkPolicy,
+                "networking.k8s.io",
+                "v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                true,
+            )
+        },
+        Def {
+            short: &["hpa"],
+            categories: ALL,
+            status: true,
+            ..def(
+                K::HorizontalPodAutoscaler,
+                "autoscaling",
+                "v2",
+                "horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+                true,
+            )
+        },
+        Def {
+            status: true,
+            ..def(
+                K::ResourceClaim,
+                "resource.k8s.io",
+                "v1",
+                "resourceclaims",
+                "ResourceClaim",
+                true,
+            )
+        },
+        def(
+            K::DeviceClass,
+            "resource.k8s.io",
+            "v1",
+            "deviceclasses",
+            "DeviceClass",
+            false,
+        ),
+        Def {
+            categories: &["api-extensions"],
+            status: true,
+            names: NameKind::PathSegment,
+            ..def(
+                K::APIService,
+                "apiregistration.k8s.io",
+                "v1",
+                "apiservices",
+                "APIService",
                 false,
             )
         },

@@ -223,6 +223,11 @@ impl ResourceInfo {
                     | BuiltinKind::ValidatingAdmissionPolicy
                     | BuiltinKind::ValidatingAdmissionPolicyBinding
                     | BuiltinKind::CustomResourceDefinition
+                    | BuiltinKind::PodDisruptionBudget
+                    | BuiltinKind::Ingress
+                    | BuiltinKind::NetworkPolicy
+                    | BuiltinKind::HorizontalPodAutoscaler
+                    | BuiltinKind::DeviceClass
             ),
         }
     }

@@ -7,16 +7,16 @@ k8s.io/apiextensions-apiserver v1) as bare git mirrors. Output: a JSON table of 
 (field names, field types, +listType/+listMapKey/+mapType/+structType markers, Go
 patchStrategy/patchMergeKey tags and +default markers), read by `patch::typeinfo`.
 
-Usage: gen_builtin_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT [REV] > builtin_types.json
-REV is the git revision of all three mirrors (default v0.33.13, matching k8s-openapi's v1_33).
+Usage: gen_builtin_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT AGGREGATOR_GIT [REV] > builtin_types.json
+REV is the git revision of all four mirrors (default v0.35.6, matching k8s-openapi's v1_35).
 """
 import json
 import re
 import subprocess
 import sys
 
-API, MACHINERY, APIEXT = sys.argv[1:4]
-REV = sys.argv[4] if len(sys.argv) > 4 else "v0.33.13"
+API, MACHINERY, APIEXT, AGGREGATOR = sys.argv[1:5]
+REV = sys.argv[5] if len(sys.argv) > 5 else "v0.35.6"
 
 SOURCES = [
     # (qualifier, repo, path, go package alias used by other packages)
@@ -29,6 +29,14 @@ SOURCES = [
     ("events.v1", API, "events/v1/types.go"),
     ("authorization.v1", API, "authorization/v1/types.go"),
     ("autoscaling.v1", API, "autoscaling/v1/types.go"),
+    ("autoscaling.v2", API, "autoscaling/v2/types.go"),
+    ("policy.v1", API, "policy/v1/types.go"),
+    ("networking.v1", API, "networking/v1/types.go"),
+    ("storage.v1", API, "storage/v1/types.go"),
+    ("resource.v1", API, "resource/v1/types.go"),
+    ("admissionregistration.v1", API, "admissionregistration/v1/types.go"),
+    ("flowcontrol.v1", API, "flowcontrol/v1/types.go"),
+    ("apiregistration.v1", AGGREGATOR, "pkg/apis/apiregistration/v1/types.go"),
     ("meta.v1", MACHINERY, "pkg/apis/meta/v1/types.go"),
     ("apiextensions.v1", APIEXT, "pkg/apis/apiextensions/v1/types.go"),
     ("apiextensions.v1", APIEXT, "pkg/apis/apiextensions/v1/types_jsonschema.go"),
@@ -91,6 +99,27 @@ KINDS = {
     "authorization.k8s.io/LocalSubjectAccessReview": "authorization.v1.LocalSubjectAccessReview",
     "authorization.k8s.io/SelfSubjectRulesReview": "authorization.v1.SelfSubjectRulesReview",
     "autoscaling/Scale": "autoscaling.v1.Scale",
+    "/PersistentVolume": "core.v1.PersistentVolume",
+    "autoscaling/HorizontalPodAutoscaler": "autoscaling.v2.HorizontalPodAutoscaler",
+    "policy/PodDisruptionBudget": "policy.v1.PodDisruptionBudget",
+    "networking.k8s.io/Ingress": "networking.v1.Ingress",
+    "networking.k8s.io/IngressClass": "networking.v1.IngressClass",
+    "networking.k8s.io/NetworkPolicy": "networking.v1.NetworkPolicy",
+    "storage.k8s.io/StorageClass": "storage.v1.StorageClass",
+    "resource.k8s.io/ResourceClaim": "resource.v1.ResourceClaim",
+    "resource.k8s.io/DeviceClass": "resource.v1.DeviceClass",
+    "admissionregistration.k8s.io/MutatingWebhookConfiguration":
+        "admissionregistration.v1.MutatingWebhookConfiguration",
+    "admissionregistration.k8s.io/ValidatingWebhookConfiguration":
+        "admissionregistration.v1.ValidatingWebhookConfiguration",
+    "admissionregistration.k8s.io/ValidatingAdmissionPolicy":
+        "admissionregistration.v1.ValidatingAdmissionPolicy",
+    "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding":
+        "admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+    "flowcontrol.apiserver.k8s.io/FlowSchema": "flowcontrol.v1.FlowSchema",
+    "flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration":
+        "flowcontrol.v1.PriorityLevelConfiguration",
+    "apiregistration.k8s.io/APIService": "apiregistration.v1.APIService",
 }
 
 FIELD_RE = re.compile(r'^\s*(?:(\w+)\s+)?([\w\.\*\[\]\{\}]+(?:\[[\w\.]+\][\w\.\*\[\]]+)?)\s+`([^`]*)`')
