@@ -9,11 +9,13 @@
 //! thing: `etcd` is the store taking writes, the post-start hooks are the bootstrapping of the
 //! logical cluster (system namespaces, default RBAC, the flow-control bootstrap configuration,
 //! stored CRDs served, the controllers that keep `default/kubernetes` and
-//! `extension-apiserver-authentication`), and `/readyz`'s `shutdown` fails once the server is
-//! stopping. `log`, `informer-sync` and the apiextensions hooks are always ok here: logging
-//! cannot block, and the server answers only once its caches are filled and its CRD
-//! controllers run. kube's checks of things this server does not have (KMS, aggregation,
-//! fairness enforcement, priority classes, service IP allocation...) are not listed.
+//! `extension-apiserver-authentication`, the local APIServices written and available), and
+//! `/readyz`'s `shutdown` fails once the server is stopping. `log`, `informer-sync`, the
+//! admission initializer, the apiextensions hooks and the aggregator's controllers are always
+//! ok here: logging cannot block, and the server answers only once its caches are filled and
+//! its controllers run. kube's checks of things this server does not have (KMS, priority
+//! classes, service IP allocation, API server identity leases, legacy token tracking, the
+//! object count tracker) are not listed.
 
 use std::collections::BTreeSet;
 
@@ -57,6 +59,52 @@ fn cluster_bootstrapped(inner: &Inner, cluster: &str) -> Result<(), String> {
     }
 }
 
+/// The objects of one storage resource of `cluster`.
+fn stored(inner: &Inner, cluster: &str, resource: &str) -> Vec<serde_json::Value> {
+    let (_, items) = inner.store.list(
+        &ocm_apiserver_storage::Bucket::new(cluster, resource),
+        None,
+        None,
+    );
+    items
+        .into_iter()
+        .filter_map(|(_, _, o)| serde_json::from_slice(&o.value).ok())
+        .collect()
+}
+
+/// `kube-apiserver-autoregistration`: the cluster's local APIServices were written.
+fn apiservices_registered(inner: &Inner, cluster: &str) -> Result<(), String> {
+    let written = stored(inner, cluster, "apiregistration.k8s.io/apiservices")
+        .iter()
+        .any(|a| {
+            a.pointer("/metadata/labels")
+                .and_then(|l| l.get(crate::kinds::AUTOMANAGED))
+                .is_some()
+        });
+    if written {
+        Ok(())
+    } else {
+        Err("not finished".to_owned())
+    }
+}
+
+/// `autoregister-completion`: every local APIService exists and is available.
+fn apiservices_complete(inner: &Inner, cluster: &str) -> Result<(), String> {
+    let missing = crate::kinds::missing_local(
+        &stored(
+            inner,
+            cluster,
+            "apiextensions.k8s.io/customresourcedefinitions",
+        ),
+        &stored(inner, cluster, "apiregistration.k8s.io/apiservices"),
+    );
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("missing APIService: [{}]", missing.join(" ")))
+    }
+}
+
 fn not_shutting_down(inner: &Inner, _: &str) -> Result<(), String> {
     if *inner.shutdown.borrow() {
         Err("process is shutting down".to_owned())
@@ -83,6 +131,20 @@ fn checks(endpoint: Endpoint) -> Vec<Check> {
         ]);
     }
     list.extend([
+        // The admission plugins, webhook and policy caches are ready before the server
+        // answers.
+        check(
+            "poststarthook/start-apiserver-admission-initializer",
+            started,
+        ),
+        check("poststarthook/generic-apiserver-start-informers", started),
+        // The flow-control controller keeps FlowSchemas' `Dangling` conditions.
+        check(
+            "poststarthook/priority-and-fairness-config-consumer",
+            cluster_bootstrapped,
+        ),
+        // Requests are classified by the FlowSchemas (see `flowcontrol`).
+        check("poststarthook/priority-and-fairness-filter", started),
         check("poststarthook/start-apiextensions-informers", started),
         check("poststarthook/start-apiextensions-controllers", started),
         check("poststarthook/crd-informer-synced", started),
@@ -100,6 +162,27 @@ fn checks(endpoint: Endpoint) -> Vec<Check> {
             cluster_bootstrapped,
         ),
         check("poststarthook/bootstrap-controller", started),
+        // The APIService controller plays the aggregator's informers, availability
+        // controllers, registration and discovery; the OpenAPI documents are built from the
+        // served resources on every request.
+        check("poststarthook/start-kube-aggregator-informers", started),
+        check(
+            "poststarthook/apiservice-status-local-available-controller",
+            started,
+        ),
+        check(
+            "poststarthook/apiservice-status-remote-available-controller",
+            started,
+        ),
+        check("poststarthook/apiservice-registration-controller", started),
+        check("poststarthook/apiservice-discovery-controller", started),
+        check(
+            "poststarthook/kube-apiserver-autoregistration",
+            apiservices_registered,
+        ),
+        check("autoregister-completion", apiservices_complete),
+        check("poststarthook/apiservice-openapi-controller", started),
+        check("poststarthook/apiservice-openapiv3-controller", started),
     ]);
     if endpoint == Endpoint::Readyz {
         list.push(check("shutdown", not_shutting_down));

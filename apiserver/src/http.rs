@@ -363,6 +363,59 @@ where
     {
         return Err(ApiError::too_large(inner.config.max_body_bytes));
     }
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let route = parse_route(&path);
+    // API Priority and Fairness classifies the default cluster's authorized requests (after
+    // impersonation): the answer names the FlowSchema and priority level, and the request is
+    // counted in the metrics while it executes. Other logical clusters (simulated managed
+    // clusters, thousands to a process) are not classified: no configuration per cluster is
+    // kept in memory.
+    let flow = (cluster == DEFAULT_CLUSTER)
+        .then(|| {
+            inner
+                .apf
+                .get(&inner.store, DEFAULT_CLUSTER)
+                .classify(&identity, attrs)
+        })
+        .flatten();
+    let _executing = flow
+        .as_ref()
+        .map(|f| inner.metrics.dispatch(&f.level, &f.schema));
+    let mut result = dispatch(inner, cluster, route, parts, body, query, identity, accept).await;
+    if let (Some(flow), Ok(reply)) = (&flow, &mut result) {
+        for (name, value) in [
+            ("x-kubernetes-pf-flowschema-uid", &flow.schema_uid),
+            ("x-kubernetes-pf-prioritylevel-uid", &flow.level_uid),
+        ] {
+            if let Ok(value) = http::HeaderValue::from_str(value) {
+                reply.headers.insert(name, value);
+            }
+        }
+    }
+    result
+}
+
+/// Answers an authenticated and authorized request.
+#[allow(clippy::too_many_arguments)]
+async fn dispatch<B>(
+    inner: &Arc<Inner>,
+    cluster: String,
+    route: Route,
+    parts: http::request::Parts,
+    body: B,
+    query: Query,
+    identity: Identity,
+    accept: Option<String>,
+) -> Result<Reply, ApiError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let is_read = parts.method == Method::GET || parts.method == Method::HEAD;
     let header_str = |name: header::HeaderName| {
         parts
             .headers
@@ -370,9 +423,20 @@ where
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let accept = header_str(header::ACCEPT);
-    let route = parse_route(&path);
-    let is_read = parts.method == Method::GET || parts.method == Method::HEAD;
+    // A cluster's local APIServices are written when something first looks at them (see
+    // `controllers::apiservices`); the health checks report on them too.
+    let looks_at_apiservices = match &route {
+        Route::Resource(r) => r.group == "apiregistration.k8s.io" && r.resource == "apiservices",
+        Route::Health(..) => true,
+        _ => false,
+    };
+    if looks_at_apiservices {
+        crate::controllers::register_apiservices(
+            &crate::control::ServerAccess::new(inner.clone()),
+            &cluster,
+        )
+        .await;
+    }
     match route {
         Route::Resource(rpath) => {
             let Some(res) =
@@ -410,13 +474,20 @@ where
             parts.uri.query(),
         ),
         Route::Version => Ok(Reply::json(StatusCode::OK, &crate::version::version())),
-        Route::Metrics if cluster == DEFAULT_CLUSTER => Ok(Reply {
-            status: StatusCode::OK,
-            content_type: "text/plain; version=0.0.4; charset=utf-8".into(),
-            body: ReplyBody::Full(Bytes::from(inner.metrics.render())),
-            warnings: Vec::new(),
-            headers: http::HeaderMap::new(),
-        }),
+        Route::Metrics if cluster == DEFAULT_CLUSTER => {
+            let limits = inner
+                .apf
+                .get(&inner.store, DEFAULT_CLUSTER)
+                .nominal_limits();
+            inner.metrics.set_nominal_limits(&limits);
+            Ok(Reply {
+                status: StatusCode::OK,
+                content_type: "text/plain; version=0.0.4; charset=utf-8".into(),
+                body: ReplyBody::Full(Bytes::from(inner.metrics.render())),
+                warnings: Vec::new(),
+                headers: http::HeaderMap::new(),
+            })
+        }
         Route::Metrics => Err(ApiError::route_not_found()),
         Route::CoreRoot => crate::discovery::core_root(inner, &cluster, accept.as_deref()),
         Route::GroupsRoot => crate::discovery::groups_root(inner, &cluster, accept.as_deref()),

@@ -28,6 +28,7 @@
 
 pub mod admission;
 pub mod admission_cel;
+mod apf;
 pub mod auth;
 pub mod authn;
 mod authz;

@@ -116,6 +116,18 @@ pub fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
+/// Whether the object's status condition of type `ty` is `True`.
+pub fn condition_true(obj: &Value, ty: &str) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(ty)
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
 /// Removes empty lists and maps from `metadata`, as Go's `omitempty` does.
 pub fn drop_empty_metadata(obj: &mut Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {

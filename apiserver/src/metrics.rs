@@ -1,6 +1,9 @@
 //! `/metrics`: the request counter kube-apiserver exposes (`apiserver_request_total`, same name
-//! and labels), in Prometheus text format. It is how a fleet's relists are counted: every list
-//! an agent makes after a hub restart shows as a `LIST`.
+//! and labels), in Prometheus text format — it is how a fleet's relists are counted: every list
+//! an agent makes after a hub restart shows as a `LIST` — and API Priority and Fairness's
+//! `apiserver_flowcontrol_dispatched_requests_total`,
+//! `apiserver_flowcontrol_current_executing_requests` (by priority level and FlowSchema) and
+//! `apiserver_flowcontrol_nominal_limit_seats` (by priority level), for the default cluster.
 
 use std::sync::Mutex;
 
@@ -8,6 +11,7 @@ use http::StatusCode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use ocm_apiserver_rbac::{Attributes, Target};
@@ -26,10 +30,37 @@ struct RequestLabels {
     code: String,
 }
 
+/// The labels of the APF request metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FlowLabels {
+    priority_level: String,
+    flow_schema: String,
+}
+
+/// The label of the APF priority level metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabels {
+    priority_level: String,
+}
+
 /// The server's metrics registry.
 pub(crate) struct Metrics {
     registry: Mutex<Registry>,
     requests: Family<RequestLabels, Counter>,
+    dispatched: Family<FlowLabels, Counter>,
+    executing: Family<FlowLabels, Gauge>,
+    nominal: Family<LevelLabels, Gauge>,
+}
+
+/// A request executing in its priority level; counted out when dropped.
+pub(crate) struct Executing {
+    gauge: Gauge,
+}
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
 }
 
 impl Default for Metrics {
@@ -41,9 +72,30 @@ impl Default for Metrics {
             "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
             requests.clone(),
         );
+        let dispatched = Family::<FlowLabels, Counter>::default();
+        registry.register(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            dispatched.clone(),
+        );
+        let executing = Family::<FlowLabels, Gauge>::default();
+        registry.register(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
+            executing.clone(),
+        );
+        let nominal = Family::<LevelLabels, Gauge>::default();
+        registry.register(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            nominal.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
+            dispatched,
+            executing,
+            nominal,
         }
     }
 }
@@ -145,6 +197,30 @@ impl Metrics {
             code: status.as_u16().to_string(),
         };
         self.requests.get_or_create(&labels).inc();
+    }
+
+    /// Counts a request dispatched to priority level `level` through FlowSchema `schema`; it
+    /// is executing until the returned guard is dropped.
+    pub(crate) fn dispatch(&self, level: &str, schema: &str) -> Executing {
+        let labels = FlowLabels {
+            priority_level: level.to_owned(),
+            flow_schema: schema.to_owned(),
+        };
+        self.dispatched.get_or_create(&labels).inc();
+        let gauge = self.executing.get_or_create(&labels).clone();
+        gauge.inc();
+        Executing { gauge }
+    }
+
+    /// Sets every priority level's nominal concurrency limit (levels not given are dropped).
+    pub(crate) fn set_nominal_limits(&self, limits: &[(String, i64)]) {
+        self.nominal.clear();
+        for (level, seats) in limits {
+            let labels = LevelLabels {
+                priority_level: level.clone(),
+            };
+            self.nominal.get_or_create(&labels).set(*seats);
+        }
     }
 
     /// The `/metrics` document.

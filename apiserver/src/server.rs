@@ -128,6 +128,7 @@ impl ApiServer {
             client_signer,
             policies: crate::rbac_policies::PolicyCache::default(),
             webhooks: crate::webhook::WebhookCache::default(),
+            apf: crate::apf::ApfCache::default(),
             admission_policies: crate::policy::PolicyCache::default(),
             serving_port,
             metrics: crate::metrics::Metrics::default(),
@@ -148,7 +149,10 @@ impl ApiServer {
                 tracing::warn!(cluster, %err, "cannot initialize logical cluster");
             }
         }
-        crate::controllers::start(crate::control::ServerAccess::new(server.inner.clone()));
+        let access = crate::control::ServerAccess::new(server.inner.clone());
+        // kube-apiserver registers its local APIServices as it starts.
+        crate::controllers::register_apiservices_at_start(&access, DEFAULT_CLUSTER).await;
+        crate::controllers::start(access);
         Ok(server)
     }
 

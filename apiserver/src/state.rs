@@ -121,6 +121,8 @@ pub(crate) struct Inner {
     pub(crate) client_signer: Option<crate::pki::CertificateAuthority>,
     pub(crate) policies: crate::rbac_policies::PolicyCache,
     pub(crate) webhooks: crate::webhook::WebhookCache,
+    /// Each cluster's API Priority and Fairness configuration, for classifying requests.
+    pub(crate) apf: crate::apf::ApfCache,
     /// The bound ValidatingAdmissionPolicies of each logical cluster.
     pub(crate) admission_policies: crate::policy::PolicyCache,
     /// The port the server serves on: the advertised one until a listener is bound.

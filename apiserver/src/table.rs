@@ -166,16 +166,7 @@ fn selector_string(v: Option<&Value>) -> String {
         .unwrap_or_default()
 }
 
-fn condition_true(obj: &Value, ty: &str) -> bool {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some(ty)
-                    && c.get("status").and_then(Value::as_str) == Some("True")
-            })
-        })
-}
+use crate::meta::condition_true;
 
 fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
     use BuiltinKind::*;
@@ -895,6 +886,22 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             AGE,
         ],
         DeviceClass => vec![NAME, AGE],
+        APIService => vec![
+            NAME,
+            col(
+                "Service",
+                "string",
+                0,
+                "The reference to the service that hosts this API endpoint.",
+            ),
+            col(
+                "Available",
+                "string",
+                0,
+                "Whether this service is available.",
+            ),
+            AGE,
+        ],
         _ => vec![NAME, CREATED_AT],
     }
 }
@@ -1599,6 +1606,31 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
             vec![name, json!(state.join(",")), age(obj)]
         }
         DeviceClass => vec![name, age(obj)],
+        APIService => {
+            let service = obj
+                .pointer("/spec/service")
+                .filter(|s| s.is_object())
+                .map(|svc| format!("{}/{}", s(svc.get("namespace")), s(svc.get("name"))))
+                .unwrap_or_else(|| "Local".into());
+            let available = obj
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.get("type").and_then(Value::as_str) == Some("Available"))
+                })
+                .map(|c| {
+                    let status = s(c.get("status"));
+                    let reason = s(c.get("reason"));
+                    if status == "True" || reason.is_empty() {
+                        status
+                    } else {
+                        format!("{status} ({reason})")
+                    }
+                })
+                .unwrap_or_else(|| "Unknown".into());
+            vec![name, json!(service), json!(available), age(obj)]
+        }
         _ => vec![name, json!(meta::meta_str(obj, "creationTimestamp"))],
     }
 }

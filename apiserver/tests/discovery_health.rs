@@ -160,9 +160,16 @@ fn failure(result: Result<String, kube::Error>) -> kube::core::Status {
 }
 
 /// kube-apiserver 1.35's checks this server has, in kube's order: `ping`, `log`, `etcd`, then
-/// the readyz-only `etcd-readiness` and `informer-sync`, the post-start hooks of the
-/// apiextensions server, then kube-apiserver's, and readyz's `shutdown` last.
-const POST_START_HOOKS: &str = "[+]poststarthook/start-apiextensions-informers ok
+/// the readyz-only `etcd-readiness` and `informer-sync`, the post-start hooks of the generic
+/// server, of the apiextensions server, of kube-apiserver and of the aggregator (with
+/// `autoregister-completion` among them), and readyz's `shutdown` last. Every line kube's e2e
+/// `health_handlers.go` requires is here but `start-service-ip-repair-controllers` and
+/// `scheduling/bootstrap-system-priority-classes` (see docs/apiserver.md, Known gaps).
+const POST_START_HOOKS: &str = "[+]poststarthook/start-apiserver-admission-initializer ok
+[+]poststarthook/generic-apiserver-start-informers ok
+[+]poststarthook/priority-and-fairness-config-consumer ok
+[+]poststarthook/priority-and-fairness-filter ok
+[+]poststarthook/start-apiextensions-informers ok
 [+]poststarthook/start-apiextensions-controllers ok
 [+]poststarthook/crd-informer-synced ok
 [+]poststarthook/start-system-namespaces-controller ok
@@ -170,6 +177,15 @@ const POST_START_HOOKS: &str = "[+]poststarthook/start-apiextensions-informers o
 [+]poststarthook/rbac/bootstrap-roles ok
 [+]poststarthook/priority-and-fairness-config-producer ok
 [+]poststarthook/bootstrap-controller ok
+[+]poststarthook/start-kube-aggregator-informers ok
+[+]poststarthook/apiservice-status-local-available-controller ok
+[+]poststarthook/apiservice-status-remote-available-controller ok
+[+]poststarthook/apiservice-registration-controller ok
+[+]poststarthook/apiservice-discovery-controller ok
+[+]poststarthook/kube-apiserver-autoregistration ok
+[+]autoregister-completion ok
+[+]poststarthook/apiservice-openapi-controller ok
+[+]poststarthook/apiservice-openapiv3-controller ok
 ";
 
 fn readyz_verbose() -> String {

@@ -650,3 +650,111 @@ async fn many_logical_clusters_made_at_once_all_get_the_configuration() {
         started.elapsed()
     );
 }
+
+/// The value of one `/metrics` sample (`name{labels}`), if the document has it.
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let rest = line.strip_prefix(series)?;
+        rest.trim().parse().ok()
+    })
+}
+
+/// As Kubernetes' e2e "should ensure that requests can be classified by adding FlowSchema and
+/// PriorityLevelConfiguration": a new priority level shows its nominal seats in `/metrics`
+/// (kube's `ceil(600 × shares / Σ shares)`), and a request of the user its FlowSchema names
+/// carries both objects' uids in `X-Kubernetes-PF-*` headers; another user's request lands in
+/// a bootstrap schema and is counted as dispatched there.
+#[tokio::test]
+async fn requests_are_classified_by_the_flow_schemas() {
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let levels: Api<PriorityLevelConfiguration> = Api::all(client.clone());
+    let schemas: Api<FlowSchema> = Api::all(client.clone());
+    let level: PriorityLevelConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": "e2e-testing-prioritylevel"},
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                                                "limitResponse": {"type": "Reject"}}}}))
+    .unwrap();
+    let level = levels.create(&PostParams::default(), &level).await.unwrap();
+    let schema: FlowSchema = serde_json::from_value(json!({
+        "metadata": {"name": "e2e-testing-flowschema"},
+        "spec": {"matchingPrecedence": 1000,
+                 "priorityLevelConfiguration": {"name": "e2e-testing-prioritylevel"},
+                 "distinguisherMethod": {"type": "ByUser"},
+                 "rules": [{"subjects": [{"kind": "User", "user": {"name": "noxu"}}],
+                            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}}))
+    .unwrap();
+    let schema = schemas
+        .create(&PostParams::default(), &schema)
+        .await
+        .unwrap();
+    until(&schemas, "e2e-testing-flowschema", "Dangling False", |fs| {
+        dangling(fs).is_some_and(|(status, _, _)| status == "False")
+    })
+    .await;
+    let metrics = |client: kube::Client| async move {
+        client
+            .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
+            .await
+            .unwrap()
+    };
+    let text = metrics(client.clone()).await;
+    // Σ shares of kube's bootstrap levels is 245; with this level's 1, ceil(600 / 246) = 3.
+    assert_eq!(
+        sample(
+            &text,
+            "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"e2e-testing-prioritylevel\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"workload-low\"}"
+        ),
+        Some(244.0)
+    );
+
+    let version_as = |user: &'static str| {
+        let server = &server;
+        async move {
+            let client = server.client_as(user).await;
+            let (code, headers, _) = common::send_raw(
+                &client,
+                http::Request::get("/version")
+                    .body(kube::client::Body::empty())
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(code, 200);
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default()
+            };
+            (
+                header("x-kubernetes-pf-flowschema-uid"),
+                header("x-kubernetes-pf-prioritylevel-uid"),
+            )
+        }
+    };
+    assert_eq!(
+        version_as("noxu").await,
+        (
+            schema.metadata.uid.clone().unwrap(),
+            level.metadata.uid.clone().unwrap()
+        )
+    );
+    let (fs_uid, pl_uid) = version_as("foo").await;
+    assert!(!fs_uid.is_empty() && !pl_uid.is_empty());
+    assert_ne!(fs_uid, schema.metadata.uid.unwrap());
+    let text = metrics(client.clone()).await;
+    assert!(
+        sample(&text, "apiserver_flowcontrol_dispatched_requests_total{priority_level=\"e2e-testing-prioritylevel\",flow_schema=\"e2e-testing-flowschema\"}")
+            .is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE apiserver_flowcontrol_current_executing_requests gauge"));
+}

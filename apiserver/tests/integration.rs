@@ -8,6 +8,7 @@ mod common;
 mod access_review_selectors;
 mod admission;
 mod all_errors;
+mod apiservices;
 mod app_kinds;
 mod bad_input;
 mod cel_cost;

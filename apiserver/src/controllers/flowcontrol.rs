@@ -241,35 +241,13 @@ async fn set_dangling(
     let Some(mut ctx) = server.writer(&bucket(cluster, Kind::FlowSchema), CONSUMER) else {
         return true;
     };
-    let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
-        let mut next = current.clone();
-        if let Some(conditions) = dangling_conditions(current, level_found(levels, current))
-            && let Some(map) = next.as_object_mut()
-        {
-            let status = map.entry("status").or_insert_with(|| json!({}));
-            if !status.is_object() {
-                *status = json!({});
-            }
-            status["conditions"] = Value::Array(conditions);
-        }
-        Ok(next)
-    };
-    let result = ctx
-        .update(
-            "",
-            &name,
-            &Target::Sub("status".into()),
-            Managed::RecordUpdate,
-            false,
-            &mut mutate,
-        )
-        .await;
-    match result {
-        Err(err) if err.code != 404 => {
+    let conditions = |current: &Value| dangling_conditions(current, level_found(levels, current));
+    match super::set_conditions(&mut ctx, &name, conditions).await {
+        Err(err) => {
             tracing::debug!(%err, cluster, name, "setting Dangling failed; will retry");
             false
         }
-        _ => true,
+        Ok(()) => true,
     }
 }
 

@@ -24,6 +24,7 @@
 //! keep counting deleted ones — here the counts never go below the ones recorded);
 //! `activeDeadlineSeconds`, indexed completions and pod failure policies are not followed.
 
+use crate::meta::condition_true;
 use serde_json::{Value, json};
 
 use crate::meta;
@@ -131,17 +132,6 @@ pub(crate) fn tally(pods: &[Value]) -> Tally {
         }
     }
     out
-}
-
-/// Whether `object`'s status condition `type_` is True.
-fn condition_true(object: &Value, type_: &str) -> bool {
-    object
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == type_ && c["status"] == "True")
-        })
 }
 
 /// The restarts of a pod's containers and init containers.

@@ -4,6 +4,7 @@
 //! ServiceAccounts, `kube-root-ca.crt`, `default/kubernetes`, the authentication ConfigMap,
 //! the API Priority and Fairness configuration).
 
+mod apiservices;
 mod crd;
 mod csr;
 mod flowcontrol;
@@ -36,6 +37,7 @@ pub(crate) fn start(server: ServerAccess) {
     tokio::spawn(simulator::run(server.clone()));
     tokio::spawn(publisher::run(server.clone()));
     tokio::spawn(quota::run(server.clone()));
+    tokio::spawn(apiservices::run(server.clone()));
     tokio::spawn(gc::run(server));
 }
 
@@ -61,6 +63,49 @@ fn due_clusters(
 /// when some could not be made yet (the publisher retries them).
 pub(crate) async fn publish(server: &ServerAccess, cluster: &str, namespace: &str) -> bool {
     publisher::sync_namespace(server, cluster, namespace).await
+}
+
+/// Replaces `status.conditions` of the object `name` of `ctx`'s resource by a `/status`
+/// write, with what `conditions` makes of the object as it then stands (nothing is changed
+/// when it gives `None`). A 404 (the object went) is no failure.
+async fn set_conditions(
+    ctx: &mut crate::ops::Ctx,
+    name: &str,
+    conditions: impl Fn(&serde_json::Value) -> Option<Vec<serde_json::Value>> + Send + Sync,
+) -> Result<(), ocm_apiserver_status::ApiError> {
+    use serde_json::{Value, json};
+    let mut mutate = |_: &mut crate::ops::Ctx, current: &Value| {
+        let mut next = current.clone();
+        if let Some(conditions) = conditions(current)
+            && let Some(map) = next.as_object_mut()
+        {
+            let status = map.entry("status").or_insert_with(|| json!({}));
+            if !status.is_object() {
+                *status = json!({});
+            }
+            status["conditions"] = Value::Array(conditions);
+        }
+        Ok(next)
+    };
+    let target = crate::ops::Target::Sub("status".into());
+    let managed = crate::ops::Managed::RecordUpdate;
+    match ctx
+        .update("", name, &target, managed, false, &mut mutate)
+        .await
+    {
+        Err(err) if err.code != 404 => Err(err),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `cluster`'s local APIServices unless that was done (see [`apiservices`]).
+pub(crate) async fn register_apiservices(server: &ServerAccess, cluster: &str) {
+    apiservices::register_once(server, cluster).await;
+}
+
+/// Writes the local APIServices `cluster` lacks (as kube-apiserver does when it starts).
+pub(crate) async fn register_apiservices_at_start(server: &ServerAccess, cluster: &str) {
+    apiservices::register(server, cluster).await;
 }
 
 /// Makes the API Priority and Fairness configuration of `cluster` (kube's mandatory and

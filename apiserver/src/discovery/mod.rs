@@ -61,7 +61,7 @@ fn groups(inner: &Inner, cluster: &str) -> Vec<(String, Vec<VersionResources>)> 
                 .push(res.clone());
         }
     }
-    order
+    let mut groups: Vec<(String, Vec<VersionResources>)> = order
         .into_iter()
         .map(|g| {
             let mut versions: Vec<(String, Vec<Arc<ResourceInfo>>)> =
@@ -69,7 +69,21 @@ fn groups(inner: &Inner, cluster: &str) -> Vec<(String, Vec<VersionResources>)> 
             versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
             (g, versions)
         })
-        .collect()
+        .collect();
+    // kube lists groups by their APIServices' group priority, highest first, ties by the
+    // name of the preferred version's APIService (`<version>.<group>`).
+    let sort_key = |(group, versions): &(String, Vec<VersionResources>)| {
+        let names: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
+        let preferred = names.first().copied().unwrap_or_default();
+        (
+            std::cmp::Reverse(crate::registry::priority::group_order_priority(
+                group, &names,
+            )),
+            format!("{preferred}.{group}"),
+        )
+    };
+    groups.sort_by_cached_key(sort_key);
+    groups
 }
 
 fn subresource_kind(res: &ResourceInfo, version: &str, sub: &str) -> (String, String, String) {

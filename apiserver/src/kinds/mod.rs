@@ -4,6 +4,7 @@
 //! dynamic resource allocation (ResourceClaims, DeviceClasses): kube's v1 defaults, the status
 //! a new object starts with, and kube's validation, as pure functions of the objects.
 
+mod apiservice;
 mod autoscaling;
 mod dra;
 mod networking;
@@ -11,6 +12,9 @@ mod policy;
 mod selector;
 mod storage;
 
+pub(crate) use apiservice::{
+    AUTOMANAGED, availability, desired_local, missing_local, with_availability,
+};
 pub(crate) use dra::devices_per_class;
 
 use serde_json::Value;
@@ -30,6 +34,7 @@ pub(crate) fn apply_defaults(kind: BuiltinKind, obj: &mut Value) {
         HorizontalPodAutoscaler => autoscaling::default_hpa(obj),
         ResourceClaim => dra::default_claim(obj),
         DeviceClass => dra::default_class(obj),
+        APIService => apiservice::default_apiservice(obj),
         _ => {}
     }
 }
@@ -37,7 +42,7 @@ pub(crate) fn apply_defaults(kind: BuiltinKind, obj: &mut Value) {
 /// The status a new object of this kind is stored with (`PrepareForCreate` resets what the
 /// client sent, then the defaults of the stored form apply), or `None` when the kind is not
 /// one of these.
-pub(crate) fn status_on_create(kind: BuiltinKind) -> Option<Value> {
+pub(crate) fn status_on_create(kind: BuiltinKind, obj: &Value) -> Option<Value> {
     use BuiltinKind::*;
     use serde_json::json;
     match kind {
@@ -57,6 +62,7 @@ pub(crate) fn status_on_create(kind: BuiltinKind) -> Option<Value> {
         // form this server stores leaves it out (see docs/apiserver.md, Known gaps).
         HorizontalPodAutoscaler => Some(json!({"desiredReplicas": 0})),
         ResourceClaim => Some(json!({})),
+        APIService => Some(apiservice::status_on_create(obj)),
         _ => None,
     }
 }
@@ -76,6 +82,7 @@ pub(crate) fn validate(kind: BuiltinKind, obj: &Value, old: Option<&Value>) -> V
         HorizontalPodAutoscaler => autoscaling::validate_hpa(obj),
         ResourceClaim => dra::validate_claim(obj, old),
         DeviceClass => dra::validate_class(obj),
+        APIService => apiservice::validate_apiservice(obj),
         _ => Vec::new(),
     }
 }

@@ -386,8 +386,8 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
             }
             obj["status"] = status;
         }
-        Some(kind) if crate::kinds::status_on_create(kind).is_some() => {
-            obj["status"] = crate::kinds::status_on_create(kind).unwrap_or_default();
+        Some(kind) if let Some(status) = crate::kinds::status_on_create(kind, obj) => {
+            obj["status"] = status;
         }
         _ if has_status => {
             if let Some(map) = obj.as_object_mut() {

@@ -3,6 +3,7 @@
 
 mod builtin;
 mod crd;
+pub mod priority;
 mod version;
 
 use std::collections::HashMap;

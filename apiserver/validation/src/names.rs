@@ -82,6 +82,7 @@ pub fn name_rule_for(group: &str, resource: &str) -> NameRule {
         ("", "events") => NameRule::PathSegment,
         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
         ("certificates.k8s.io", "certificatesigningrequests") => NameRule::PathSegment,
+        ("apiregistration.k8s.io", "apiservices") => NameRule::PathSegment,
         _ => NameRule::DnsSubdomain,
     }
 }
