@@ -12,6 +12,7 @@ mod apiservices;
 mod app_kinds;
 mod bad_input;
 mod cel_cost;
+mod cel_ratcheting;
 mod cluster_objects;
 mod config_data;
 mod controller;

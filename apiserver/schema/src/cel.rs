@@ -18,6 +18,8 @@ pub(crate) struct CelRules {
     compiled: Option<Arc<CompiledSchema>>,
     /// Where in `compiled` the rules are.
     sites: Option<Arc<RuleSites>>,
+    /// The rules with `optionalOldSelf: true` as compiled, each with the rule as written.
+    optional: Arc<Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for CelRules {
@@ -43,9 +45,18 @@ fn has_rules(n: &Node) -> bool {
 impl CelRules {
     /// Compile every rule of `schema` (parsed as `root`).
     pub(crate) fn compile(schema: &Value, root: &Node) -> CelRules {
-        let compiled = has_rules(root).then(|| Arc::new(kube_cel::compile_schema(schema)));
+        let mut optional = Vec::new();
+        let compiled = has_rules(root).then(|| {
+            let mut rewritten = schema.clone();
+            super::cel_optional::rewrite_schema(&mut rewritten, &mut optional);
+            Arc::new(kube_cel::compile_schema(&rewritten))
+        });
         let sites = compiled.as_deref().and_then(RuleSites::of).map(Arc::new);
-        CelRules { compiled, sites }
+        CelRules {
+            compiled,
+            sites,
+            optional: Arc::new(optional),
+        }
     }
 
     /// Rules that do not compile, fail kube's type check against their schema (see
@@ -103,6 +114,14 @@ impl CelRules {
         }
         let mut errors = Vec::new();
         super::cel_sites::evaluate(compiled, sites, obj, old, "", &mut errors);
+        // Errors of rewritten `optionalOldSelf` rules speak of the rule as written.
+        for e in &mut errors {
+            if let Some((compiled_rule, written)) = self.optional.iter().find(|(c, _)| *c == e.rule)
+            {
+                e.message = e.message.replace(compiled_rule.as_str(), written);
+                e.rule = written.clone();
+            }
+        }
         let mut out = Vec::new();
         for e in &errors {
             if let Some(c) = to_cause(root, obj, old, e) {
@@ -323,12 +342,30 @@ fn compile_errors_at(
     }
 }
 
-/// Where a kube-cel error path points: kube's field path, the schema node, the value.
+/// Where a kube-cel error path points: kube's field path, the schema node, the value and
+/// the old value correlated with it. Below an item of an atomic or set list nothing is
+/// correlated (kube cannot tell which old item an item was): `anchor` is then the nearest
+/// correlatable ancestor's value and old value.
 struct Resolved<'a> {
     field: String,
     node: Option<&'a Node>,
     value: Option<&'a Value>,
     old: Option<&'a Value>,
+    correlated: bool,
+    anchor: (Option<&'a Value>, Option<&'a Value>),
+}
+
+impl Resolved<'_> {
+    /// Whether the value is unchanged for ratcheting: equal to its correlated old value, or,
+    /// where nothing correlates, its nearest correlatable ancestor is unchanged.
+    fn unchanged(&self) -> bool {
+        let (value, old) = if self.correlated {
+            (self.value, self.old)
+        } else {
+            self.anchor
+        };
+        value.is_some() && value == old
+    }
 }
 
 /// Split a kube-cel path (`spec.items[0].name`) into segments (`Err(i)` for indices).
@@ -359,15 +396,28 @@ fn resolve<'a>(root: &'a Node, obj: &'a Value, old: Option<&'a Value>, path: &st
         node: Some(root),
         value: Some(obj),
         old,
+        correlated: true,
+        anchor: (Some(obj), old),
     };
     let mut i = 0;
     while i < segs.len() {
         match &segs[i] {
             Err(idx) => {
+                let list = r.node;
+                let item = r.value.and_then(|v| v.get(*idx));
+                let correlated = match (list, item) {
+                    (Some(n), Some(item)) => n.correlate_item(item, r.old),
+                    _ => None,
+                };
+                let map_list = list.is_some_and(|n| n.list_type.as_deref() == Some("map"));
+                if !map_list && r.correlated {
+                    r.anchor = (r.value, r.old);
+                    r.correlated = false;
+                }
                 r.field = index(&r.field, *idx);
-                r.node = r.node.and_then(|n| n.items.as_deref());
-                r.value = r.value.and_then(|v| v.get(*idx));
-                r.old = r.old.and_then(|v| v.get(*idx));
+                r.node = list.and_then(|n| n.items.as_deref());
+                r.value = item;
+                r.old = correlated;
                 i += 1;
             }
             Ok(name) => {
@@ -416,8 +466,7 @@ fn to_cause(root: &Node, obj: &Value, old: Option<&Value>, e: &ValidationError) 
         ErrorKind::ValidationFailure => {
             // Ratcheting: a failing rule on an unchanged value is ignored (transition rules
             // excepted).
-            if old.is_some() && !e.rule.contains("oldSelf") && r.value.is_some() && r.value == r.old
-            {
+            if old.is_some() && !e.rule.contains("oldSelf") && r.unchanged() {
                 return None;
             }
             let default_msg = format!("failed rule: {}", e.rule);

@@ -36,6 +36,7 @@ mod wide_ints;
 
 pub mod cel_cost;
 mod cel_locate;
+mod cel_optional;
 pub mod cel_source;
 mod cel_value;
 

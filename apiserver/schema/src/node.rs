@@ -224,6 +224,31 @@ impl Reader<'_> {
 }
 
 impl Node {
+    /// The item of `old` (a list's old value) that `item` of this list corresponds to: the one
+    /// with the same map keys in a `x-kubernetes-list-type: map` list; items of atomic and set
+    /// lists correspond to none (kube cannot correlate them).
+    pub(crate) fn correlate_item<'a>(
+        &self,
+        item: &Value,
+        old: Option<&'a Value>,
+    ) -> Option<&'a Value> {
+        if self.list_type.as_deref() != Some("map") || self.list_map_keys.is_empty() {
+            return None;
+        }
+        let old_items = old?.as_array()?;
+        let key_of = |v: &Value| -> Option<Vec<Value>> {
+            let m = v.as_object()?;
+            Some(
+                self.list_map_keys
+                    .iter()
+                    .map(|k| m.get(k).cloned().unwrap_or(Value::Null))
+                    .collect(),
+            )
+        };
+        let want = key_of(item)?;
+        old_items.iter().find(|o| key_of(o).as_ref() == Some(&want))
+    }
+
     /// Read a schema object; JSON type mismatches are recorded in `issues` and the offending
     /// keyword ignored. A non-object schema reads as the empty schema.
     pub(crate) fn parse(v: &Value, path: &str, issues: &mut Vec<DecodeIssue>) -> Node {

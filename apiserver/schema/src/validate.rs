@@ -489,25 +489,6 @@ fn number_check(node: &Node, data: &Value, path: &str, out: &mut Vec<OpenApiErro
     out.extend(maximum);
 }
 
-/// The old item correlated with `item` in a `list-type=map` list (same key values).
-fn correlate_map_item<'a>(node: &Node, item: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
-    if node.list_type.as_deref() != Some("map") || node.list_map_keys.is_empty() {
-        return None;
-    }
-    let old_items = old?.as_array()?;
-    let key_of = |v: &Value| -> Option<Vec<Value>> {
-        let m = v.as_object()?;
-        Some(
-            node.list_map_keys
-                .iter()
-                .map(|k| m.get(k).cloned().unwrap_or(Value::Null))
-                .collect(),
-        )
-    };
-    let want = key_of(item)?;
-    old_items.iter().find(|o| key_of(o).as_ref() == Some(&want))
-}
-
 fn slice_check(
     node: &Node,
     items: &[Value],
@@ -517,7 +498,7 @@ fn slice_check(
 ) {
     if let Some(item_schema) = &node.items {
         for (i, item) in items.iter().enumerate() {
-            let old_item = correlate_map_item(node, item, old);
+            let old_item = node.correlate_item(item, old);
             validate_value(item_schema, item, old_item, &format!("{path}[{i}]"), out);
         }
     }

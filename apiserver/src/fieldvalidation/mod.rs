@@ -79,6 +79,8 @@ pub(crate) enum BodyCheck {
         /// Duplicate fields of the patch document.
         errors: Vec<StrictError>,
     },
+    /// A server-side apply configuration (its repeated keys are the apply handler's).
+    Apply,
 }
 
 impl BodyCheck {
@@ -140,6 +142,59 @@ pub(crate) fn apply_duplicates(body: &[u8]) -> Option<String> {
     yaml::duplicate_keys(text).map(|e| format!("error converting YAML to JSON: {e}"))
 }
 
+/// The warnings kube-apiserver makes of a strict decoding error under `Warn`: a YAML
+/// duplicate-key report (`[error converting YAML to JSON: ]yaml: unmarshal errors:` and one
+/// `line N: key "k" already set in map` per line) becomes one warning per repeated key; any
+/// other error is one warning as it stands.
+pub(crate) fn yaml_warnings(text: &str) -> Vec<String> {
+    let report = text
+        .strip_prefix("error converting YAML to JSON: ")
+        .unwrap_or(text);
+    match report.strip_prefix("yaml: unmarshal errors:\n") {
+        Some(lines) => lines
+            .split('\n')
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => vec![text.to_owned()],
+    }
+}
+
+/// kube's answer to a server-side apply whose configuration has fields its kind does not
+/// declare (`undeclared`: dotted paths), whatever `fieldValidation` says: the field manager's
+/// typed conversion fails with a plain error, so a 500 of no reason,
+/// `failed to create typed patch object (<ns>/<name>; <group>/<version>, Kind=<Kind>):
+/// .<path>: field not declared in schema` (several as `errors:` and one indented line each).
+pub(crate) fn apply_undeclared(
+    namespace: &str,
+    name: &str,
+    api_version: &str,
+    kind: &str,
+    undeclared: &[String],
+) -> ApiError {
+    let gv = if api_version.contains('/') {
+        api_version.to_owned()
+    } else {
+        format!("/{api_version}")
+    };
+    let errors: Vec<String> = undeclared
+        .iter()
+        .map(|p| format!(".{p}: field not declared in schema"))
+        .collect();
+    let errors = match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({namespace}/{name}; {gv}, Kind={kind}): {errors}"
+        ),
+    )
+}
+
 /// The object being decoded: its kind and request version, and whether it is a built-in kind
 /// (decoded into Go structs) rather than a custom resource.
 #[derive(Clone, Copy, Debug)]
@@ -171,10 +226,13 @@ pub(crate) fn report(
     if errors.is_empty() {
         return Ok(Vec::new());
     }
-    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
     if validation == FieldValidation::Warn {
-        return Ok(texts);
+        return Ok(errors
+            .iter()
+            .flat_map(|e| yaml_warnings(&e.to_string()))
+            .collect());
     }
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
     let message = format!("strict decoding error: {}", texts.join(", "));
     Err(decode_error(check, subject, &message, patched))
 }
@@ -248,7 +306,7 @@ fn collect(check: &BodyCheck, unknown: Vec<String>, typed: bool) -> Vec<StrictEr
             errors.extend(sorted);
             errors
         }
-        BodyCheck::None => {
+        BodyCheck::None | BodyCheck::Apply => {
             let mut unknown = unknown;
             unknown.sort();
             unknown_errors(unknown).collect()

@@ -37,6 +37,7 @@ pub(crate) async fn apply(
     if req.query.non_empty("fieldManager").is_none() {
         return Err(manager_required());
     }
+    ctx.body = crate::fieldvalidation::BodyCheck::Apply;
     let force = match req.query.get("force") {
         None | Some("") | Some("false") => false,
         Some("true") => true,
@@ -136,13 +137,16 @@ fn strict_duplicates(
 ) -> Result<(), ApiError> {
     match duplicates {
         Some(dup) if validation == FieldValidation::Strict => Err(ApiError::bad_request(format!(
-            "error strict decoding patch: {dup}"
+            "error strict decoding YAML: {dup}"
         ))),
         _ => Ok(()),
     }
 }
 
-/// Under `fieldValidation=Warn`, the repeated-key report as a warning.
-fn warn_duplicates(validation: FieldValidation, duplicates: Option<String>) -> Option<String> {
-    duplicates.filter(|_| validation == FieldValidation::Warn)
+/// Under `fieldValidation=Warn`, the repeated-key report as warnings, one per repeated key.
+fn warn_duplicates(validation: FieldValidation, duplicates: Option<String>) -> Vec<String> {
+    duplicates
+        .filter(|_| validation == FieldValidation::Warn)
+        .map(|d| crate::fieldvalidation::yaml_warnings(&d))
+        .unwrap_or_default()
 }

@@ -168,6 +168,17 @@ pub(crate) fn normalize(
             unknown.extend(pruned);
             schema.apply_defaults(obj);
         }
+        // An applied configuration with fields the schema does not declare fails the field
+        // manager's typed conversion in kube, whatever `fieldValidation` says.
+        if matches!(ctx.body, crate::fieldvalidation::BodyCheck::Apply) && !unknown.is_empty() {
+            return Err(crate::fieldvalidation::apply_undeclared(
+                meta::meta_str(obj, "namespace"),
+                meta::meta_str(obj, "name"),
+                &ctx.res.api_version(&ctx.version),
+                &ctx.res.kind,
+                &unknown,
+            ));
+        }
     }
     let warnings = crate::fieldvalidation::report(
         ctx.field_validation,
