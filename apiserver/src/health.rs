@@ -13,9 +13,9 @@
 //! `/readyz`'s `shutdown` fails once the server is stopping. `log`, `informer-sync`, the
 //! admission initializer, the apiextensions hooks and the aggregator's controllers are always
 //! ok here: logging cannot block, and the server answers only once its caches are filled and
-//! its controllers run. kube's checks of things this server does not have (KMS, priority
-//! classes, service IP allocation, API server identity leases, legacy token tracking, the
-//! object count tracker) are not listed.
+//! its controllers run. kube's checks of things this server does not have (KMS, the service
+//! CIDR controller, API server identity leases, legacy token tracking, the object count
+//! tracker) are not listed.
 
 use std::collections::BTreeSet;
 
@@ -70,6 +70,21 @@ fn stored(inner: &Inner, cluster: &str, resource: &str) -> Vec<serde_json::Value
         .into_iter()
         .filter_map(|(_, _, o)| serde_json::from_slice(&o.value).ok())
         .collect()
+}
+
+/// `scheduling/bootstrap-system-priority-classes`: kube's system PriorityClasses exist.
+fn system_priority_classes(inner: &Inner, cluster: &str) -> Result<(), String> {
+    let stored = stored(inner, cluster, "scheduling.k8s.io/priorityclasses");
+    let all_there = crate::kinds::system_priority_class_names().all(|name| {
+        stored
+            .iter()
+            .any(|pc| crate::meta::meta_str(pc, "name") == name)
+    });
+    if all_there {
+        Ok(())
+    } else {
+        Err("not finished".to_owned())
+    }
 }
 
 /// `kube-apiserver-autoregistration`: the cluster's local APIServices were written.
@@ -156,7 +171,14 @@ fn checks(endpoint: Endpoint) -> Vec<Check> {
             "poststarthook/start-cluster-authentication-info-controller",
             started,
         ),
+        // Cluster IPs and node ports are allocated from the Services stored, so the
+        // allocator never disagrees with them.
+        check("poststarthook/start-service-ip-repair-controllers", started),
         check("poststarthook/rbac/bootstrap-roles", cluster_bootstrapped),
+        check(
+            "poststarthook/scheduling/bootstrap-system-priority-classes",
+            system_priority_classes,
+        ),
         check(
             "poststarthook/priority-and-fairness-config-producer",
             cluster_bootstrapped,

@@ -886,6 +886,28 @@ fn builtin_columns(kind: BuiltinKind) -> Vec<Col> {
             AGE,
         ],
         DeviceClass => vec![NAME, AGE],
+        PriorityClass => vec![
+            NAME,
+            col(
+                "Value",
+                "integer",
+                0,
+                "value represents the integer value of this priority class.",
+            ),
+            col(
+                "Global-Default",
+                "boolean",
+                0,
+                "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.",
+            ),
+            AGE,
+            col(
+                "PreemptionPolicy",
+                "string",
+                0,
+                "preemptionPolicy is the Policy for preempting pods with lower priority.",
+            ),
+        ],
         APIService => vec![
             NAME,
             col(
@@ -1606,6 +1628,17 @@ fn builtin_cells(kind: BuiltinKind, obj: &Value) -> Vec<Value> {
             vec![name, json!(state.join(",")), age(obj)]
         }
         DeviceClass => vec![name, age(obj)],
+        PriorityClass => vec![
+            name,
+            json!(int(obj.get("value"))),
+            json!(
+                obj.get("globalDefault")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            ),
+            age(obj),
+            json!(s(obj.get("preemptionPolicy"))),
+        ],
         APIService => {
             let service = obj
                 .pointer("/spec/service")

@@ -251,6 +251,7 @@ async fn discovery_lists_groups_in_kubes_order() {
             "storage.k8s.io",
             "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
+            "scheduling.k8s.io",
             "coordination.k8s.io",
             "resource.k8s.io",
             "flowcontrol.apiserver.k8s.io",

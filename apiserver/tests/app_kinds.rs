@@ -624,3 +624,95 @@ async fn quotas_measure_storage_and_devices() {
         "resourceclaims.resource.k8s.io \"two\" is forbidden: exceeded quota: storage, requested: gpu.example.com.deviceclass.resource.k8s.io/devices=2, used: gpu.example.com.deviceclass.resource.k8s.io/devices=1, limited: gpu.example.com.deviceclass.resource.k8s.io/devices=2"
     );
 }
+
+/// Services get kube's defaults and a cluster IP from the service CIDR (node ports for
+/// `NodePort`), kept when an update leaves them out and refused when taken; every cluster has
+/// kube's system PriorityClasses, and user classes are checked as kube checks them.
+#[tokio::test]
+async fn services_get_cluster_ips_and_clusters_have_system_priority_classes() {
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+    let server = TlsServer::start().await;
+    let client = server.client().await;
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let web = create(
+        &services,
+        json!({"metadata": {"name": "web"}, "spec": {
+        "type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+    )
+    .await;
+    let ip: std::net::Ipv4Addr = web["spec"]["clusterIP"].as_str().unwrap().parse().unwrap();
+    assert_eq!(ip.octets()[0], 10);
+    assert!((96..112).contains(&ip.octets()[1]), "{ip}");
+    assert_eq!(web["spec"]["clusterIPs"], json!([ip.to_string()]));
+    assert_eq!(web["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(web["spec"]["ipFamilyPolicy"], "SingleStack");
+    assert_eq!(web["spec"]["sessionAffinity"], "None");
+    assert_eq!(web["spec"]["ports"][0]["targetPort"], 80);
+    assert_eq!(web["spec"]["ports"][0]["protocol"], "TCP");
+    assert_eq!(web["status"], json!({"loadBalancer": {}}));
+    let node_port = web["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+    assert!((30000..=32767).contains(&node_port));
+    // A replace without the allocated values keeps them.
+    let mut again = web.clone();
+    again["spec"].as_object_mut().unwrap().remove("clusterIP");
+    again["spec"].as_object_mut().unwrap().remove("clusterIPs");
+    again["spec"]["ports"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("nodePort");
+    let again: Service = serde_json::from_value(again).unwrap();
+    let kept = services
+        .replace("web", &PostParams::default(), &again)
+        .await
+        .unwrap();
+    let kept = serde_json::to_value(kept).unwrap();
+    assert_eq!(kept["spec"]["clusterIP"], web["spec"]["clusterIP"]);
+    assert_eq!(kept["spec"]["ports"][0]["nodePort"], node_port);
+    // The kubernetes Service holds 10.96.0.1.
+    assert_eq!(
+        refused(
+            &services,
+            json!({"metadata": {"name": "clash"}, "spec": {
+            "clusterIP": "10.96.0.1", "ports": [{"port": 80}]}})
+        )
+        .await
+        .2,
+        "Service \"clash\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.0.1\"}: failed to allocate IP 10.96.0.1: provided IP is already allocated"
+    );
+    let headless = create(
+        &services,
+        json!({"metadata": {"name": "db"}, "spec": {
+        "clusterIP": "None", "ports": [{"port": 5432}]}}),
+    )
+    .await;
+    assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
+
+    let classes: Api<PriorityClass> = Api::all(client.clone());
+    let critical = classes.get("system-cluster-critical").await.unwrap();
+    assert_eq!(critical.value, 2_000_000_000);
+    assert_eq!(
+        critical.preemption_policy.as_deref(),
+        Some("PreemptLowerPriority")
+    );
+    assert_eq!(
+        classes.get("system-node-critical").await.unwrap().value,
+        2_000_001_000
+    );
+    let mine = create(
+        &classes,
+        json!({"metadata": {"name": "batch-low"}, "value": 100}),
+    )
+    .await;
+    assert_eq!(mine["preemptionPolicy"], "PreemptLowerPriority");
+    assert_eq!(
+        refused(
+            &classes,
+            json!({"metadata": {"name": "system-mine"}, "value": 1})
+        )
+        .await
+        .2,
+        "PriorityClass.scheduling.k8s.io \"system-mine\" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class"
+    );
+}

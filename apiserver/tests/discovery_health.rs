@@ -162,9 +162,8 @@ fn failure(result: Result<String, kube::Error>) -> kube::core::Status {
 /// kube-apiserver 1.35's checks this server has, in kube's order: `ping`, `log`, `etcd`, then
 /// the readyz-only `etcd-readiness` and `informer-sync`, the post-start hooks of the generic
 /// server, of the apiextensions server, of kube-apiserver and of the aggregator (with
-/// `autoregister-completion` among them), and readyz's `shutdown` last. Every line kube's e2e
-/// `health_handlers.go` requires is here but `start-service-ip-repair-controllers` and
-/// `scheduling/bootstrap-system-priority-classes` (see docs/apiserver.md, Known gaps).
+/// `autoregister-completion` among them), and readyz's `shutdown` last: every line kube's e2e
+/// `health_handlers.go` requires is here.
 const POST_START_HOOKS: &str = "[+]poststarthook/start-apiserver-admission-initializer ok
 [+]poststarthook/generic-apiserver-start-informers ok
 [+]poststarthook/priority-and-fairness-config-consumer ok
@@ -174,7 +173,9 @@ const POST_START_HOOKS: &str = "[+]poststarthook/start-apiserver-admission-initi
 [+]poststarthook/crd-informer-synced ok
 [+]poststarthook/start-system-namespaces-controller ok
 [+]poststarthook/start-cluster-authentication-info-controller ok
+[+]poststarthook/start-service-ip-repair-controllers ok
 [+]poststarthook/rbac/bootstrap-roles ok
+[+]poststarthook/scheduling/bootstrap-system-priority-classes ok
 [+]poststarthook/priority-and-fairness-config-producer ok
 [+]poststarthook/bootstrap-controller ok
 [+]poststarthook/start-kube-aggregator-informers ok

@@ -38,6 +38,7 @@ PACKAGES = [
     ("networking.k8s.io/v1", API, "networking/v1"),
     ("storage.k8s.io/v1", API, "storage/v1"),
     ("resource.k8s.io/v1", API, "resource/v1"),
+    ("scheduling.k8s.io/v1", API, "scheduling/v1"),
     ("policy/v1", API, "policy/v1"),
     ("admissionregistration.k8s.io/v1", API, "admissionregistration/v1"),
     ("flowcontrol.apiserver.k8s.io/v1", API, "flowcontrol/v1"),

@@ -9,8 +9,8 @@ use ocm_apiserver_status::ApiError;
 use ocm_apiserver_storage::{Bucket, ObjectKey, StorageError};
 
 /// Creates logical cluster `cluster` if it does not exist yet: its system namespaces, kube's
-/// bootstrap RBAC policy, the objects every namespace has and the API Priority and Fairness
-/// configuration.
+/// bootstrap RBAC policy, the system PriorityClasses, the objects every namespace has and the
+/// API Priority and Fairness configuration.
 pub(crate) async fn ensure_cluster(server: &ServerAccess, cluster: &str) -> Result<(), ApiError> {
     if server.cluster_known(cluster) {
         return Ok(());
@@ -40,6 +40,7 @@ pub(crate) async fn ensure_cluster(server: &ServerAccess, cluster: &str) -> Resu
         create_unless_stored(server, key, object, gr).await?;
     }
     create_default_rbac(server, cluster).await?;
+    create_system_priority_classes(server, cluster).await?;
     for ns in SYSTEM_NAMESPACES {
         // What is not made now, the publisher makes once it runs.
         super::publish(server, cluster, ns).await;
@@ -93,6 +94,37 @@ async fn create_default_rbac(server: &ServerAccess, cluster: &str) -> Result<(),
         let gr = ocm_apiserver_status::Gr {
             group: ocm_apiserver_rbac::RBAC_GROUP,
             resource: plural,
+        };
+        create_unless_stored(server, key, object, gr).await?;
+    }
+    Ok(())
+}
+
+/// Creates kube's system PriorityClasses that are missing.
+async fn create_system_priority_classes(
+    server: &ServerAccess,
+    cluster: &str,
+) -> Result<(), ApiError> {
+    let bucket = Bucket::new(cluster, "scheduling.k8s.io/priorityclasses");
+    for mut object in crate::kinds::system_priority_classes() {
+        let name = crate::meta::meta_str(&object, "name").to_owned();
+        let key = ObjectKey::new(bucket.clone(), "", &name);
+        if server.get(&key).is_some() {
+            continue;
+        }
+        crate::meta::set_meta(
+            &mut object,
+            "uid",
+            Some(json!(uuid::Uuid::new_v4().to_string())),
+        );
+        crate::meta::set_meta(
+            &mut object,
+            "creationTimestamp",
+            Some(json!(crate::meta::now())),
+        );
+        let gr = ocm_apiserver_status::Gr {
+            group: "scheduling.k8s.io",
+            resource: "priorityclasses",
         };
         create_unless_stored(server, key, object, gr).await?;
     }

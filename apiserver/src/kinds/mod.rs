@@ -9,13 +9,17 @@ mod autoscaling;
 mod dra;
 mod networking;
 mod policy;
+mod scheduling;
 mod selector;
+mod services;
 mod storage;
 
 pub(crate) use apiservice::{
     AUTOMANAGED, availability, desired_local, missing_local, with_availability,
 };
 pub(crate) use dra::devices_per_class;
+pub(crate) use scheduling::{system_priority_class_names, system_priority_classes};
+pub(crate) use services::{Allocated, allocate, keep_allocations};
 
 use serde_json::Value;
 
@@ -35,6 +39,8 @@ pub(crate) fn apply_defaults(kind: BuiltinKind, obj: &mut Value) {
         ResourceClaim => dra::default_claim(obj),
         DeviceClass => dra::default_class(obj),
         APIService => apiservice::default_apiservice(obj),
+        PriorityClass => scheduling::default_priority_class(obj),
+        Service => services::default_service(obj),
         _ => {}
     }
 }
@@ -57,7 +63,7 @@ pub(crate) fn status_on_create(kind: BuiltinKind, obj: &Value) -> Option<Value> 
             "disruptionsAllowed": 0,
             "expectedPods": 0,
         })),
-        Ingress => Some(json!({"loadBalancer": {}})),
+        Ingress | Service => Some(json!({"loadBalancer": {}})),
         // kube's JSON also has `"currentMetrics": null` (a nil list Go writes); the typed
         // form this server stores leaves it out (see docs/apiserver.md, Known gaps).
         HorizontalPodAutoscaler => Some(json!({"desiredReplicas": 0})),
@@ -83,6 +89,8 @@ pub(crate) fn validate(kind: BuiltinKind, obj: &Value, old: Option<&Value>) -> V
         ResourceClaim => dra::validate_claim(obj, old),
         DeviceClass => dra::validate_class(obj),
         APIService => apiservice::validate_apiservice(obj),
+        PriorityClass => scheduling::validate_priority_class(obj, old),
+        Service => services::validate_service(obj, old),
         _ => Vec::new(),
     }
 }

@@ -397,6 +397,10 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
             }
             obj["status"] = status;
         }
+        Some(BuiltinKind::Service) => {
+            obj["status"] = json!({"loadBalancer": {}});
+            allocate_service(ctx, obj)?;
+        }
         Some(kind) if let Some(status) = crate::kinds::status_on_create(kind, obj) => {
             obj["status"] = status;
         }
@@ -411,6 +415,25 @@ pub(crate) fn prepare_create(ctx: &mut Ctx, obj: &mut Value) -> Result<(), ApiEr
         validate_crd(ctx, obj, None)?;
     }
     Ok(())
+}
+
+/// Allocates a new Service's cluster IP and node ports among those the cluster's Services
+/// hold (kube's 422 when a requested one is taken or out of range).
+fn allocate_service(ctx: &Ctx, obj: &mut Value) -> Result<(), ApiError> {
+    let bucket = ocm_apiserver_storage::Bucket::new(&ctx.cluster, "/services");
+    let (_, items) = ctx.inner.store.list(&bucket, None, None);
+    let services: Vec<Value> = items
+        .into_iter()
+        .filter_map(|(_, _, o)| serde_json::from_slice(&o.value).ok())
+        .collect();
+    let allocated = crate::kinds::Allocated::of(&services);
+    let seed = uuid::Uuid::new_v4().as_u128();
+    let causes = crate::kinds::allocate(obj, &allocated, seed);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta::meta_str(obj, "name").to_owned();
+    Err(validation_error(ctx, &name, causes))
 }
 
 fn set_namespace_label(obj: &mut Value, name: &str) {
@@ -534,6 +557,9 @@ pub(crate) fn prepare_update(
             if let Some(map) = new.as_object_mut() {
                 map.insert("spec".into(), old_spec);
             }
+        }
+        Some(BuiltinKind::Service) if *target == Target::Main => {
+            crate::kinds::keep_allocations(new, old);
         }
         // kube validates a CRD's spec on writes of the CRD itself; a `/status` write keeps
         // the stored spec (the status split above) and is checked as status only.

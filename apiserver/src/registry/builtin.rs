@@ -7,7 +7,8 @@ use k8s_openapi::api::{
     authorization::v1 as authz, autoscaling::v2 as autoscaling, batch::v1 as batch,
     certificates::v1 as certs, coordination::v1 as coordination, core::v1 as core,
     events::v1 as events, flowcontrol::v1 as flowcontrol, networking::v1 as networking,
-    policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource, storage::v1 as storage,
+    policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource, scheduling::v1 as scheduling,
+    storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
@@ -67,6 +68,7 @@ pub enum BuiltinKind {
     ResourceClaim,
     DeviceClass,
     APIService,
+    PriorityClass,
 }
 
 /// Something done with the k8s-openapi type of a built-in kind (see [`BuiltinKind::with_type`]).
@@ -153,6 +155,7 @@ impl BuiltinKind {
             ResourceClaim => visitor.visit::<resource::ResourceClaim>(),
             DeviceClass => visitor.visit::<resource::DeviceClass>(),
             APIService => visitor.visit::<apireg::APIService>(),
+            PriorityClass => visitor.visit::<scheduling::PriorityClass>(),
         }
     }
 
@@ -686,6 +689,17 @@ fn defs() -> Vec<Def> {
             "DeviceClass",
             false,
         ),
+        Def {
+            short: &["pc"],
+            ..def(
+                K::PriorityClass,
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+            )
+        },
         Def {
             categories: &["api-extensions"],
             status: true,

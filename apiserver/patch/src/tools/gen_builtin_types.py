@@ -34,6 +34,7 @@ SOURCES = [
     ("networking.v1", API, "networking/v1/types.go"),
     ("storage.v1", API, "storage/v1/types.go"),
     ("resource.v1", API, "resource/v1/types.go"),
+    ("scheduling.v1", API, "scheduling/v1/types.go"),
     ("admissionregistration.v1", API, "admissionregistration/v1/types.go"),
     ("flowcontrol.v1", API, "flowcontrol/v1/types.go"),
     ("apiregistration.v1", AGGREGATOR, "pkg/apis/apiregistration/v1/types.go"),
@@ -108,6 +109,7 @@ KINDS = {
     "storage.k8s.io/StorageClass": "storage.v1.StorageClass",
     "resource.k8s.io/ResourceClaim": "resource.v1.ResourceClaim",
     "resource.k8s.io/DeviceClass": "resource.v1.DeviceClass",
+    "scheduling.k8s.io/PriorityClass": "scheduling.v1.PriorityClass",
     "admissionregistration.k8s.io/MutatingWebhookConfiguration":
         "admissionregistration.v1.MutatingWebhookConfiguration",
     "admissionregistration.k8s.io/ValidatingWebhookConfiguration":
