@@ -81,16 +81,7 @@ async fn create_default_rbac(server: &ServerAccess, cluster: &str) -> Result<(),
         if server.get(&key).is_some() {
             continue;
         }
-        crate::meta::set_meta(
-            &mut object,
-            "uid",
-            Some(json!(uuid::Uuid::new_v4().to_string())),
-        );
-        crate::meta::set_meta(
-            &mut object,
-            "creationTimestamp",
-            Some(json!(crate::meta::now())),
-        );
+        born(&mut object);
         let gr = ocm_apiserver_status::Gr {
             group: ocm_apiserver_rbac::RBAC_GROUP,
             resource: plural,
@@ -112,16 +103,7 @@ async fn create_system_priority_classes(
         if server.get(&key).is_some() {
             continue;
         }
-        crate::meta::set_meta(
-            &mut object,
-            "uid",
-            Some(json!(uuid::Uuid::new_v4().to_string())),
-        );
-        crate::meta::set_meta(
-            &mut object,
-            "creationTimestamp",
-            Some(json!(crate::meta::now())),
-        );
+        born(&mut object);
         let gr = ocm_apiserver_status::Gr {
             group: "scheduling.k8s.io",
             resource: "priorityclasses",
@@ -129,6 +111,12 @@ async fn create_system_priority_classes(
         create_unless_stored(server, key, object, gr).await?;
     }
     Ok(())
+}
+
+/// Gives an object made with the cluster its uid and creation time.
+fn born(object: &mut Value) {
+    crate::meta::set_meta(object, "uid", Some(json!(uuid::Uuid::new_v4().to_string())));
+    crate::meta::set_meta(object, "creationTimestamp", Some(json!(crate::meta::now())));
 }
 
 /// Stores `object` at `key` unless an object is there already (made meanwhile by another
