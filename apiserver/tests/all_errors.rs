@@ -138,7 +138,7 @@ async fn metadata_and_schema_errors_come_back_in_one_status() {
         &format!(
             "Gadget.test.ocm.io \"g2\" is invalid: [\
              metadata.labels: Invalid value: \"bad key\": {NAME_PART}, \
-             spec: Invalid value: \"object\": mode must not be off]"
+             spec: Invalid value: mode must not be off]"
         ),
     );
 
@@ -152,7 +152,7 @@ async fn metadata_and_schema_errors_come_back_in_one_status() {
             format!(
                 "The Gadget \"g3\" is invalid: \n\
                  * metadata.labels: Invalid value: \"bad key\": {NAME_PART}\n\
-                 * spec: Invalid value: \"object\": mode must not be off\n"
+                 * spec: Invalid value: mode must not be off\n"
             )
         );
     }

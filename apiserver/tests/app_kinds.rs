@@ -679,7 +679,7 @@ async fn services_get_cluster_ips_and_clusters_have_system_priority_classes() {
         )
         .await
         .2,
-        "Service \"clash\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.0.1\"}: failed to allocate IP 10.96.0.1: provided IP is already allocated"
+        "Service \"clash\" is invalid: spec.clusterIPs: Invalid value: [\"10.96.0.1\"]: failed to allocate IP 10.96.0.1: provided IP is already allocated"
     );
     let headless = create(
         &services,

@@ -133,12 +133,12 @@ async fn optional_old_self_sees_an_optional() {
         "{message}"
     );
     assert!(
-        message.contains("field: Invalid value: \"string\": must change"),
+        message.contains("field: Invalid value: \"foo\": must change"),
         "{message}"
     );
     assert!(
         message.contains(
-            "other: Invalid value: \"string\": failed rule: oldSelf.orValue('none') != 'frozen'"
+            "other: Invalid value: \"x\": failed rule: oldSelf.orValue('none') != 'frozen'"
         ),
         "{message}"
     );

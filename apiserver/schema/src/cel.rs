@@ -1,5 +1,7 @@
 //! `x-kubernetes-validations` CEL rules, evaluated with `kube-cel` and reported the way
-//! kube-apiserver reports them (`spec: Invalid value: "object": <message>`).
+//! kube-apiserver 1.35 reports them (`spec.n: Invalid value: 21: <message>` for a scalar,
+//! `spec: Invalid value: <message>` for an object or a list; evaluation errors name the
+//! type, `spec: Invalid value: "object": … evaluating rule: …`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -87,30 +89,35 @@ impl CelRules {
     }
 
     /// Evaluate the rules against `obj` (and `old` on update, for transition rules and
-    /// ratcheting). `blocking` tells whether earlier causes stop CEL evaluation, as in
+    /// ratcheting): kube's causes, and the warnings kube returns for the failures ratcheting
+    /// lets through. `blocking` tells whether earlier causes stop CEL evaluation, as in
     /// kube-apiserver. When a rule would go over kube's runtime cost limits, no rule is
     /// evaluated and kube's cost error is the only cause (see [`super::cel_runtime`]).
-    pub(crate) fn validate(
+    pub(crate) fn validate_with_warnings(
         &self,
         root: &Node,
         obj: &Value,
         old: Option<&Value>,
         blocking: bool,
-    ) -> Vec<Cause> {
+    ) -> (Vec<Cause>, Vec<String>) {
         let (Some(compiled), Some(sites)) = (&self.compiled, &self.sites) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         if blocking {
-            return vec![Cause::invalid(
+            let cause = Cause::invalid(
                 "<nil>",
                 BadValue::Null,
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-            )];
+            );
+            return (vec![cause], Vec::new());
         }
         if let Some(over) = super::cel_runtime::over_limit(compiled, sites, obj, old) {
             let r = resolve(root, obj, old, &over.path);
             let type_name = r.node.map_or("", |n| n.type_name.as_str());
-            return vec![Cause::invalid(r.field, type_name, &over.detail)];
+            return (
+                vec![Cause::invalid(r.field, type_name, &over.detail)],
+                Vec::new(),
+            );
         }
         let mut errors = Vec::new();
         super::cel_sites::evaluate(compiled, sites, obj, old, "", &mut errors);
@@ -122,13 +129,15 @@ impl CelRules {
                 e.rule = written.clone();
             }
         }
-        let mut out = Vec::new();
+        let (mut causes, mut warnings) = (Vec::new(), Vec::new());
         for e in &errors {
-            if let Some(c) = to_cause(root, obj, old, e) {
-                out.push(c);
+            match to_cause(root, obj, old, e) {
+                Outcome::Cause(c) => causes.push(c),
+                Outcome::Warning(w) => warnings.push(w),
+                Outcome::Nothing => {}
             }
         }
-        out
+        (causes, warnings)
     }
 }
 
@@ -459,32 +468,49 @@ fn resolve<'a>(root: &'a Node, obj: &'a Value, old: Option<&'a Value>, path: &st
     r
 }
 
-fn to_cause(root: &Node, obj: &Value, old: Option<&Value>, e: &ValidationError) -> Option<Cause> {
+/// What a kube-cel error becomes: kube's cause, or — a failing rule on a value ratcheting
+/// lets through — kube's warning (the cause's text), or nothing.
+enum Outcome {
+    Cause(Cause),
+    Warning(String),
+    Nothing,
+}
+
+fn to_cause(root: &Node, obj: &Value, old: Option<&Value>, e: &ValidationError) -> Outcome {
     let r = resolve(root, obj, old, &e.field_path);
     let type_name = r.node.map_or("", |n| n.type_name.as_str());
     match e.kind {
         ErrorKind::ValidationFailure => {
-            // Ratcheting: a failing rule on an unchanged value is ignored (transition rules
-            // excepted).
-            if old.is_some() && !e.rule.contains("oldSelf") && r.unchanged() {
-                return None;
-            }
             let default_msg = format!("failed rule: {}", e.rule);
             let detail = if e.message == default_msg {
                 format!("failed rule: {}", e.rule.trim())
             } else {
                 e.message.trim().to_string()
             };
-            Some(match e.reason.as_deref() {
+            // kube 1.35 shows a scalar's value and omits an object's or a list's.
+            let value = match r.value {
+                Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+                    BadValue::from(v)
+                }
+                _ => BadValue::Omit,
+            };
+            let unchanged = r.unchanged();
+            let cause = match e.reason.as_deref() {
                 Some("FieldValueForbidden") => Cause::forbidden(r.field, &detail),
                 Some("FieldValueRequired") => Cause::required(r.field, &detail),
-                Some("FieldValueDuplicate") => Cause::duplicate(r.field, type_name),
-                _ => Cause::invalid(r.field, type_name, &detail),
-            })
+                Some("FieldValueDuplicate") => Cause::duplicate(r.field, value),
+                _ => Cause::invalid(r.field, value, &detail),
+            };
+            // Ratcheting: a failing rule on an unchanged value is a warning (transition rules
+            // excepted).
+            if old.is_some() && !e.rule.contains("oldSelf") && unchanged {
+                return Outcome::Warning(cause.to_string());
+            }
+            Outcome::Cause(cause)
         }
         ErrorKind::EvaluationError | ErrorKind::InvalidResult => {
             let detail = e.message.trim_start_matches("rule evaluation error: ");
-            Some(Cause::invalid(
+            Outcome::Cause(Cause::invalid(
                 r.field,
                 type_name,
                 &format!("{detail} evaluating rule: {}", e.rule.trim()),
@@ -494,7 +520,7 @@ fn to_cause(root: &Node, obj: &Value, old: Option<&Value>, e: &ValidationError) 
             // A rule kube-cel cannot evaluate (a CEL feature it lacks): kube-apiserver would
             // evaluate it; we do not reject the object for our own gap.
             tracing::warn!(rule = %e.rule, path = %e.field_path, error = %e.message, "x-kubernetes-validations rule not evaluated");
-            None
+            Outcome::Nothing
         }
     }
 }
@@ -513,7 +539,8 @@ mod tests {
     fn run(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<String> {
         let (root, rules) = rules(schema);
         rules
-            .validate(&root, obj, old, false)
+            .validate_with_warnings(&root, obj, old, false)
+            .0
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -531,7 +558,7 @@ mod tests {
                         "x-kubernetes-validations": [{"rule": "self != 'bad'", "message": "no bad tags"}]}}}}}});
         assert_eq!(
             run(&s, &json!({}), None),
-            vec!["<nil>: Invalid value: \"object\": spec is required"]
+            vec!["<nil>: Invalid value: spec is required"]
         );
         assert_eq!(
             run(
@@ -540,9 +567,9 @@ mod tests {
                 None
             ),
             vec![
-                "spec: Invalid value: \"object\": failed rule: self.min <= self.max",
+                "spec: Invalid value: failed rule: self.min <= self.max",
                 "spec: Forbidden: min must not be negative",
-                "spec.tags[a.b]: Invalid value: \"string\": no bad tags",
+                "spec.tags[a.b]: Invalid value: \"bad\": no bad tags",
             ]
         );
         assert!(run(&s, &json!({"spec": {"min": 1, "max": 2}}), None).is_empty());
@@ -557,11 +584,24 @@ mod tests {
         let old = json!({"spec": {"mode": "a", "n": 20}});
         assert_eq!(
             run(&s, &json!({"spec": {"mode": "b", "n": 20}}), Some(&old)),
-            vec!["spec.mode: Invalid value: \"string\": mode is immutable"]
+            vec!["spec.mode: Invalid value: \"b\": mode is immutable"]
         );
         assert_eq!(
             run(&s, &json!({"spec": {"mode": "a", "n": 21}}), Some(&old)),
-            vec!["spec.n: Invalid value: \"integer\": failed rule: self < 10"]
+            vec!["spec.n: Invalid value: 21: failed rule: self < 10"]
+        );
+        // The unchanged `n` fails but is ratcheted: kube answers its failure as a warning.
+        let (root, rules) = rules(&s);
+        let (causes, warnings) = rules.validate_with_warnings(
+            &root,
+            &json!({"spec": {"mode": "a", "n": 20}}),
+            Some(&old),
+            false,
+        );
+        assert!(causes.is_empty());
+        assert_eq!(
+            warnings,
+            ["spec.n: Invalid value: 20: failed rule: self < 10"]
         );
     }
 
@@ -570,7 +610,8 @@ mod tests {
         let s = json!({"type": "object", "x-kubernetes-validations": [{"rule": "false"}]});
         let (root, r) = rules(&s);
         let got: Vec<String> = r
-            .validate(&root, &json!({}), None, true)
+            .validate_with_warnings(&root, &json!({}), None, true)
+            .0
             .iter()
             .map(ToString::to_string)
             .collect();

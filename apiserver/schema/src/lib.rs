@@ -160,14 +160,14 @@ impl StructuralSchema {
     /// first, as kube-apiserver does, and [`StructuralSchema::validate_after`] to report both
     /// together) nor `apiVersion`/`kind`.
     pub fn validate(&self, obj: &Value) -> Vec<Cause> {
-        self.checked(obj, None, false, false)
+        self.checked(obj, None, false, false).0
     }
 
     /// Validate an update with kube-apiserver's validation ratcheting: schema errors inside
     /// values that did not change from `old` are ignored, and list duplicates are only
     /// reported when `old` had none.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        self.checked(new, Some(old), false, false)
+        self.checked(new, Some(old), false, false).0
     }
 
     /// Validate a write to the `/status` subresource: only `status` is validated, against the
@@ -175,7 +175,7 @@ impl StructuralSchema {
     /// `status.count: Invalid value: "string": count in body must be of type integer`), with
     /// ratcheting against `old`.
     pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        self.checked(new, Some(old), true, false)
+        self.checked(new, Some(old), true, false).0
     }
 
     /// [`StructuralSchema::validate`], [`StructuralSchema::validate_update`] (with `old`) or
@@ -190,6 +190,19 @@ impl StructuralSchema {
         earlier: &[Cause],
     ) -> Vec<Cause> {
         self.checked(obj, old, status_only, cel::is_blocking(earlier))
+            .0
+    }
+
+    /// [`StructuralSchema::validate_after`], with the warnings kube-apiserver answers for the
+    /// CEL rule failures ratcheting lets through (the failure's text).
+    pub fn validate_after_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        status_only: bool,
+        earlier: &[Cause],
+    ) -> (Vec<Cause>, Vec<String>) {
+        self.checked(obj, old, status_only, cel::is_blocking(earlier))
     }
 
     fn checked(
@@ -198,7 +211,7 @@ impl StructuralSchema {
         old: Option<&Value>,
         status_only: bool,
         earlier_blocking: bool,
-    ) -> Vec<Cause> {
+    ) -> (Vec<Cause>, Vec<String>) {
         let mut causes = Vec::new();
         match old {
             Some(old) if status_only => {
@@ -244,8 +257,11 @@ impl StructuralSchema {
             }
         }
         let blocking = earlier_blocking || cel::is_blocking(&causes);
-        causes.extend(self.cel.validate(&self.root, new, old, blocking));
-        causes
+        let (more, warnings) = self
+            .cel
+            .validate_with_warnings(&self.root, new, old, blocking);
+        causes.extend(more);
+        (causes, warnings)
     }
 
     /// Apply the schema's `default`s (kube's structural defaulting): missing fields, and
@@ -360,7 +376,7 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect();
-        assert_eq!(causes, vec!["spec: Invalid value: \"object\": too big"]);
+        assert_eq!(causes, vec!["spec: Invalid value: too big"]);
 
         obj["spec"]["size"] = json!("big");
         let causes: Vec<String> = schema

@@ -135,7 +135,7 @@ pub(crate) fn allocate(obj: &mut Value, allocated: &Allocated, seed: u128) -> Ve
                 Ok(ip) if !in_cidr(ip) => {
                     causes.push(Cause::invalid(
                         "spec.clusterIPs",
-                        crate::validation::BadValue::StringList(vec![given.to_owned()]),
+                        crate::validation::BadValue::Json(json!([given])),
                         &format!(
                             "failed to allocate IP {given}: the provided IP ({given}) is not in the valid range. The range of valid IPs is {}/{}",
                             SERVICE_CIDR.0, SERVICE_CIDR.1
@@ -146,7 +146,7 @@ pub(crate) fn allocate(obj: &mut Value, allocated: &Allocated, seed: u128) -> Ve
                 Ok(ip) if allocated.ips.contains(&ip) => {
                     causes.push(Cause::invalid(
                         "spec.clusterIPs",
-                        crate::validation::BadValue::StringList(vec![given.to_owned()]),
+                        crate::validation::BadValue::Json(json!([given])),
                         &format!("failed to allocate IP {given}: provided IP is already allocated"),
                     ));
                     None
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(
             texts,
             [
-                "spec.clusterIPs: Invalid value: []string{\"10.96.0.1\"}: failed to allocate IP 10.96.0.1: provided IP is already allocated"
+                "spec.clusterIPs: Invalid value: [\"10.96.0.1\"]: failed to allocate IP 10.96.0.1: provided IP is already allocated"
             ]
         );
         let mut update =

@@ -706,8 +706,9 @@ pub(crate) fn validate(
     // kube-apiserver does for custom resources.
     if let Some(schema) = ctx.res.version(&ctx.version).and_then(|v| v.structural()) {
         let status_only = matches!(target, Target::Sub(s) if s == "status");
-        let more = schema.validate_after(obj, old, status_only, &causes);
+        let (more, warnings) = schema.validate_after_with_warnings(obj, old, status_only, &causes);
         causes.extend(more);
+        ctx.warnings.extend(warnings);
     }
     if ctx.res.is_custom() {
         ctx.warnings
