@@ -120,7 +120,7 @@ async fn metadata_and_schema_errors_come_back_in_one_status() {
              metadata.labels: Invalid value: \"bad key\": {NAME_PART}, \
              metadata.finalizers: Invalid value: \"bad finalizer\": {NAME_PART}, \
              spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\", \
-             <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+             <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; \
              correct the existing errors to complete validation]"
         )
     );

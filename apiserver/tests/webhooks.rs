@@ -357,7 +357,7 @@ async fn invalid_configurations_are_refused_with_422() {
         "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
         "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
         "webhooks[1].sideEffects: Required value: must specify one of None, NoneOnDryRun",
-        "webhooks[1].admissionReviewVersions: Invalid value: []string{\"v1beta1\"}: must include at least one of v1",
+        "webhooks[1].admissionReviewVersions: Invalid value: [\"v1beta1\"]: must include at least one of v1",
         "webhooks[1].clientConfig: Required value: exactly one of url or service is required",
         "webhooks[2].name: Duplicate value: \"a.example.com\"",
         "webhooks[2].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
@@ -1145,7 +1145,7 @@ async fn crd_conversion_configuration_is_validated() {
     assert_eq!(code, 422);
     for part in [
         "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
-        "spec.conversion.conversionReviewVersions: Invalid value: []string{\"v1beta1\"}: must include at least one of v1",
+        "spec.conversion.conversionReviewVersions: Invalid value: [\"v1beta1\"]: must include at least one of v1",
     ] {
         assert!(message.contains(part), "missing {part} in {message}");
     }

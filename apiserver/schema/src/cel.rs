@@ -618,7 +618,7 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
             ]
         );
         assert!(is_blocking(&[Cause::required("x", "")]));

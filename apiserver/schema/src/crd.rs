@@ -1356,7 +1356,7 @@ mod tests {
                 "{P}.properties[spec].properties[b].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
             ),
             format!(
-                "{P}.properties[spec].properties[c].x-kubernetes-list-map-keys: Invalid value: []string{{\"k\", \"missing\"}}: entries must all be names of item properties"
+                "{P}.properties[spec].properties[c].x-kubernetes-list-map-keys: Invalid value: [\"k\",\"missing\"]: entries must all be names of item properties"
             ),
             format!(
                 "{P}.properties[spec].properties[c].items.properties[k].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
@@ -1377,7 +1377,7 @@ mod tests {
                 "{P}.properties[spec].properties[f].x-kubernetes-map-type: Unsupported value: \"weird\": supported values: \"atomic\", \"granular\""
             ),
             format!(
-                "{P}.properties[spec].properties[g].items.x-kubernetes-map-type: Invalid value: \"null\": must be atomic as item of a list with x-kubernetes-list-type=set"
+                "{P}.properties[spec].properties[g].items.x-kubernetes-map-type: Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"
             ),
         ];
         for w in &want {

@@ -388,7 +388,7 @@ mod tests {
             causes,
             vec![
                 "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
-                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
             ]
         );
     }

@@ -356,13 +356,14 @@ pub fn operator_value_causes(op: &str, value_count: usize, path: &str) -> Vec<Ca
     }
 }
 
-/// `[]string{"a", "b"}` (or `[]string(nil)`): how Go's `%#v` prints a string slice.
+/// `["a","b"]` (or `null` for a nil slice): how kube 1.35's field errors print a string
+/// slice (its JSON).
 fn go_string_slice(values: &[String], nil: bool) -> String {
     if nil && values.is_empty() {
-        return "[]string(nil)".to_string();
+        return "null".to_string();
     }
     let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
+    format!("[{}]", quoted.join(","))
 }
 
 /// `labels.NewRequirement`: validates the key, the value count for the operator and each
@@ -873,14 +874,14 @@ mod tests {
         );
         assert_eq!(
             err.unwrap_err().message,
-            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty"
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
         );
         let err = LabelSelector::from_structured(
             &json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}),
         );
         assert_eq!(
             err.unwrap_err().message,
-            "values: Invalid value: []string{\"x\"}: values set must be empty for exists and does not exist"
+            "values: Invalid value: [\"x\"]: values set must be empty for exists and does not exist"
         );
     }
 

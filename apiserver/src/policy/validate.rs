@@ -518,7 +518,7 @@ mod tests {
             [
                 "spec.validationActions[2]: Duplicate value: \"Deny\"",
                 "spec.validationActions[3]: Unsupported value: \"Nope\": supported values: \"Audit\", \"Deny\", \"Warn\"",
-                "spec.validationActions: Invalid value: []string{\"Deny\", \"Warn\", \"Deny\", \"Nope\"}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+                "spec.validationActions: Invalid value: [\"Deny\",\"Warn\",\"Deny\",\"Nope\"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
             ]
         );
         assert_eq!(

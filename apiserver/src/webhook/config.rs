@@ -618,7 +618,7 @@ mod tests {
             "webhooks[0].name: Invalid value: \"short.name\": should be a domain with at least three segments separated by dots",
             "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
             "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
-            "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v1beta1\"}: must include at least one of v1",
+            "webhooks[0].admissionReviewVersions: Invalid value: [\"v1beta1\"]: must include at least one of v1",
             "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
             "webhooks[2].name: Duplicate value: \"a.example.com\"",
         ];

@@ -61,11 +61,12 @@ pub enum BadValue {
     Float(f64),
     /// A boolean.
     Bool(bool),
-    /// JSON null, printed as `"null"`.
+    /// No value (Go's `nil`), printed as `null` (its JSON).
     Null,
     /// A compound value, printed as compact JSON (the way Go's `encoding/json` prints it).
     Json(Value),
-    /// A string slice, printed like Go's `%#v` (`[]string{"a", "b"}`).
+    /// A string slice, printed as its JSON (`["a","b"]`), as kube 1.35's field errors print
+    /// a value that is not a string or a number.
     StringList(Vec<String>),
     /// A value already printed the way kube-apiserver prints it (Go's `%#v` of a struct).
     Printed(String),
@@ -81,12 +82,11 @@ impl BadValue {
             BadValue::Int(i) => Some(i.to_string()),
             BadValue::Float(f) => Some(go_float(*f)),
             BadValue::Bool(b) => Some(b.to_string()),
-            BadValue::Null => Some("\"null\"".to_string()),
+            BadValue::Null => Some("null".to_string()),
             BadValue::Json(v) => Some(go_json(v)),
-            BadValue::StringList(items) => {
-                let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
-                Some(format!("[]string{{{}}}", quoted.join(", ")))
-            }
+            BadValue::StringList(items) => Some(go_json(&Value::Array(
+                items.iter().map(|s| Value::String(s.clone())).collect(),
+            ))),
             BadValue::Printed(s) => Some(s.clone()),
             BadValue::Omit => None,
         }
@@ -601,7 +601,7 @@ mod tests {
             ),
             (
                 Cause::invalid("x", &Value::Null, "d"),
-                "x: Invalid value: \"null\": d",
+                "x: Invalid value: null: d",
             ),
         ];
         for (cause, want) in cases {
@@ -620,7 +620,7 @@ mod tests {
             BadValue::StringList(vec!["a".into(), "b".into()])
                 .render()
                 .unwrap(),
-            r#"[]string{"a", "b"}"#
+            r#"["a","b"]"#
         );
     }
 

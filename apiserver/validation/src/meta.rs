@@ -808,7 +808,7 @@ mod tests {
         ));
         assert_eq!(
             m[1],
-            "metadata.finalizers: Invalid value: []string{\"orphan\", \"foregroundDeletion\", \"bad finalizer\"}: finalizer orphan and foregroundDeletion cannot be both set"
+            "metadata.finalizers: Invalid value: [\"orphan\",\"foregroundDeletion\",\"bad finalizer\"]: finalizer orphan and foregroundDeletion cannot be both set"
         );
         assert_eq!(
             m[2],
