@@ -99,6 +99,17 @@ fn get_reaches_the_hub_started_last_without_kubeconfig_and_names_it() {
     );
     demo.stop();
     hub.process.stop();
+
+    // `ocm hub --kubeconfig` on an existing cluster is a hub started too: now that one.
+    let managed_home = home.path().join("managed");
+    let managed = ocm_e2e::process::ManagedApiserver::start(OCM, &managed_home);
+    let (code, _, stderr) = ocm(&managed_home, None, &["get", "clusters"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("hub: {} (", managed.kubeconfig.display())),
+        "{stderr}"
+    );
+    managed.stop();
 }
 
 async fn create_placement(client: &kube::Client, namespace: &str, name: &str) {
@@ -248,6 +259,37 @@ async fn get_placements_takes_kubectls_namespace_and_output_flags() {
     let list: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(list["kind"], "List");
     assert_eq!(list["items"], json!([]));
+
+    // `ocm explain placement` looks where kubectl would: -n, else the context's namespace,
+    // else `default`.
+    let (code, _, stderr) = ocm(home, None, &["explain", "placement", "w1"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("placement default/w1 not found"),
+        "{stderr}"
+    );
+    let mut config = kube::config::Kubeconfig::read_from(&hub.kubeconfig).unwrap();
+    for context in &mut config.contexts {
+        if let Some(c) = context.context.as_mut() {
+            c.namespace = Some("web".to_owned());
+        }
+    }
+    let in_web = home.join("in-web.kubeconfig");
+    std::fs::write(&in_web, serde_json::to_string(&config).unwrap()).unwrap();
+    let in_web = in_web.to_str().unwrap();
+    let (code, stdout, stderr) = ocm(home, Some(in_web), &["explain", "placement", "w1"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("CLUSTER"), "{stdout}");
+    let (code, stdout, _) = ocm(home, Some(in_web), &["get", "placements"]);
+    assert_eq!(code, 0);
+    assert_eq!(first_cells(&stdout, 1), [["w1".to_owned()]], "{stdout}");
+    let (code, _, stderr) = ocm(
+        home,
+        Some(in_web),
+        &["explain", "placement", "w1", "-n", "apps"],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("placement apps/w1 not found"), "{stderr}");
 
     // As in kubectl, -A wins over -n.
     let (code, stdout, _) = ocm(home, None, &["get", "placements", "-n", "web", "-A"]);

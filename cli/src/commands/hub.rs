@@ -282,6 +282,8 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         install_webhooks(&client, &webhooks).await?;
         prepare_for_joins(&client, kubeconfig).await?;
         crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await?;
+        // Commands run after this one talk to this hub unless told otherwise.
+        super::hub_access::record_current_hub(kubeconfig);
         let _ = ready_tx.send(true);
         println!("ocm hub ready");
         println!("  hub cluster: {}", kubeconfig.display());

@@ -5,9 +5,9 @@
 //!    of which the missing ones are skipped and the others merged — for each cluster, user
 //!    and context name the first file that defines it wins, and the current context is the
 //!    first file's that sets one (kube's `Kubeconfig::merge`, kubectl's rules);
-//! 3. the hub started last on this machine: `ocm hub` (embedded), `ocm demo` and
-//!    `ocm demo --operator` each write the path of their admin kubeconfig into
-//!    `$OCM_HOME/current-hub` once their API server serves;
+//! 3. the hub started last on this machine: `ocm hub` (embedded, or on a cluster with
+//!    `--kubeconfig`), `ocm demo` and `ocm demo --operator` each write the path of their
+//!    admin kubeconfig into `$OCM_HOME/current-hub` once their API server serves;
 //! 4. if that record is missing or names a file that is gone, the newest of the admin
 //!    kubeconfigs those commands write into their default data directories.
 //!

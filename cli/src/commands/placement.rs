@@ -53,9 +53,10 @@ enum ExplainWhat {
     Placement {
         /// The placement.
         name: String,
-        /// Its namespace.
-        #[arg(short = 'n', long, default_value = "default")]
-        namespace: String,
+        /// Its namespace (default: the kubeconfig context's namespace, else `default`, as
+        /// kubectl).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
         #[command(flatten)]
         hub: super::HubAccess,
     },
@@ -223,7 +224,11 @@ pub async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
         namespace,
         hub,
     } = args.what;
-    let client = hub.client().await?;
+    let hub = hub.connect().await?;
+    let namespace = namespace
+        .or_else(|| hub.context_namespace())
+        .unwrap_or_else(|| "default".to_owned());
+    let client = hub.client;
     let placement = Api::<Placement>::namespaced(client.clone(), &namespace)
         .get_opt(&name)
         .await?
