@@ -82,6 +82,17 @@ async fn acceptance_restores_rbac_deleted_or_changed_after_the_join() {
     .unwrap();
 }
 
+/// The hub's count of `GET managedclusters/<name>`.
+async fn cluster_reads(admin: &kube::Client) -> u64 {
+    let metrics = admin
+        .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    ocm_apiserver::metrics::sum_requests(&metrics, |c| {
+        c.label("verb") == "GET" && c.label("resource") == "managedclusters"
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_accept_prepares_namespace_rbac_and_reports_status() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,6 +157,8 @@ async fn join_accept_prepares_namespace_rbac_and_reports_status() {
         "True"
     );
 
+    let reads_before = cluster_reads(&admin).await;
+
     // A ClusterClaim created on the managed cluster appears on the hub; spoke-only ones do not.
     let claims: Api<ocm_api::cluster::v1alpha1::ClusterClaim> = Api::all(spoke.clone());
     for (name, value, spoke_only) in [
@@ -168,6 +181,15 @@ async fn join_accept_prepares_namespace_rbac_and_reports_status() {
         }))
         .unwrap();
         claims.create(&PostParams::default(), &claim).await.unwrap();
+        // One claim at a time: each is a status sync of its own.
+        let reported = if name == "id.k8s.io" { 1 } else { 2 };
+        wait_for(&clusters, "c1", "claim reported", move |c| {
+            c.status
+                .as_ref()
+                .is_some_and(|s| s.cluster_claims.len() == reported)
+        })
+        .await
+        .unwrap();
     }
     let cluster = wait_for(&clusters, "c1", "claims reported", |c| {
         c.status
@@ -215,6 +237,13 @@ async fn join_accept_prepares_namespace_rbac_and_reports_status() {
     })
     .await
     .unwrap();
+
+    // The status syncs of the claims and the node (and the echoes of the agent's own writes)
+    // started from the ManagedCluster its watch delivered or its own write returned: at most
+    // one read by name (a watch event of an older write arriving after the agent's newest one
+    // makes its next write conflict once), where a read per sync made four or more.
+    let reads = cluster_reads(&admin).await - reads_before;
+    assert!(reads <= 1, "{reads} reads of the ManagedCluster by name");
 
     agent.stop().await.unwrap();
     hub.stop().await;

@@ -250,11 +250,22 @@ impl Joined<'_> {
         }
     }
 
-    /// One status sync: joined, available, version, resources, claims.
+    /// One status sync: joined, available, version, resources, claims. The ManagedCluster
+    /// the watch last delivered is the starting point (no read of the hub while it is
+    /// current); a conflict — the watch was behind — reads it afresh.
     async fn sync_status(&self, availability: &mut Availability) -> Result<(), SyncError> {
         let api = Api::<ManagedCluster>::all(self.hub());
-        for _attempt in 0..5 {
-            let cluster = match api.get(self.cluster).await {
+        for attempt in 0..5 {
+            let watched = if attempt == 0 {
+                self.cluster_rx.borrow().clone()
+            } else {
+                None
+            };
+            let read = match watched {
+                Some(cluster) => Ok(cluster),
+                None => api.get(self.cluster).await,
+            };
+            let cluster = match read {
                 Ok(c) => {
                     self.own_cluster_readable();
                     self.observed(&c);
@@ -299,7 +310,9 @@ impl Joined<'_> {
                     .patch_status(self.cluster, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                 {
-                    Ok(_) => {}
+                    // The written object is the newest: the next sync starts from it even
+                    // before the watch brings it.
+                    Ok(written) => self.observed(&written),
                     Err(kube::Error::Api(s)) if s.code == 409 => continue,
                     Err(err) => return Err(self.hub_error(err)),
                 }
