@@ -7,6 +7,7 @@
 //! not queued or rejected.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -19,14 +20,79 @@ const SERVER_CONCURRENCY: i64 = 600;
 const FLOW_SCHEMAS: &str = "flowcontrol.apiserver.k8s.io/flowschemas";
 const PRIORITY_LEVELS: &str = "flowcontrol.apiserver.k8s.io/prioritylevelconfigurations";
 
-/// A FlowSchema as the classifier uses it.
+/// A FlowSchema as the classifier uses it: its rules read once, when the configuration is
+/// built, so classifying a request allocates nothing.
 #[derive(Debug, Clone)]
 struct Schema {
     name: String,
     uid: String,
     precedence: i64,
     level: String,
-    rules: Vec<Value>,
+    rules: Vec<Rule>,
+}
+
+/// A string list of a rule: kube's wildcard when it is exactly `["*"]`.
+#[derive(Debug, Clone, Default)]
+struct List {
+    any: bool,
+    items: Vec<String>,
+}
+
+impl List {
+    fn of(list: Option<&Value>) -> List {
+        let items = crate::meta::strings(list);
+        List {
+            any: items.len() == 1 && items[0] == "*",
+            items,
+        }
+    }
+
+    fn has(&self, value: &str) -> bool {
+        self.any || self.items.iter().any(|i| i == value)
+    }
+
+    /// Whether the list names `resource` (with `subresource`, as `resource/subresource`).
+    fn has_resource(&self, resource: &str, subresource: &str) -> bool {
+        self.any
+            || self.items.iter().any(|i| {
+                if subresource.is_empty() {
+                    i == resource
+                } else {
+                    i.split_once('/') == Some((resource, subresource))
+                }
+            })
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Subject {
+    User(String),
+    Group(String),
+    ServiceAccount { namespace: String, name: String },
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct ResourceRule {
+    verbs: List,
+    groups: List,
+    resources: List,
+    cluster_scope: bool,
+    namespaces: List,
+}
+
+#[derive(Debug, Clone)]
+struct NonResourceRule {
+    verbs: List,
+    urls: Vec<String>,
+}
+
+/// One `rules[]` entry of a FlowSchema.
+#[derive(Debug, Clone)]
+struct Rule {
+    subjects: Vec<Subject>,
+    resource_rules: Vec<ResourceRule>,
+    non_resource_rules: Vec<NonResourceRule>,
 }
 
 /// A priority level: its name, uid and nominal concurrency shares.
@@ -40,15 +106,15 @@ pub(crate) struct Level {
 
 /// Where a request was classified: the FlowSchema and priority level, by name and uid.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Flow {
+pub(crate) struct Flow<'a> {
     /// The FlowSchema's name.
-    pub schema: String,
+    pub schema: &'a str,
     /// The FlowSchema's uid (`X-Kubernetes-PF-FlowSchema-UID`).
-    pub schema_uid: String,
+    pub schema_uid: &'a str,
     /// The priority level's name.
-    pub level: String,
+    pub level: &'a str,
     /// The priority level's uid (`X-Kubernetes-PF-PriorityLevel-UID`).
-    pub level_uid: String,
+    pub level_uid: &'a str,
 }
 
 /// One cluster's APF configuration.
@@ -62,36 +128,88 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// kube's list match: the list is exactly `["*"]`, or holds `value`.
-fn listed(list: Option<&Value>, value: &str) -> bool {
-    let items: Vec<&str> = list
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    items == ["*"] || items.contains(&value)
+impl Subject {
+    fn of(subject: &Value) -> Subject {
+        match str_at(subject, "/kind") {
+            "User" => Subject::User(str_at(subject, "/user/name").to_owned()),
+            "Group" => Subject::Group(str_at(subject, "/group/name").to_owned()),
+            "ServiceAccount" => Subject::ServiceAccount {
+                namespace: str_at(subject, "/serviceAccount/namespace").to_owned(),
+                name: str_at(subject, "/serviceAccount/name").to_owned(),
+            },
+            _ => Subject::Other,
+        }
+    }
+
+    fn matches(&self, user: &Identity) -> bool {
+        match self {
+            Subject::User(name) => name == "*" || *name == user.user,
+            Subject::Group(name) => name == "*" || user.groups.iter().any(|g| g == name),
+            Subject::ServiceAccount { namespace, name } => {
+                let Some(rest) = user.user.strip_prefix("system:serviceaccount:") else {
+                    return false;
+                };
+                match rest.split_once(':') {
+                    Some((ns, sa)) => ns == namespace && (name == "*" || sa == name),
+                    None => false,
+                }
+            }
+            Subject::Other => false,
+        }
+    }
 }
 
-fn subject_matches(subject: &Value, user: &Identity) -> bool {
-    match str_at(subject, "/kind") {
-        "User" => {
-            let name = str_at(subject, "/user/name");
-            name == "*" || name == user.user
+impl Rule {
+    fn of(rule: &Value) -> Rule {
+        let entries = |key: &str| {
+            rule.get(key)
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        };
+        Rule {
+            subjects: entries("subjects").iter().map(Subject::of).collect(),
+            resource_rules: entries("resourceRules")
+                .iter()
+                .map(|rr| ResourceRule {
+                    verbs: List::of(rr.get("verbs")),
+                    groups: List::of(rr.get("apiGroups")),
+                    resources: List::of(rr.get("resources")),
+                    cluster_scope: rr.get("clusterScope").and_then(Value::as_bool) == Some(true),
+                    namespaces: List::of(rr.get("namespaces")),
+                })
+                .collect(),
+            non_resource_rules: entries("nonResourceRules")
+                .iter()
+                .map(|nr| NonResourceRule {
+                    verbs: List::of(nr.get("verbs")),
+                    urls: List::of(nr.get("nonResourceURLs")).items,
+                })
+                .collect(),
         }
-        "Group" => {
-            let name = str_at(subject, "/group/name");
-            name == "*" || user.groups.iter().any(|g| g == name)
+    }
+
+    fn matches(&self, user: &Identity, attrs: &Attributes) -> bool {
+        if !self.subjects.iter().any(|s| s.matches(user)) {
+            return false;
         }
-        "ServiceAccount" => {
-            let ns = str_at(subject, "/serviceAccount/namespace");
-            let name = str_at(subject, "/serviceAccount/name");
-            if name == "*" {
-                user.user
-                    .starts_with(&format!("system:serviceaccount:{ns}:"))
-            } else {
-                user.user == format!("system:serviceaccount:{ns}:{name}")
-            }
+        let verb = attrs.verb.as_str();
+        match &attrs.target {
+            Target::Resource(r) => self.resource_rules.iter().any(|rr| {
+                rr.verbs.has(verb)
+                    && rr.groups.has(&r.group)
+                    && rr.resources.has_resource(&r.resource, &r.subresource)
+                    && if r.namespace.is_empty() {
+                        rr.cluster_scope
+                    } else {
+                        rr.namespaces.has(&r.namespace)
+                    }
+            }),
+            Target::NonResource { path } => self
+                .non_resource_rules
+                .iter()
+                .any(|nr| nr.verbs.has(verb) && nr.urls.iter().any(|p| url_matches(p, path))),
         }
-        _ => false,
     }
 }
 
@@ -101,54 +219,12 @@ fn url_matches(pattern: &str, path: &str) -> bool {
     if pattern == "*" || pattern == path {
         return true;
     }
-    let mut prefix = pattern.strip_suffix('*').unwrap_or(pattern).to_owned();
-    if !prefix.ends_with('/') {
-        prefix.push('/');
-    }
-    path.starts_with(&prefix)
-}
-
-fn rule_matches(rule: &Value, user: &Identity, attrs: &Attributes) -> bool {
-    let subjects = rule.get("subjects").and_then(Value::as_array);
-    if !subjects.is_some_and(|s| s.iter().any(|s| subject_matches(s, user))) {
-        return false;
-    }
-    let verb = attrs.verb.as_str();
-    match &attrs.target {
-        Target::Resource(r) => {
-            let resource = if r.subresource.is_empty() {
-                r.resource.clone()
-            } else {
-                format!("{}/{}", r.resource, r.subresource)
-            };
-            let rules = rule.get("resourceRules").and_then(Value::as_array);
-            rules.is_some_and(|rules| {
-                rules.iter().any(|rr| {
-                    listed(rr.get("verbs"), verb)
-                        && listed(rr.get("apiGroups"), &r.group)
-                        && listed(rr.get("resources"), &resource)
-                        && if r.namespace.is_empty() {
-                            rr.get("clusterScope").and_then(Value::as_bool) == Some(true)
-                        } else {
-                            listed(rr.get("namespaces"), &r.namespace)
-                        }
-                })
-            })
-        }
-        Target::NonResource { path } => {
-            let rules = rule.get("nonResourceRules").and_then(Value::as_array);
-            rules.is_some_and(|rules| {
-                rules.iter().any(|nr| {
-                    let urls = nr.get("nonResourceURLs").and_then(Value::as_array);
-                    listed(nr.get("verbs"), verb)
-                        && urls.is_some_and(|u| {
-                            u.iter()
-                                .filter_map(Value::as_str)
-                                .any(|p| url_matches(p, path))
-                        })
-                })
-            })
-        }
+    let prefix = pattern.strip_suffix('*').unwrap_or(pattern);
+    match prefix.strip_suffix('/') {
+        Some(_) => path.starts_with(prefix),
+        None => path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/')),
     }
 }
 
@@ -188,7 +264,7 @@ impl Config {
                 rules: s
                     .pointer("/spec/rules")
                     .and_then(Value::as_array)
-                    .cloned()
+                    .map(|rules| rules.iter().map(Rule::of).collect())
                     .unwrap_or_default(),
             })
             // A FlowSchema whose priority level does not exist is passed over.
@@ -200,17 +276,17 @@ impl Config {
 
     /// The FlowSchema and priority level of a request by `user` (after impersonation) with
     /// `attrs`; `None` when no FlowSchema matches (kube's mandatory `catch-all` always does).
-    pub(crate) fn classify(&self, user: &Identity, attrs: &Attributes) -> Option<Flow> {
+    pub(crate) fn classify(&self, user: &Identity, attrs: &Attributes) -> Option<Flow<'_>> {
         let schema = self
             .schemas
             .iter()
-            .find(|s| s.rules.iter().any(|r| rule_matches(r, user, attrs)))?;
+            .find(|s| s.rules.iter().any(|r| r.matches(user, attrs)))?;
         let level = self.levels.iter().find(|l| l.name == schema.level)?;
         Some(Flow {
-            schema: schema.name.clone(),
-            schema_uid: schema.uid.clone(),
-            level: level.name.clone(),
-            level_uid: level.uid.clone(),
+            schema: &schema.name,
+            schema_uid: &schema.uid,
+            level: &level.name,
+            level_uid: &level.uid,
         })
     }
 
@@ -238,12 +314,19 @@ pub(crate) struct ApfCache {
     current: Mutex<Option<Cached>>,
 }
 
-/// A cluster's configuration and the revisions of its two buckets it was read at.
+/// A cluster's configuration, the revisions of its two buckets it was read at, and when
+/// those were last compared with the store's.
 struct Cached {
     cluster: String,
     revisions: [Revision; 2],
+    checked: Instant,
     config: Arc<Config>,
 }
+
+/// How long a configuration is used before the store's revisions are compared again (a
+/// request then costs no store read; kube's own APF controller also applies a change a
+/// moment after it is stored).
+const RECHECK: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for ApfCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -260,8 +343,23 @@ fn read(store: &Store, bucket: &Bucket) -> Vec<Value> {
 }
 
 impl ApfCache {
-    /// The configuration of `cluster` as stored now (kept for the last cluster asked about).
+    /// The configuration of `cluster` as stored at most [`RECHECK`] ago (kept for the last
+    /// cluster asked about).
     pub(crate) fn get(&self, store: &Store, cluster: &str) -> Arc<Config> {
+        {
+            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(cached) = current.as_ref()
+                && cached.cluster == cluster
+                && cached.checked.elapsed() < RECHECK
+            {
+                return cached.config.clone();
+            }
+        }
+        self.get_current(store, cluster)
+    }
+
+    /// The configuration of `cluster` as stored now.
+    pub(crate) fn get_current(&self, store: &Store, cluster: &str) -> Arc<Config> {
         let buckets = [
             Bucket::new(cluster, FLOW_SCHEMAS),
             Bucket::new(cluster, PRIORITY_LEVELS),
@@ -271,10 +369,11 @@ impl ApfCache {
             store.bucket_revision(&buckets[1]),
         ];
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(cached) = current.as_ref()
+        if let Some(cached) = current.as_mut()
             && cached.cluster == cluster
             && cached.revisions == revisions
         {
+            cached.checked = Instant::now();
             return cached.config.clone();
         }
         let config = Arc::new(Config::from_objects(
@@ -284,6 +383,7 @@ impl ApfCache {
         *current = Some(Cached {
             cluster: cluster.to_owned(),
             revisions,
+            checked: Instant::now(),
             config: config.clone(),
         });
         config
@@ -355,10 +455,7 @@ mod tests {
         let c = config();
         let version = Attributes::non_resource(user("noxu", &[]), "get", "/version");
         let flow = c.classify(&user("noxu", &[]), &version).unwrap();
-        assert_eq!(
-            (flow.schema.as_str(), flow.level.as_str()),
-            ("noxu", "test")
-        );
+        assert_eq!((flow.schema, flow.level), ("noxu", "test"));
         assert_eq!(flow.level_uid, "test-uid");
         let other = c.classify(&user("foo", &[]), &version).unwrap();
         assert_eq!(other.schema, "catch-all");

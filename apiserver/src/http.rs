@@ -374,22 +374,16 @@ where
     // counted in the metrics while it executes. Other logical clusters (simulated managed
     // clusters, thousands to a process) are not classified: no configuration per cluster is
     // kept in memory.
-    let flow = (cluster == DEFAULT_CLUSTER)
-        .then(|| {
-            inner
-                .apf
-                .get(&inner.store, DEFAULT_CLUSTER)
-                .classify(&identity, attrs)
-        })
-        .flatten();
+    let config = (cluster == DEFAULT_CLUSTER).then(|| inner.apf.get(&inner.store, DEFAULT_CLUSTER));
+    let flow = config.as_ref().and_then(|c| c.classify(&identity, attrs));
     let _executing = flow
         .as_ref()
-        .map(|f| inner.metrics.dispatch(&f.level, &f.schema));
+        .map(|f| inner.metrics.dispatch(f.level, f.schema));
     let mut result = dispatch(inner, cluster, route, parts, body, query, identity, accept).await;
     if let (Some(flow), Ok(reply)) = (&flow, &mut result) {
         for (name, value) in [
-            ("x-kubernetes-pf-flowschema-uid", &flow.schema_uid),
-            ("x-kubernetes-pf-prioritylevel-uid", &flow.level_uid),
+            ("x-kubernetes-pf-flowschema-uid", flow.schema_uid),
+            ("x-kubernetes-pf-prioritylevel-uid", flow.level_uid),
         ] {
             if let Ok(value) = http::HeaderValue::from_str(value) {
                 reply.headers.insert(name, value);
@@ -477,7 +471,7 @@ where
         Route::Metrics if cluster == DEFAULT_CLUSTER => {
             let limits = inner
                 .apf
-                .get(&inner.store, DEFAULT_CLUSTER)
+                .get_current(&inner.store, DEFAULT_CLUSTER)
                 .nominal_limits();
             inner.metrics.set_nominal_limits(&limits);
             Ok(Reply {

@@ -78,16 +78,7 @@ fn options(req: &ResourceRequest, body: &[u8]) -> Result<(DeleteOptions, bool), 
             .and_then(Value::as_str)
             .map(str::to_owned);
     }
-    let body_dry: Vec<String> = body
-        .get("dryRun")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let body_dry: Vec<String> = crate::meta::strings(body.get("dryRun"));
     for d in body_dry {
         if d != "All" {
             return Err(ApiError::bad_request(format!(
