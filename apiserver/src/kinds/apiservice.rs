@@ -3,6 +3,7 @@
 //! `Available` condition kube's availability controllers write.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -51,10 +52,9 @@ pub(crate) fn local_apiservice(group: &str, version: &str, builtin: bool) -> Opt
     }))
 }
 
-/// The local APIServices a cluster serving the built-in resources and the custom resources
-/// of `crds` (its stored CRDs) should have, by name: one per built-in group-version kube
-/// registers, and one per version an established CRD serves.
-pub(crate) fn desired_local(crds: &[Value]) -> BTreeMap<String, Value> {
+/// The local APIServices of the built-in group-versions, by name (the same for every
+/// cluster; computed once, not on every health check).
+static BUILTIN_LOCAL: LazyLock<BTreeMap<String, Value>> = LazyLock::new(|| {
     let mut out = BTreeMap::new();
     for res in builtin_resources() {
         for v in &res.versions {
@@ -63,6 +63,14 @@ pub(crate) fn desired_local(crds: &[Value]) -> BTreeMap<String, Value> {
             }
         }
     }
+    out
+});
+
+/// The local APIServices a cluster serving the built-in resources and the custom resources
+/// of `crds` (its stored CRDs) should have, by name: one per built-in group-version kube
+/// registers, and one per version an established CRD serves.
+pub(crate) fn desired_local(crds: &[Value]) -> BTreeMap<String, Value> {
+    let mut out = BUILTIN_LOCAL.clone();
     for crd in crds {
         let established = crate::meta::condition_true(crd, "Established");
         if crate::meta::is_deleting(crd) || !established {

@@ -63,7 +63,7 @@ pub(crate) fn status_on_create(kind: BuiltinKind, obj: &Value) -> Option<Value> 
             "disruptionsAllowed": 0,
             "expectedPods": 0,
         })),
-        Ingress | Service => Some(json!({"loadBalancer": {}})),
+        Ingress => Some(json!({"loadBalancer": {}})),
         // kube's JSON also has `"currentMetrics": null` (a nil list Go writes); the typed
         // form this server stores leaves it out (see docs/apiserver.md, Known gaps).
         HorizontalPodAutoscaler => Some(json!({"desiredReplicas": 0})),
