@@ -14,11 +14,19 @@ pub enum Target {
     /// A managed cluster whose Klusterlet turns on the registration `ClusterProperty`
     /// feature gate: the SIG-Multicluster About API (as upstream, installed only then).
     About,
+    /// A hub whose registration turns on the `ClusterProfile` feature gate: SIG-Multicluster's
+    /// Cluster Inventory API (as upstream, installed only then, never removed).
+    Multicluster,
 }
 
 impl Target {
     /// Every target, in the order `crdgen` writes them.
-    pub const ALL: [Target; 3] = [Target::Hub, Target::Klusterlet, Target::About];
+    pub const ALL: [Target; 4] = [
+        Target::Hub,
+        Target::Klusterlet,
+        Target::About,
+        Target::Multicluster,
+    ];
 
     /// Folder name under `crds/manifests/`.
     pub fn dir_name(self) -> &'static str {
@@ -26,6 +34,7 @@ impl Target {
             Target::Hub => "hub",
             Target::Klusterlet => "klusterlet",
             Target::About => "about",
+            Target::Multicluster => "multicluster",
         }
     }
 }
@@ -54,13 +63,35 @@ pub fn about() -> Vec<CustomResourceDefinition> {
     sort(crate::about::klusterlet_crds())
 }
 
+/// The Cluster Inventory API CRDs (ClusterProfile) a hub installs with the `ClusterProfile`
+/// registration feature gate.
+pub fn multicluster() -> Vec<CustomResourceDefinition> {
+    sort(crate::multicluster::hub_crds())
+}
+
 /// The CRDs for one target.
 pub fn for_target(target: Target) -> Vec<CustomResourceDefinition> {
     match target {
         Target::Hub => hub(),
         Target::Klusterlet => klusterlet(),
         Target::About => about(),
+        Target::Multicluster => multicluster(),
     }
+}
+
+/// Annotation a CRD of a `*.k8s.io` group must carry: the enhancement that approved its API.
+pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+/// `crd` annotated as approved by `enhancement` (see [`API_APPROVED_ANNOTATION`]).
+pub fn api_approved(
+    mut crd: CustomResourceDefinition,
+    enhancement: &str,
+) -> CustomResourceDefinition {
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(API_APPROVED_ANNOTATION.to_owned(), enhancement.to_owned());
+    crd
 }
 
 fn sort(crds: Vec<CustomResourceDefinition>) -> Vec<CustomResourceDefinition> {

@@ -1,7 +1,7 @@
 //! Rust types of every Open Cluster Management API, wire-compatible with upstream OCM.
 //!
 //! One module per API group ([`cluster`], [`work`], [`addon`], [`operator`], and the
-//! SIG-Multicluster [`about`] API), one module per
+//! SIG-Multicluster [`about`] and [`multicluster`] APIs), one module per
 //! version inside it, one file per kind. Each group also has a `names` module with its
 //! well-known labels, annotations, finalizers, condition types and reasons.
 //!
@@ -12,6 +12,7 @@ pub mod about;
 pub mod addon;
 pub mod cluster;
 pub mod crds;
+pub mod multicluster;
 pub mod operator;
 pub mod schema;
 pub mod work;

@@ -154,6 +154,9 @@ impl EmbeddedHub {
         // last, so a script that waits for it can run `ocm init` and `ocm join` at once.
         let admin = kube::Client::new(server.service(), "default");
         install_crds(&admin, &ocm_api::crds::hub()).await?;
+        if options.hub.cluster_profiles {
+            install_crds(&admin, &ocm_api::crds::multicluster()).await?;
+        }
         publish_cluster_info(&admin, &url, &tls.ca_cert).await?;
         crate::bootstrap::apply_bootstrap_rbac(&admin).await?;
         ensure_namespace(&admin, HUB_NAMESPACE).await?;

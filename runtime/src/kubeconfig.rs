@@ -157,8 +157,8 @@ pub fn current_server(config: &Kubeconfig) -> Result<ServerInfo, KubeconfigError
     })
 }
 
-/// The bearer token of the current context's user, if it authenticates with one.
-pub fn current_token(config: &Kubeconfig) -> Option<String> {
+/// The current context's user entry, as JSON (secret fields in plain text), if any.
+fn current_auth_json(config: &Kubeconfig) -> Option<serde_json::Value> {
     let context_name = config
         .current_context
         .clone()
@@ -176,13 +176,90 @@ pub fn current_token(config: &Kubeconfig) -> Option<String> {
         .find(|a| a.name == user)?
         .auth_info
         .as_ref()?;
-    // The token is a secrecy string; its serde form is the plain text.
-    serde_json::to_value(auth)
-        .ok()?
+    // Secret fields are secrecy strings; their serde form is the plain text.
+    serde_json::to_value(auth).ok()
+}
+
+/// The bearer token of the current context's user, if it authenticates with one.
+pub fn current_token(config: &Kubeconfig) -> Option<String> {
+    current_auth_json(config)?
         .get("token")?
         .as_str()
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
+}
+
+/// How the current context's user proves who it is: a bearer token or a client certificate.
+#[derive(Clone, PartialEq, Eq)]
+pub enum UserCredentials {
+    /// A bearer token.
+    Token(String),
+    /// A client certificate and its key, PEM.
+    ClientCertificate {
+        /// Certificate chain, PEM.
+        cert_pem: String,
+        /// Private key, PEM.
+        key_pem: String,
+    },
+}
+
+impl std::fmt::Debug for UserCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UserCredentials::Token(_) => f.write_str("Token(..)"),
+            UserCredentials::ClientCertificate { .. } => f.write_str("ClientCertificate(..)"),
+        }
+    }
+}
+
+/// The current context user's token (`token`, `tokenFile`) or client certificate (inline or
+/// in files, relative paths taken from `base_dir`). Users that authenticate through an exec
+/// plugin or an auth provider have neither and are refused.
+pub fn current_credentials(
+    config: &Kubeconfig,
+    base_dir: &Path,
+) -> Result<UserCredentials, KubeconfigError> {
+    let auth = current_auth_json(config)
+        .ok_or_else(|| KubeconfigError::Incomplete("no user in the current context".into()))?;
+    let text = |key: &str| {
+        auth.get(key)
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let read = |path: String| {
+        let path = base_dir.join(path);
+        std::fs::read_to_string(&path).map_err(|e| KubeconfigError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    };
+    if let Some(token) = text("token") {
+        return Ok(UserCredentials::Token(token));
+    }
+    if let Some(file) = text("tokenFile") {
+        return Ok(UserCredentials::Token(read(file)?.trim().to_owned()));
+    }
+    let cert = match (text("client-certificate-data"), text("client-certificate")) {
+        (Some(data), _) => Some(decode_base64_text(&data, "client-certificate-data")?),
+        (None, Some(path)) => Some(read(path)?),
+        (None, None) => None,
+    };
+    let key = match (text("client-key-data"), text("client-key")) {
+        (Some(data), _) => Some(decode_base64_text(&data, "client-key-data")?),
+        (None, Some(path)) => Some(read(path)?),
+        (None, None) => None,
+    };
+    match (cert, key) {
+        (Some(cert_pem), Some(key_pem)) => {
+            Ok(UserCredentials::ClientCertificate { cert_pem, key_pem })
+        }
+        _ => Err(KubeconfigError::Incomplete(
+            "the current user has no token and no client certificate with its key \
+             (users of exec plugins and auth providers cannot be passed on)"
+                .into(),
+        )),
+    }
 }
 
 fn decode_base64_text(data: &str, field: &str) -> Result<String, KubeconfigError> {
@@ -410,6 +487,42 @@ mod tests {
         assert!(yaml.contains("client-certificate: tls.crt"), "{yaml}");
         assert!(yaml.contains("client-key: tls.key"), "{yaml}");
         assert!(current_token(&parse(&yaml).unwrap()).is_none());
+    }
+
+    #[test]
+    fn credentials_come_from_tokens_or_certificates_inline_or_in_files() {
+        let dir = std::env::temp_dir().join(format!("ocm-creds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("token"), "file-token\n").unwrap();
+        std::fs::write(dir.join("tls.key"), "KEY").unwrap();
+        let token = parse(&render(&spec(KubeconfigAuth::Token("t1".into())))).unwrap();
+        assert_eq!(
+            current_credentials(&token, &dir).unwrap(),
+            UserCredentials::Token("t1".into())
+        );
+        let with = |user: &str| {
+            parse(&format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: h\n  cluster:\n    server: https://h:6443\ncontexts:\n- name: c\n  context:\n    cluster: h\n    user: u\nusers:\n- name: u\n  user:\n{user}\n"
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            current_credentials(&with("    tokenFile: token"), &dir).unwrap(),
+            UserCredentials::Token("file-token".into())
+        );
+        let cert = with("    client-certificate-data: Q0VSVA==\n    client-key: tls.key");
+        assert_eq!(
+            current_credentials(&cert, &dir).unwrap(),
+            UserCredentials::ClientCertificate {
+                cert_pem: "CERT".into(),
+                key_pem: "KEY".into()
+            }
+        );
+        let exec =
+            with("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sh");
+        let err = current_credentials(&exec, &dir).unwrap_err().to_string();
+        assert!(err.contains("exec plugins"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

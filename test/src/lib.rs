@@ -756,3 +756,16 @@ pub fn addon_condition(
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
+
+/// Creates the object `value` describes through `api`; one that exists already is kept.
+pub async fn create_or_keep<K>(api: &Api<K>, value: serde_json::Value) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + Debug,
+{
+    let object: K = serde_json::from_value(value)?;
+    match api.create(&kube::api::PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}

@@ -226,20 +226,24 @@ pub struct ManagedApiserver {
 impl ManagedApiserver {
     /// Starts both under `home`.
     pub fn start(bin: &str, home: &Path) -> ManagedApiserver {
+        Self::start_with(bin, home, &[])
+    }
+
+    /// Starts both under `home`, the hub with `hub_flags` added.
+    pub fn start_with(bin: &str, home: &Path, hub_flags: &[&str]) -> ManagedApiserver {
         let (apiserver, kubeconfig) = start_apiserver(bin, home, &[]);
-        let hub = Process::spawn(
-            bin,
-            home,
-            &[
-                "hub",
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--data-dir",
-                home.join("hub").to_str().unwrap(),
-                "--webhook-listen",
-                "127.0.0.1:0",
-            ],
-        );
+        let hub_dir = home.join("hub");
+        let mut args = vec![
+            "hub",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--data-dir",
+            hub_dir.to_str().unwrap(),
+            "--webhook-listen",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(hub_flags);
+        let hub = Process::spawn(bin, home, &args);
         hub.wait_line("ocm hub ready");
         ManagedApiserver {
             apiserver,
@@ -272,4 +276,26 @@ pub fn start_hub_component(bin: &str, home: &Path, kubeconfig: &Path, component:
     );
     process.wait_line(&format!("ocm hub controllers running: {component}"));
     process
+}
+
+/// Spawns `ocm join` for simulated cluster `name` (its data under `home/clusters/<name>`)
+/// with the hub URL and token `ocm init` printed.
+pub fn spawn_simulated_join(bin: &str, home: &Path, url: &str, token: &str, name: &str) -> Process {
+    let data = home.join("clusters").join(name);
+    Process::spawn(
+        bin,
+        home,
+        &[
+            "join",
+            "--hub-apiserver",
+            url,
+            "--hub-token",
+            token,
+            "--cluster-name",
+            name,
+            "--simulated",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+    )
 }

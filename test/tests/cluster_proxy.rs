@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_cluster_proxy::addon::ClusterProxy;
 use ocm_cluster_proxy::server::{self, ProxyServerOptions};
@@ -22,17 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 const ALICE: &str = "system:serviceaccount:team:alice";
 
-async fn create<K>(api: &Api<K>, value: serde_json::Value) -> anyhow::Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(value)?;
-    match api.create(&PostParams::default(), &object).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(err) => Err(err.into()),
-    }
-}
+use ocm_e2e::create_or_keep as create;
 
 struct Kubectl {
     kubeconfig: PathBuf,

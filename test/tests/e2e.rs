@@ -7,6 +7,7 @@ mod addon_hub;
 mod addon_registration;
 mod addon_templates;
 mod addons;
+mod cluster_profiles;
 mod cluster_proxy;
 mod crashes;
 mod dashboard;

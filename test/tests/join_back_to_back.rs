@@ -33,23 +33,7 @@ async fn init_then_join(home: &Path, kubeconfig: &Path, name: &str) {
             .to_owned()
     };
     let (url, token) = (word_after("--hub-apiserver"), word_after("--hub-token"));
-    let data = home.join("clusters").join(name);
-    let join = Process::spawn(
-        OCM,
-        home,
-        &[
-            "join",
-            "--hub-apiserver",
-            &url,
-            "--hub-token",
-            &token,
-            "--cluster-name",
-            name,
-            "--simulated",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-    );
+    let join = ocm_e2e::process::spawn_simulated_join(OCM, home, &url, &token, name);
     join.wait_line("token accepted");
     let admin = ocm_runtime::kubeconfig::client_from_file(Path::new(kubeconfig))
         .await

@@ -11,14 +11,19 @@
 //! - [`agent`] is the agent: tunnel out, requests to its cluster as `ocm:hub:<user>`.
 //! - [`access`] turns a user's hub kubeconfig toward the proxy and lists its tunnels.
 //! - [`identity`] holds the rules of who becomes whom, with no I/O.
+//! - [`credentials`] is the consumer side of a ClusterProfile: its kubeconfig and the exec
+//!   plugin's answer.
+//! - [`profiles`] publishes the proxy as the access provider of every OCM ClusterProfile.
 
 pub mod access;
 pub mod addon;
 pub mod agent;
 pub mod authn;
+pub mod credentials;
 pub mod error;
 pub mod identity;
 pub mod pki;
+pub mod profiles;
 pub mod server;
 pub mod status;
 pub mod tunnel;

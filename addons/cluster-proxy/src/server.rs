@@ -189,6 +189,11 @@ async fn start_body(
         hub,
         stop: stop.clone(),
     });
+    tokio::spawn(crate::profiles::run(
+        shared.hub.clone(),
+        endpoint.clone(),
+        stop.clone(),
+    ));
     let task = tokio::spawn(accept_loop(listener, acceptor, shared));
     tracing::info!(url = %endpoint.url, "cluster proxy server listening");
     Ok(RunningProxy {

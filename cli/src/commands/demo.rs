@@ -84,6 +84,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let hub = EmbeddedHub::start(EmbeddedHubOptions {
         listen,
         extra_controllers: ocm_setup::controllers::addon_controllers(),
+        // The demo shows the whole fleet: ClusterProfiles for the Cluster Inventory API too.
+        hub: ocm_registration::hub::HubOptions {
+            cluster_profiles: true,
+            ..ocm_registration::hub::HubOptions::default()
+        },
         ..EmbeddedHubOptions::new(&data_dir)
     })
     .await?;

@@ -55,9 +55,10 @@ pub struct HubArgs {
     /// Longest client certificate the embedded CSR signer issues, in seconds.
     #[arg(long, default_value_t = 365 * 24 * 3600)]
     cluster_signing_duration_seconds: u64,
-    /// Hub work feature gates in upstream's syntax, e.g.
-    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
-    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    /// Hub feature gates in upstream's syntax, e.g.
+    /// `ClusterProfile=true,NilExecutorValidating=true`: registration's ClusterProfile and
+    /// DefaultClusterSet; work's ManifestWorkReplicaSet, NilExecutorValidating,
+    /// CleanUpCompletedManifestWork, CloudEventsDrivers.
     #[arg(long = "feature-gates")]
     feature_gates: Vec<String>,
     #[command(flatten)]
@@ -96,9 +97,10 @@ pub struct ControllersArgs {
     /// (registration).
     #[arg(long, default_value_t = 5)]
     lease_grace_multiplier: u32,
-    /// Hub work feature gates in upstream's syntax, e.g.
-    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
-    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    /// Hub feature gates in upstream's syntax, e.g.
+    /// `ClusterProfile=true,NilExecutorValidating=true`: registration's ClusterProfile and
+    /// DefaultClusterSet; work's ManifestWorkReplicaSet, NilExecutorValidating,
+    /// CleanUpCompletedManifestWork, CloudEventsDrivers.
     #[arg(long = "feature-gates")]
     feature_gates: Vec<String>,
     /// Also serve the placement debugger (`/debug/placements/`, HTTPS with a self-signed
@@ -125,9 +127,10 @@ pub struct WebhookArgs {
     /// Whether clusters without a cluster set label go into `default`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     default_cluster_set: bool,
-    /// Hub work feature gates in upstream's syntax, e.g.
-    /// `NilExecutorValidating=true,CleanUpCompletedManifestWork=true` (ManifestWorkReplicaSet,
-    /// NilExecutorValidating, CleanUpCompletedManifestWork, CloudEventsDrivers).
+    /// Hub feature gates in upstream's syntax, e.g.
+    /// `ClusterProfile=true,NilExecutorValidating=true`: registration's ClusterProfile and
+    /// DefaultClusterSet; work's ManifestWorkReplicaSet, NilExecutorValidating,
+    /// CleanUpCompletedManifestWork, CloudEventsDrivers.
     #[arg(long = "feature-gates")]
     feature_gates: Vec<String>,
     #[command(flatten)]
@@ -221,8 +224,16 @@ impl WebhookFlags {
 /// Registers the webhooks on the hub cluster: the addon CRDs with their conversion webhook
 /// (and the other hub CRDs), then both webhook configurations; waits until the API server
 /// calls them.
-async fn install_webhooks(client: &kube::Client, webhooks: &Webhooks) -> anyhow::Result<()> {
+async fn install_webhooks(
+    client: &kube::Client,
+    webhooks: &Webhooks,
+    options: &HubOptions,
+) -> anyhow::Result<()> {
     let mut crds = ocm_api::crds::hub();
+    if options.cluster_profiles {
+        // As upstream: installed with the gate, never removed (other tools may use it).
+        crds.extend(ocm_api::crds::multicluster());
+    }
     ocm_webhook::install::with_conversion_webhook(&mut crds, &webhooks.url, &webhooks.ca_bundle);
     crate::embedded::install_crds(client, &crds).await?;
     ocm_webhook::install::apply_configurations(
@@ -251,12 +262,13 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         Some(HubCommand::Controllers(controllers)) => return run_components(controllers).await,
         None => {}
     }
-    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
-    let options = HubOptions {
+    let mut options = HubOptions {
         auto_approved_users: args.auto_approved_users.clone(),
         lease_grace_multiplier: args.lease_grace_multiplier.max(1),
         ..HubOptions::default()
     };
+    let work_gates = HubWorkGates::parse(&options.take_feature_gates(&args.feature_gates))
+        .context("--feature-gates")?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -279,7 +291,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
             .webhook
             .start(&client, &data_dir, options.default_cluster_sets, work_gates)
             .await?;
-        install_webhooks(&client, &webhooks).await?;
+        install_webhooks(&client, &webhooks, &options).await?;
         prepare_for_joins(&client, kubeconfig).await?;
         crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await?;
         // Commands run after this one talk to this hub unless told otherwise.
@@ -347,7 +359,13 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
 
 /// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
 async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
-    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
+    let mut options = HubOptions {
+        auto_approved_users: args.auto_approved_users.clone(),
+        lease_grace_multiplier: args.lease_grace_multiplier.max(1),
+        ..HubOptions::default()
+    };
+    let work_gates = HubWorkGates::parse(&options.take_feature_gates(&args.feature_gates))
+        .context("--feature-gates")?;
     let mut components = Vec::new();
     for name in &args.only {
         let component = crate::embedded::HubComponent::parse(name.trim()).with_context(|| {
@@ -393,11 +411,7 @@ async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
     println!("  metrics: http://{}/metrics", health.local_addr);
     let ctx = Arc::new(HubContext {
         client,
-        options: HubOptions {
-            auto_approved_users: args.auto_approved_users,
-            lease_grace_multiplier: args.lease_grace_multiplier.max(1),
-            ..HubOptions::default()
-        },
+        options,
         metrics,
         shutdown: shutdown.clone(),
     });
@@ -428,7 +442,11 @@ async fn prepare_for_joins(client: &kube::Client, kubeconfig: &Path) -> anyhow::
 async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    let work_gates = HubWorkGates::parse(&args.feature_gates).context("--feature-gates")?;
+    // The registration gates are the controllers' (and, with --install, decide the CRDs);
+    // the webhook takes the work gates.
+    let mut options = HubOptions::default();
+    let work_gates = HubWorkGates::parse(&options.take_feature_gates(&args.feature_gates))
+        .context("--feature-gates")?;
     let client = ocm_agent::cluster_client(args.kubeconfig.as_deref()).await?;
     let data_dir = args
         .data_dir
@@ -445,7 +463,7 @@ async fn run_webhook(args: WebhookArgs) -> anyhow::Result<()> {
         .start(&client, &data_dir, args.default_cluster_set, work_gates)
         .await?;
     if args.install {
-        install_webhooks(&client, &webhooks).await?;
+        install_webhooks(&client, &webhooks, &options).await?;
     }
     println!("ocm hub webhook serving at {}", webhooks.url);
     shutdown.cancelled().await;

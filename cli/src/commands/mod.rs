@@ -4,6 +4,7 @@ pub mod accept;
 pub mod addon;
 pub mod addon_create;
 pub mod apiserver;
+pub mod clusterprofile;
 pub mod crds;
 pub mod create;
 pub mod dashboard;
@@ -66,6 +67,9 @@ enum Command {
     Dashboard(dashboard::DashboardArgs),
     /// Reach managed clusters' API servers through the cluster-proxy addon.
     Proxy(proxy::ProxyArgs),
+    /// Reach clusters as a Cluster Inventory API consumer does: a ClusterProfile's kubeconfig
+    /// and the exec credential plugin behind it.
+    Clusterprofile(clusterprofile::ClusterProfileArgs),
     /// Create hub objects (ManifestWork).
     Create(create::CreateArgs),
     /// Explain a hub decision (why each cluster was or was not placed).
@@ -107,6 +111,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Get(args) => block_on(QUIET, get::run(args)),
         Command::Dashboard(args) => block_on(QUIET, dashboard::run(args)),
         Command::Proxy(args) => block_on(QUIET, proxy::run(args)),
+        Command::Clusterprofile(args) => block_on(QUIET, clusterprofile::run(args)),
         Command::Create(args) => block_on(QUIET, create::run(args)),
         Command::Explain(args) => block_on(QUIET, placement::explain(args)),
         Command::Operator(args) => block_on("info", operator::run(args)),

@@ -1,4 +1,4 @@
-//! Writes the generated CRD manifests to `crds/manifests/{hub,klusterlet,about}/`, one file per
+//! Writes the generated CRD manifests to `crds/manifests/{hub,klusterlet,about,multicluster}/`, one file per
 //! CRD, removing files of CRDs that no longer exist.
 
 use std::path::{Path, PathBuf};

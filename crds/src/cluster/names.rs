@@ -336,3 +336,13 @@ pub mod conditions {
         pub const SUCCEED_CONFIGURED: &str = "Succeedconfigured";
     }
 }
+
+/// Feature gates of the hub's registration controllers (upstream's names).
+pub mod hub_feature_gates {
+    /// The `default` and `global` cluster sets are kept (on by default).
+    pub const DEFAULT_CLUSTER_SET: &str = "DefaultClusterSet";
+    /// ClusterProfiles of the Cluster Inventory API are kept (off by default).
+    pub const CLUSTER_PROFILE: &str = "ClusterProfile";
+    /// Every hub registration gate.
+    pub const ALL: [&str; 2] = [DEFAULT_CLUSTER_SET, CLUSTER_PROFILE];
+}

@@ -5,6 +5,7 @@ mod acceptance;
 mod addons;
 pub mod admission;
 mod cleanup;
+mod cluster_profiles;
 mod clustersets;
 mod csr_approval;
 mod error;
@@ -41,6 +42,9 @@ pub struct HubOptions {
     pub cleanup_requeue: Duration,
     /// Full resync period of the controllers.
     pub resync: Duration,
+    /// Whether ClusterProfiles are kept for the Cluster Inventory API (upstream's
+    /// `ClusterProfile` hub gate; off by default).
+    pub cluster_profiles: bool,
 }
 
 impl Default for HubOptions {
@@ -52,7 +56,39 @@ impl Default for HubOptions {
             default_cluster_sets: true,
             cleanup_requeue: Duration::from_secs(5),
             resync: Duration::from_secs(30 * 60),
+            cluster_profiles: false,
         }
+    }
+}
+
+impl HubOptions {
+    /// Applies the hub registration gates among `--feature-gates` values (each a
+    /// comma-separated list of `<name>=<true|false>`, later entries winning) and returns the
+    /// other entries, for the other components' gate parsers to accept or refuse.
+    pub fn take_feature_gates<S: AsRef<str>>(&mut self, values: &[S]) -> Vec<String> {
+        use ocm_api::cluster::names::hub_feature_gates as gates;
+        let mut rest = Vec::new();
+        for entry in values
+            .iter()
+            .flat_map(|v| v.as_ref().split(','))
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
+            let parsed = entry.split_once('=').and_then(|(name, value)| {
+                let on = match value.trim().to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return None,
+                };
+                Some((name.trim(), on))
+            });
+            match parsed {
+                Some((gates::CLUSTER_PROFILE, on)) => self.cluster_profiles = on,
+                Some((gates::DEFAULT_CLUSTER_SET, on)) => self.default_cluster_sets = on,
+                _ => rest.push(entry.to_owned()),
+            }
+        }
+        rest
     }
 }
 
@@ -85,5 +121,28 @@ async fn run_body(ctx: Arc<HubContext>) {
         clustersets::run(ctx.clone()),
         managed_namespaces::run(ctx.clone()),
         metrics::run(ctx.clone()),
+        cluster_profiles::run(ctx.clone()),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HubOptions;
+
+    #[test]
+    fn registration_gates_are_taken_and_the_rest_passed_on() {
+        let mut options = HubOptions::default();
+        let rest = options.take_feature_gates(&[
+            "ClusterProfile=true, ManifestWorkReplicaSet=true",
+            "DefaultClusterSet=false,Bogus",
+        ]);
+        assert!(options.cluster_profiles);
+        assert!(!options.default_cluster_sets);
+        assert_eq!(rest, ["ManifestWorkReplicaSet=true", "Bogus"]);
+        // A malformed registration gate is left for the next parser to refuse.
+        assert_eq!(
+            options.take_feature_gates(&["ClusterProfile=yes"]),
+            ["ClusterProfile=yes"]
+        );
+    }
 }
