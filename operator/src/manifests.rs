@@ -99,6 +99,8 @@ pub fn hub_operator_rules() -> Value {
             rules.extend(granted);
         }
     }
+    // Granted to the registration controller with the ClusterProfile gate.
+    rules.extend(crate::cluster_manager::rbac::cluster_profile_rules());
     Value::Array(rules)
 }
 

@@ -262,18 +262,27 @@ impl ManagedApiserver {
 /// Starts `ocm hub controllers --kubeconfig KUBECONFIG --only COMPONENT` and waits until it
 /// runs that component.
 pub fn start_hub_component(bin: &str, home: &Path, kubeconfig: &Path, component: &str) -> Process {
-    let process = Process::spawn(
-        bin,
-        home,
-        &[
-            "hub",
-            "controllers",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--only",
-            component,
-        ],
-    );
+    start_hub_component_with(bin, home, kubeconfig, component, &[])
+}
+
+/// [`start_hub_component`] with `extra` flags (e.g. `--feature-gates=…`).
+pub fn start_hub_component_with(
+    bin: &str,
+    home: &Path,
+    kubeconfig: &Path,
+    component: &str,
+    extra: &[&str],
+) -> Process {
+    let mut args = vec![
+        "hub",
+        "controllers",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--only",
+        component,
+    ];
+    args.extend_from_slice(extra);
+    let process = Process::spawn(bin, home, &args);
     process.wait_line(&format!("ocm hub controllers running: {component}"));
     process
 }

@@ -1,7 +1,7 @@
 //! The permissions the operator gives each hub component are enough: the components run as
 //! their own service accounts, with exactly the rules `ocm_operator` renders, against an API
 //! server that enforces RBAC (escalation checks included: the registration controller writes
-//! roles for every accepted cluster).
+//! roles for every accepted cluster; with the `ClusterProfile` gate, ClusterProfiles).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +9,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_e2e::process::{Process, start_apiserver, start_hub_component};
+use ocm_e2e::process::{Process, start_apiserver, start_hub_component, start_hub_component_with};
 use ocm_e2e::{service_account_kubeconfig, wait_for};
 use ocm_operator::cluster_manager::render::{HUB_NAMESPACE, RenderInput, render};
 use serde_json::{Value, json};
@@ -46,13 +46,18 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
         .await
         .unwrap();
-    ocm::embedded::install_crds(&admin, &ocm_api::crds::hub())
-        .await
-        .unwrap();
     let cluster_manager = serde_json::from_value(json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
-        "metadata": {"name": "cluster-manager"}, "spec": {}}))
+        "metadata": {"name": "cluster-manager"},
+        "spec": {"registrationConfiguration": {"featureGates": [
+            {"feature": "ClusterProfile", "mode": "Enable"}]}}}))
     .unwrap();
+    let crds: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        ocm_operator::cluster_manager::render::crds(&cluster_manager)
+            .into_iter()
+            .map(|crd| serde_json::from_value(crd).unwrap())
+            .collect();
+    ocm::embedded::install_crds(&admin, &crds).await.unwrap();
     let objects = render(&RenderInput {
         cluster_manager: &cluster_manager,
         image: "ocm:test",
@@ -76,7 +81,13 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     )
     .await
     .unwrap();
-    let registration = start_hub_component(OCM, home, &registration_kubeconfig, "registration");
+    let registration = start_hub_component_with(
+        OCM,
+        home,
+        &registration_kubeconfig,
+        "registration",
+        &["--feature-gates=ClusterProfile=true"],
+    );
     ocm_e2e::accepted_cluster_without_agent(&admin, "c1")
         .await
         .unwrap();
@@ -127,6 +138,22 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     .unwrap();
     let placement = start_hub_component(OCM, home, &placement_kubeconfig, "placement");
     ocm_e2e::wait_placed_on(&admin, "apps", "c1").await.unwrap();
+    // `apps` is bound to `global`: registration made c1's ClusterProfile there and wrote its
+    // status, then its labels.
+    wait_for(
+        &Api::<ocm_api::multicluster::v1alpha1::ClusterProfile>::namespaced(admin.clone(), "apps"),
+        "c1",
+        "c1's profile with status and labels",
+        |p| {
+            p.status.is_some()
+                && p.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("multicluster.x-k8s.io/clusterset"))
+        },
+    )
+    .await
+    .unwrap();
     placement.stop();
     registration.stop();
     apiserver.stop();

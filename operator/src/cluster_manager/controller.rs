@@ -254,7 +254,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     } else {
         ctx.client.clone()
     };
-    let crd_objects = crds();
+    let crd_objects = crds(&cm);
     let crds_applied = apply_all(&hub, FIELD_MANAGER, &crd_objects).await;
     let Applied {
         mut failure,

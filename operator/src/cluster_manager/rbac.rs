@@ -44,6 +44,24 @@ fn default_executor() -> Value {
     )
 }
 
+/// What the registration controller needs with the `ClusterProfile` gate: to keep
+/// ClusterProfiles and their status.
+pub fn cluster_profile_rules() -> Vec<Value> {
+    let group = ocm_api::multicluster::GROUP;
+    vec![
+        rule(
+            &[group],
+            &["clusterprofiles"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        rule(&[group], &["clusterprofiles/status"], &["update", "patch"]),
+        // Profiles are made only in namespaces that exist and are not terminating.
+        rule(&[""], &["namespaces"], &["get"]),
+    ]
+}
+
 /// The rules of a component's ClusterRole.
 pub fn cluster_rules(component: Component) -> Value {
     let rules = match component {

@@ -18,6 +18,7 @@
 //! configuration's `PlacementDebugServer` gate makes the placement pods serve the placement
 //! debugger on port 9443 behind the Service `<cm>-placement` (upstream's names and port).
 
+use ocm_api::cluster::names::hub_feature_gates as registration_gate_names;
 use ocm_api::operator::v1::{
     ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
 };
@@ -78,6 +79,39 @@ pub fn placement_debug_server(cm: &ClusterManager) -> bool {
         .map(|p| p.feature_gates.as_slice())
         .unwrap_or_default();
     gate(gates, "PlacementDebugServer") == Some(FeatureGateMode::Enable)
+}
+
+/// The registration configuration's feature gates.
+fn registration_gates(cm: &ClusterManager) -> &[FeatureGate] {
+    cm.spec
+        .registration_configuration
+        .as_ref()
+        .map(|r| r.feature_gates.as_slice())
+        .unwrap_or_default()
+}
+
+/// Whether the registration configuration turns on `ClusterProfile` (upstream's hub gate,
+/// off by default): the registration controller then keeps ClusterProfiles, the
+/// ClusterProfile CRD is installed and the controller's ClusterRole covers it.
+pub fn cluster_profiles(cm: &ClusterManager) -> bool {
+    gate(
+        registration_gates(cm),
+        registration_gate_names::CLUSTER_PROFILE,
+    ) == Some(FeatureGateMode::Enable)
+}
+
+/// The registration configuration's `ClusterProfile` gate as the registration controller's flag.
+fn registration_gate_flags(cm: &ClusterManager) -> Vec<String> {
+    let gates = registration_gates(cm);
+    // DefaultClusterSet stays on: the registration webhook labels clusters into `default`
+    // whatever the gate says, so the set must exist.
+    [registration_gate_names::CLUSTER_PROFILE]
+        .into_iter()
+        .filter_map(|name| {
+            gate(gates, name)
+                .map(|mode| format!("--feature-gates={name}={}", mode == FeatureGateMode::Enable))
+        })
+        .collect()
 }
 
 /// What the rendering needs besides the ClusterManager.
@@ -230,6 +264,7 @@ fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
         args.extend(work_gate_flags(cm));
     }
     if component == Component::Registration {
+        args.extend(registration_gate_flags(cm));
         let users = auto_approved_users(cm);
         if !users.is_empty() {
             args.push(format!("--auto-approved-users={}", users.join(",")));
@@ -328,11 +363,15 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     })
 }
 
-/// The hub CRDs a ClusterManager installs (all but its own). They stay when it goes: they
-/// hold every cluster's, work's and addon's data.
-pub fn crds() -> Vec<Value> {
-    ocm_api::crds::hub()
-        .into_iter()
+/// The hub CRDs a ClusterManager installs (all but its own; the ClusterProfile CRD with the
+/// `ClusterProfile` gate). They stay when it goes, or the gate is turned off: they hold every
+/// cluster's, work's and addon's data, and other tools may use ClusterProfiles.
+pub fn crds(cm: &ClusterManager) -> Vec<Value> {
+    let mut crds = ocm_api::crds::hub();
+    if cluster_profiles(cm) {
+        crds.extend(ocm_api::crds::multicluster());
+    }
+    crds.into_iter()
         .filter(|crd| crd.spec.group != "operator.open-cluster-management.io")
         .filter_map(|crd| serde_json::to_value(crd).ok())
         .collect()
@@ -344,6 +383,19 @@ pub fn leader_lease(component: Component) -> Option<String> {
     component
         .controllers_name()
         .map(|name| format!("cluster-manager-{name}-controller-lock"))
+}
+
+/// A component's ClusterRole rules: [`super::rbac::cluster_rules`], and for registration with
+/// the `ClusterProfile` gate the ClusterProfile rules.
+fn rules_of(cm: &ClusterManager, component: Component) -> Value {
+    let mut rules = super::rbac::cluster_rules(component);
+    if component == Component::Registration
+        && cluster_profiles(cm)
+        && let Value::Array(list) = &mut rules
+    {
+        list.extend(super::rbac::cluster_profile_rules());
+    }
+    rules
 }
 
 /// Every object of the ClusterManager. Order: namespace, then per component ServiceAccount,
@@ -376,7 +428,7 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": role, "labels": label},
-            "rules": super::rbac::cluster_rules(component),
+            "rules": rules_of(cm, component),
         }));
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -557,6 +609,40 @@ mod tests {
             webhook["spec"]["template"]["spec"]["volumes"][1]["secret"]["secretName"],
             EXTERNAL_HUB_KUBECONFIG
         );
+    }
+
+    #[test]
+    fn the_cluster_profile_gate_reaches_registration_its_role_and_the_crds() {
+        let has_profiles = |objects: &[Value]| {
+            objects.iter().any(|o| {
+                o["kind"] == "ClusterRole" && o["rules"].to_string().contains("clusterprofiles")
+            })
+        };
+        let profile_crd = |cm: &ClusterManager| {
+            crds(cm)
+                .iter()
+                .any(|c| c["metadata"]["name"] == "clusterprofiles.multicluster.x-k8s.io")
+        };
+        let off = cm(json!({}));
+        assert!(!has_profiles(&rendered(&off, 1)));
+        assert!(!profile_crd(&off));
+        let on = cm(json!({"registrationConfiguration": {"featureGates": [
+            {"feature": "ClusterProfile", "mode": "Enable"}]}}));
+        let objects = rendered(&on, 1);
+        assert!(has_profiles(&objects));
+        assert!(profile_crd(&on));
+        let registration =
+            deployment_named(&objects, "cluster-manager-registration-controller").unwrap();
+        let args = registration["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(
+            args.contains("--feature-gates=ClusterProfile=true"),
+            "{args}"
+        );
+        // The operator may grant what the gate needs.
+        let held = crate::manifests::hub_operator_rules();
+        for rule in super::super::rbac::cluster_profile_rules() {
+            assert!(held.as_array().unwrap().contains(&rule), "{rule}");
+        }
     }
 
     #[test]
