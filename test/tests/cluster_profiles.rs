@@ -312,8 +312,9 @@ async fn properties_reach_the_profiles(
     Ok(())
 }
 
-/// With the agents gone: availability and a version change reach the profiles; a deleted
-/// cluster and a deleted binding take their profiles with them, the foreign one stays.
+/// With the agents gone: availability and a version change reach the profiles; an
+/// unaccepted cluster, a deleted cluster and a deleted binding take their profiles with them,
+/// the foreign one stays.
 async fn profiles_follow_the_clusters(
     admin: &kube::Client,
     clusters: &[String],
@@ -343,10 +344,27 @@ async fn profiles_follow_the_clusters(
         })
     })
     .await?;
+    // The hub no longer accepts c2: its profile goes.
+    Api::<ManagedCluster>::all(admin.clone())
+        .patch(
+            c2,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hubAcceptsClient": false}})),
+        )
+        .await?;
+    let want = keys(&[
+        &format!("team-a/{c1}"),
+        &format!("team-a/{c3}"),
+        &format!("team-b/{c3}"),
+    ]);
+    wait_profiles(admin, "c2's profile gone once unaccepted", |k, _| {
+        *k == want
+    })
+    .await?;
     Api::<ManagedCluster>::all(admin.clone())
         .delete(c3, &DeleteParams::default())
         .await?;
-    let want = keys(&[&format!("team-a/{c1}"), &format!("team-a/{c2}")]);
+    let want = keys(&[&format!("team-a/{c1}")]);
     wait_profiles(admin, "c3's profiles gone", |k, _| *k == want).await?;
     Api::<ManagedClusterSetBinding>::namespaced(admin.clone(), "team-a")
         .delete("east", &DeleteParams::default())

@@ -2,7 +2,9 @@
 //!
 //! - Which profiles exist: one per ManagedCluster (named after it) in every namespace where a
 //!   ManagedClusterSetBinding that is `Bound` binds a set selecting that cluster; clusters
-//!   being deleted get none. Several sets bound in one namespace give one profile.
+//!   being deleted, and clusters the hub does not accept (`hubAcceptsClient` false), get none —
+//!   a fleet's consumers see only clusters both sides agreed to (upstream OCM also lists
+//!   unaccepted ones). Several sets bound in one namespace give one profile.
 //! - Only profiles labelled `x-k8s.io/cluster-manager=open-cluster-management` are ours to
 //!   delete, and only those whose `spec.clusterManager.name` is `open-cluster-management` get
 //!   their status and labels kept up to date: a profile another fleet manager made is never
@@ -62,7 +64,10 @@ pub(crate) fn desired_profiles<'a>(
             continue;
         };
         for cluster in clusters {
-            if cluster.metadata.deletion_timestamp.is_none() && selector.matches(cluster.labels()) {
+            if cluster.metadata.deletion_timestamp.is_none()
+                && cluster.spec.hub_accepts_client
+                && selector.matches(cluster.labels())
+            {
                 out.insert((namespace.clone(), cluster.name_any()));
             }
         }
@@ -244,7 +249,13 @@ mod tests {
     };
 
     fn cluster(name: &str, labels: &[(&str, &str)]) -> ManagedCluster {
-        let mut c = ManagedCluster::new(name, ManagedClusterSpec::default());
+        let mut c = ManagedCluster::new(
+            name,
+            ManagedClusterSpec {
+                hub_accepts_client: true,
+                ..ManagedClusterSpec::default()
+            },
+        );
         c.metadata.labels = Some(
             labels
                 .iter()
@@ -301,6 +312,8 @@ mod tests {
         let c2 = cluster("c2", &[(CLUSTER_SET, "west"), ("env", "prod")]);
         let mut c3 = cluster("c3", &[(CLUSTER_SET, "east")]);
         c3.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
+        let mut c4 = cluster("c4", &[(CLUSTER_SET, "east")]);
+        c4.spec.hub_accepts_client = false;
         let east = exclusive_set("east");
         let prod = selector_set(
             "prod",
@@ -316,7 +329,7 @@ mod tests {
             ("global".to_owned(), &global),
         ]
         .into();
-        let clusters = [&c1, &c2, &c3];
+        let clusters = [&c1, &c2, &c3, &c4];
         let bindings = [
             binding("team-a", "east", true),
             binding("team-a", "prod", true),
