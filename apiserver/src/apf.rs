@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::meta::str_at;
 use ocm_apiserver_rbac::{Attributes, Identity, Target};
 use ocm_apiserver_storage::{Bucket, Revision, Store};
 
@@ -122,10 +123,6 @@ pub(crate) struct Flow<'a> {
 pub(crate) struct Config {
     schemas: Vec<Schema>,
     levels: Vec<Level>,
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 impl Subject {

@@ -60,6 +60,19 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// The string at JSON `pointer`, or `""`.
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The array at JSON `pointer`, or an empty slice.
+pub fn array_at<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
+    obj.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
 /// Sets (or removes, for `None`) a field of `metadata`.
 pub fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
     if let Some(meta) = metadata_mut(obj) {

@@ -10,7 +10,7 @@
 //! looks at them there (an `apiservices` request or a health check), and kept from then on;
 //! the default cluster's are written when the server starts.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -132,48 +132,29 @@ async fn sync_availability(server: &ServerAccess, cluster: &str) -> bool {
 }
 
 pub(crate) async fn run(server: ServerAccess) {
-    let (_, mut events) = server.watch_all();
-    let mut shutdown = server.shutdown();
-    let mut retry: HashSet<String> = HashSet::new();
-    let clusters: HashSet<String> = server
-        .buckets()
-        .into_iter()
-        .filter(|b| &*b.resource == APISERVICES)
-        .map(|b| b.cluster.to_string())
-        .collect();
-    for cluster in clusters {
-        if !(register(&server, &cluster).await && sync_availability(&server, &cluster).await) {
-            retry.insert(cluster);
-        }
-    }
-    let mut resync = tokio::time::interval(server.config().resync_interval);
-    loop {
-        let due: Vec<String> = tokio::select! {
-            e = events.recv() => {
-                let Some(event) = e else { return };
-                super::due_clusters(event, &mut events, |due, event| {
-                    let resource = &*event.key.bucket.resource;
-                    let cluster = &*event.key.bucket.cluster;
-                    let relevant = resource == APISERVICES
-                        || (resource == CRDS && event.kind != EventKind::Added)
-                        || resource == SERVICES;
-                    if relevant && !due.iter().any(|c| c == cluster) {
-                        due.push(cluster.to_string());
+    let access = server.clone();
+    super::run_per_cluster(
+        server,
+        super::PerCluster {
+            keeps: |resource| resource == APISERVICES,
+            relevant: |event: &ocm_apiserver_storage::Event| {
+                let resource = &*event.key.bucket.resource;
+                resource == APISERVICES
+                    || (resource == CRDS && event.kind != EventKind::Added)
+                    || resource == SERVICES
+            },
+            // After start-up only clusters whose APIServices were once written are kept.
+            sync: |cluster: String, first: bool| {
+                let server = access.clone();
+                async move {
+                    if !first && !registered(&server, &cluster) {
+                        return true;
                     }
-                })
-            }
-            _ = resync.tick() => retry.drain().collect(),
-            _ = shutdown.changed() => return,
-        };
-        for cluster in due {
-            if !registered(&server, &cluster) {
-                continue;
-            }
-            if register(&server, &cluster).await && sync_availability(&server, &cluster).await {
-                retry.remove(&cluster);
-            } else {
-                retry.insert(cluster);
-            }
-        }
-    }
+                    register(&server, &cluster).await && sync_availability(&server, &cluster).await
+                }
+            },
+            concurrency: 1,
+        },
+    )
+    .await;
 }

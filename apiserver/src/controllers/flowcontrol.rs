@@ -23,7 +23,6 @@
 use std::collections::HashSet;
 
 use futures::future::join_all;
-use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 
 use crate::control::ServerAccess;
@@ -286,64 +285,29 @@ pub(crate) async fn sync_cluster(server: &ServerAccess, cluster: &str) -> bool {
 /// How many clusters the controller passes over at once.
 const CONCURRENT_CLUSTERS: usize = 16;
 
-/// Passes over every cluster of `due`, [`CONCURRENT_CLUSTERS`] at a time; each cluster with
-/// whether its pass is done.
-async fn sync_clusters(server: &ServerAccess, due: Vec<String>) -> Vec<(String, bool)> {
-    stream::iter(due)
-        .map(|cluster| async move {
-            let done = sync_cluster(server, &cluster).await;
-            (cluster, done)
-        })
-        .buffer_unordered(CONCURRENT_CLUSTERS)
-        .collect()
-        .await
-}
-
+/// Whether a storage resource is a flowcontrol kind.
 fn is_flowcontrol(resource: &str) -> bool {
     resource == Kind::FlowSchema.storage_resource()
         || resource == Kind::PriorityLevel.storage_resource()
 }
 
 pub(crate) async fn run(server: ServerAccess) {
-    let (_, mut events) = server.watch_all();
-    let mut shutdown = server.shutdown();
-    let mut retry: HashSet<String> = HashSet::new();
-    let clusters: HashSet<String> = server
-        .buckets()
-        .into_iter()
-        .filter(|b| is_flowcontrol(&b.resource))
-        .map(|b| b.cluster.to_string())
-        .collect();
-    for (cluster, done) in sync_clusters(&server, clusters.into_iter().collect()).await {
-        if !done {
-            retry.insert(cluster);
-        }
-    }
-    let mut resync = tokio::time::interval(server.config().resync_interval);
-    loop {
-        let due: Vec<String> = tokio::select! {
-            e = events.recv() => {
-                let Some(event) = e else { return };
-                super::due_clusters(event, &mut events, |due, event| {
-                    let cluster = &event.key.bucket.cluster;
-                    if is_flowcontrol(&event.key.bucket.resource)
-                        && !due.iter().any(|c| c.as_str() == &**cluster)
-                    {
-                        due.push(cluster.to_string());
-                    }
-                })
-            }
-            _ = resync.tick() => retry.drain().collect(),
-            _ = shutdown.changed() => return,
-        };
-        for (cluster, done) in sync_clusters(&server, due).await {
-            if done {
-                retry.remove(&cluster);
-            } else {
-                retry.insert(cluster);
-            }
-        }
-    }
+    let access = server.clone();
+    super::run_per_cluster(
+        server,
+        super::PerCluster {
+            keeps: is_flowcontrol,
+            relevant: |event: &ocm_apiserver_storage::Event| {
+                is_flowcontrol(&event.key.bucket.resource)
+            },
+            sync: |cluster: String, _first: bool| {
+                let server = access.clone();
+                async move { sync_cluster(&server, &cluster).await }
+            },
+            concurrency: CONCURRENT_CLUSTERS,
+        },
+    )
+    .await;
 }
 
 #[cfg(test)]

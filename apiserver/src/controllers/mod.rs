@@ -20,8 +20,11 @@ mod simulator;
 
 pub(crate) use logical_cluster::ensure_cluster;
 
+use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 
+use futures::stream::{self, StreamExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::control::ServerAccess;
@@ -57,6 +60,75 @@ fn due_clusters(
         next = events.try_recv().ok();
     }
     due
+}
+
+/// How a controller that keeps something per logical cluster is driven by [`run_per_cluster`].
+struct PerCluster<R, S> {
+    /// Whether the stored resource names one the controller keeps: the clusters holding it
+    /// get a pass when the controller starts.
+    keeps: fn(&str) -> bool,
+    /// Whether a change makes its cluster due for a pass.
+    relevant: R,
+    /// One pass over a cluster (`first`: the start-up pass); false when something is left
+    /// to do, and the cluster is tried again at the next resync.
+    sync: S,
+    /// How many clusters a batch of due ones is worked on at once.
+    concurrency: usize,
+}
+
+/// Runs a per-cluster controller until shutdown: a pass over every cluster that holds what
+/// it keeps, then one per cluster each batch of changes makes due ([`due_clusters`]), and
+/// at every resync again over the clusters whose last pass left something to do.
+async fn run_per_cluster<R, S, Fut>(server: ServerAccess, controller: PerCluster<R, S>)
+where
+    R: Fn(&Event) -> bool,
+    S: Fn(String, bool) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let (_, mut events) = server.watch_all();
+    let mut shutdown = server.shutdown();
+    let mut retry: HashSet<String> = HashSet::new();
+    let initial: HashSet<String> = server
+        .buckets()
+        .into_iter()
+        .filter(|b| (controller.keeps)(&b.resource))
+        .map(|b| b.cluster.to_string())
+        .collect();
+    let pass = async |due: Vec<String>, first: bool, retry: &mut HashSet<String>| {
+        let results: Vec<(String, bool)> = stream::iter(due)
+            .map(|cluster| async {
+                let done = (controller.sync)(cluster.clone(), first).await;
+                (cluster, done)
+            })
+            .buffer_unordered(controller.concurrency.max(1))
+            .collect()
+            .await;
+        for (cluster, done) in results {
+            if done {
+                retry.remove(&cluster);
+            } else {
+                retry.insert(cluster);
+            }
+        }
+    };
+    pass(initial.into_iter().collect(), true, &mut retry).await;
+    let mut resync = tokio::time::interval(server.config().resync_interval);
+    loop {
+        let due: Vec<String> = tokio::select! {
+            e = events.recv() => {
+                let Some(event) = e else { return };
+                due_clusters(event, &mut events, |due, event| {
+                    let cluster = &*event.key.bucket.cluster;
+                    if (controller.relevant)(event) && !due.iter().any(|c| c == cluster) {
+                        due.push(cluster.to_string());
+                    }
+                })
+            }
+            _ = resync.tick() => retry.drain().collect(),
+            _ = shutdown.changed() => return,
+        };
+        pass(due, false, &mut retry).await;
+    }
 }
 
 /// Makes the objects every cluster has in `namespace` of `cluster` (see [`published`]); false

@@ -23,6 +23,7 @@ pub(crate) use services::{Allocated, allocate, keep_allocations};
 
 use serde_json::Value;
 
+use crate::meta::{array_at, str_at};
 use crate::registry::BuiltinKind;
 use crate::validation::Cause;
 
@@ -93,19 +94,6 @@ pub(crate) fn validate(kind: BuiltinKind, obj: &Value, old: Option<&Value>) -> V
         Service => services::validate_service(obj, old),
         _ => Vec::new(),
     }
-}
-
-/// The string at `pointer`, or `""`.
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The array at `pointer`, or an empty slice.
-fn array_at<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
-    obj.pointer(pointer)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }
 
 /// kube's check that the status counters `keys` of `obj` are not negative.
