@@ -291,6 +291,19 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             "    ocm proxy kubectl --kubeconfig {} --cluster {first} -- get nodes",
             hub.admin_kubeconfig.display()
         );
+        // The sample's binding of `default` into its namespace gives every cluster a
+        // ClusterProfile there, reachable as a Cluster Inventory API consumer would.
+        println!(
+            "    kubectl --kubeconfig {} get clusterprofiles -n {}",
+            hub.admin_kubeconfig.display(),
+            crate::sample_app::NAMESPACE
+        );
+        println!(
+            "    ocm clusterprofile kubeconfig --kubeconfig {} -n {} {first} -o {first}.kubeconfig \\
+             && kubectl --kubeconfig {first}.kubeconfig get nodes",
+            hub.admin_kubeconfig.display(),
+            crate::sample_app::NAMESPACE
+        );
     }
 
     if !args.until_ready {
