@@ -103,14 +103,15 @@ impl PermissionCache {
     }
 }
 
-/// Asks the hub what the user may do: accepting needs to update ManagedClusters, the
+/// Asks the hub what the user may do: accepting needs to patch ManagedClusters (what
+/// [`accept_cluster`] does to set `hubAcceptsClient`), the
 /// `managedclusters/accept` subresource of `register.open-cluster-management.io` (the hub's
 /// admission check), the CSR approval subresource and to approve for the
 /// `kubernetes.io/kube-apiserver-client` signer; denying needs the last two.
 async fn ask(client: &kube::Client) -> Permissions {
     // (group, resource, subresource, verb, name)
     let questions = [
-        (ocm_api::cluster::GROUP, "managedclusters", "", "update", ""),
+        (ocm_api::cluster::GROUP, "managedclusters", "", "patch", ""),
         (
             ocm_api::cluster::names::REGISTER_GROUP,
             "managedclusters",

@@ -113,6 +113,21 @@ pub async fn prune(
     Ok(())
 }
 
+/// What to write into `relatedResources` before a pass applies what it `planned` (as
+/// [`related`] entries): the earlier entries (`before`) and the planned ones not among them;
+/// `None` when none is new. Recorded before it exists, an object is pruned later even when
+/// the pass's own status write is lost (a change of the object meanwhile answers it 409) — for
+/// instance a component turned on and off again at once.
+pub fn record_ahead(before: &[Value], planned: &[Value]) -> Option<Vec<Value>> {
+    let new: Vec<&Value> = planned.iter().filter(|e| !before.contains(e)).collect();
+    if new.is_empty() {
+        return None;
+    }
+    let mut recorded = before.to_vec();
+    recorded.extend(new.into_iter().cloned());
+    Some(recorded)
+}
+
 /// The `relatedResources` to report after a pass: when everything applied (`complete`), what
 /// was installed `before` and is no longer in `now` is deleted ([`prune`]) and `now` is the
 /// list; otherwise nothing is deleted and the earlier entries stay on the list, to be pruned
@@ -277,6 +292,21 @@ pub fn deployment_up_to_date(deployment: &DynamicObject) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_new_entries_are_recorded_ahead_after_the_earlier_ones() {
+        let entry = |name: &str| {
+            related(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": "ns"}}))
+        };
+        let before = vec![entry("a"), entry("gone")];
+        assert_eq!(record_ahead(&before, &[entry("a")]), None);
+        assert_eq!(
+            record_ahead(&before, &[entry("a"), entry("b")]),
+            Some(vec![entry("a"), entry("gone"), entry("b")])
+        );
+        assert_eq!(record_ahead(&[], &[entry("a")]), Some(vec![entry("a")]));
+    }
 
     #[test]
     fn related_entries_name_the_plural_resource() {

@@ -94,6 +94,7 @@ pub fn hub_operator_rules() -> Value {
         Component::Work,
         Component::AddonManager,
         Component::Webhook(WebhookKind::Registration),
+        Component::Dashboard,
     ] {
         if let Value::Array(granted) = cluster_rules(component) {
             rules.extend(granted);
@@ -241,6 +242,7 @@ mod tests {
             Component::Work,
             Component::AddonManager,
             Component::Webhook(WebhookKind::Registration),
+            Component::Dashboard,
         ] {
             for rule in cluster_rules(component).as_array().unwrap() {
                 assert!(held.contains(rule), "{component:?}: {rule}");

@@ -192,6 +192,99 @@ impl HubProcess {
     }
 }
 
+/// One request over plain HTTP/1.1 to `url`'s host and port (`http://HOST:PORT/`), with
+/// `body` (form-encoded) when not empty: (status line, response head, response body).
+fn http_request(url: &str, method: &str, path: &str, body: &str) -> (String, String, String) {
+    use std::io::{Read, Write};
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    let content = if body.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    };
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\n{content}Connection: close\r\n\r\n{body}"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        head.to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// `GET path` over plain HTTP/1.1 to `url`'s host and port (`http://HOST:PORT/`): (status
+/// line, body).
+pub fn http_get(url: &str, path: &str) -> (String, String) {
+    let (status, _, body) = http_request(url, "GET", path, "");
+    (status, body)
+}
+
+/// `POST path` of the form `form` (`key=value&…`) to `url`'s host and port: (status line,
+/// response head).
+pub fn http_post_form(url: &str, path: &str, form: &str) -> (String, String) {
+    let (status, head, _) = http_request(url, "POST", path, form);
+    (status, head)
+}
+
+/// GETs `path` of the dashboard at `url` until it answers 200 with a body containing every
+/// one of `needles` and no kind of the page still loading (its cache follows the hub through
+/// watches, so a page may lag a write by a moment); returns that body, in which a kind the
+/// dashboard may not watch shows as `Cannot watch …`. Fails after [`crate::WAIT`].
+pub async fn wait_dashboard_page(url: &str, path: &str, needles: &[&str]) -> String {
+    let deadline = tokio::time::Instant::now() + crate::WAIT;
+    loop {
+        let (url_owned, path_owned) = (url.to_owned(), path.to_owned());
+        let (status, body) = tokio::task::spawn_blocking(move || http_get(&url_owned, &path_owned))
+            .await
+            .unwrap();
+        let loading = body.contains("role=\"status\">Loading");
+        if status.contains(" 200 ") && !loading && needles.iter().all(|n| body.contains(n)) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url}{path} did not show {needles:?}: {status}\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `ocm init --kubeconfig KUBECONFIG` (binary `bin`), then at once `ocm join --simulated` of
+/// cluster `name` with the printed URL and token (its state under `home/clusters/NAME`);
+/// returns the join process once the hub took its token.
+pub fn init_then_start_join(bin: &str, home: &Path, kubeconfig: &Path, name: &str) -> Process {
+    let (code, stdout, stderr) = run_ocm(
+        bin,
+        home,
+        &["init", "--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "ocm init failed: {stderr}");
+    let word_after = |flag: &str| {
+        stdout
+            .split_whitespace()
+            .skip_while(|w| *w != flag)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {flag} in {stdout}"))
+            .to_owned()
+    };
+    let (url, token) = (word_after("--hub-apiserver"), word_after("--hub-token"));
+    let join = spawn_simulated_join(bin, home, &url, &token, name);
+    join.wait_line("token accepted");
+    join
+}
+
 /// A plain `ocm apiserver` process (in memory, free port, `extra` flags); returns it and its
 /// admin kubeconfig once it serves.
 pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std::path::PathBuf) {
@@ -212,7 +305,7 @@ pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std:
 }
 
 /// A hub on an existing cluster: a plain `ocm apiserver` process managed by an
-/// `ocm hub --kubeconfig` process (webhooks on a free port), both ready.
+/// `ocm hub --kubeconfig` process (webhooks on a free port, and the dashboard), both ready.
 #[derive(Debug)]
 pub struct ManagedApiserver {
     /// The `ocm apiserver` process.
@@ -221,6 +314,8 @@ pub struct ManagedApiserver {
     pub hub: Process,
     /// The apiserver's admin kubeconfig.
     pub kubeconfig: std::path::PathBuf,
+    /// The URL of the dashboard the hub serves (from its banner).
+    pub dashboard: String,
 }
 
 impl ManagedApiserver {
@@ -245,10 +340,17 @@ impl ManagedApiserver {
         args.extend_from_slice(hub_flags);
         let hub = Process::spawn(bin, home, &args);
         hub.wait_line("ocm hub ready");
+        let dashboard = hub
+            .wait_line("  dashboard:")
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_owned();
         ManagedApiserver {
             apiserver,
             hub,
             kubeconfig,
+            dashboard,
         }
     }
 
@@ -287,8 +389,9 @@ pub fn start_hub_component_with(
     process
 }
 
-/// Spawns `ocm join` for simulated cluster `name` (its data under `home/clusters/<name>`)
-/// with the hub URL and token `ocm init` printed.
+/// Spawns `ocm join` for simulated cluster `name` (its data, and its admin kubeconfig
+/// `admin.kubeconfig`, under `home/clusters/<name>`) with the hub URL and token `ocm init`
+/// printed.
 pub fn spawn_simulated_join(bin: &str, home: &Path, url: &str, token: &str, name: &str) -> Process {
     let data = home.join("clusters").join(name);
     Process::spawn(

@@ -654,40 +654,24 @@ async fn cluster_profiles_on_the_embedded_hub() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ocm join --simulated` for `name` against the hub of `kubeconfig`, accepted; returns the
-/// join process and an admin client of the simulated cluster.
+/// `ocm init` then at once `ocm join --simulated` for `name` against the hub of
+/// `kubeconfig`, accepted; returns the join process and an admin client of the simulated
+/// cluster.
 async fn join_simulated(
     home: &Path,
     kubeconfig: &Path,
     name: &str,
 ) -> anyhow::Result<(Process, kube::Client)> {
+    let join = ocm_e2e::process::init_then_start_join(OCM, home, kubeconfig, name);
     let hub = kubeconfig.to_str().unwrap_or_default();
-    let (code, stdout, stderr) = run_ocm(OCM, home, &["init", "--kubeconfig", hub]);
-    anyhow::ensure!(code == 0, "ocm init: {stderr}");
-    let word_after = |flag: &str| {
-        stdout
-            .split_whitespace()
-            .skip_while(|w| *w != flag)
-            .nth(1)
-            .map(str::to_owned)
-            .with_context(|| format!("no {flag} in {stdout}"))
-    };
-    let (url, token) = (word_after("--hub-apiserver")?, word_after("--hub-token")?);
-    let join = ocm_e2e::process::spawn_simulated_join(OCM, home, &url, &token, name);
-    let line = join.wait_line("(kubeconfig ");
-    let spoke_kubeconfig = line
-        .rsplit("(kubeconfig ")
-        .next()
-        .map(|s| s.trim_end_matches(')').trim().to_owned())
-        .context("the simulated cluster's kubeconfig")?;
-    join.wait_line("token accepted");
     let (code, stdout, stderr) = run_ocm(
         OCM,
         home,
         &["accept", "--clusters", name, "--wait", "--kubeconfig", hub],
     );
     anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
-    let spoke = ocm_runtime::kubeconfig::client_from_file(Path::new(&spoke_kubeconfig)).await?;
+    let spoke_kubeconfig = home.join("clusters").join(name).join("admin.kubeconfig");
+    let spoke = ocm_runtime::kubeconfig::client_from_file(&spoke_kubeconfig).await?;
     Ok((join, spoke))
 }
 

@@ -2,7 +2,8 @@
 //! against an embedded hub the moment its admin kubeconfig appears (fresh data directory each
 //! time), and against a plain `ocm apiserver` — no kubeadm objects, no `kube-public/cluster-info`
 //! until `ocm init` publishes it — managed by `ocm hub --kubeconfig`. Twenty times each; every
-//! join must find the hub CA by itself (no `--ca-file`) and get its ManagedCluster created.
+//! join must find the hub CA by itself (no `--ca-file`) and get its ManagedCluster created; the
+//! dashboard `ocm hub --kubeconfig` serves then lists them all.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,21 +22,8 @@ const ROUNDS: usize = 20;
 /// simulated cluster `name`; returns once the join reports the token accepted and the cluster
 /// has asked to join on the hub.
 async fn init_then_join(home: &Path, kubeconfig: &Path, name: &str) {
-    let kubeconfig = kubeconfig.to_str().unwrap();
-    let (code, stdout, stderr) = run_ocm(OCM, home, &["init", "--kubeconfig", kubeconfig]);
-    assert_eq!(code, 0, "ocm init failed: {stderr}");
-    let word_after = |flag: &str| {
-        stdout
-            .split_whitespace()
-            .skip_while(|w| *w != flag)
-            .nth(1)
-            .unwrap_or_else(|| panic!("no {flag} in {stdout}"))
-            .to_owned()
-    };
-    let (url, token) = (word_after("--hub-apiserver"), word_after("--hub-token"));
-    let join = ocm_e2e::process::spawn_simulated_join(OCM, home, &url, &token, name);
-    join.wait_line("token accepted");
-    let admin = ocm_runtime::kubeconfig::client_from_file(Path::new(kubeconfig))
+    let join = ocm_e2e::process::init_then_start_join(OCM, home, kubeconfig, name);
+    let admin = ocm_runtime::kubeconfig::client_from_file(kubeconfig)
         .await
         .unwrap();
     let clusters: Api<ManagedCluster> = Api::all(admin);
@@ -84,6 +72,14 @@ async fn init_and_join_against_a_plain_apiserver_managed_by_ocm_hub() {
     for round in 0..ROUNDS {
         init_then_join(home.path(), &kubeconfig, &format!("round-{round}")).await;
     }
+    // `ocm hub --kubeconfig` serves the dashboard too (its URL in the banner): the clusters
+    // that asked to join are listed, waiting for acceptance.
+    let first = "round-0".to_owned();
+    let last = format!("round-{}", ROUNDS - 1);
+    let body =
+        ocm_e2e::process::wait_dashboard_page(&real.dashboard, "/", &["Clusters", &first, &last])
+            .await;
+    assert!(!body.contains("Cannot watch"), "{body}");
     real.stop();
 }
 

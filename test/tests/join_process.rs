@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::api::{Api, ListParams};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_e2e::process::{HubProcess, Process};
+use ocm_e2e::process::{HubProcess, Process, http_get};
 use ocm_e2e::{joined_and_available, wait_for};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
@@ -719,28 +719,6 @@ fn addons_benchmark_runs_and_prints_its_figures() {
             "{needle:?} missing from:\n{stdout}"
         );
     }
-}
-
-/// `GET path` over plain HTTP/1.1 to `url`'s host and port: (status line, body).
-fn http_get(url: &str, path: &str) -> (String, String) {
-    use std::io::{Read, Write};
-    let authority = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
-    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (
-        head.lines().next().unwrap_or("").to_owned(),
-        body.to_owned(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

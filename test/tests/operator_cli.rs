@@ -130,8 +130,8 @@ async fn init_and_join_with_operators_back_to_back() {
 }
 
 /// `ocm demo --operator`: the hub components and every cluster's agents are installed by the
-/// operators and run as processes; the clusters join; a second run resumes on the same hub
-/// address.
+/// operators and run as processes; the clusters join; the dashboard is served; a second run
+/// resumes on the same hub address (and serves no dashboard with `--no-dashboard`).
 #[test]
 fn the_operator_demo_joins_its_clusters_through_the_operators_and_resumes() {
     let home = tempfile::tempdir().unwrap();
@@ -155,6 +155,7 @@ fn the_operator_demo_joins_its_clusters_through_the_operators_and_resumes() {
         "cluster2: accepted",
         "open-cluster-management-agent/klusterlet-registration-agent-",
         "open-cluster-management-agent/klusterlet-work-agent-",
+        "dashboard:      http://127.0.0.1:",
     ] {
         assert!(
             stdout.contains(needle),
@@ -171,12 +172,16 @@ fn the_operator_demo_joins_its_clusters_through_the_operators_and_resumes() {
         "{stdout}"
     );
 
+    // The second run without the dashboard.
+    let mut args = args.to_vec();
+    args.push("--no-dashboard");
     let (code, stdout, stderr) = run_ocm(OCM, home.path(), &args);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("cluster1: was already accepted"),
         "{stdout}"
     );
+    assert!(!stdout.contains("dashboard:"), "{stdout}");
 }
 
 /// The shape of upstream's e2e environment, made with ocm's installers back to back: the hub
@@ -295,7 +300,8 @@ async fn a_hub_joins_itself_with_a_bootstrap_kubeconfig_and_no_klusterlet() {
 
 /// `ocm demo --operator --local-image IMAGE=EXECUTABLE`, then at once `kubectl apply` of a
 /// Deployment of another tag of that image: its pod runs as the executable (the image's
-/// program word dropped, the rest its arguments), and what it prints is the pod's log.
+/// program word dropped, the rest its arguments), and what it prints is the pod's log. The
+/// demo's dashboard answers meanwhile.
 #[test]
 fn the_operator_demo_runs_a_local_image_as_its_executable() {
     let home = tempfile::tempdir().unwrap();
@@ -318,7 +324,6 @@ fn the_operator_demo_runs_a_local_image_as_its_executable() {
             "--operator",
             "--clusters",
             "0",
-            "--no-dashboard",
             "--data-dir",
             data.to_str().unwrap(),
             "--local-image",
@@ -326,6 +331,15 @@ fn the_operator_demo_runs_a_local_image_as_its_executable() {
         ],
     );
     demo.wait_line("Running");
+    // It serves the dashboard, as `ocm demo` does.
+    let line = demo.wait_line("dashboard:      http://");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap();
+    let (status, body) = ocm_e2e::process::http_get(url, "/");
+    assert!(status.contains(" 200 "), "{status}\n{body}");
+    assert!(body.contains("Clusters"), "{body}");
     let kubeconfig = data.join("hub").join("admin.kubeconfig");
     let deployment = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
       "metadata": {"name": "tool", "namespace": "default"},

@@ -2,16 +2,18 @@
 //! `ocm apiserver`) installs the hub components a ClusterManager asks for, and the process
 //! kubelet runs them as `ocm` processes with their own service accounts; the klusterlet
 //! operator on a simulated managed cluster installs agents that join that hub; a ManifestWork
-//! is applied; a new image rolls the hub; deleting the ClusterManager removes the components.
+//! is applied; the dashboard comes and goes with the ClusterManager's annotation; a new image
+//! rolls the hub; deleting the ClusterManager removes the components.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::{ClusterManager, Klusterlet};
 use ocm_api::work::v1::ManifestWork;
@@ -258,6 +260,73 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
     .await
     .unwrap();
 
+    // The dashboard, off by default, on through the ClusterManager's annotation: the
+    // operator deploys it, it runs as a process under its own service account and its page
+    // lists the clusters; with the annotation gone, so is everything it brought.
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    let dashboard = "cluster-manager-dashboard";
+    assert!(deployments.get_opt(dashboard).await.unwrap().is_none());
+    let annotate = |value: serde_json::Value| {
+        let cluster_managers = cluster_managers.clone();
+        async move {
+            cluster_managers
+                .patch(
+                    "cluster-manager",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": {
+                        "operator.open-cluster-management.io/dashboard": value}}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    annotate(json!("enabled")).await;
+    wait_deployment_available(&admin, HUB_NAMESPACE, dashboard, 1)
+        .await
+        .unwrap();
+    let services: Api<Service> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
+    assert_eq!(
+        services
+            .get(dashboard)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .ports
+            .unwrap()[0]
+            .port,
+        8090
+    );
+    let dashboard_pods = pods
+        .list(&ListParams::default().labels(&format!("app={dashboard}")))
+        .await
+        .unwrap()
+        .items;
+    // The process kubelet moved the pod's port 8090 to a free local one and says which.
+    let ports: serde_json::Value = serde_json::from_str(
+        &dashboard_pods[0].metadata.annotations.as_ref().unwrap()
+            [ocm::process_kubelet::pod::PORTS_ANNOTATION],
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{}/", ports["8090"]);
+    let page = ocm_e2e::process::wait_dashboard_page(&url, "/", &["c1", "c2"]).await;
+    assert!(!page.contains("Cannot watch"), "{page}");
+    annotate(serde_json::Value::Null).await;
+    wait_gone(&deployments, dashboard).await.unwrap();
+    wait_gone(&services, dashboard).await.unwrap();
+    wait_gone(
+        &Api::<ServiceAccount>::namespaced(admin.clone(), HUB_NAMESPACE),
+        "dashboard-sa",
+    )
+    .await
+    .unwrap();
+    wait_gone(
+        &Api::<ClusterRole>::all(admin.clone()),
+        "open-cluster-management:cluster-manager-dashboard",
+    )
+    .await
+    .unwrap();
+
     // Upgrade: new images roll every hub component; the clusters stay Available.
     let leases: Api<Lease> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
     let lock = "cluster-manager-registration-controller-lock";
@@ -273,7 +342,6 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         )
         .await
         .unwrap();
-    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), HUB_NAMESPACE);
     for name in COMPONENTS {
         wait_for(&deployments, name, "rolled to the new image", |d| {
             let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();

@@ -38,17 +38,20 @@ async fn apply(admin: &kube::Client, object: &Value) {
     .unwrap_or_else(|e| panic!("applying {kind}: {e}"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path();
+/// A plain `ocm apiserver` under `home` with the hub CRDs and what the operator renders for a
+/// ClusterManager with `metadata`, but for the workloads (the components run as processes
+/// instead): (the apiserver, its admin kubeconfig, an admin client).
+async fn hub_with_rendered_rbac(
+    home: &std::path::Path,
+    metadata: Value,
+) -> (Process, std::path::PathBuf, kube::Client) {
     let (apiserver, kubeconfig) = start_apiserver(OCM, home, &[]);
     let admin = ocm_runtime::kubeconfig::client_from_file(&kubeconfig)
         .await
         .unwrap();
     let cluster_manager = serde_json::from_value(json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
-        "metadata": {"name": "cluster-manager"},
+        "metadata": metadata,
         "spec": {"registrationConfiguration": {"featureGates": [
             {"feature": "ClusterProfile", "mode": "Enable"}]}}}))
     .unwrap();
@@ -63,13 +66,21 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
         image: "ocm:test",
         control_plane_nodes: 1,
     });
-    // Everything but the workloads: the components run here as processes instead.
     for object in objects
         .iter()
         .filter(|o| o["kind"] != "Deployment" && o["kind"] != "Service")
     {
         apply(&admin, object).await;
     }
+    (apiserver, kubeconfig, admin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig, admin) =
+        hub_with_rendered_rbac(home, json!({"name": "cluster-manager"})).await;
 
     // Registration as registration-controller-sa: accepting a cluster makes its namespace
     // and writes its roles and bindings (which RBAC allows only to a holder of their rules).
@@ -156,6 +167,85 @@ async fn hub_components_work_with_the_permissions_the_operator_gives_them() {
     .unwrap();
     placement.stop();
     registration.stop();
+    apiserver.stop();
+}
+
+/// The dashboard the ClusterManager's annotation asks for, run as its own service account
+/// with exactly the rules the operator renders for it: every page shows the fleet (no kind it
+/// may not watch), it offers the join request's buttons, and its Accept accepts the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_works_with_the_permissions_the_operator_gives_it() {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    use kube::api::ListParams;
+    use ocm_e2e::process::{http_post_form, init_then_start_join, wait_dashboard_page};
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let (apiserver, kubeconfig, admin) = hub_with_rendered_rbac(
+        home,
+        json!({"name": "cluster-manager", "annotations": {
+            "operator.open-cluster-management.io/dashboard": "enabled"}}),
+    )
+    .await;
+    // A cluster asks to join.
+    let join = init_then_start_join(OCM, home, &kubeconfig, "c1");
+    ocm_e2e::wait_for_bootstrap_csr(&admin, "c1").await.unwrap();
+
+    let dashboard_kubeconfig =
+        service_account_kubeconfig(&admin, &kubeconfig, HUB_NAMESPACE, "dashboard-sa")
+            .await
+            .unwrap();
+    let dashboard = Process::spawn(
+        OCM,
+        home,
+        &[
+            "dashboard",
+            "--kubeconfig",
+            dashboard_kubeconfig.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let line = dashboard.wait_line("ocm dashboard: http://");
+    let url = line.split_whitespace().last().unwrap().to_owned();
+    for (path, shown) in [
+        ("/", "c1"),
+        ("/clusters/c1", "c1"),
+        ("/placements", "Placements"),
+        ("/replicasets", "Rollouts"),
+        ("/addons", "Addons"),
+    ] {
+        let body = wait_dashboard_page(&url, path, &[shown]).await;
+        assert!(!body.contains("Cannot watch"), "{path}: {body}");
+    }
+    // The hub says (SelfSubjectAccessReviews) that it may accept and deny: the buttons show.
+    let page = wait_dashboard_page(&url, "/join-requests", &["data-accept", "data-deny"]).await;
+    let token = page
+        .split("<meta name=\"csrf-token\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let (status, head) = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || http_post_form(&url, "/join-requests/c1/accept", &format!("token={token}"))
+    })
+    .await
+    .unwrap();
+    assert!(status.contains(" 303 "), "{status}\n{head}");
+    assert!(head.contains("done="), "{head}");
+    let cluster = Api::<ManagedCluster>::all(admin.clone())
+        .get("c1")
+        .await
+        .unwrap();
+    assert!(cluster.spec.hub_accepts_client);
+    let csrs = Api::<CertificateSigningRequest>::all(admin.clone())
+        .list(&ListParams::default().labels("open-cluster-management.io/cluster-name=c1"))
+        .await
+        .unwrap();
+    assert!(!csrs.items.iter().all(ocm::accept::is_pending));
+    dashboard.stop();
+    join.stop();
     apiserver.stop();
 }
 

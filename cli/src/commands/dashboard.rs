@@ -1,6 +1,7 @@
-//! `ocm dashboard`: serves the fleet's web page with the user's kubeconfig, and the
-//! `--dashboard-listen` / `--no-dashboard` flags with which `ocm hub` and `ocm demo` serve it
-//! too.
+//! `ocm dashboard`: serves the fleet's web page with the user's kubeconfig (or, in a pod,
+//! with `--in-cluster`, as its service account), and the `--dashboard-listen` /
+//! `--no-dashboard` flags with which `ocm hub` and `ocm demo` (with or without `--kubeconfig`
+//! and `--operator`) serve it too.
 
 use std::net::SocketAddr;
 
@@ -21,9 +22,14 @@ pub struct DashboardArgs {
     /// it acts on the hub as the kubeconfig's user: keep it on loopback unless you mean it.
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Act as this pod's service account (the in-cluster configuration, or $KUBECONFIG as
+    /// Kubernetes clients read it) instead of looking for a hub: what the ClusterManager's
+    /// dashboard Deployment runs.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    in_cluster: bool,
 }
 
-/// The dashboard flags of `ocm hub` and `ocm demo`.
+/// The dashboard flags of `ocm hub` and `ocm demo` (embedded or not).
 #[derive(Clone, Debug, Default, Args)]
 pub struct DashboardFlags {
     /// Address the dashboard listens on (default 127.0.0.1:8090, else a free port).
@@ -79,20 +85,19 @@ pub async fn start(
 
 /// Serves the dashboard until Ctrl-C.
 pub async fn run(args: DashboardArgs) -> anyhow::Result<()> {
-    let hub = args.hub.connect().await?;
-    let client = hub.client.clone();
+    let (client, acting_as) = if args.in_cluster {
+        let client = ocm_agent::cluster_client(None).await?;
+        (client, "this pod's service account".to_owned())
+    } else {
+        let hub = args.hub.connect().await?;
+        let files: Vec<String> = hub.files.iter().map(|f| f.display().to_string()).collect();
+        (hub.client, format!("the user of {}", files.join(", ")))
+    };
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let dashboard = start(client, args.listen, &shutdown).await?;
     println!("ocm dashboard: {}", dashboard.url);
-    println!(
-        "  as the user of {} (the hub's RBAC decides what it shows and allows); Ctrl-C to stop",
-        hub.files
-            .iter()
-            .map(|f| f.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    println!("  as {acting_as} (the hub's RBAC decides what it shows and allows); Ctrl-C to stop");
     shutdown.cancelled().await;
     Ok(())
 }
@@ -112,5 +117,45 @@ mod tests {
         );
         let given: SocketAddr = "0.0.0.0:9000".parse().unwrap();
         assert_eq!(addresses(Some(given)), [given]);
+    }
+
+    /// `ocm` parsing `args`.
+    fn parses(args: &[&str]) -> bool {
+        use clap::Parser;
+        super::super::Cli::try_parse_from(std::iter::once("ocm").chain(args.iter().copied()))
+            .is_ok()
+    }
+
+    #[test]
+    fn the_operators_dashboard_command_lines_parse() {
+        use ocm_operator::cluster_manager::render::{RenderInput, render};
+        for spec in [
+            serde_json::json!({}),
+            serde_json::json!({"deployOption": {"mode": "Hosted"}}),
+        ] {
+            let cm = serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
+                "metadata": {"name": "cluster-manager", "annotations": {
+                    "operator.open-cluster-management.io/dashboard": "enabled"}},
+                "spec": spec}))
+            .unwrap();
+            let objects = render(&RenderInput {
+                cluster_manager: &cm,
+                image: "ocm:test",
+                control_plane_nodes: 1,
+            });
+            let deployment = objects
+                .iter()
+                .find(|o| o["metadata"]["name"] == "cluster-manager-dashboard")
+                .unwrap();
+            let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|a| a.as_str())
+                .collect();
+            assert!(parses(&args), "{args:?}");
+        }
+        assert!(!parses(&["dashboard", "--in-cluster", "--kubeconfig", "x"]));
     }
 }

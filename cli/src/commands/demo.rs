@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::demo_steps::{cluster_names, listen_address, step};
+use super::demo_steps::{cluster_names, listen_address, start_dashboard, step, suggest_dashboard};
 use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -68,6 +68,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             listen: args.listen,
             until_ready: args.until_ready,
             local_images: args.local_images,
+            dashboard: args.dashboard,
         };
         return super::demo_operator::run(demo, &data_dir).await;
     }
@@ -102,13 +103,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("    (resuming from the previous run's data)");
     }
     let admin = hub.admin_client();
-    let dashboard = args.dashboard.start(admin.clone(), &shutdown).await?;
-    if let Some(dashboard) = &dashboard {
-        println!(
-            "    dashboard:      {} (open it now and watch the clusters join)",
-            dashboard.url
-        );
-    }
+    let dashboard = start_dashboard(&args.dashboard, &admin, &shutdown).await?;
 
     step("Hub admin runs `ocm init`: a bootstrap token that may only ask to join");
     let token = crate::bootstrap::init_hub(&admin, Some(Duration::from_secs(3600))).await?;
@@ -262,9 +257,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .context("cluster-proxy tunnels did not open within 120 s")??;
     println!();
     println!("Try it alongside:");
-    if let Some(dashboard) = &dashboard {
-        println!("    open {} in a browser", dashboard.url);
-    }
+    suggest_dashboard(dashboard.as_ref());
     println!(
         "    kubectl --kubeconfig {} get managedclusters",
         hub.admin_kubeconfig.display()

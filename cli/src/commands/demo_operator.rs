@@ -2,7 +2,9 @@
 //! Kubernetes API server; `ocm init --operator` installs the cluster-manager operator, whose
 //! ClusterManager deploys the hub components; each simulated managed cluster gets the
 //! klusterlet operator and a Klusterlet, whose agents join. Every one of those is a
-//! Deployment of the `ocm` image, run as a real `ocm` process by the process kubelet.
+//! Deployment of the `ocm` image, run as a real `ocm` process by the process kubelet. As
+//! `ocm demo`, it serves the web dashboard with the hub's admin kubeconfig (unless
+//! `--no-dashboard`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
-use super::demo_steps::{cluster_names, listen_address, step};
+use super::demo_steps::{cluster_names, listen_address, start_dashboard, step, suggest_dashboard};
 use crate::process_kubelet::LocalImage;
 use crate::simulated::SimulatedCluster;
 use ocm_setup::kubelet::start_kubelet;
@@ -31,6 +33,8 @@ pub struct OperatorDemo {
     pub until_ready: bool,
     /// Images run as executables of this machine.
     pub local_images: Vec<LocalImage>,
+    /// Whether and where the dashboard is served.
+    pub dashboard: super::dashboard::DashboardFlags,
 }
 
 /// How long each stage may take.
@@ -84,6 +88,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
         hub.kubeconfig.display()
     );
     let admin = hub.client();
+    let dashboard = start_dashboard(&args.dashboard, &admin, &shutdown).await?;
 
     step(&format!(
         "`ocm init --operator`: the cluster-manager operator ({image}) and a ClusterManager"
@@ -167,6 +172,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
     }
     println!();
     println!("Try it alongside:");
+    suggest_dashboard(dashboard.as_ref());
     println!(
         "    kubectl --kubeconfig {} get clustermanager,deployments,pods -A",
         hub.kubeconfig.display()

@@ -2,7 +2,9 @@
 //! `--data-dir` (durable), installs the OCM CRDs and runs the hub controllers beside it, with
 //! the hub's admission policies as in-process hooks. With `--kubeconfig` it runs the hub
 //! controllers against that cluster and serves the policies as admission and conversion
-//! webhooks, which it registers there. `ocm hub webhook` runs the webhook server alone.
+//! webhooks, which it registers there. Either way it serves the web dashboard with its own
+//! credentials (the embedded hub's admin, or `--kubeconfig`'s user) unless `--no-dashboard`.
+//! `ocm hub webhook` runs the webhook server alone.
 //!
 //! Either way the hub reports ready (`/readyz`, the banner, and for the embedded server the
 //! admin kubeconfig) only once a cluster can join: CRDs established, `kube-public/cluster-info`
@@ -294,6 +296,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         install_webhooks(&client, &webhooks, &options).await?;
         prepare_for_joins(&client, kubeconfig).await?;
         crate::embedded::ensure_namespace(&client, crate::embedded::HUB_NAMESPACE).await?;
+        let dashboard = args.dashboard.start(client.clone(), &shutdown).await?;
         // Commands run after this one talk to this hub unless told otherwise.
         super::hub_access::record_current_hub(kubeconfig);
         let _ = ready_tx.send(true);
@@ -301,6 +304,9 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         println!("  hub cluster: {}", kubeconfig.display());
         println!("  webhooks:    {}", webhooks.url);
         println!("  metrics:     http://{}/metrics", health.local_addr);
+        if let Some(dashboard) = &dashboard {
+            println!("  dashboard:   {}", dashboard.url);
+        }
         println!("next: ocm init --kubeconfig {}", kubeconfig.display());
         let ctx = Arc::new(HubContext {
             client,

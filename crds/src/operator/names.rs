@@ -25,6 +25,13 @@ pub mod annotations {
     /// Prefix of the annotations a Klusterlet's `clusterAnnotations` may set on its
     /// ManagedCluster.
     pub const CLUSTER_ANNOTATIONS_KEY_PREFIX: &str = "agent.open-cluster-management.io";
+    /// On a ClusterManager: set to [`DASHBOARD_ENABLED`] to have the operator deploy the web
+    /// dashboard (`<cm>-dashboard`) beside the hub components; absent (or any other value),
+    /// no dashboard. An ocm-rs addition, carried as an annotation so that the ClusterManager's
+    /// schema stays upstream's.
+    pub const DASHBOARD: &str = "operator.open-cluster-management.io/dashboard";
+    /// The value of [`DASHBOARD`] that turns the dashboard on.
+    pub const DASHBOARD_ENABLED: &str = "enabled";
 }
 
 /// Labels the operators put on what they create.

@@ -1,6 +1,6 @@
 //! The hub components a ClusterManager deploys ([`Component`]) and its webhook servers
 //! ([`WebhookKind`]), with the names upstream gives their Deployments, ServiceAccounts and
-//! serving certificates.
+//! serving certificates; and the web dashboard, an ocm-rs addition deployed on request.
 
 /// A hub component the ClusterManager deploys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +15,8 @@ pub enum Component {
     AddonManager,
     /// An admission (and conversion) webhook server.
     Webhook(WebhookKind),
+    /// The web dashboard (`ocm dashboard`), when the ClusterManager asks for it.
+    Dashboard,
 }
 
 /// Which API group's webhooks a webhook server is sent (upstream runs one server per group).
@@ -77,6 +79,7 @@ impl Component {
             Component::Webhook(WebhookKind::Registration) => "registration-webhook",
             Component::Webhook(WebhookKind::Work) => "work-webhook",
             Component::Webhook(WebhookKind::Addon) => "addon-webhook",
+            Component::Dashboard => "dashboard",
         }
     }
 
@@ -85,14 +88,14 @@ impl Component {
         format!("{}-sa", self.deployment_suffix())
     }
 
-    /// `ocm hub controllers --only` name (`None` for the webhook server).
+    /// `ocm hub controllers --only` name (`None` for the webhook server and the dashboard).
     pub(crate) fn controllers_name(self) -> Option<&'static str> {
         match self {
             Component::Registration => Some("registration"),
             Component::Placement => Some("placement"),
             Component::Work => Some("work"),
             Component::AddonManager => Some("addon-manager"),
-            Component::Webhook(_) => None,
+            Component::Webhook(_) | Component::Dashboard => None,
         }
     }
 }

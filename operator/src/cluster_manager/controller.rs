@@ -21,6 +21,12 @@
 //!
 //! `HubRegistrationDegraded` and `HubPlacementDegraded` follow those components' Deployments.
 //!
+//! What a pass is about to install that `relatedResources` does not list yet is written there
+//! first ([`record_ahead`]): what an earlier spec installed and the current one does not
+//! render (a component turned off, such as the dashboard without its annotation) is pruned
+//! from that list, so nothing installed may be missing from it — not even when the status
+//! written at the end of the pass is refused because the ClusterManager changed meanwhile.
+//!
 //! Not yet: webhooks of a Hosted hub.
 
 use std::sync::Arc;
@@ -41,8 +47,8 @@ use super::render::{
     hosted, render,
 };
 use crate::apply::{
-    Applied, apply_all, control_plane_nodes, delete_all, related, related_entries, set_finalizer,
-    settle_related,
+    Applied, apply_all, control_plane_nodes, delete_all, record_ahead, related, related_entries,
+    set_finalizer, settle_related,
 };
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -255,6 +261,21 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         ctx.client.clone()
     };
     let crd_objects = crds(&cm);
+    // What this pass installs goes into relatedResources first, so that it is pruned once no
+    // longer rendered even if the status written at the end of the pass is refused.
+    let planned: Vec<serde_json::Value> = crd_objects.iter().chain(&objects).map(related).collect();
+    let recorded = related_entries(cm.status.as_ref().map(|s| s.related_resources.as_slice()));
+    let cm = match record_ahead(&recorded, &planned) {
+        Some(entries) => {
+            let patch = json!({"metadata": {"resourceVersion": cm.metadata.resource_version},
+                               "status": {"relatedResources": entries}});
+            Arc::new(
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?,
+            )
+        }
+        None => cm,
+    };
     let crds_applied = apply_all(&hub, FIELD_MANAGER, &crd_objects).await;
     let Applied {
         mut failure,

@@ -15,6 +15,13 @@
 //! (`system:serviceaccount::klusterlet-work-sa`, upstream's executor-admin role): with the
 //! `NilExecutorValidating` gate, the works they write without an executor are checked against
 //! it.
+//!
+//! The dashboard (when a ClusterManager asks for it) watches what its pages show and does what
+//! its Accept and Deny buttons do (`ocm_dashboard::actions`, i.e. `ocm accept`): read a
+//! ManagedCluster and patch `hubAcceptsClient` (with the accept right the hub's admission
+//! asks about), read its CSRs and write their approval for the client signer; it asks the hub
+//! with SelfSubjectAccessReviews whether to offer those buttons. Its lease watch names the
+//! clusters' lease, so it may list only leases of that name.
 
 use serde_json::{Value, json};
 
@@ -31,6 +38,25 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 
 fn named(groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs, "resourceNames": names})
+}
+
+/// Writing a CSR's approval, and approving for the `kubernetes.io/kube-apiserver-client`
+/// signer (kube-apiserver checks both when a CSR is approved or denied): the registration
+/// controller's and the dashboard's Accept and Deny.
+fn approve_client_csrs() -> [Value; 2] {
+    [
+        rule(
+            &["certificates.k8s.io"],
+            &["certificatesigningrequests/approval"],
+            &["update"],
+        ),
+        named(
+            &["certificates.k8s.io"],
+            &["signers"],
+            &["approve"],
+            &["kubernetes.io/kube-apiserver-client"],
+        ),
+    ]
 }
 
 /// `execute-as` on the work agent's default service account only: works written without an
@@ -64,7 +90,7 @@ pub fn cluster_profile_rules() -> Vec<Value> {
 
 /// The rules of a component's ClusterRole.
 pub fn cluster_rules(component: Component) -> Value {
-    let rules = match component {
+    let mut rules = match component {
         Component::Registration => vec![
             rule(
                 &[CLUSTER],
@@ -114,17 +140,6 @@ pub fn cluster_rules(component: Component) -> Value {
                 &["certificates.k8s.io"],
                 &["certificatesigningrequests"],
                 &["get", "list", "watch", "create"],
-            ),
-            rule(
-                &["certificates.k8s.io"],
-                &["certificatesigningrequests/approval"],
-                &["update"],
-            ),
-            named(
-                &["certificates.k8s.io"],
-                &["signers"],
-                &["approve"],
-                &["kubernetes.io/kube-apiserver-client"],
             ),
             rule(
                 &["authorization.k8s.io"],
@@ -309,14 +324,67 @@ pub fn cluster_rules(component: Component) -> Value {
             ),
             rule(&[""], &["namespaces"], &["get"]),
         ],
+        Component::Dashboard => dashboard_rules(),
     };
+    if matches!(component, Component::Registration | Component::Dashboard) {
+        rules.extend(approve_client_csrs());
+    }
     Value::Array(rules)
 }
 
+/// What the dashboard watches (one watch per kind its pages show) and writes (accepting and
+/// denying join requests; the CSR approval rules are added by [`cluster_rules`]).
+fn dashboard_rules() -> Vec<Value> {
+    vec![
+        rule(
+            &[CLUSTER],
+            &[
+                "managedclusters",
+                "managedclustersets",
+                "managedclustersetbindings",
+                "placements",
+                "placementdecisions",
+                "addonplacementscores",
+            ],
+            &["list", "watch"],
+        ),
+        rule(
+            &[WORK],
+            &["manifestworks", "manifestworkreplicasets"],
+            &["list", "watch"],
+        ),
+        rule(
+            &[ADDON],
+            &["clustermanagementaddons", "managedclusteraddons"],
+            &["list", "watch"],
+        ),
+        named(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["list", "watch"],
+            &[ocm_api::cluster::names::MANAGED_CLUSTER_LEASE],
+        ),
+        rule(
+            &["certificates.k8s.io"],
+            &["certificatesigningrequests"],
+            &["get", "list", "watch"],
+        ),
+        // Accept: what `ocm accept` does.
+        rule(&[CLUSTER], &["managedclusters"], &["get", "patch"]),
+        rule(&[REGISTER], &["managedclusters/accept"], &["update"]),
+        // Whether to offer the buttons.
+        rule(
+            &["authorization.k8s.io"],
+            &["selfsubjectaccessreviews"],
+            &["create"],
+        ),
+    ]
+}
+
 /// The rules of a controller component's Role in the hub namespace (leader election on
-/// `lease`); `None` for the webhook server, which elects no leader.
+/// `lease`); `None` for the webhook server and the dashboard, which elect no leader.
 pub fn lease_rules(component: Component, lease: &str) -> Option<Value> {
-    (!matches!(component, Component::Webhook(_))).then(|| {
+    (!matches!(component, Component::Webhook(_) | Component::Dashboard)).then(|| {
         json!([
             rule(&["coordination.k8s.io"], &["leases"], &["create"]),
             // `watch` by name: a waiting candidate sees a released Lease at once.
@@ -346,17 +414,21 @@ mod tests {
         })
     }
 
+    /// Whether `rules` may approve and deny CSRs for the client signer.
+    fn approves_client_csrs(rules: &Value) -> bool {
+        allows(
+            rules,
+            "certificates.k8s.io",
+            "certificatesigningrequests/approval",
+            "update",
+        ) && allows(rules, "certificates.k8s.io", "signers", "approve")
+    }
+
     #[test]
     fn registration_holds_what_it_grants_without_escalate_or_bind() {
         let rules = cluster_rules(Component::Registration);
         // Its own work: approve CSRs with the client signer, make namespaces and roles.
-        assert!(allows(
-            &rules,
-            "certificates.k8s.io",
-            "certificatesigningrequests/approval",
-            "update"
-        ));
-        assert!(allows(&rules, "certificates.k8s.io", "signers", "approve"));
+        assert!(approves_client_csrs(&rules));
         assert!(allows(&rules, "", "namespaces", "create"));
         assert!(allows(
             &rules,
@@ -440,5 +512,52 @@ mod tests {
             lease[1]["resourceNames"][0],
             "cluster-manager-placement-controller-lock"
         );
+    }
+
+    #[test]
+    fn the_dashboard_watches_its_kinds_and_may_accept_and_deny_but_nothing_more() {
+        let rules = cluster_rules(Component::Dashboard);
+        for (group, resource) in [
+            (CLUSTER, "managedclusters"),
+            (CLUSTER, "placementdecisions"),
+            (WORK, "manifestworkreplicasets"),
+            (ADDON, "managedclusteraddons"),
+            ("certificates.k8s.io", "certificatesigningrequests"),
+        ] {
+            assert!(allows(&rules, group, resource, "watch"), "{resource}");
+        }
+        // Leases: only the clusters' lease, by name.
+        let leases: Vec<&Value> = rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resources"] == json!(["leases"]))
+            .collect();
+        assert_eq!(leases.len(), 1);
+        assert_eq!(leases[0]["resourceNames"], json!(["managed-cluster-lease"]));
+        // Accept and deny, as `ocm accept`.
+        assert!(allows(&rules, CLUSTER, "managedclusters", "patch"));
+        assert!(allows(&rules, REGISTER, "managedclusters/accept", "update"));
+        assert!(approves_client_csrs(&rules));
+        assert!(allows(
+            &rules,
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "create"
+        ));
+        // Nothing else is written.
+        for (group, resource) in [
+            (CLUSTER, "managedclusters"),
+            (WORK, "manifestworks"),
+            (ADDON, "managedclusteraddons"),
+            ("certificates.k8s.io", "certificatesigningrequests"),
+        ] {
+            for verb in ["create", "update", "delete"] {
+                assert!(!allows(&rules, group, resource, verb), "{verb} {resource}");
+            }
+        }
+        assert!(!allows(&rules, CLUSTER, "managedclusters/status", "patch"));
+        assert!(!allows(&rules, "", "secrets", "get"));
+        assert!(lease_rules(Component::Dashboard, "x").is_none());
     }
 }

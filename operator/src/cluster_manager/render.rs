@@ -17,8 +17,18 @@
 //! (upstream's quay.io images), else the `ocm` image the operator runs with. The placement
 //! configuration's `PlacementDebugServer` gate makes the placement pods serve the placement
 //! debugger on port 9443 behind the Service `<cm>-placement` (upstream's names and port).
+//!
+//! An ocm-rs addition, off by default: the annotation `operator.open-cluster-management.io/dashboard:
+//! "enabled"` on the ClusterManager ([`dashboard_enabled`]; an annotation, not a spec field, so
+//! that the ClusterManager's schema stays upstream's) adds the web dashboard — ServiceAccount
+//! `dashboard-sa`, its ClusterRole and binding ([`super::rbac`]: what the pages watch, and
+//! accepting and denying join requests), one replica of `<cm>-dashboard` running `ocm dashboard
+//! --in-cluster` on port 8090 (one: each process signs its forms with its own token), and the
+//! Service `<cm>-dashboard` on that port. Without the annotation none of it is rendered, so
+//! the controller removes what an earlier pass installed.
 
 use ocm_api::cluster::names::hub_feature_gates as registration_gate_names;
+use ocm_api::operator::names::annotations as operator_annotations;
 use ocm_api::operator::v1::{
     ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
 };
@@ -67,6 +77,19 @@ pub const METRICS_PORT: i32 = 8080;
 /// Port of the placement debugger inside the placement controller's pods (and of its
 /// Service `<cm>-placement`), as upstream.
 pub const PLACEMENT_DEBUG_PORT: i32 = 9443;
+
+/// Port of the dashboard inside its pod and of its Service `<cm>-dashboard`.
+pub const DASHBOARD_PORT: i32 = 8090;
+
+/// Whether the ClusterManager asks for the web dashboard: annotation
+/// `operator.open-cluster-management.io/dashboard` set to `enabled`.
+pub fn dashboard_enabled(cm: &ClusterManager) -> bool {
+    cm.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(operator_annotations::DASHBOARD))
+        .is_some_and(|v| v == operator_annotations::DASHBOARD_ENABLED)
+}
 
 /// Whether the placement configuration turns on `PlacementDebugServer` (upstream's gate, off
 /// by default): the placement pods then serve the debugger and the Service
@@ -158,6 +181,9 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
         out.push(Component::AddonManager);
     }
     out.extend(WebhookKind::ALL.map(Component::Webhook));
+    if dashboard_enabled(cm) {
+        out.push(Component::Dashboard);
+    }
     out
 }
 
@@ -205,6 +231,8 @@ fn image_of(input: &RenderInput<'_>, component: Component) -> String {
         Component::AddonManager | Component::Webhook(WebhookKind::Addon) => {
             spec.add_on_manager_image_pull_spec.as_ref()
         }
+        // No upstream image field stands for it: always the `ocm` image.
+        Component::Dashboard => None,
     };
     crate::pod::chosen_image(
         named.map(String::as_str),
@@ -241,6 +269,18 @@ fn args(cm: &ClusterManager, component: Component) -> Vec<String> {
 }
 
 fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
+    if component == Component::Dashboard {
+        // Every address of the pod (its Service leads there), as the pod's service account;
+        // in Hosted mode as the external kubeconfig's user ([`args`] adds it).
+        let mut args = vec![
+            "dashboard".into(),
+            format!("--listen=0.0.0.0:{DASHBOARD_PORT}"),
+        ];
+        if !hosted(cm) {
+            args.push("--in-cluster".into());
+        }
+        return args;
+    }
     let metrics = format!("0.0.0.0:{METRICS_PORT}");
     let Some(name) = component.controllers_name() else {
         let mut args = vec![
@@ -284,6 +324,7 @@ pub fn cluster_role_name(cm_name: &str, component: Component) -> String {
         (Component::Webhook(kind), _) => {
             format!("open-cluster-management:{cm_name}-{}:webhook", kind.name())
         }
+        (Component::Dashboard, _) => format!("open-cluster-management:{cm_name}-dashboard"),
         (_, Some(name)) => format!("open-cluster-management:{cm_name}-{name}:controller"),
         (_, None) => format!("open-cluster-management:{cm_name}-webhook"),
     }
@@ -294,8 +335,9 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
     let name = format!("{cm_name}-{}", component.deployment_suffix());
-    // Upstream runs one replica of each in Hosted mode.
-    let replicas = if hosted(cm) {
+    // Upstream runs one replica of each in Hosted mode; the dashboard runs one anywhere (a
+    // form signed by one process would be refused by another).
+    let replicas = if hosted(cm) || component == Component::Dashboard {
         1
     } else {
         crate::pod::replicas(input.control_plane_nodes)
@@ -316,6 +358,12 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
             "mountPath": "/var/run/ocm/webhook-serving-cert", "readOnly": true}]);
         volumes = json!([{"name": "serving-cert",
             "secret": {"secretName": kind.serving_secret()}}]);
+    } else if component == Component::Dashboard {
+        container["ports"] = json!([{"name": "http", "containerPort": DASHBOARD_PORT}]);
+        container["livenessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": DASHBOARD_PORT}});
+        container["readinessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": DASHBOARD_PORT}});
     } else {
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
         if component == Component::Placement && placement_debug_server(cm) {
@@ -400,8 +448,9 @@ fn rules_of(cm: &ClusterManager, component: Component) -> Value {
 
 /// Every object of the ClusterManager. Order: namespace, then per component ServiceAccount,
 /// ClusterRole and binding ([`super::rbac::cluster_rules`]), leader-election Role and binding
-/// in the hub namespace (controllers), Deployment; then the webhook Services, and with
-/// `PlacementDebugServer` the placement debugger's Service.
+/// in the hub namespace (controllers), Deployment; then the webhook Services, with
+/// `PlacementDebugServer` the placement debugger's Service, and with the dashboard annotation
+/// the dashboard's Service.
 pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
     let cm = input.cluster_manager;
     let cm_name = cm.metadata.name.as_deref().unwrap_or("cluster-manager");
@@ -477,6 +526,16 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
                      "ports": [{"name": "https", "protocol": "TCP",
                                 "port": PLACEMENT_DEBUG_PORT,
                                 "targetPort": PLACEMENT_DEBUG_PORT}]},
+        }));
+    }
+    if dashboard_enabled(cm) {
+        let dashboard = format!("{cm_name}-{}", Component::Dashboard.deployment_suffix());
+        out.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": dashboard, "namespace": namespace, "labels": label},
+            "spec": {"selector": {"app": dashboard}, "type": "ClusterIP",
+                     "ports": [{"name": "http", "protocol": "TCP", "port": DASHBOARD_PORT,
+                                "targetPort": DASHBOARD_PORT}]},
         }));
     }
     out
@@ -798,5 +857,120 @@ mod tests {
             placement["spec"]["template"]["metadata"]["labels"]["app"],
             "cluster-manager-placement-controller"
         );
+    }
+
+    /// A ClusterManager with `spec` and the dashboard annotation set to `value`.
+    fn annotated(spec: Value, value: &str) -> ClusterManager {
+        let mut cm = cm(spec);
+        cm.metadata.annotations = Some(
+            [(operator_annotations::DASHBOARD.to_owned(), value.to_owned())]
+                .into_iter()
+                .collect(),
+        );
+        cm
+    }
+
+    fn mentions_the_dashboard(objects: &[Value]) -> bool {
+        objects.iter().any(|o| {
+            o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("dashboard"))
+        })
+    }
+
+    #[test]
+    fn no_dashboard_unless_the_annotation_says_enabled() {
+        assert!(!mentions_the_dashboard(&rendered(&cm(json!({})), 1)));
+        let other = annotated(json!({}), "true");
+        assert!(!dashboard_enabled(&other));
+        assert!(!mentions_the_dashboard(&rendered(&other, 1)));
+    }
+
+    #[test]
+    fn the_dashboard_annotation_adds_its_account_role_deployment_and_service() {
+        let cm = annotated(json!({}), "enabled");
+        assert!(dashboard_enabled(&cm));
+        let objects = rendered(&cm, 3);
+        let find = |kind: &str, name: &str| {
+            objects
+                .iter()
+                .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+                .unwrap_or_else(|| panic!("no {kind} {name}"))
+        };
+        let account = find("ServiceAccount", "dashboard-sa");
+        assert_eq!(account["metadata"]["namespace"], HUB_NAMESPACE);
+        let role = find(
+            "ClusterRole",
+            "open-cluster-management:cluster-manager-dashboard",
+        );
+        assert_eq!(
+            role["rules"],
+            super::super::rbac::cluster_rules(Component::Dashboard)
+        );
+        let binding = find(
+            "ClusterRoleBinding",
+            "open-cluster-management:cluster-manager-dashboard",
+        );
+        assert_eq!(binding["subjects"][0]["name"], "dashboard-sa");
+        assert_eq!(binding["subjects"][0]["namespace"], HUB_NAMESPACE);
+        // It elects no leader.
+        assert!(!objects.iter().any(|o| {
+            o["kind"] == "Role"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("dashboard"))
+        }));
+        let deployment = find("Deployment", "cluster-manager-dashboard");
+        assert_eq!(deployment["metadata"]["namespace"], HUB_NAMESPACE);
+        // One replica whatever the control plane: each process signs its own forms.
+        assert_eq!(deployment["spec"]["replicas"], 1);
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], "dashboard-sa");
+        let container = &pod["containers"][0];
+        assert_eq!(container["image"], "ghcr.io/example/ocm:1");
+        assert_eq!(
+            container["args"],
+            json!(["dashboard", "--listen=0.0.0.0:8090", "--in-cluster"])
+        );
+        assert_eq!(container["ports"][0]["containerPort"], DASHBOARD_PORT);
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/healthz");
+        assert_eq!(
+            container["livenessProbe"]["httpGet"]["port"],
+            DASHBOARD_PORT
+        );
+        let service = find("Service", "cluster-manager-dashboard");
+        assert_eq!(service["metadata"]["namespace"], HUB_NAMESPACE);
+        assert_eq!(
+            service["spec"]["selector"]["app"],
+            "cluster-manager-dashboard"
+        );
+        assert_eq!(service["spec"]["ports"][0]["port"], 8090);
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], 8090);
+        // Applied after everything the hub needs: last.
+        assert_eq!(objects.last(), Some(service));
+    }
+
+    #[test]
+    fn a_hosted_dashboard_reaches_the_hub_through_the_external_kubeconfig() {
+        let objects = rendered(
+            &annotated(json!({"deployOption": {"mode": "Hosted"}}), "enabled"),
+            1,
+        );
+        let deployment = deployment_named(&objects, "cluster-manager-dashboard").unwrap();
+        assert_eq!(deployment["metadata"]["namespace"], "cluster-manager");
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["containers"][0]["args"],
+            json!([
+                "dashboard",
+                "--listen=0.0.0.0:8090",
+                "--kubeconfig=/var/run/ocm/hub-kubeconfig/kubeconfig"
+            ])
+        );
+        assert_eq!(
+            pod["volumes"][0]["secret"]["secretName"],
+            EXTERNAL_HUB_KUBECONFIG
+        );
+        assert!(!objects.iter().any(|o| o["kind"] == "ClusterRole"));
     }
 }
