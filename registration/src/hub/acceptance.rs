@@ -20,6 +20,7 @@
 //! [`HubOptions::auto_approved_users`]: super::HubOptions::auto_approved_users
 //! [`HubOptions::cleanup_requeue`]: super::HubOptions::cleanup_requeue
 
+use ocm_runtime::cache::SharedCache;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -645,56 +646,54 @@ fn cluster_of_namespace(namespace: Namespace) -> Option<ObjectRef<ManagedCluster
 }
 
 /// Runs the acceptance controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     let client = ctx.client.clone();
     let observed = Arc::new(ObservedObjects::new(&owned_fields(&ctx.options)));
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .watches_stream(
-        recorded_events(
-            Api::<Namespace>::all(client.clone()),
-            observed.clone(),
-            |o| &o.namespaces,
-        ),
-        cluster_of_namespace,
-    )
-    .watches_stream(
-        recorded_events(
-            Api::<ClusterRole>::all(client.clone()),
-            observed.clone(),
-            |o| &o.cluster_roles,
-        ),
-        owning_cluster,
-    )
-    .watches_stream(
-        recorded_events(
-            Api::<ClusterRoleBinding>::all(client.clone()),
-            observed.clone(),
-            |o| &o.cluster_role_bindings,
-        ),
-        owning_cluster,
-    )
-    .watches_stream(
-        recorded_events(
-            Api::<RoleBinding>::all(client.clone()),
-            observed.clone(),
-            |o| &o.role_bindings,
-        ),
-        owning_cluster,
-    )
-    .reconcile_all_on(resync_ticks(ctx.options.resync))
-    .run(
-        reconcile,
-        error_policy,
-        Arc::new(AcceptanceContext {
-            hub: ctx.clone(),
-            observed,
-        }),
-    )
-    .for_each(|_| futures::future::ready(()));
+    let controller = clusters
+        .controller()
+        .with_config(kube::runtime::controller::Config::default().concurrency(4))
+        .watches_stream(
+            recorded_events(
+                Api::<Namespace>::all(client.clone()),
+                observed.clone(),
+                |o| &o.namespaces,
+            ),
+            cluster_of_namespace,
+        )
+        .watches_stream(
+            recorded_events(
+                Api::<ClusterRole>::all(client.clone()),
+                observed.clone(),
+                |o| &o.cluster_roles,
+            ),
+            owning_cluster,
+        )
+        .watches_stream(
+            recorded_events(
+                Api::<ClusterRoleBinding>::all(client.clone()),
+                observed.clone(),
+                |o| &o.cluster_role_bindings,
+            ),
+            owning_cluster,
+        )
+        .watches_stream(
+            recorded_events(
+                Api::<RoleBinding>::all(client.clone()),
+                observed.clone(),
+                |o| &o.role_bindings,
+            ),
+            owning_cluster,
+        )
+        .reconcile_all_on(resync_ticks(ctx.options.resync))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(AcceptanceContext {
+                hub: ctx.clone(),
+                observed,
+            }),
+        )
+        .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}
         () = ctx.shutdown.cancelled() => {}

@@ -13,6 +13,7 @@
 //!   a change of the cluster does this (as upstream): an addon's own status change does not
 //!   bring it back, so a live agent and the hub never take turns writing it.
 
+use ocm_runtime::cache::SharedCache;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -200,7 +201,7 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<Ctx>)
 }
 
 /// Runs the controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     let (addons, writer) = reflector::store();
     let addon_events = reflector(
         writer,
@@ -212,33 +213,31 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
         .modify(strip_managed_fields),
     )
     .touched_objects();
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .watches_stream(addon_events, |addon: ManagedClusterAddOn| {
-        addon
-            .metadata
-            .namespace
-            .as_deref()
-            .map(ObjectRef::<ManagedCluster>::new)
-    })
-    .with_config(
-        kube::runtime::controller::Config::default()
-            .concurrency(4)
-            .debounce(Duration::from_millis(100)),
-    )
-    .reconcile_all_on(ticks(ctx.options.resync))
-    .run(
-        reconcile,
-        error_policy,
-        Arc::new(Ctx {
-            hub: ctx.clone(),
-            addons,
-            propagated: Mutex::new(HashMap::new()),
-        }),
-    )
-    .for_each(|_| futures::future::ready(()));
+    let controller = clusters
+        .controller()
+        .watches_stream(addon_events, |addon: ManagedClusterAddOn| {
+            addon
+                .metadata
+                .namespace
+                .as_deref()
+                .map(ObjectRef::<ManagedCluster>::new)
+        })
+        .with_config(
+            kube::runtime::controller::Config::default()
+                .concurrency(4)
+                .debounce(Duration::from_millis(100)),
+        )
+        .reconcile_all_on(ticks(ctx.options.resync))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                hub: ctx.clone(),
+                addons,
+                propagated: Mutex::new(HashMap::new()),
+            }),
+        )
+        .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}
         () = ctx.shutdown.cancelled() => {}

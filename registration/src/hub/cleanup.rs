@@ -15,6 +15,7 @@
 //!
 //! [`HubOptions::cleanup_requeue`]: super::HubOptions::cleanup_requeue
 
+use ocm_runtime::cache::{Change, SharedCache};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -23,14 +24,12 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::controller::Action;
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::CLEANUP_PRIORITY;
 use ocm_api::cluster::names::conditions::{DELETING, deleting};
 use ocm_api::cluster::names::finalizers::{API_RESOURCE_CLEANUP, RESOURCE_CLEANUP};
 use ocm_api::cluster::names::labels::CLUSTER_NAME;
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::condition;
 use tracing::{debug, info, warn};
 
@@ -363,16 +362,11 @@ async fn no_cluster_left(client: &kube::Client) -> Result<bool, Error> {
 }
 
 /// Sweeps at start, after every ManagedCluster deletion, and every resync period.
-async fn run_sweeper(ctx: Arc<HubContext>) {
-    let deletions = watcher(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .backoff_on_errors()
-    .filter_map(|ev| {
-        futures::future::ready(match ev {
-            Ok(watcher::Event::Delete(_)) => Some(()),
-            _ => None,
+async fn run_sweeper(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
+    let deletions = clusters.subscribe().filter_map(|change| {
+        futures::future::ready(match change {
+            Change::Deleted(_) => Some(()),
+            Change::Applied(_) => None,
         })
     });
     let start = futures::stream::once(futures::future::ready(()));
@@ -394,18 +388,16 @@ async fn run_sweeper(ctx: Arc<HubContext>) {
 }
 
 /// Runs the cleanup controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .reconcile_all_on(resync_ticks(ctx.options.resync))
-    .run(reconcile, error_policy, ctx.clone())
-    .for_each(|_| futures::future::ready(()));
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
+    let controller = clusters
+        .controller()
+        .with_config(kube::runtime::controller::Config::default().concurrency(4))
+        .reconcile_all_on(resync_ticks(ctx.options.resync))
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}
-        () = run_sweeper(ctx.clone()) => {}
+        () = run_sweeper(ctx.clone(), clusters) => {}
         () = ctx.shutdown.cancelled() => {}
     }
 }

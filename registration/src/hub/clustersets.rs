@@ -15,6 +15,7 @@
 //!
 //! [`HubOptions::default_cluster_sets`]: super::HubOptions::default_cluster_sets
 
+use ocm_runtime::cache::SharedCache;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,8 +25,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::annotations::AUTOUPDATE;
 use ocm_api::cluster::names::conditions::{BOUND, CLUSTER_SET_EMPTY, bound, cluster_set_empty};
@@ -38,7 +39,6 @@ use ocm_api::cluster::v1beta2::{
 };
 
 use ocm_runtime::backoff::WatchBackoffExt;
-use ocm_runtime::cache::strip_managed_fields;
 use ocm_runtime::conditions::{condition, set_condition};
 use serde_json::json;
 use tracing::info;
@@ -265,15 +265,13 @@ fn label_error_policy(
     super::error::retry_after(&ctx.metrics, LABEL_CONTROLLER, err, RETRY)
 }
 
-async fn run_default_label(ctx: Arc<HubContext>) {
-    ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .reconcile_all_on(ticks(ctx.options.resync))
-    .run(reconcile_label, label_error_policy, ctx.clone())
-    .for_each(|_| futures::future::ready(()))
-    .await;
+async fn run_default_label(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
+    clusters
+        .controller()
+        .reconcile_all_on(ticks(ctx.options.resync))
+        .run(reconcile_label, label_error_policy, ctx.clone())
+        .for_each(|_| futures::future::ready(()))
+        .await;
 }
 
 // --- set status --------------------------------------------------------------------------------
@@ -390,7 +388,7 @@ fn set_error_policy(_set: Arc<ManagedClusterSet>, err: &HealthError, ctx: Arc<Se
     super::error::retry_after(&ctx.hub.metrics, SET_CONTROLLER, err, RETRY)
 }
 
-async fn run_set_status(ctx: Arc<HubContext>) {
+async fn run_set_status(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     let controller = ocm_runtime::cache::controller(
         Api::<ManagedClusterSet>::all(ctx.client.clone()),
         watcher::Config::default().any_semantic(),
@@ -398,19 +396,9 @@ async fn run_set_status(ctx: Arc<HubContext>) {
     .with_config(kube::runtime::controller::Config::default().debounce(Duration::from_millis(200)));
     let sets: Store<ManagedClusterSet> = controller.store();
     let observer = Arc::new(ClusterLabels::default());
-    let (clusters, writer) = reflector::store();
-    let cluster_events = reflector(
-        writer,
-        watcher(
-            Api::<ManagedCluster>::all(ctx.client.clone()),
-            watcher::Config::default().any_semantic(),
-        )
-        .backoff_on_errors()
-        .modify(strip_managed_fields),
-    )
-    .touched_objects();
+    let cluster_events = clusters.touched();
     controller
-        .watches_stream(cluster_events, move |cluster| {
+        .watches_shared_stream(cluster_events, move |cluster| {
             let changed = observer.observe(&cluster);
             let refs: Vec<ObjectRef<ManagedClusterSet>> = if changed {
                 sets.state()
@@ -428,7 +416,7 @@ async fn run_set_status(ctx: Arc<HubContext>) {
             set_error_policy,
             Arc::new(SetCtx {
                 hub: ctx.clone(),
-                clusters,
+                clusters: clusters.store(),
             }),
         )
         .for_each(|_| futures::future::ready(()))
@@ -510,14 +498,15 @@ async fn run_bindings(ctx: Arc<HubContext>) {
 }
 
 /// Runs the cluster set controllers until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     let builtin = {
         let ctx = ctx.clone();
+        let clusters = clusters.clone();
         async move {
             if ctx.options.default_cluster_sets {
                 tokio::join!(
                     run_builtin_sets(ctx.clone()),
-                    run_default_label(ctx.clone())
+                    run_default_label(ctx.clone(), clusters.clone())
                 );
             } else {
                 std::future::pending::<()>().await;
@@ -526,7 +515,7 @@ pub(crate) async fn run(ctx: Arc<HubContext>) {
     };
     tokio::select! {
         _ = builtin => {}
-        () = run_set_status(ctx.clone()) => {}
+        () = run_set_status(ctx.clone(), clusters.clone()) => {}
         () = run_bindings(ctx.clone()) => {}
         () = ctx.shutdown.cancelled() => {}
     }

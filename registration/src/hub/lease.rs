@@ -20,6 +20,7 @@
 //!
 //! [`HubOptions::lease_grace_multiplier`]: super::HubOptions::lease_grace_multiplier
 
+use ocm_runtime::cache::SharedCache;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -485,32 +486,30 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<Lease
 }
 
 /// Runs the lease controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     let client = ctx.client.clone();
     let cache = Arc::new(LeaseCache::default());
     let observer = cache.clone();
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .watches(
-        Api::<Lease>::all(client),
-        watcher::Config::default()
-            .labels(CLUSTER_NAME)
-            .any_semantic(),
-        move |lease| observer.observe(&lease),
-    )
-    .reconcile_all_on(ticks(ctx.options.resync))
-    .run(
-        reconcile,
-        error_policy,
-        Arc::new(LeaseCtx {
-            hub: ctx.clone(),
-            cache,
-        }),
-    )
-    .for_each(|_| futures::future::ready(()));
+    let controller = clusters
+        .controller()
+        .with_config(kube::runtime::controller::Config::default().concurrency(4))
+        .watches(
+            Api::<Lease>::all(client),
+            watcher::Config::default()
+                .labels(CLUSTER_NAME)
+                .any_semantic(),
+            move |lease| observer.observe(&lease),
+        )
+        .reconcile_all_on(ticks(ctx.options.resync))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(LeaseCtx {
+                hub: ctx.clone(),
+                cache,
+            }),
+        )
+        .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}
         () = ctx.shutdown.cancelled() => {}

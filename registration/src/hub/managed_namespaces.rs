@@ -11,6 +11,7 @@
 //! Deviation from upstream: an entry that stays keeps the conditions the agent reported
 //! (upstream writes the list without conditions, wiping them until the agent's next sync).
 
+use ocm_runtime::cache::SharedCache;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,21 +154,19 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<Ctx>)
 }
 
 /// Runs the managed-namespace controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     tokio::select! {
-        () = controller(ctx.clone()) => {}
+        () = controller(ctx.clone(), clusters) => {}
         () = ctx.shutdown.cancelled() => {}
     }
 }
 
 /// The controller itself, until its watches end. Every cluster event is reconciled: without a
 /// difference it costs no request.
-async fn controller(ctx: Arc<HubContext>) {
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .with_config(kube::runtime::controller::Config::default().debounce(Duration::from_millis(200)));
+async fn controller(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
+    let controller = clusters.controller().with_config(
+        kube::runtime::controller::Config::default().debounce(Duration::from_millis(200)),
+    );
     let clusters: Store<ManagedCluster> = controller.store();
     let (sets, writer) = reflector::store::<ManagedClusterSet>();
     let set_events = reflector(

@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_runtime::cache::SharedCache;
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
 
@@ -111,18 +113,30 @@ pub fn run(ctx: Arc<HubContext>) -> futures::future::BoxFuture<'static, ()> {
 }
 
 async fn run_body(ctx: Arc<HubContext>) {
+    // One watch and one cached copy of every ManagedCluster for all the controllers below.
+    let clusters = SharedCache::<ManagedCluster>::new();
     tokio::join!(
-        acceptance::run(ctx.clone()),
-        addons::run(ctx.clone()),
+        run_cluster_cache(&ctx, &clusters),
+        acceptance::run(ctx.clone(), clusters.clone()),
+        addons::run(ctx.clone(), clusters.clone()),
         csr_approval::run(ctx.clone()),
-        cleanup::run(ctx.clone()),
-        lease::run(ctx.clone()),
-        taints::run(ctx.clone()),
-        clustersets::run(ctx.clone()),
-        managed_namespaces::run(ctx.clone()),
+        cleanup::run(ctx.clone(), clusters.clone()),
+        lease::run(ctx.clone(), clusters.clone()),
+        taints::run(ctx.clone(), clusters.clone()),
+        clustersets::run(ctx.clone(), clusters.clone()),
+        managed_namespaces::run(ctx.clone(), clusters.clone()),
         metrics::run(ctx.clone()),
-        cluster_profiles::run(ctx.clone()),
+        cluster_profiles::run(ctx.clone(), clusters.clone()),
     );
+}
+
+/// Keeps the shared ManagedCluster cache filled until `ctx.shutdown` is cancelled.
+async fn run_cluster_cache(ctx: &HubContext, clusters: &SharedCache<ManagedCluster>) {
+    let api = kube::Api::<ManagedCluster>::all(ctx.client.clone());
+    tokio::select! {
+        () = clusters.run(api, kube::runtime::watcher::Config::default().any_semantic()) => {}
+        () = ctx.shutdown.cancelled() => {}
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! the admission policy ([`super::admission`], upstream's mutating webhook) stamps; on a
 //! server without that policy the controller stamps it in a second write.
 
+use ocm_runtime::cache::SharedCache;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -19,7 +20,6 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::names::conditions::AVAILABLE;
 use ocm_api::cluster::names::taints::{UNAVAILABLE, UNREACHABLE};
@@ -150,15 +150,13 @@ fn error_policy(_cluster: Arc<ManagedCluster>, err: &HealthError, ctx: Arc<HubCo
 }
 
 /// Runs the taint controller until `ctx.shutdown` is cancelled.
-pub(crate) async fn run(ctx: Arc<HubContext>) {
-    let controller = ocm_runtime::cache::controller(
-        Api::<ManagedCluster>::all(ctx.client.clone()),
-        watcher::Config::default().any_semantic(),
-    )
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .reconcile_all_on(ticks(ctx.options.resync))
-    .run(reconcile, error_policy, ctx.clone())
-    .for_each(|_| futures::future::ready(()));
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
+    let controller = clusters
+        .controller()
+        .with_config(kube::runtime::controller::Config::default().concurrency(4))
+        .reconcile_all_on(ticks(ctx.options.resync))
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|_| futures::future::ready(()));
     tokio::select! {
         () = controller => {}
         () = ctx.shutdown.cancelled() => {}

@@ -23,7 +23,7 @@ use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_api::multicluster::v1alpha1::ClusterProfile;
 use ocm_api::multicluster::{CLUSTER_MANAGER_NAME, LABEL_CLUSTER_MANAGER};
 use ocm_runtime::backoff::WatchBackoffExt;
-use ocm_runtime::cache::strip_managed_fields;
+use ocm_runtime::cache::{SharedCache, strip_managed_fields};
 use serde_json::json;
 use tokio::sync::Notify;
 use tracing::info;
@@ -62,13 +62,23 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
-    let mut events = reflector(
+    let events = reflector(
         writer,
         watcher(api, config.any_semantic())
             .backoff_on_errors()
             .modify(strip_managed_fields),
-    )
-    .boxed();
+    );
+    spawn_notifier(events, changed, ctx);
+    store
+}
+
+/// Wakes `changed` on every item of `events`, until shutdown.
+fn spawn_notifier<T>(
+    events: impl futures::Stream<Item = T> + Send + 'static,
+    changed: Arc<Notify>,
+    ctx: &HubContext,
+) {
+    let mut events = Box::pin(events);
     let shutdown = ctx.shutdown.clone();
     tokio::spawn(async move {
         loop {
@@ -81,23 +91,18 @@ where
             }
         }
     });
-    store
 }
 
 /// Runs the ClusterProfile controller until shutdown (at once returns when the gate is off).
-pub(crate) async fn run(ctx: Arc<HubContext>) {
+pub(crate) async fn run(ctx: Arc<HubContext>, clusters: SharedCache<ManagedCluster>) {
     if !ctx.options.cluster_profiles {
         return;
     }
     let changed = Arc::new(Notify::new());
     let client = ctx.client.clone();
+    spawn_notifier(clusters.subscribe(), changed.clone(), &ctx);
     let caches = Caches {
-        clusters: spawn_cache(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            changed.clone(),
-            &ctx,
-        ),
+        clusters: clusters.store(),
         sets: spawn_cache(
             Api::all(client.clone()),
             watcher::Config::default(),
