@@ -30,9 +30,15 @@
 //! `ocm_addon_framework::registration::own_addon_rules` grants access to the addon's own
 //! ManagedClusterAddOn by name.
 //!
-//! Upstream OCM checks none of this in admission (it relies on RBAC), so there an addon
-//! credential granted broad `managedclusteraddons/status` rights can rewrite other addons'
-//! health; here it cannot.
+//! Limits: an addon agent registered with a custom user and custom groups (none of the names
+//! above) is not recognised and is held by RBAC alone; any hub ServiceAccount named
+//! `<name>-agent` is taken for addon `<name>`'s token-driver agent on the cluster named like
+//! its namespace.
+//!
+//! Upstream OCM's reference lists no such admission check (its addon webhook converts
+//! versions; who writes an addon is RBAC's business), so there an addon credential granted
+//! broad `managedclusteraddons/status` rights can rewrite other addons' health; here it
+//! cannot.
 
 use serde_json::{Map, Value};
 
