@@ -77,6 +77,20 @@ pub fn agent_role_in_cluster_namespace(cluster: &str, addon: &str, rules: Value)
     ]
 }
 
+/// RBAC rules for the addon's Role in its cluster namespace (see
+/// [`agent_role_in_cluster_namespace`]) that let `addon`'s agent read its own
+/// ManagedClusterAddOn and write that object's status — by name, so they reach no other
+/// addon's object. (The hub's admission policy further keeps the agent to its own
+/// `status.conditions`.)
+pub fn own_addon_rules(addon: &str) -> Value {
+    json!([
+        {"apiGroups": [ocm_api::addon::GROUP], "resources": ["managedclusteraddons"],
+         "resourceNames": [addon], "verbs": ["get"]},
+        {"apiGroups": [ocm_api::addon::GROUP], "resources": ["managedclusteraddons/status"],
+         "resourceNames": [addon], "verbs": ["get", "patch", "update"]},
+    ])
+}
+
 /// The `status.registrations` entries for `configs` (v1beta1 form), defaults filled in.
 pub fn status_registrations(
     cluster: &str,
@@ -191,6 +205,16 @@ pub fn keep_agent_choices(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_addon_rules_name_only_the_addon() {
+        let rules = own_addon_rules("alpha");
+        let rules = rules.as_array().map(Vec::as_slice).unwrap_or_default();
+        assert_eq!(rules.len(), 2);
+        for rule in rules {
+            assert_eq!(rule["resourceNames"], json!(["alpha"]));
+        }
+    }
 
     #[test]
     fn registered_subjects_are_the_status_subject() {

@@ -1,5 +1,5 @@
 //! The hub's admission policies as the embedded API server's in-process hooks: one hook per
-//! resource of [`ocm_webhook::policy::WEBHOOKS`], each running the mutating and then the
+//! resource (and per subresource it lists) of [`ocm_webhook::policy::WEBHOOKS`], each running the mutating and then the
 //! validating phase of [`ocm_webhook::policy::admit`] — the same dispatcher the HTTPS webhook
 //! server answers with, so a rule holds the same on the embedded hub and on a real one.
 
@@ -24,6 +24,18 @@ pub fn register(server: &ApiServer, default_cluster_set: bool, work_gates: HubWo
         server.register_admission(
             group,
             resource,
+            hook(server.clone(), default_cluster_set, work_gates),
+        );
+    }
+    let subresources: BTreeSet<(&str, &str, &str)> = WEBHOOKS
+        .iter()
+        .flat_map(|w| w.subresources.iter().map(|s| (w.group, w.resource, *s)))
+        .collect();
+    for (group, resource, subresource) in subresources {
+        server.register_subresource_admission(
+            group,
+            resource,
+            subresource,
             hook(server.clone(), default_cluster_set, work_gates),
         );
     }
@@ -58,6 +70,7 @@ fn hook(server: ApiServer, default_cluster_set: bool, work_gates: HubWorkGates) 
             object: req.object.cloned(),
             old_object: req.old_object.cloned(),
             user: req.user.user.clone(),
+            groups: req.user.groups.clone(),
         };
         let terminating = ocm_webhook::policy::namespace_to_check(&review)
             .is_some_and(|ns| namespace_terminating(&server, req.cluster, ns));

@@ -769,3 +769,41 @@ where
         Err(err) => Err(err.into()),
     }
 }
+
+/// Runs `kubectl --kubeconfig KUBECONFIG ARGS…` (with `stdin` piped in, if any) as a user
+/// types it; returns (success, stdout, stderr). `OCM_HUB_KUBECONFIG` is not passed on, so a
+/// kubectl plugin cannot lean on the caller's hub identity.
+pub async fn kubectl(
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<(bool, String, String)> {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env_remove("OCM_HUB_KUBECONFIG")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("running kubectl")?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).await?;
+    }
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .context("kubectl did not finish")??;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -380,30 +379,6 @@ async fn profiles_follow_the_clusters(
     Ok(())
 }
 
-/// Runs kubectl with `kubeconfig`; returns (success, stdout, stderr).
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<(bool, String, String)> {
-    let child = tokio::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        // The plugin must not lean on the caller's environment for its hub identity.
-        .env_remove("OCM_HUB_KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("running kubectl")?;
-    let out = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .context("kubectl did not finish")??;
-    Ok((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
-}
-
 /// A hub user `team-a/<name>` (a service account) and its hub kubeconfig.
 async fn hub_user(
     admin: &kube::Client,
@@ -528,7 +503,7 @@ async fn consumers_reach_their_cluster(
         Ok(out)
     };
     let alice_c1 = kubeconfig_for(&alice, "alice")?;
-    let (ok, out, err) = kubectl(&alice_c1, &["get", "nodes", "-o", "name"]).await?;
+    let (ok, out, err) = ocm_e2e::kubectl(&alice_c1, &["get", "nodes", "-o", "name"], None).await?;
     assert!(ok, "alice lists c1's nodes through the proxy: {err}");
     let mut want: Vec<String> = Api::<Node>::all(spoke.clone())
         .list(&Default::default())
@@ -544,7 +519,7 @@ async fn consumers_reach_their_cluster(
     assert_eq!(got, want);
 
     let bob_c1 = kubeconfig_for(&bob, "bob")?;
-    let (ok, _, err) = kubectl(&bob_c1, &["get", "nodes"]).await?;
+    let (ok, _, err) = ocm_e2e::kubectl(&bob_c1, &["get", "nodes"], None).await?;
     assert!(!ok, "bob has no managedclusters/proxy on the hub");
     assert!(
         err.contains("cannot get resource \"managedclusters/proxy\""),

@@ -35,32 +35,7 @@ impl Kubectl {
         args: &[&str],
         stdin: Option<&str>,
     ) -> anyhow::Result<(bool, String, String)> {
-        let mut child = tokio::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .context("running kubectl")?;
-        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            use tokio::io::AsyncWriteExt;
-            pipe.write_all(text.as_bytes()).await?;
-        }
-        let out = tokio::time::timeout(WAIT, child.wait_with_output())
-            .await
-            .context("kubectl did not finish")??;
-        Ok((
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
+        ocm_e2e::kubectl(&self.kubeconfig, args, stdin).await
     }
 
     /// The Status a kube client with the same kubeconfig gets listing Namespaces.

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod addon_admission;
 mod addon_hub;
 mod addon_registration;
 mod addon_templates;

@@ -2,7 +2,8 @@
 //! `ocm apiserver`) installs the hub components a ClusterManager asks for, and the process
 //! kubelet runs them as `ocm` processes with their own service accounts; the klusterlet
 //! operator on a simulated managed cluster installs agents that join that hub; a ManifestWork
-//! is applied; the dashboard comes and goes with the ClusterManager's annotation; a new image
+//! is applied; the hub's policies answer from the webhook pods (the ManagedClusterAddOn one
+//! from the addon webhook's); the dashboard comes and goes with the ClusterManager's annotation; a new image
 //! rolls the hub; deleting the ClusterManager removes the components.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -237,6 +238,54 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         beta.metadata.annotations.unwrap_or_default()
             [ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE],
         "converted-agent"
+    );
+    // The ManagedClusterAddOn policy answers from the addon webhook's pod too: another addon's
+    // agent, though granted broad rights on addon status, may not write this addon's.
+    let grant = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: careless-addon-status}
+rules:
+- {apiGroups: [addon.open-cluster-management.io], resources: [managedclusteraddons/status], verbs: [get, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: careless-addon-status}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: careless-addon-status}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:open-cluster-management:addon:other"}
+"#;
+    let (ok, _, err) = ocm_e2e::kubectl(&kubeconfig, &["apply", "-f", "-"], Some(grant))
+        .await
+        .unwrap();
+    assert!(ok, "{err}");
+    let (ok, _, err) = ocm_e2e::kubectl(
+        &kubeconfig,
+        &[
+            "patch",
+            "managedclusteraddon",
+            "converted",
+            "-n",
+            "c1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"conditions":[]}}"#,
+            "--as=system:open-cluster-management:cluster:c1:addon:other:agent:other",
+            "--as-group=system:open-cluster-management:cluster:c1:addon:other",
+            "--as-group=system:open-cluster-management:addon:other",
+        ],
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(
+        !ok && err.contains("Error from server (Forbidden)")
+            && err.contains(
+                "managedclusteraddonvalidators.admission.addon.open-cluster-management.io"
+            )
+            && err.contains("which belongs to another addon"),
+        "{err}"
     );
 
     // A ManifestWork reaches c2's single agent.

@@ -57,6 +57,9 @@ fn webhooks(phase: Phase, base_url: &str, ca_bundle: &str) -> Vec<Value> {
         .iter()
         .filter(|w| w.phase == phase)
         .map(|w| {
+            let resources: Vec<String> = std::iter::once(w.resource.to_owned())
+                .chain(w.subresources.iter().map(|s| format!("{}/{s}", w.resource)))
+                .collect();
             let mut hook = json!({
                 "name": w.name,
                 "clientConfig": {
@@ -64,10 +67,10 @@ fn webhooks(phase: Phase, base_url: &str, ca_bundle: &str) -> Vec<Value> {
                     "caBundle": base64(ca_bundle),
                 },
                 "rules": [{
-                    "operations": ["CREATE", "UPDATE"],
+                    "operations": w.operations,
                     "apiGroups": [w.group],
                     "apiVersions": w.versions,
-                    "resources": [w.resource],
+                    "resources": resources,
                     "scope": "*",
                 }],
                 "admissionReviewVersions": ["v1"],
@@ -379,6 +382,25 @@ mod tests {
         assert_eq!(
             validating["webhooks"][0]["clientConfig"]["caBundle"],
             "Q0E="
+        );
+    }
+
+    #[test]
+    fn the_addon_webhook_sees_status_writes_and_deletes() {
+        let validating = validating_configuration("https://h:9443", "CA");
+        let hook = validating["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["rules"][0]["resources"][0] == "managedclusteraddons")
+            .unwrap();
+        assert_eq!(
+            hook["rules"][0]["resources"],
+            json!(["managedclusteraddons", "managedclusteraddons/status"])
+        );
+        assert_eq!(
+            hook["rules"][0]["operations"],
+            json!(["CREATE", "UPDATE", "DELETE"])
         );
     }
 

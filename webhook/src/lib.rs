@@ -8,6 +8,7 @@
 //! pointed at by the configurations [`install`] applies.
 
 pub mod access;
+pub mod addon_admission;
 pub mod certs;
 pub mod install;
 pub mod policy;

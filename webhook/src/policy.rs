@@ -80,6 +80,8 @@ pub struct Review {
     pub old_object: Option<Value>,
     /// The requester's user name.
     pub user: String,
+    /// The requester's groups.
+    pub groups: Vec<String>,
 }
 
 /// An access check a policy needs answered for the requester (a SubjectAccessReview).
@@ -184,9 +186,16 @@ pub struct WebhookSpec {
     pub versions: &'static [&'static str],
     /// Plural resource.
     pub resource: &'static str,
+    /// Subresources whose writes the webhook also sees (e.g. `status`).
+    pub subresources: &'static [&'static str],
+    /// Operations it sees (`CREATE`, `UPDATE`, `DELETE`).
+    pub operations: &'static [&'static str],
 }
 
-/// Every webhook the hub serves; [`admit`] handles exactly these (CREATE and UPDATE).
+/// What most webhooks see: creates and updates.
+const CREATE_UPDATE: &[&str] = &["CREATE", "UPDATE"];
+
+/// Every webhook the hub serves; [`admit`] handles exactly these.
 pub const WEBHOOKS: &[WebhookSpec] = &[
     WebhookSpec {
         name: "managedclustermutators.admission.cluster.open-cluster-management.io",
@@ -194,6 +203,8 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "cluster.open-cluster-management.io",
         versions: &["v1"],
         resource: "managedclusters",
+        subresources: &[],
+        operations: CREATE_UPDATE,
     },
     WebhookSpec {
         name: "managedclustervalidators.admission.cluster.open-cluster-management.io",
@@ -201,6 +212,8 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "cluster.open-cluster-management.io",
         versions: &["v1"],
         resource: "managedclusters",
+        subresources: &[],
+        operations: CREATE_UPDATE,
     },
     WebhookSpec {
         name: "managedclustersetbindingvalidators.admission.cluster.open-cluster-management.io",
@@ -208,6 +221,8 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "cluster.open-cluster-management.io",
         versions: &["v1beta2"],
         resource: "managedclustersetbindings",
+        subresources: &[],
+        operations: CREATE_UPDATE,
     },
     WebhookSpec {
         name: "manifestworkvalidators.admission.work.open-cluster-management.io",
@@ -215,6 +230,8 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "work.open-cluster-management.io",
         versions: &["v1"],
         resource: "manifestworks",
+        subresources: &[],
+        operations: CREATE_UPDATE,
     },
     WebhookSpec {
         name: "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io",
@@ -222,6 +239,8 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "work.open-cluster-management.io",
         versions: &["v1alpha1"],
         resource: "manifestworkreplicasets",
+        subresources: &[],
+        operations: CREATE_UPDATE,
     },
     WebhookSpec {
         name: "clustermanagementaddonvalidators.admission.addon.open-cluster-management.io",
@@ -229,6 +248,17 @@ pub const WEBHOOKS: &[WebhookSpec] = &[
         group: "addon.open-cluster-management.io",
         versions: &["v1alpha1", "v1beta1"],
         resource: "clustermanagementaddons",
+        subresources: &[],
+        operations: CREATE_UPDATE,
+    },
+    WebhookSpec {
+        name: "managedclusteraddonvalidators.admission.addon.open-cluster-management.io",
+        phase: Phase::Validating,
+        group: "addon.open-cluster-management.io",
+        versions: &["v1alpha1", "v1beta1"],
+        resource: "managedclusteraddons",
+        subresources: &["status"],
+        operations: &["CREATE", "UPDATE", "DELETE"],
     },
 ];
 
@@ -252,7 +282,8 @@ pub fn namespace_to_check(review: &Review) -> Option<&str> {
 }
 
 /// Runs the policy of `review`'s resource for `phase`. `authorize` answers access checks for
-/// the requester. Resources without a policy, deletes and subresource writes are allowed.
+/// the requester. Resources without a policy are allowed, and so are deletes and subresource
+/// writes except those of ManagedClusterAddOns.
 pub fn admit(
     phase: Phase,
     review: &Review,
@@ -262,6 +293,18 @@ pub fn admit(
     let Some(operation) = review.operation else {
         return Verdict::Allow;
     };
+    if (review.group.as_str(), review.resource.as_str(), phase)
+        == (
+            ocm_api::addon::GROUP,
+            "managedclusteraddons",
+            Phase::Validating,
+        )
+    {
+        return match crate::addon_admission::admit_managed_cluster_addon(review) {
+            Ok(()) => Verdict::Allow,
+            Err(denial) => Verdict::Deny(denial),
+        };
+    }
     if operation == Operation::Delete || !review.subresource.is_empty() {
         return Verdict::Allow;
     }
@@ -733,6 +776,37 @@ mod tests {
             admit(Phase::Validating, &r, &facts(), &|_: &Access| true),
             Verdict::Deny(_)
         ));
+    }
+
+    #[test]
+    fn addon_status_writes_and_deletes_reach_the_addon_policy() {
+        let alpha = "system:open-cluster-management:cluster:c1:addon:alpha:agent:alpha";
+        let beta = json!({"metadata": {"name": "beta", "namespace": "c1"}, "spec": {},
+                          "status": {"conditions": []}});
+        let mut write = review(
+            "managedclusteraddons",
+            "addon.open-cluster-management.io",
+            beta.clone(),
+            Some(beta),
+        );
+        write.subresource = "status".into();
+        write.user = alpha.into();
+        let allow = |_: &Access| true;
+        let Verdict::Deny(denial) = admit_both(&write, &facts(), &allow) else {
+            panic!("denial expected")
+        };
+        assert_eq!(denial.code, 403);
+        let mut delete = write.clone();
+        delete.subresource = String::new();
+        delete.operation = Some(Operation::Delete);
+        delete.object = None;
+        assert!(matches!(
+            admit(Phase::Validating, &delete, &facts(), &allow),
+            Verdict::Deny(_)
+        ));
+        // The hub admin is RBAC's business.
+        write.user = "admin".into();
+        assert_eq!(admit_both(&write, &facts(), &allow), Verdict::Allow);
     }
 
     #[test]

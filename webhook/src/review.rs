@@ -67,6 +67,17 @@ pub fn parse_admission_review(body: &[u8]) -> Result<AdmissionRequest, ReviewErr
             object: object("object"),
             old_object: object("oldObject"),
             user: text("/userInfo/username"),
+            groups: request
+                .pointer("/userInfo/groups")
+                .and_then(Value::as_array)
+                .map(|groups| {
+                    groups
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         user_info: request.get("userInfo").cloned().unwrap_or(json!({})),
         dry_run: request
@@ -210,6 +221,7 @@ mod tests {
         let parsed = parse_admission_review(&request(object.clone())).unwrap();
         assert_eq!(parsed.review.resource, "managedclusters");
         assert_eq!(parsed.review.user, "bob");
+        assert_eq!(parsed.review.groups, ["g"]);
         assert_eq!(parsed.review.operation, Some(Operation::Create));
         let mut mutated = object.clone();
         mutated["metadata"]["labels"] = json!({"a": "b"});
