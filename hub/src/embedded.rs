@@ -15,10 +15,12 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
+use ocm_api::cluster::v1::ManagedCluster;
 use ocm_apiserver::serve::Serving;
 use ocm_apiserver::tls::{TlsMaterial, write_file};
 use ocm_apiserver::{ApiServer, ApiServerConfig};
 use ocm_registration::hub::{HubContext, HubOptions};
+use ocm_runtime::cache::SharedCache;
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use ocm_runtime::metrics::ControllerMetrics;
 use ocm_runtime::shutdown::Shutdown;
@@ -284,10 +286,20 @@ async fn run_hub_controllers(
     extra: HubControllers,
     work_gates: HubWorkGates,
 ) {
-    futures::future::join_all(
-        HubComponent::ALL
-            .iter()
-            .map(|component| run_component(ctx.clone(), *component, extra.clone(), work_gates)),
+    // Registration and placement read one cache of every ManagedCluster.
+    let clusters = SharedCache::<ManagedCluster>::new();
+    let components = futures::future::join_all(HubComponent::ALL.iter().map(|component| {
+        run_component(
+            ctx.clone(),
+            *component,
+            extra.clone(),
+            work_gates,
+            Some(clusters.clone()),
+        )
+    }));
+    futures::future::join(
+        ocm_registration::hub::fill_cluster_cache(&ctx, &clusters),
+        components,
     )
     .await;
 }
@@ -342,19 +354,32 @@ impl HubComponent {
     }
 }
 
-/// One component's controllers until `ctx.shutdown` is cancelled.
+/// One component's controllers until `ctx.shutdown` is cancelled; with `clusters`, the
+/// components that read ManagedClusters read that shared cache (kept filled by the caller).
 async fn run_component(
     ctx: Arc<HubContext>,
     component: HubComponent,
     extra: HubControllers,
     work_gates: HubWorkGates,
+    clusters: Option<SharedCache<ManagedCluster>>,
 ) {
-    match component {
-        HubComponent::Registration => ocm_registration::hub::run(ctx).await,
-        HubComponent::Placement => {
+    match (component, clusters) {
+        (HubComponent::Registration, Some(clusters)) => {
+            ocm_registration::hub::run_sharing(ctx, clusters).await;
+        }
+        (HubComponent::Registration, None) => ocm_registration::hub::run(ctx).await,
+        (HubComponent::Placement, Some(clusters)) => {
+            ocm_placement::controller::run_sharing(
+                ctx.client.clone(),
+                clusters,
+                ctx.shutdown.clone(),
+            )
+            .await;
+        }
+        (HubComponent::Placement, None) => {
             ocm_placement::controller::run(ctx.client.clone(), ctx.shutdown.clone()).await;
         }
-        HubComponent::Work => {
+        (HubComponent::Work, _) => {
             let replica_sets = ocm_work::hub::run(
                 ctx.client.clone(),
                 ocm_work::hub::ReplicaSetOptions::default(),
@@ -373,7 +398,7 @@ async fn run_component(
             };
             futures::future::join(replica_sets, cleanup).await;
         }
-        HubComponent::AddonManager => {
+        (HubComponent::AddonManager, _) => {
             futures::future::join_all(
                 extra
                     .0
@@ -425,7 +450,7 @@ async fn run_components_as_leader_body(
                         metrics: ctx.metrics.clone(),
                         shutdown: leading,
                     });
-                    run_component(ctx, component, extra.clone(), work_gates)
+                    run_component(ctx, component, extra.clone(), work_gates, None)
                 })
                 .await;
         }

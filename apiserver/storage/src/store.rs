@@ -296,6 +296,27 @@ impl State {
             .max(self.floor_base)
     }
 
+    /// Whether a watch of `scope` in `bucket` from revision `from` has nothing to miss even
+    /// though events of the bucket after `from` left the window: it names one object, which
+    /// exists and was last written at or before `from` — any later write of it, a delete and
+    /// re-create included, would carry a later revision. (An agent watching its own
+    /// ManagedCluster resumes after a hub restart although thousands of other clusters'
+    /// changes have left the window since; kube-apiserver resumes it from etcd's history.)
+    fn untouched_since(&self, bucket: &Bucket, scope: &WatchScope, from: Revision) -> bool {
+        let Some(name) = scope.name.as_deref() else {
+            return false;
+        };
+        // A watch by name in every namespace can only be one object if it is cluster-scoped.
+        let namespace = scope.namespace.as_deref().unwrap_or("");
+        from >= self.floor_base
+            && from <= self.revision
+            && self
+                .buckets
+                .get(bucket)
+                .and_then(|objects| objects.get(&(namespace.to_owned(), name.to_owned())))
+                .is_some_and(|object| object.rev <= from)
+    }
+
     /// The events of `bucket` in the history window after revision `from`, oldest first.
     fn bucket_events_after(
         &self,
@@ -603,7 +624,7 @@ impl Store {
     ) -> Result<WatchSubscription, StorageError> {
         let state = read_state(&self.shared);
         let floor = state.floor_of(bucket);
-        if from < floor {
+        if from < floor && !state.untouched_since(bucket, &scope, from) {
             return Err(StorageError::Compacted {
                 requested: from,
                 oldest: floor + 1,
@@ -1820,6 +1841,60 @@ mod tests {
             store.list_at(&configmaps, None, None, quiet).unwrap().len(),
             1
         );
+    }
+
+    #[tokio::test]
+    async fn a_watch_of_one_unchanged_object_resumes_below_its_buckets_floor() {
+        let store = Store::open(crate::MemoryBackend, small_window()).unwrap();
+        let configmaps = Bucket::new("", "/configmaps");
+        let one = |name: &str| WatchScope {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+        };
+        let seen = store
+            .create(key("ns", "still"), cm("still", "1"))
+            .await
+            .unwrap()
+            .rev;
+        store
+            .create(key("ns", "moved"), cm("moved", "1"))
+            .await
+            .unwrap();
+        store
+            .update(key("ns", "moved"), cm("moved", "2"), None)
+            .await
+            .unwrap();
+        store
+            .create(key("ns", "gone"), cm("gone", "1"))
+            .await
+            .unwrap();
+        store.delete(key("ns", "gone"), None).await.unwrap();
+        // Lease churn pushes every ConfigMap event out of the window.
+        quiet_then_busy(&store, 12).await;
+        assert!(store.bucket_floor(&configmaps) > seen);
+        // "still" was last written before `seen`: nothing to replay.
+        let resumed = store.watch_from(&configmaps, seen, one("still")).unwrap();
+        assert!(resumed.replay.is_empty());
+        // "moved" changed after `seen` and that change left the window: expired.
+        assert!(matches!(
+            store.watch_from(&configmaps, seen, one("moved")),
+            Err(StorageError::Compacted { .. })
+        ));
+        // A deleted object cannot tell what it missed; a whole-bucket watch never could.
+        for scope in [one("gone"), WatchScope::default()] {
+            assert!(matches!(
+                store.watch_from(&configmaps, seen, scope),
+                Err(StorageError::Compacted { .. })
+            ));
+        }
+        // Its changes arrive live after the resumption.
+        let mut resumed = store.watch_from(&configmaps, seen, one("still")).unwrap();
+        store
+            .update(key("ns", "still"), cm("still", "2"), None)
+            .await
+            .unwrap();
+        let event = resumed.receiver.recv().await.unwrap();
+        assert_eq!(event.key.name, "still");
     }
 
     #[tokio::test]

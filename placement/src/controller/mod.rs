@@ -39,6 +39,7 @@ use ocm_api::cluster::v1alpha1::AddOnPlacementScore;
 use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_runtime::backoff::WatchBackoffExt;
+use ocm_runtime::cache::SharedCache;
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -100,6 +101,35 @@ where
     reader
 }
 
+/// Passes the changes of `shared` (a ManagedCluster cache another component of the process
+/// keeps filled) to `changes`, until shutdown; returns its store.
+fn shared_clusters(
+    shared: &SharedCache<ManagedCluster>,
+    changes: mpsc::UnboundedSender<Change>,
+    shutdown: &Shutdown,
+) -> Store<ManagedCluster> {
+    let mut stream = Box::pin(shared.touched());
+    let token = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                next = stream.next() => match next {
+                    Some(cluster) => {
+                        if let Some(change) = cluster.to_change()
+                            && changes.send(change).is_err()
+                        {
+                            return;
+                        }
+                    }
+                    None => return,
+                },
+            }
+        }
+    });
+    shared.store()
+}
+
 /// What of a placement decides whether it must be scheduled again (its status does not).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fingerprint {
@@ -155,11 +185,15 @@ struct Caches {
 impl Caches {
     fn start(
         client: &kube::Client,
+        clusters: Option<&SharedCache<ManagedCluster>>,
         tx: &mpsc::UnboundedSender<Change>,
         shutdown: &Shutdown,
     ) -> Caches {
         Caches {
-            clusters: cache(Api::all(client.clone()), tx.clone(), shutdown),
+            clusters: match clusters {
+                Some(shared) => shared_clusters(shared, tx.clone(), shutdown),
+                None => cache(Api::all(client.clone()), tx.clone(), shutdown),
+            },
             sets: cache(Api::all(client.clone()), tx.clone(), shutdown),
             bindings: cache(Api::all(client.clone()), tx.clone(), shutdown),
             scores: cache(Api::all(client.clone()), tx.clone(), shutdown),
@@ -184,12 +218,27 @@ impl Caches {
 /// Runs the controller until `shutdown` is cancelled.
 #[inline(never)]
 pub fn run(client: kube::Client, shutdown: Shutdown) -> futures::future::BoxFuture<'static, ()> {
-    Box::pin(run_body(client, shutdown))
+    Box::pin(run_body(client, None, shutdown))
 }
 
-async fn run_body(client: kube::Client, shutdown: Shutdown) {
+/// Like [`run`], reading ManagedClusters from `clusters`, a cache shared with other
+/// components of the process that the caller keeps filled ([`SharedCache::run`]).
+#[inline(never)]
+pub fn run_sharing(
+    client: kube::Client,
+    clusters: SharedCache<ManagedCluster>,
+    shutdown: Shutdown,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(client, Some(clusters), shutdown))
+}
+
+async fn run_body(
+    client: kube::Client,
+    clusters: Option<SharedCache<ManagedCluster>>,
+    shutdown: Shutdown,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let caches = Caches::start(&client, &tx, &shutdown);
+    let caches = Caches::start(&client, clusters.as_ref(), &tx, &shutdown);
     drop(tx);
     if !caches.ready().await {
         tracing::warn!("placement controller: caches never became ready; not running");

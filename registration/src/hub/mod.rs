@@ -109,14 +109,30 @@ pub struct HubContext {
 /// Runs every hub controller until `ctx.shutdown` is cancelled.
 #[inline(never)]
 pub fn run(ctx: Arc<HubContext>) -> futures::future::BoxFuture<'static, ()> {
-    Box::pin(run_body(ctx))
+    Box::pin(run_body(ctx, None))
 }
 
-async fn run_body(ctx: Arc<HubContext>) {
-    // One watch and one cached copy of every ManagedCluster for all the controllers below.
-    let clusters = SharedCache::<ManagedCluster>::new();
+/// Like [`run`], reading ManagedClusters from `clusters`, a cache shared with other
+/// components of the process that the caller keeps filled ([`fill_cluster_cache`]).
+#[inline(never)]
+pub fn run_sharing(
+    ctx: Arc<HubContext>,
+    clusters: SharedCache<ManagedCluster>,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_body(ctx, Some(clusters)))
+}
+
+async fn run_body(ctx: Arc<HubContext>, shared: Option<SharedCache<ManagedCluster>>) {
+    // One watch and one cached copy of every ManagedCluster for all the controllers below
+    // (and for other components of the process when it is shared).
+    let owned = shared.is_none();
+    let clusters = shared.unwrap_or_default();
     tokio::join!(
-        run_cluster_cache(&ctx, &clusters),
+        async {
+            if owned {
+                fill_cluster_cache(&ctx, &clusters).await;
+            }
+        },
         acceptance::run(ctx.clone(), clusters.clone()),
         addons::run(ctx.clone(), clusters.clone()),
         csr_approval::run(ctx.clone()),
@@ -130,8 +146,9 @@ async fn run_body(ctx: Arc<HubContext>) {
     );
 }
 
-/// Keeps the shared ManagedCluster cache filled until `ctx.shutdown` is cancelled.
-async fn run_cluster_cache(ctx: &HubContext, clusters: &SharedCache<ManagedCluster>) {
+/// Keeps `clusters`, a ManagedCluster cache the hub controllers share, filled until
+/// `ctx.shutdown` is cancelled.
+pub async fn fill_cluster_cache(ctx: &HubContext, clusters: &SharedCache<ManagedCluster>) {
     let api = kube::Api::<ManagedCluster>::all(ctx.client.clone());
     tokio::select! {
         () = clusters.run(api, kube::runtime::watcher::Config::default().any_semantic()) => {}
