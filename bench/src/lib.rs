@@ -40,7 +40,7 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use crate::support::{
-    BenchHub, prepare_fleet, process_usage, rss_of, start_agents, start_bench_hub,
+    BenchHub, cpu_of, prepare_fleet, process_usage, rss_of, start_agents, start_bench_hub,
 };
 use ocm_hub::embedded::EmbeddedHubOptions;
 
@@ -262,6 +262,13 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         agents = start_agents(prepared, &shutdown);
         started
     };
+    let fleet_pids: Vec<u32> = fleet
+        .iter()
+        .filter_map(crate::fleet::FleetProcess::pid)
+        .collect();
+    let fleet_cpu = || fleet_pids.iter().map(|pid| cpu_of(*pid)).sum::<f64>();
+    let (_, hub_cpu_start) = process_usage();
+    let fleet_cpu_start = fleet_cpu();
     waiter.await.context("waiting for the fleet")?;
     let joined = started.elapsed();
     println!(
@@ -270,6 +277,18 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         joined.as_secs_f64()
     );
     let (rss_joined, cpu_joined) = process_usage();
+    if !fleet_pids.is_empty() {
+        // Whether the join waits on work or on the machine: two cores give 2 s of CPU a second.
+        let seconds = joined.as_secs_f64().max(0.001);
+        let hub = cpu_joined - hub_cpu_start;
+        let agents = fleet_cpu() - fleet_cpu_start;
+        println!(
+            "  CPU during the join: hub and API server {hub:.0} s ({:.0} % of one core), fleet processes {agents:.0} s ({:.0} %); {} cores",
+            hub / seconds * 100.0,
+            agents / seconds * 100.0,
+            std::thread::available_parallelism().map_or(1, usize::from),
+        );
+    }
     let fleet_rss = || -> Option<u64> {
         let pids: Vec<u32> = fleet
             .iter()
@@ -307,7 +326,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
     );
     crate::support::print_store_per_cluster(hub.server.store(), args.clusters);
     let hub = if args.restart {
-        crate::restart::measure(hub, options, &expected).await?
+        crate::restart::measure(hub, options, &expected, &fleet_pids).await?
     } else {
         hub
     };

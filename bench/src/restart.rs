@@ -21,11 +21,13 @@ use ocm_hub::embedded::{EmbeddedHub, EmbeddedHubOptions};
 const CLUSTER_LEASE: &str = "managed-cluster-lease";
 
 /// Stops `hub`, starts it again with `options` (same data directory and address) and measures
-/// the fleet `expected` coming back; returns the new hub.
+/// the fleet `expected` (its agents in processes `fleet`, if any) coming back; returns the new
+/// hub.
 pub(crate) async fn measure(
     hub: EmbeddedHub,
     options: EmbeddedHubOptions,
     expected: &BTreeSet<String>,
+    fleet: &[u32],
 ) -> anyhow::Result<EmbeddedHub> {
     println!("  restart: stopping the hub");
     let stopping = Instant::now();
@@ -39,7 +41,7 @@ pub(crate) async fn measure(
         "  restart: hub stopped and serving again in {:.1} s",
         back.duration_since(stopping).as_secs_f64()
     );
-    let renewed = all_leases_renewed(&hub, expected, restarted_at).await?;
+    let renewed = all_leases_renewed(&hub, expected, restarted_at, fleet).await?;
     println!(
         "  restart: every cluster's lease renewed on the new hub {:.1} s after it came back \
          (seen by this benchmark's watch)",
@@ -85,7 +87,19 @@ async fn all_leases_renewed(
     hub: &EmbeddedHub,
     expected: &BTreeSet<String>,
     since: jiff::Timestamp,
+    fleet: &[u32],
 ) -> anyhow::Result<Renewals> {
+    // CPU seconds of this process (the hub) and of the fleet processes so far.
+    let cpu = || {
+        (
+            crate::support::process_usage().1,
+            fleet
+                .iter()
+                .map(|pid| crate::support::cpu_of(*pid))
+                .sum::<f64>(),
+        )
+    };
+    let mut last_cpu = (cpu(), Instant::now());
     let began = Instant::now();
     // Cluster-wide and unfiltered, so that this watch's own list is not an agent's.
     let leases: Api<Lease> = Api::all(hub.admin_client());
@@ -99,10 +113,18 @@ async fn all_leases_renewed(
         let event = tokio::select! {
             event = stream.next() => event,
             _ = tick.tick() => {
+                // Whether the fleet waits on the hub, on itself or on nothing: the CPU each
+                // side used since the last line (two cores give 200 %).
+                let ((hub_cpu, fleet_cpu), at) = last_cpu;
+                let now = cpu();
+                let seconds = at.elapsed().as_secs_f64().max(0.001);
                 println!(
-                    "  restart: {:>4.0} s: {} of {} leases renewed",
-                    began.elapsed().as_secs_f64(), renewed.len(), expected.len()
+                    "  restart: {:>4.0} s: {} of {} leases renewed (CPU since the last line: hub {:.0} %, fleet {:.0} %)",
+                    began.elapsed().as_secs_f64(), renewed.len(), expected.len(),
+                    (now.0 - hub_cpu) / seconds * 100.0,
+                    (now.1 - fleet_cpu) / seconds * 100.0,
                 );
+                last_cpu = (now, Instant::now());
                 continue;
             }
         };

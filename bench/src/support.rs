@@ -49,10 +49,19 @@ pub(crate) fn print_store_per_cluster(store: &ocm_apiserver_storage::Store, clus
 
 /// Resident set size and CPU seconds (user + system) of this process, from `/proc/self`.
 pub(crate) fn process_usage() -> (u64, f64) {
-    let rss_kib = rss_from("/proc/self/status");
-    // Fields 14 and 15 of /proc/self/stat (after the parenthesised command name) are user and
-    // system time in clock ticks (100 per second on Linux).
-    let cpu = std::fs::read_to_string("/proc/self/stat")
+    (rss_from("/proc/self/status"), cpu_from("/proc/self/stat"))
+}
+
+/// CPU seconds (user + system) process `pid` has used, from `/proc/<pid>/stat` (0 when it
+/// cannot be read).
+pub(crate) fn cpu_of(pid: u32) -> f64 {
+    cpu_from(&format!("/proc/{pid}/stat"))
+}
+
+/// CPU seconds (user + system) from a `/proc/<pid>/stat` file: fields 14 and 15 (after the
+/// parenthesised command name), in clock ticks of 100 per second on Linux.
+fn cpu_from(path: &str) -> f64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             let rest = s.rsplit_once(')')?.1;
@@ -61,8 +70,7 @@ pub(crate) fn process_usage() -> (u64, f64) {
             let system: f64 = fields.get(12)?.parse().ok()?;
             Some((user + system) / 100.0)
         })
-        .unwrap_or(0.0);
-    (rss_kib, cpu)
+        .unwrap_or(0.0)
 }
 
 /// The anonymous (heap, stacks) and file-backed (program text, mapped files) parts of this
