@@ -18,15 +18,14 @@ use futures::StreamExt;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 use ocm_api::addon::v1alpha1::{AddOnDeploymentConfig, InstallConfigReference, InstallProgression};
 use ocm_api::addon::v1beta1::{
     ClusterManagementAddOn, ConfigReference, ConfigSpecHash, ManagedClusterAddOn,
 };
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::PlacementDecision;
-use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use ocm_work::hub::replicaset::placement_groups;
@@ -833,23 +832,12 @@ where
         + Sync
         + 'static,
 {
-    let (store, writer) = reflector::store();
-    let api = Api::<K>::all(client.clone());
-    let changed = changed.clone();
-    let shutdown = shutdown.clone();
-    let feed = tokio::spawn(async move {
-        watcher(api, watcher::Config::default())
-            .backoff_on_errors()
-            .modify(|object: &mut K| object.meta_mut().managed_fields = None)
-            .reflect(writer)
-            .take_until(shutdown.cancelled())
-            .for_each(|_| {
-                changed.notify_one();
-                async {}
-            })
-            .await;
-    });
-    (store, feed)
+    ocm_runtime::cache::notifying_store(
+        Api::<K>::all(client.clone()),
+        watcher::Config::default(),
+        changed.clone(),
+        shutdown.clone(),
+    )
 }
 
 #[cfg(test)]

@@ -42,6 +42,37 @@ where
     Controller::for_stream(stream, reader)
 }
 
+/// A store of every `K` that `api` and `config` select (managed fields left out), kept by a
+/// task that wakes `changed` on every event until `shutdown`; returns the store and the task.
+/// For loops that recompute everything from several caches when anything changed.
+pub fn notifying_store<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    changed: Arc<tokio::sync::Notify>,
+    shutdown: crate::shutdown::Shutdown,
+) -> (reflector::Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Unpin,
+{
+    let (store, writer) = reflector::store();
+    let feed = tokio::spawn(async move {
+        reflector(
+            writer,
+            watcher(api, config)
+                .backoff_on_errors()
+                .modify(strip_managed_fields),
+        )
+        .take_until(shutdown.cancelled())
+        .for_each(|_| {
+            changed.notify_one();
+            futures::future::ready(())
+        })
+        .await;
+    });
+    (store, feed)
+}
+
 /// A change of an object in a [`SharedCache`], as its subscribers receive it.
 #[derive(Debug)]
 pub enum Change<K> {

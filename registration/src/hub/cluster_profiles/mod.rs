@@ -15,15 +15,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, Store, reflector};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_api::multicluster::v1alpha1::ClusterProfile;
 use ocm_api::multicluster::{CLUSTER_MANAGER_NAME, LABEL_CLUSTER_MANAGER};
-use ocm_runtime::backoff::WatchBackoffExt;
-use ocm_runtime::cache::{SharedCache, strip_managed_fields};
+use ocm_runtime::cache::SharedCache;
 use serde_json::json;
 use tokio::sync::Notify;
 use tracing::info;
@@ -61,15 +60,7 @@ where
         + Sync
         + 'static,
 {
-    let (store, writer) = reflector::store();
-    let events = reflector(
-        writer,
-        watcher(api, config.any_semantic())
-            .backoff_on_errors()
-            .modify(strip_managed_fields),
-    );
-    spawn_notifier(events, changed, ctx);
-    store
+    ocm_runtime::cache::notifying_store(api, config.any_semantic(), changed, ctx.shutdown.clone()).0
 }
 
 /// Wakes `changed` on every item of `events`, until shutdown.
