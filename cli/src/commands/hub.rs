@@ -264,13 +264,11 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         Some(HubCommand::Controllers(controllers)) => return run_components(controllers).await,
         None => {}
     }
-    let mut options = HubOptions {
-        auto_approved_users: args.auto_approved_users.clone(),
-        lease_grace_multiplier: args.lease_grace_multiplier.max(1),
-        ..HubOptions::default()
-    };
-    let work_gates = HubWorkGates::parse(&options.take_feature_gates(&args.feature_gates))
-        .context("--feature-gates")?;
+    let (options, work_gates) = hub_options(
+        &args.auto_approved_users,
+        args.lease_grace_multiplier,
+        &args.feature_gates,
+    )?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
@@ -363,15 +361,31 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
-async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
+/// The hub controllers' options and the work gates from the flags `ocm hub` and `ocm hub
+/// controllers` share: `--auto-approved-users`, `--lease-grace-multiplier` (at least 1) and
+/// `--feature-gates` (registration's gates taken first, the rest must be work's).
+fn hub_options(
+    auto_approved_users: &[String],
+    lease_grace_multiplier: u32,
+    feature_gates: &[String],
+) -> anyhow::Result<(HubOptions, HubWorkGates)> {
     let mut options = HubOptions {
-        auto_approved_users: args.auto_approved_users.clone(),
-        lease_grace_multiplier: args.lease_grace_multiplier.max(1),
+        auto_approved_users: auto_approved_users.to_vec(),
+        lease_grace_multiplier: lease_grace_multiplier.max(1),
         ..HubOptions::default()
     };
-    let work_gates = HubWorkGates::parse(&options.take_feature_gates(&args.feature_gates))
+    let work_gates = HubWorkGates::parse(&options.take_feature_gates(feature_gates))
         .context("--feature-gates")?;
+    Ok((options, work_gates))
+}
+
+/// `ocm hub controllers`: the chosen components, each while it holds its leader lease.
+async fn run_components(args: ControllersArgs) -> anyhow::Result<()> {
+    let (options, work_gates) = hub_options(
+        &args.auto_approved_users,
+        args.lease_grace_multiplier,
+        &args.feature_gates,
+    )?;
     let mut components = Vec::new();
     for name in &args.only {
         let component = crate::embedded::HubComponent::parse(name.trim()).with_context(|| {
