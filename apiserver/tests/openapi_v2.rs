@@ -339,3 +339,39 @@ async fn kubectl_apply_keeps_merging_lists_by_key() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "b=b2 ");
 }
+
+#[tokio::test]
+async fn kubectl_apply_updates_a_custom_resource_by_merge_patch() {
+    if !common::kubectl::available() {
+        return;
+    }
+    let server = TlsServer::start().await;
+    install(&server.client().await, managed_cluster_crd()).await;
+    let cluster = |accepts: bool| {
+        format!(
+            "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: c1\nspec:\n  hubAcceptsClient: {accepts}\n"
+        )
+    };
+    let (code, _, err) =
+        common::kubectl::run(&server, &["apply", "-f", "-"], Some(&cluster(false))).await;
+    assert_eq!(code, 0, "{err}");
+    // The second apply patches: kubectl picks the patch type from the PATCH operation's
+    // media types in the OpenAPI v3 document, and a custom resource takes no strategic merge.
+    let (code, _, err) =
+        common::kubectl::run(&server, &["apply", "-f", "-"], Some(&cluster(true))).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = common::kubectl::run(
+        &server,
+        &[
+            "get",
+            "managedcluster",
+            "c1",
+            "-o",
+            "jsonpath={.spec.hubAcceptsClient}",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "true");
+}

@@ -111,12 +111,19 @@ fn operation(
     });
     if with_body {
         let body_content = if action == "patch" {
-            json!({
+            // Strategic merge patch only where the server takes it (built-in kinds): kubectl
+            // reads this list to choose the patch of a client-side `apply`, and a custom
+            // resource answers it with 415, as kube-apiserver's does.
+            let mut types = json!({
                 "application/apply-patch+yaml": {"schema": {"type": "object"}},
                 "application/json-patch+json": {"schema": {"type": "object"}},
                 "application/merge-patch+json": {"schema": {"type": "object"}},
-                "application/strategic-merge-patch+json": {"schema": {"type": "object"}},
-            })
+            });
+            if ocm_apiserver_patch::supports_strategic_merge_patch(&res.group, &res.kind) {
+                types["application/strategic-merge-patch+json"] =
+                    json!({"schema": {"type": "object"}});
+            }
+            types
         } else {
             json!({"*/*": {"schema": {"$ref": schema_ref}}})
         };
