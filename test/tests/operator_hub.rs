@@ -4,7 +4,9 @@
 //! operator on a simulated managed cluster installs agents that join that hub; a ManifestWork
 //! is applied; the hub's policies answer from the webhook pods (the ManagedClusterAddOn one
 //! from the addon webhook's); the dashboard comes and goes with the ClusterManager's annotation; a new image
-//! rolls the hub; deleting the ClusterManager removes the components.
+//! rolls the hub; deleting the ClusterManager removes the components. A Hosted ClusterManager
+//! runs them on a management cluster, its webhooks reached by the hosted hub's API server at
+//! the configured addresses.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -52,6 +54,22 @@ async fn wait_cluster_manager(api: &Api<ClusterManager>, type_: &str, status: &s
     )
     .await
     .unwrap();
+}
+
+/// ManagedClusterAddOn `converted` in `namespace`, written in v1alpha1 with `installNamespace:
+/// converted-agent`, reads in v1beta1 with it in the annotation (the conversion webhook's
+/// work: without it the API server would only rename the version).
+async fn assert_converted(client: &kube::Client, namespace: &str) {
+    let beta =
+        Api::<ocm_api::addon::v1beta1::ManagedClusterAddOn>::namespaced(client.clone(), namespace)
+            .get("converted")
+            .await
+            .unwrap();
+    assert_eq!(
+        beta.metadata.annotations.unwrap_or_default()
+            [ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE],
+        "converted-agent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,15 +248,7 @@ async fn a_cluster_manager_runs_the_hub_as_processes_and_klusterlets_join_it() {
         .create(&PostParams::default(), &alpha)
         .await
         .unwrap();
-    let beta = Api::<ocm_api::addon::v1beta1::ManagedClusterAddOn>::namespaced(admin.clone(), "c1")
-        .get("converted")
-        .await
-        .unwrap();
-    assert_eq!(
-        beta.metadata.annotations.unwrap_or_default()
-            [ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE],
-        "converted-agent"
-    );
+    assert_converted(&admin, "c1").await;
     // The ManagedClusterAddOn policy answers from the addon webhook's pod too: another addon's
     // agent, though granted broad rights on addon status, may not write this addon's.
     let grant = r#"
@@ -464,9 +474,40 @@ subjects:
     apiserver.stop();
 }
 
-/// A Hosted ClusterManager: the hub components run on a management cluster (in the
-/// namespace named after the ClusterManager) and reach the hub through the external
-/// kubeconfig; the CRDs go on the hub; a cluster joins that hub.
+/// The hub components a Hosted ClusterManager runs (no addon webhook server: its webhooks go
+/// to the registration one).
+const HOSTED_COMPONENTS: [&str; 5] = [
+    "cluster-manager-registration-controller",
+    "cluster-manager-placement-controller",
+    "cluster-manager-addon-manager-controller",
+    "cluster-manager-registration-webhook",
+    "cluster-manager-work-webhook",
+];
+
+/// A port nothing listens on now, on any address.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs kubectl with `kubeconfig` and expects it to succeed; returns its stdout.
+async fn kubectl_ok(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+    let (ok, out, err) = ocm_e2e::kubectl(kubeconfig, args, stdin).await.unwrap();
+    assert!(ok, "kubectl {args:?}: {err}");
+    out
+}
+
+/// A Hosted ClusterManager, as a user runs it: the hub components run on a management
+/// cluster (in the namespace named after the ClusterManager) and reach the hub through the
+/// external kubeconfig; the CRDs go on the hub. Without the webhook addresses nothing is
+/// applied and the condition names them; with them the hub's API server calls the webhook
+/// servers (in the host network of the management cluster, at the configured address —
+/// 127.0.0.2, so the serving certificate must name it) and so enforces the policies for a
+/// kubectl user; a cluster joins that hub; deleting the ClusterManager unregisters the
+/// webhooks from the hub.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluster() {
     let dir = tempfile::tempdir().unwrap();
@@ -490,17 +531,68 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     .unwrap();
     let operator = start_operator(OCM, home, "hub", &management_kubeconfig);
 
+    // Hosted, without webhook addresses: refused as a whole, the condition names the fields.
+    let cluster_manager = |hosted: &str| {
+        format!(
+            "apiVersion: operator.open-cluster-management.io/v1\nkind: ClusterManager\n\
+             metadata: {{name: cluster-manager}}\n\
+             spec: {{deployOption: {{mode: Hosted{hosted}}}}}\n"
+        )
+    };
+    kubectl_ok(
+        &management_kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&cluster_manager("")),
+    )
+    .await;
     let cluster_managers: Api<ClusterManager> = Api::all(management.clone());
-    let cm: ClusterManager = serde_json::from_value(json!({
-        "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
-        "metadata": {"name": "cluster-manager"},
-        "spec": {"deployOption": {"mode": "Hosted"}}}))
-    .unwrap();
-    cluster_managers
-        .create(&PostParams::default(), &cm)
-        .await
+    wait_cluster_manager(&cluster_managers, "Applied", "False", "WebhookApplyFailed").await;
+    let cm = cluster_managers.get("cluster-manager").await.unwrap();
+    let applied = cm
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Applied")
         .unwrap();
-    // No way to the hub yet: nothing applied, and the condition names the secret.
+    for field in [
+        "spec.deployOption.hosted.registrationWebhookConfiguration.address",
+        "spec.deployOption.hosted.workWebhookConfiguration.address",
+    ] {
+        assert!(applied.message.contains(field), "{}", applied.message);
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(hub.clone());
+    assert!(
+        crds.get_opt("managedclusters.cluster.open-cluster-management.io")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<Deployment>::all(management.clone())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // The addresses (the webhook servers in the management cluster's host network, on ports
+    // of their own), but no way to the hub yet: the condition names the secret.
+    let (registration_port, work_port) = (free_port(), free_port());
+    let hosted = format!(
+        ", hosted: {{\
+         registrationWebhookConfiguration: {{address: 127.0.0.2, port: {registration_port}, \
+           bindConfiguration: {{port: {registration_port}, hostNetwork: true}}}}, \
+         workWebhookConfiguration: {{address: 127.0.0.2, port: {work_port}, \
+           bindConfiguration: {{port: {work_port}, hostNetwork: true}}}}}}"
+    );
+    kubectl_ok(
+        &management_kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&cluster_manager(&hosted)),
+    )
+    .await;
     wait_cluster_manager(
         &cluster_managers,
         "Applied",
@@ -508,29 +600,40 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
         "RuntimeResourceApplyFailed",
     )
     .await;
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cluster-manager"}});
-    Api::<Namespace>::all(management.clone())
-        .patch(
+    kubectl_ok(
+        &management_kubeconfig,
+        &["create", "namespace", "cluster-manager"],
+        None,
+    )
+    .await;
+    let from_file = format!("--from-file=kubeconfig={}", hub_kubeconfig.display());
+    kubectl_ok(
+        &management_kubeconfig,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "external-hub-kubeconfig",
+            "-n",
             "cluster-manager",
-            &PatchParams::apply("e2e"),
-            &Patch::Apply(&namespace),
-        )
-        .await
-        .unwrap();
-    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-        "metadata": {"name": "external-hub-kubeconfig", "namespace": "cluster-manager"},
-        "stringData": {"kubeconfig": std::fs::read_to_string(&hub_kubeconfig).unwrap()}}))
-    .unwrap();
-    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(management.clone(), "cluster-manager")
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
-    for name in COMPONENTS {
+            &from_file,
+        ],
+        None,
+    )
+    .await;
+    for name in HOSTED_COMPONENTS {
         wait_deployment_available(&management, "cluster-manager", name, 1)
             .await
             .unwrap();
     }
+    let deployments: Api<Deployment> = Api::namespaced(management.clone(), "cluster-manager");
+    assert!(
+        deployments
+            .get_opt("cluster-manager-addon-webhook")
+            .await
+            .unwrap()
+            .is_none()
+    );
     wait_cluster_manager(
         &cluster_managers,
         "Applied",
@@ -539,8 +642,6 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     )
     .await;
     // The CRDs are on the hub, the components are not.
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(hub.clone());
     crds.get("managedclusters.cluster.open-cluster-management.io")
         .await
         .unwrap();
@@ -553,7 +654,147 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
             .items
             .is_empty()
     );
+    // The hub's webhooks name the configured addresses: the work group's the work server's,
+    // every other group's (addon included) the registration server's; so does the addon
+    // CRDs' conversion.
+    let validating = wait_for(
+        &Api::<ValidatingWebhookConfiguration>::all(hub.clone()),
+        "ocm-hub-validating-webhooks",
+        "registered on the hub",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    let registration_url = format!("https://127.0.0.2:{registration_port}/");
+    let work_url = format!("https://127.0.0.2:{work_port}/");
+    for hook in validating.webhooks.unwrap() {
+        let group = hook.rules.unwrap()[0].api_groups.clone().unwrap()[0].clone();
+        let url = hook.client_config.url.unwrap();
+        let expected = if group == "work.open-cluster-management.io" {
+            &work_url
+        } else {
+            &registration_url
+        };
+        assert!(url.starts_with(expected.as_str()), "{}: {url}", hook.name);
+        assert!(hook.client_config.service.is_none());
+    }
+    let addon_crd = wait_for(
+        &crds,
+        "managedclusteraddons.addon.open-cluster-management.io",
+        "converted by the webhook",
+        |crd| {
+            crd.spec
+                .conversion
+                .as_ref()
+                .is_some_and(|c| c.strategy == "Webhook")
+        },
+    )
+    .await
+    .unwrap();
+    let conversion_url = addon_crd.spec.conversion.unwrap().webhook.unwrap();
+    assert!(
+        conversion_url
+            .client_config
+            .unwrap()
+            .url
+            .unwrap()
+            .starts_with(&registration_url)
+    );
 
+    // The hub's API server enforces the policies through the webhooks, for a kubectl user:
+    // alice may create clusters (in the default set) but not accept them.
+    let grant = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: cluster-creator}
+rules:
+- {apiGroups: [cluster.open-cluster-management.io], resources: [managedclusters], verbs: [create, get, list, update, patch]}
+- {apiGroups: [cluster.open-cluster-management.io], resources: [managedclustersets/join], resourceNames: [default], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: cluster-creator}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-creator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+"#;
+    kubectl_ok(&hub_kubeconfig, &["apply", "-f", "-"], Some(grant)).await;
+    let cluster = |accepted: bool| {
+        format!(
+            "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\n\
+             metadata: {{name: c9}}\nspec: {{hubAcceptsClient: {accepted}}}\n"
+        )
+    };
+    let (ok, _, err) = ocm_e2e::kubectl(
+        &hub_kubeconfig,
+        &["create", "-f", "-", "--as=alice"],
+        Some(&cluster(true)),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !ok && err.contains("Error from server (Forbidden)")
+            && err
+                .contains("managedclustervalidators.admission.cluster.open-cluster-management.io")
+            && err.contains("cannot update the HubAcceptsClient field"),
+        "{err}"
+    );
+    kubectl_ok(
+        &hub_kubeconfig,
+        &["create", "-f", "-", "--as=alice"],
+        Some(&cluster(false)),
+    )
+    .await;
+    // The mutating webhook put it into the default cluster set.
+    let set = kubectl_ok(
+        &hub_kubeconfig,
+        &[
+            "get",
+            "managedcluster",
+            "c9",
+            "-o",
+            r"jsonpath={.metadata.labels.cluster\.open-cluster-management\.io/clusterset}",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(set, "default");
+    // The work server: a ManifestWork without manifests is refused, one with a manifest is
+    // taken.
+    kubectl_ok(&hub_kubeconfig, &["create", "namespace", "team-a"], None).await;
+    let work = |manifests: &str| {
+        format!(
+            "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\n\
+             metadata: {{name: hello, namespace: team-a}}\n\
+             spec: {{workload: {{manifests: [{manifests}]}}}}\n"
+        )
+    };
+    let (ok, _, err) = ocm_e2e::kubectl(&hub_kubeconfig, &["create", "-f", "-"], Some(&work("")))
+        .await
+        .unwrap();
+    assert!(
+        !ok && err.contains("manifestworkvalidators.admission.work.open-cluster-management.io")
+            && err.contains("denied the request"),
+        "{err}"
+    );
+    kubectl_ok(
+        &hub_kubeconfig,
+        &["create", "-f", "-"],
+        Some(&work(
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: hello, namespace: default}}",
+        )),
+    )
+    .await;
+    // The addon conversion, through the registration server: written in v1alpha1 with the
+    // deprecated installNamespace, read in v1beta1 with it in the annotation.
+    let alpha = "apiVersion: addon.open-cluster-management.io/v1alpha1\n\
+                 kind: ManagedClusterAddOn\n\
+                 metadata: {name: converted, namespace: team-a}\n\
+                 spec: {installNamespace: converted-agent}\n";
+    kubectl_ok(&hub_kubeconfig, &["create", "-f", "-"], Some(alpha)).await;
+    assert_converted(&hub, "team-a").await;
+
+    // A cluster joins the hosted hub (its registration passes the webhooks).
     let token = ocm::bootstrap::init_hub(&hub, None).await.unwrap();
     let server = ocm_runtime::kubeconfig::current_server(
         &ocm_runtime::kubeconfig::parse(&std::fs::read_to_string(&hub_kubeconfig).unwrap())
@@ -580,10 +821,18 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     // The hub's registration controller (on the management cluster) made c1's namespace.
     Api::<Namespace>::all(hub.clone()).get("c1").await.unwrap();
 
-    cluster_managers
-        .delete("cluster-manager", &DeleteParams::default())
-        .await
-        .unwrap();
+    // Deleted: the hub's webhooks go first, the conversion is turned off (the CRDs stay).
+    kubectl_ok(
+        &management_kubeconfig,
+        &[
+            "delete",
+            "clustermanager",
+            "cluster-manager",
+            "--wait=false",
+        ],
+        None,
+    )
+    .await;
     wait_gone(&cluster_managers, "cluster-manager")
         .await
         .unwrap();
@@ -593,6 +842,18 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     )
     .await
     .unwrap();
+    assert!(
+        Api::<ValidatingWebhookConfiguration>::all(hub.clone())
+            .get_opt("ocm-hub-validating-webhooks")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let crd = crds
+        .get("managedclusteraddons.addon.open-cluster-management.io")
+        .await
+        .unwrap();
+    assert_eq!(crd.spec.conversion.unwrap().strategy, "None");
     operated.stop().await;
     kubelet.cancel();
     operator.stop();

@@ -152,18 +152,50 @@ fn sans(hosts: &[String]) -> Vec<SanType> {
         .collect()
 }
 
-/// Validity (seconds since the epoch) of the first certificate in `pem`.
-fn validity(pem: &str) -> Result<(i64, i64), CertError> {
-    let der = CertificateDer::pem_slice_iter(pem.as_bytes())
+/// The DER of the first certificate in `pem`.
+fn first_der(pem: &str) -> Result<CertificateDer<'static>, CertError> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
         .next()
         .ok_or_else(|| CertError::Invalid("no certificate in PEM".into()))?
-        .map_err(|e| CertError::Invalid(e.to_string()))?;
+        .map_err(|e| CertError::Invalid(e.to_string()))
+}
+
+/// Validity (seconds since the epoch) of the first certificate in `pem`.
+fn validity(pem: &str) -> Result<(i64, i64), CertError> {
+    let der = first_der(pem)?;
     let (_, cert) =
         x509_parser::parse_x509_certificate(&der).map_err(|e| CertError::Invalid(e.to_string()))?;
     Ok((
         cert.validity().not_before.timestamp(),
         cert.validity().not_after.timestamp(),
     ))
+}
+
+/// Whether the first certificate in `pem` names `host` among its subject alternative names:
+/// an IP address as an IP SAN, anything else as a DNS name (exactly, case-insensitively).
+/// `false` when the certificate cannot be read.
+pub fn covers(pem: &str, host: &str) -> bool {
+    use x509_parser::extensions::GeneralName;
+    let Ok(der) = first_der(pem) else {
+        return false;
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(&der) else {
+        return false;
+    };
+    let Ok(Some(names)) = cert.subject_alternative_name() else {
+        return false;
+    };
+    let ip = host.trim_matches(['[', ']']).parse::<IpAddr>().ok();
+    names
+        .value
+        .general_names
+        .iter()
+        .any(|name| match (name, ip) {
+            (GeneralName::IPAddress(bytes), Some(IpAddr::V4(v4))) => *bytes == v4.octets(),
+            (GeneralName::IPAddress(bytes), Some(IpAddr::V6(v6))) => *bytes == v6.octets(),
+            (GeneralName::DNSName(dns), None) => dns.eq_ignore_ascii_case(host),
+            _ => false,
+        })
 }
 
 fn certified_key(cert_pem: &str, key_pem: &str) -> Result<Arc<CertifiedKey>, CertError> {
@@ -374,6 +406,19 @@ impl ResolvesServerCert for ServingCerts {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_certificate_covers_the_names_and_addresses_it_was_issued_for() {
+        let issued =
+            issue_serving(None, &["webhooks.example.com".into(), "10.1.2.3".into()]).unwrap();
+        assert!(covers(&issued.cert, "webhooks.example.com"));
+        assert!(covers(&issued.cert, "WEBHOOKS.example.com"));
+        assert!(covers(&issued.cert, "10.1.2.3"));
+        assert!(covers(&issued.cert, "127.0.0.1"));
+        assert!(!covers(&issued.cert, "10.1.2.4"));
+        assert!(!covers(&issued.cert, "other.example.com"));
+        assert!(!covers("not a certificate", "10.1.2.3"));
+    }
 
     #[test]
     fn managed_certificates_keep_their_ca_across_restarts() {

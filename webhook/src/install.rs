@@ -3,8 +3,9 @@
 //! addon CRDs, and a check that the API server really calls them.
 //!
 //! The configurations use `clientConfig.url` (the hub process is reached at an address, not a
-//! Service; [`through_service`] makes the operator's variant, which names the webhook
-//! Service) with the serving CA as `caBundle`, `failurePolicy: Fail` (a policy that is not
+//! Service; [`routed`] sends each API group's webhooks to a [`WebhookEndpoint`] of its own —
+//! a Service, as the operator registers a hub whose webhook servers run beside it, or another
+//! URL, as it registers a Hosted hub's) with the serving CA as `caBundle`, `failurePolicy: Fail` (a policy that is not
 //! asked must not let a request through), `sideEffects: None` and `timeoutSeconds: 10`.
 
 use std::time::Duration;
@@ -107,18 +108,43 @@ pub fn validating_configuration(base_url: &str, ca_bundle: &str) -> Value {
     })
 }
 
+/// Where an API server reaches a webhook server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebhookEndpoint {
+    /// Service `namespace/name` of the API server's own cluster, port 443 — how an
+    /// operator-installed hub, whose webhook servers are Deployments beside it, is reached.
+    Service {
+        /// Namespace of the Service.
+        namespace: String,
+        /// Name of the Service.
+        name: String,
+    },
+    /// A base URL `https://host:port`, the webhook's path appended — how a hub reaches a
+    /// webhook server that runs elsewhere (a Hosted hub's, on the management cluster).
+    Url(String),
+}
+
+impl WebhookEndpoint {
+    /// The `clientConfig` (without `caBundle`) that reaches `path` at this endpoint.
+    pub fn client_config(&self, path: &str) -> Value {
+        match self {
+            WebhookEndpoint::Service { namespace, name } => {
+                json!({"service": {"namespace": namespace, "name": name, "port": 443, "path": path}})
+            }
+            WebhookEndpoint::Url(base) => {
+                json!({"url": format!("{}{path}", base.trim_end_matches('/'))})
+            }
+        }
+    }
+}
+
 /// `configuration` (from [`mutating_configuration`] or [`validating_configuration`]) with every
-/// webhook reached through Service `namespace/<service(group)>` (port 443, the same paths),
-/// `group` being the API group the webhook's rule names, instead of a URL — how an
-/// operator-installed hub, whose webhook servers are Deployments, is registered.
-pub fn through_service(
-    mut configuration: Value,
-    namespace: &str,
-    service: impl Fn(&str) -> String,
-) -> Value {
+/// webhook reached at `endpoint(group)` (the same paths, the same `caBundle`), `group` being
+/// the API group the webhook's rule names.
+pub fn routed(mut configuration: Value, endpoint: impl Fn(&str) -> WebhookEndpoint) -> Value {
     if let Some(hooks) = configuration["webhooks"].as_array_mut() {
         for hook in hooks {
-            let name = service(
+            let target = endpoint(
                 hook.pointer("/rules/0/apiGroups/0")
                     .and_then(Value::as_str)
                     .unwrap_or_default(),
@@ -130,16 +156,27 @@ pub fn through_service(
                 .split_once("://")
                 .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
                 .unwrap_or_else(|| "/".to_owned());
-            if let Some(object) = config.as_object_mut() {
-                object.remove("url");
-                object.insert(
-                    "service".into(),
-                    json!({"namespace": namespace, "name": name, "port": 443, "path": path}),
-                );
+            let mut replaced = target.client_config(&path);
+            if let (Some(object), Some(ca)) = (replaced.as_object_mut(), config.get("caBundle")) {
+                object.insert("caBundle".into(), ca.clone());
             }
+            *config = replaced;
         }
     }
     configuration
+}
+
+/// `configuration` with every webhook reached through Service `namespace/<service(group)>`
+/// ([`routed`] to [`WebhookEndpoint::Service`]).
+pub fn through_service(
+    configuration: Value,
+    namespace: &str,
+    service: impl Fn(&str) -> String,
+) -> Value {
+    routed(configuration, |group| WebhookEndpoint::Service {
+        namespace: namespace.to_owned(),
+        name: service(group),
+    })
 }
 
 /// A CRD's `spec.conversion` that sends reviews to the webhook at `client_config`.
@@ -173,20 +210,16 @@ pub fn with_conversion_webhook(
 }
 
 /// For each addon CRD, the part of it that sets `spec.conversion` (for a server-side apply
-/// of its own): with `Some(ca_bundle)`, the conversion webhook reached through Service
-/// `namespace/name` (port 443, the conversion path) — how an operator-installed hub, whose
-/// webhook server is a Deployment, converts; with `None`, strategy `None` (what a hub whose
+/// of its own): with `Some((endpoint, ca_bundle))`, the conversion webhook at `endpoint`
+/// (the conversion path) trusting `ca_bundle`; with `None`, strategy `None` (what a hub whose
 /// webhook server is gone must go back to, or every read in another version fails).
-pub fn conversion_through_service(
-    namespace: &str,
-    name: &str,
-    ca_bundle: Option<&str>,
-) -> Vec<Value> {
-    let conversion = match ca_bundle {
-        Some(ca) => webhook_conversion(json!({
-            "service": {"namespace": namespace, "name": name, "port": 443, "path": CONVERT_PATH},
-            "caBundle": base64(ca),
-        })),
+pub fn conversion_objects(target: Option<(&WebhookEndpoint, &str)>) -> Vec<Value> {
+    let conversion = match target {
+        Some((endpoint, ca)) => {
+            let mut config = endpoint.client_config(CONVERT_PATH);
+            config["caBundle"] = json!(base64(ca));
+            webhook_conversion(config)
+        }
         None => json!({"strategy": "None"}),
     };
     CONVERTED_CRDS
@@ -354,6 +387,48 @@ mod service_tests {
             hooks
                 .iter()
                 .any(|h| h["clientConfig"]["service"]["name"] == "svc-work")
+        );
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn webhooks_and_conversion_can_be_reached_at_a_url_per_group() {
+        let config = routed(mutating_configuration("https://h:1", "CA"), |group| {
+            if group == "work.open-cluster-management.io" {
+                WebhookEndpoint::Url("https://10.0.0.2:8443/".into())
+            } else {
+                WebhookEndpoint::Url("https://hub-webhooks.example.com:443".into())
+            }
+        });
+        for hook in config["webhooks"].as_array().unwrap() {
+            let client = &hook["clientConfig"];
+            assert!(client.get("service").is_none());
+            assert_eq!(client["caBundle"], "Q0E=");
+            let expected = if hook["rules"][0]["apiGroups"][0] == "work.open-cluster-management.io"
+            {
+                format!("https://10.0.0.2:8443{MUTATE_PATH}")
+            } else {
+                format!("https://hub-webhooks.example.com:443{MUTATE_PATH}")
+            };
+            assert_eq!(client["url"], expected);
+        }
+        let endpoint = WebhookEndpoint::Url("https://10.0.0.1:9443".into());
+        let objects = conversion_objects(Some((&endpoint, "CA")));
+        assert_eq!(objects.len(), CONVERTED_CRDS.len());
+        let webhook = &objects[0]["spec"]["conversion"]["webhook"];
+        assert_eq!(
+            webhook["clientConfig"]["url"],
+            format!("https://10.0.0.1:9443{CONVERT_PATH}")
+        );
+        assert_eq!(webhook["clientConfig"]["caBundle"], "Q0E=");
+        assert_eq!(
+            conversion_objects(None)[1]["spec"]["conversion"]["strategy"],
+            "None"
         );
     }
 }

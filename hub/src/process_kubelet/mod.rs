@@ -9,7 +9,8 @@
 //! while the process runs), and its Secret and ConfigMap volumes written under the Pod's
 //! folder and kept in sync with the API (paths in args and env rebased there;
 //! listen addresses on the container's ports moved to free loopback ports, since all pods
-//! share this machine's network). Processes restart per `restartPolicy`; exits show in the
+//! share this machine's network — except a pod with `hostNetwork: true`, which listens where
+//! its arguments say, as on a node). Processes restart per `restartPolicy`; exits show in the
 //! Pod's status; a changed template replaces the Pods (one at a time would need surge
 //! accounting: all at once, like the Recreate strategy); fewer replicas stop Pods. The
 //! Deployment's status counts the processes that run. Images other than `ocm` run the same

@@ -1,6 +1,7 @@
 //! What the process kubelet derives from a Deployment — pure: whether its image is the
 //! `ocm` image, the template's hash, the Pod object, the command line of its container
-//! (mount paths rebased under the pod's folder, listen addresses moved off shared ports),
+//! (mount paths rebased under the pod's folder, listen addresses moved off shared ports unless
+//! the pod is in the host's network),
 //! and the Deployment status its pods add up to.
 
 use std::collections::BTreeMap;
@@ -129,6 +130,21 @@ pub fn container_ports(pod_spec: &Value) -> Vec<i64> {
         .into_iter()
         .flatten()
         .filter_map(|p| p["containerPort"].as_i64())
+        .collect()
+}
+
+/// Whether the pod runs in the host's network (`hostNetwork: true`): its process then listens
+/// on the ports its arguments name, as it would on a node.
+pub fn host_network(pod_spec: &Value) -> bool {
+    pod_spec["hostNetwork"].as_bool().unwrap_or(false)
+}
+
+/// Where the container ports of a pod in the host's network listen: on themselves (the ports
+/// that are not valid port numbers left out).
+pub fn host_ports(container_ports: &[i64]) -> BTreeMap<i64, u16> {
+    container_ports
+        .iter()
+        .filter_map(|p| u16::try_from(*p).ok().map(|local| (*p, local)))
         .collect()
 }
 
@@ -292,6 +308,16 @@ mod tests {
             template_hash(&json!({"a": 1})),
             template_hash(&json!({"a": 1}))
         );
+    }
+
+    #[test]
+    fn pods_in_the_host_network_keep_their_ports() {
+        let spec = json!({"hostNetwork": true, "containers": [{"ports": [
+            {"containerPort": 30443}, {"containerPort": 70000}]}]});
+        assert!(host_network(&spec));
+        assert!(!host_network(&json!({"containers": []})));
+        let ports = host_ports(&container_ports(&spec));
+        assert_eq!(ports.into_iter().collect::<Vec<_>>(), [(30443, 30443)]);
     }
 
     #[test]

@@ -445,7 +445,13 @@ pub(super) async fn supervise(run: PodRun) {
                 continue;
             }
         };
-        let ports = match local_ports(&pod::container_ports(&spec)) {
+        let host_network = pod::host_network(&spec);
+        let chosen = if host_network {
+            Ok(pod::host_ports(&pod::container_ports(&spec)))
+        } else {
+            local_ports(&pod::container_ports(&spec))
+        };
+        let ports = match chosen {
             Ok(ports) => ports,
             Err(err) => {
                 tracing::warn!(pod = %name, %err, "no free local port");
@@ -461,7 +467,13 @@ pub(super) async fn supervise(run: PodRun) {
             .options
             .program(&image, program)
             .unwrap_or((run.options.binary.as_path(), pod::Entrypoint::Image));
-        let (args, env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &ports);
+        // In the host's network the process listens where its arguments say.
+        let moved = if host_network {
+            std::collections::BTreeMap::new()
+        } else {
+            ports.clone()
+        };
+        let (args, env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &moved);
         let spawned = tokio::process::Command::new(executable)
             .args(&args)
             .envs(env)

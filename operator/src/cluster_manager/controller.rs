@@ -11,13 +11,16 @@
 //! False (`RuntimeResourceApplyFailed`, naming it).
 //!
 //! Once the webhook servers' Deployments are rolled out, the Mutating/ValidatingWebhookConfiguration
-//! of the hub's admission policies are registered, each webhook naming its group's webhook
-//! Service (reason
-//! `WebhookApplyFailed` when that fails); deleting the ClusterManager removes them first.
+//! of the hub's admission policies are registered on the hub, each webhook naming its group's
+//! webhook Service — in Hosted mode the URL of its server's configured address
+//! ([`super::hosted`]) — (reason `WebhookApplyFailed` when that fails); deleting the
+//! ClusterManager removes them first. A Hosted ClusterManager without the addresses gets
+//! `Applied` False (`WebhookApplyFailed`, naming the missing fields) and nothing is applied.
 //!
-//! With them, the addon CRDs' `spec.conversion` names the addon webhook Service (v1alpha1 and
-//! v1beta1 of ClusterManagementAddOn and ManagedClusterAddOn converted by that server); it is
-//! turned off again when the ClusterManager goes, since the CRDs stay.
+//! With them, the addon CRDs' `spec.conversion` names the addon webhook Service (Hosted: the
+//! registration webhook's address; v1alpha1 and v1beta1 of ClusterManagementAddOn and
+//! ManagedClusterAddOn converted by that server); it is turned off again when the
+//! ClusterManager goes, since the CRDs stay.
 //!
 //! `HubRegistrationDegraded` and `HubPlacementDegraded` follow those components' Deployments.
 //!
@@ -26,8 +29,6 @@
 //! render (a component turned off, such as the dashboard without its annotation) is pruned
 //! from that list, so nothing installed may be missing from it — not even when the status
 //! written at the end of the pass is refused because the ClusterManager changed meanwhile.
-//!
-//! Not yet: webhooks of a Hosted hub.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,7 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
+use super::hosted::{HostedWebhooks, extra_hosts, hosted_webhooks, webhook_kinds};
 use super::render::{
     EXTERNAL_HUB_KUBECONFIG, HUB_NAMESPACE, RenderInput, WebhookKind, components_namespace, crds,
     hosted, render,
@@ -51,6 +53,7 @@ use crate::apply::{
     set_finalizer, settle_related,
 };
 pub use crate::{OperatorError, OperatorOptions};
+use ocm_webhook::install::WebhookEndpoint;
 
 /// The finalizer that holds a deleting ClusterManager until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "operator.open-cluster-management.io/cluster-manager-cleanup";
@@ -131,37 +134,83 @@ fn component_degraded(
     }
 }
 
-/// The hub's webhook configurations, each webhook reached through the webhook Service of
-/// its API group ([`WebhookKind::of_group`]) of ClusterManager `cm_name`, trusting `ca_bundle`.
-fn webhook_configurations(cm_name: &str, ca_bundle: &str) -> Vec<serde_json::Value> {
-    use ocm_webhook::install::{mutating_configuration, through_service, validating_configuration};
-    let service = |group: &str| WebhookKind::of_group(group).service(cm_name);
-    // The URL is replaced by the Service reference; only its path is kept.
+/// Where the hub's API server reaches the webhook server of `kind` of ClusterManager
+/// `cm_name`: its Service, or in Hosted mode (`hosted`) the configured address.
+fn endpoint_of(
+    cm_name: &str,
+    hosted: Option<&HostedWebhooks>,
+    kind: WebhookKind,
+) -> WebhookEndpoint {
+    match hosted {
+        Some(hosted) => WebhookEndpoint::Url(hosted.of(kind).base_url()),
+        None => WebhookEndpoint::Service {
+            namespace: HUB_NAMESPACE.to_owned(),
+            name: kind.service(cm_name),
+        },
+    }
+}
+
+/// The hub's webhook configurations, each webhook reached at the server of its API group
+/// ([`WebhookKind::of_group`], [`endpoint_of`]) of ClusterManager `cm_name`, trusting
+/// `ca_bundle`.
+fn webhook_configurations(
+    cm_name: &str,
+    hosted: Option<&HostedWebhooks>,
+    ca_bundle: &str,
+) -> Vec<serde_json::Value> {
+    use ocm_webhook::install::{mutating_configuration, routed, validating_configuration};
+    let endpoint = |group: &str| endpoint_of(cm_name, hosted, WebhookKind::of_group(group));
+    // The URL is replaced by the endpoint; only its path is kept.
     let base = "https://webhook.invalid";
     vec![
-        through_service(
-            mutating_configuration(base, ca_bundle),
-            HUB_NAMESPACE,
-            service,
-        ),
-        through_service(
-            validating_configuration(base, ca_bundle),
-            HUB_NAMESPACE,
-            service,
-        ),
+        routed(mutating_configuration(base, ca_bundle), endpoint),
+        routed(validating_configuration(base, ca_bundle), endpoint),
     ]
 }
 
-/// The `spec.conversion` of the addon CRDs: through the webhook Service of ClusterManager
-/// `cm_name` trusting `ca_bundle`, or (`None`) no conversion webhook. Applied as
+/// The `spec.conversion` of the addon CRDs: through the addon webhook server of
+/// ClusterManager `cm_name` trusting `ca_bundle`, or (`None`) no conversion webhook. Applied as
 /// [`CONVERSION_MANAGER`], so the CRD applies (which leave `spec.conversion` out) neither
 /// remove it nor fight over it, and a webhook rollout does not turn conversion off.
-fn conversion_objects(cm_name: &str, ca_bundle: Option<&str>) -> Vec<serde_json::Value> {
-    ocm_webhook::install::conversion_through_service(
-        HUB_NAMESPACE,
-        &WebhookKind::Addon.service(cm_name),
-        ca_bundle,
-    )
+fn conversion_objects(
+    cm_name: &str,
+    hosted: Option<&HostedWebhooks>,
+    ca_bundle: Option<&str>,
+) -> Vec<serde_json::Value> {
+    let endpoint = endpoint_of(cm_name, hosted, WebhookKind::Addon);
+    ocm_webhook::install::conversion_objects(ca_bundle.map(|ca| (&endpoint, ca)))
+}
+
+/// The ClusterManager's current conditions.
+fn conditions_of(
+    cm: &ClusterManager,
+) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    cm.status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default()
+}
+
+/// Writes `Applied` False with `reason` and `message` (nothing was applied this pass).
+async fn refuse(
+    api: &Api<ClusterManager>,
+    cm: &ClusterManager,
+    reason: &str,
+    message: &str,
+) -> Result<(), kube::Error> {
+    let generation = cm.metadata.generation;
+    let mut conditions = conditions_of(cm);
+    set_condition(
+        &mut conditions,
+        condition("Applied", "False", reason, message, generation),
+    );
+    let patch = json!({"metadata": {"resourceVersion": cm.metadata.resource_version},
+                       "status": {"observedGeneration": generation,
+                                  "conditions": conditions}});
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 /// A client of a Hosted ClusterManager's hub, from the external kubeconfig secret in
@@ -209,14 +258,19 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         {
             // The webhook configurations first (with the server gone, failurePolicy Fail
             // would refuse every OCM write), then cluster-scoped objects by name, then the
-            // namespace (which takes the rest).
-            delete_all(&ctx.client, &webhook_configurations(&name, "")).await?;
-            if !hosted(&cm) {
-                let none = conversion_objects(&name, None);
-                if let Some(err) = apply_all(&ctx.client, CONVERSION_MANAGER, &none)
-                    .await
-                    .failure
-                {
+            // namespace (which takes the rest). A Hosted hub's are on that hub.
+            let hub = if hosted(&cm) {
+                hub_client(&ctx.client, &components_namespace(&cm))
+                    .await?
+                    .map_err(|why| tracing::warn!(%why, "cannot remove the hub's webhooks"))
+                    .ok()
+            } else {
+                Some(ctx.client.clone())
+            };
+            if let Some(hub) = hub {
+                delete_all(&hub, &webhook_configurations(&name, None, "")).await?;
+                let none = conversion_objects(&name, None, None);
+                if let Some(err) = apply_all(&hub, CONVERSION_MANAGER, &none).await.failure {
                     tracing::warn!(%err, "cannot turn the addon CRDs' conversion webhook off");
                 }
             }
@@ -228,32 +282,21 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     if set_finalizer(&api, &cm.metadata, CLEANUP_FINALIZER, true).await? {
         return Ok(Action::await_change());
     }
+    // A Hosted hub must be told where the webhook servers are before anything is applied:
+    // without that its policies would not be enforced.
+    let hosted_webhooks = match hosted_webhooks(&cm) {
+        Ok(endpoints) => endpoints,
+        Err(message) => {
+            refuse(&api, &cm, "WebhookApplyFailed", &message).await?;
+            return Ok(Action::requeue(Duration::from_secs(60)));
+        }
+    };
     // The hub: this cluster, or in Hosted mode the one behind the external kubeconfig.
     let hub = if hosted(&cm) {
         match hub_client(&ctx.client, &components_namespace(&cm)).await? {
             Ok(client) => client,
             Err(message) => {
-                let generation = cm.metadata.generation;
-                let mut conditions = cm
-                    .status
-                    .as_ref()
-                    .map(|s| s.conditions.clone())
-                    .unwrap_or_default();
-                set_condition(
-                    &mut conditions,
-                    condition(
-                        "Applied",
-                        "False",
-                        "RuntimeResourceApplyFailed",
-                        &message,
-                        generation,
-                    ),
-                );
-                let patch = json!({"metadata": {"resourceVersion": cm.metadata.resource_version},
-                                   "status": {"observedGeneration": generation,
-                                              "conditions": conditions}});
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
+                refuse(&api, &cm, "RuntimeResourceApplyFailed", &message).await?;
                 return Ok(Action::requeue(Duration::from_secs(10)));
             }
         }
@@ -287,21 +330,28 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     };
     let mut webhook_objects = Vec::new();
     if failure.is_none() {
-        match super::webhook_cert::ensure(&ctx.client, &components_namespace(&cm), &name).await {
+        let hosts_of = |kind| extra_hosts(hosted_webhooks.as_ref(), kind);
+        let ensured = super::webhook_cert::ensure(
+            &ctx.client,
+            &components_namespace(&cm),
+            &name,
+            &webhook_kinds(&cm),
+            &hosts_of,
+        )
+        .await;
+        match ensured {
             Err(err) => failure = Some(format!("webhook serving certificate: {err}")),
             // Registered once the server answers: before, failurePolicy Fail would refuse
-            // every OCM write. (Hosted: the hub would need the management cluster's
-            // address; not yet.)
+            // every OCM write.
             Ok(ca)
-                if !hosted(&cm)
-                    && !WebhookKind::ALL
-                        .iter()
-                        .any(|kind| rolling.contains(&kind.service(&name))) =>
+                if !WebhookKind::ALL
+                    .iter()
+                    .any(|kind| rolling.contains(&kind.service(&name))) =>
             {
-                webhook_objects = webhook_configurations(&name, &ca);
-                let mut applied = apply_all(&ctx.client, FIELD_MANAGER, &webhook_objects).await;
+                webhook_objects = webhook_configurations(&name, hosted_webhooks.as_ref(), &ca);
+                let mut applied = apply_all(&hub, FIELD_MANAGER, &webhook_objects).await;
                 if applied.failure.is_none() {
-                    let conversion = conversion_objects(&name, Some(&ca));
+                    let conversion = conversion_objects(&name, hosted_webhooks.as_ref(), Some(&ca));
                     applied = apply_all(&hub, CONVERSION_MANAGER, &conversion).await;
                 }
                 if let Some(err) = applied.failure {
@@ -312,11 +362,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
         }
     }
     let generation = cm.metadata.generation;
-    let mut conditions = cm
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
+    let mut conditions = conditions_of(&cm);
     let (status, reason, message) = match &failure {
         None => (
             "True",
@@ -385,7 +431,7 @@ async fn reconcile(cm: Arc<ClusterManager>, ctx: Arc<Ctx>) -> Result<Action, Ope
     // Registered webhooks stay while their server rolls out (a gap would let writes skip
     // the policies); they go only with the ClusterManager.
     let mut related_resources = related_resources;
-    if webhook_objects.is_empty() && !hosted(&cm) {
+    if webhook_objects.is_empty() {
         related_resources.extend(
             before
                 .iter()

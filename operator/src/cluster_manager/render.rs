@@ -18,6 +18,11 @@
 //! configuration's `PlacementDebugServer` gate makes the placement pods serve the placement
 //! debugger on port 9443 behind the Service `<cm>-placement` (upstream's names and port).
 //!
+//! A webhook server listens on its `bindConfiguration` port (default 9443; the Service's
+//! target port follows) and with `hostNetwork: true` runs in the host's network
+//! ([`super::hosted`]). In Hosted mode there is no addon webhook server (its webhooks go to
+//! the registration server, the one address upstream's Hosted API has for them).
+//!
 //! An ocm-rs addition, off by default: the annotation `operator.open-cluster-management.io/dashboard:
 //! "enabled"` on the ClusterManager ([`dashboard_enabled`]; an annotation, not a spec field, so
 //! that the ClusterManager's schema stays upstream's) adds the web dashboard — ServiceAccount
@@ -68,7 +73,8 @@ pub fn components_namespace(cm: &ClusterManager) -> String {
     }
 }
 
-/// Port the webhook server listens on inside its pod.
+/// Port the webhook server listens on inside its pod, unless its `bindConfiguration` names
+/// another ([`super::hosted::webhook_port`]).
 pub const WEBHOOK_PORT: i32 = 9443;
 
 /// Port of the components' /metrics, /healthz and /readyz endpoint inside their pods.
@@ -180,7 +186,11 @@ pub fn components(cm: &ClusterManager) -> Vec<Component> {
     if gate(addon_gates, "AddonManagement") != Some(FeatureGateMode::Disable) {
         out.push(Component::AddonManager);
     }
-    out.extend(WebhookKind::ALL.map(Component::Webhook));
+    out.extend(
+        super::hosted::webhook_kinds(cm)
+            .into_iter()
+            .map(Component::Webhook),
+    );
     if dashboard_enabled(cm) {
         out.push(Component::Dashboard);
     }
@@ -283,10 +293,14 @@ fn local_args(cm: &ClusterManager, component: Component) -> Vec<String> {
     }
     let metrics = format!("0.0.0.0:{METRICS_PORT}");
     let Some(name) = component.controllers_name() else {
+        let port = match component {
+            Component::Webhook(kind) => super::hosted::webhook_port(cm, kind),
+            _ => WEBHOOK_PORT,
+        };
         let mut args = vec![
             "hub".into(),
             "webhook".into(),
-            format!("--webhook-listen=0.0.0.0:{WEBHOOK_PORT}"),
+            format!("--webhook-listen=0.0.0.0:{port}"),
             "--webhook-cert-dir=/var/run/ocm/webhook-serving-cert".into(),
         ];
         if component == Component::Webhook(WebhookKind::Work) {
@@ -352,8 +366,11 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
         "securityContext": crate::pod::restricted_security_context(),
     });
     let mut volumes = json!([]);
+    let mut host_network = false;
     if let Component::Webhook(kind) = component {
-        container["ports"] = json!([{"name": "webhook", "containerPort": WEBHOOK_PORT}]);
+        let port = super::hosted::webhook_port(cm, kind);
+        host_network = super::hosted::webhook_host_network(cm, kind);
+        container["ports"] = json!([{"name": "webhook", "containerPort": port}]);
         container["volumeMounts"] = json!([{"name": "serving-cert",
             "mountPath": "/var/run/ocm/webhook-serving-cert", "readOnly": true}]);
         volumes = json!([{"name": "serving-cert",
@@ -390,6 +407,16 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
                              "secret": {"secretName": EXTERNAL_HUB_KUBECONFIG}}));
         }
     }
+    let mut pod = json!({
+        "serviceAccountName": component.service_account(),
+        "nodeSelector": placement.node_selector,
+        "tolerations": placement.tolerations,
+        "containers": [container],
+        "volumes": volumes,
+    });
+    if host_network {
+        pod["hostNetwork"] = json!(true);
+    }
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace,
@@ -399,13 +426,7 @@ fn deployment(input: &RenderInput<'_>, component: Component) -> Value {
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "serviceAccountName": component.service_account(),
-                    "nodeSelector": placement.node_selector,
-                    "tolerations": placement.tolerations,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": pod,
             },
         },
     })
@@ -507,13 +528,14 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
         }
         out.push(deployment(input, component));
     }
-    for kind in WebhookKind::ALL {
+    for kind in super::hosted::webhook_kinds(cm) {
+        let port = super::hosted::webhook_port(cm, kind);
         out.push(json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": kind.service(cm_name), "namespace": namespace,
                          "labels": label},
             "spec": {"selector": {"app": kind.service(cm_name)},
-                     "ports": [{"name": "webhook", "port": 443, "targetPort": WEBHOOK_PORT}]},
+                     "ports": [{"name": "webhook", "port": 443, "targetPort": port}]},
         }));
     }
     if placement_debug_server(cm) {
@@ -542,10 +564,11 @@ pub fn render(input: &RenderInput<'_>) -> Vec<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cm(spec: Value) -> ClusterManager {
+    /// A ClusterManager `cluster-manager` with `spec`.
+    pub(crate) fn cm(spec: Value) -> ClusterManager {
         serde_json::from_value(json!({
             "apiVersion": "operator.open-cluster-management.io/v1", "kind": "ClusterManager",
             "metadata": {"name": "cluster-manager"}, "spec": spec}))
@@ -667,6 +690,48 @@ mod tests {
         assert_eq!(
             webhook["spec"]["template"]["spec"]["volumes"][1]["secret"]["secretName"],
             EXTERNAL_HUB_KUBECONFIG
+        );
+    }
+
+    #[test]
+    fn hosted_webhook_servers_listen_where_their_bind_configuration_says() {
+        let cm = cm(json!({"deployOption": {"mode": "Hosted", "hosted": {
+            "registrationWebhookConfiguration": {"address": "10.0.0.5", "port": 30443,
+                "bindConfiguration": {"port": 30443, "hostNetwork": true}},
+            "workWebhookConfiguration": {"address": "10.0.0.5", "port": 31443}}}}));
+        let objects = rendered(&cm, 1);
+        // No addon webhook server: its webhooks go to the registration one.
+        assert!(deployment_named(&objects, "cluster-manager-addon-webhook").is_none());
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o["metadata"]["name"] == "cluster-manager-addon-webhook")
+        );
+        let registration =
+            deployment_named(&objects, "cluster-manager-registration-webhook").unwrap();
+        let pod = &registration["spec"]["template"]["spec"];
+        assert_eq!(pod["hostNetwork"], true);
+        assert_eq!(pod["containers"][0]["ports"][0]["containerPort"], 30443);
+        assert!(
+            pod["containers"][0]["args"]
+                .to_string()
+                .contains("--webhook-listen=0.0.0.0:30443")
+        );
+        let service = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == "Service"
+                    && o["metadata"]["name"] == "cluster-manager-registration-webhook"
+            })
+            .unwrap();
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], 30443);
+        // The work server: the defaults (the API server port is not the listening port).
+        let work = deployment_named(&objects, "cluster-manager-work-webhook").unwrap();
+        let pod = &work["spec"]["template"]["spec"];
+        assert!(pod.get("hostNetwork").is_none());
+        assert_eq!(
+            pod["containers"][0]["ports"][0]["containerPort"],
+            WEBHOOK_PORT
         );
     }
 

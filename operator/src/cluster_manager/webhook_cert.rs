@@ -1,7 +1,7 @@
 //! The webhook servers' serving certificates: a CA kept in Secret `signer-secret` (`tls.crt`,
 //! `tls.key`) and, for each webhook Service, a serving certificate for its names in Secret
-//! `<kind>-webhook-serving-cert` (`tls.crt`, `tls.key`, `ca.crt`), which that webhook
-//! Deployment mounts — upstream's names; the CA bundle is also published in ConfigMap
+//! `<kind>-webhook-serving-cert` (`tls.crt`, `tls.key`, `ca.crt`; in Hosted mode also for the
+//! address the hub reaches it at), which that webhook Deployment mounts — upstream's names; the CA bundle is also published in ConfigMap
 //! `ca-bundle-configmap` (key `ca-bundle.crt`). A serving certificate is re-issued by the same
 //! CA once less than a fifth of its lifetime is left (the server reloads changed files); the
 //! CA bundle is what webhook configurations trust.
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams};
-use ocm_webhook::certs::{SERVING_LIFETIME, expires_at, issue_serving};
+use ocm_webhook::certs::{SERVING_LIFETIME, covers, expires_at, issue_serving};
 
 use super::render::WebhookKind;
 use crate::OperatorError;
@@ -46,13 +46,16 @@ fn text(secret: &Secret, key: &str) -> Option<String> {
         .and_then(|b| String::from_utf8(b.0.clone()).ok())
 }
 
-/// Whether a serving certificate signed by `ca` should be replaced now.
-pub fn needs_reissue(serving: Option<(&str, &str)>, ca: &str, now: i64) -> bool {
+/// Whether a serving certificate signed by `ca` should be replaced now: missing, of another
+/// CA, due, unreadable, or not naming every one of `hosts` (a Hosted hub's webhook address
+/// changed).
+pub fn needs_reissue(serving: Option<(&str, &str)>, ca: &str, hosts: &[String], now: i64) -> bool {
     let Some((cert, bundle)) = serving else {
         return true;
     };
     let lifetime = i64::try_from(SERVING_LIFETIME.as_secs()).unwrap_or(i64::MAX);
     bundle != ca
+        || !hosts.iter().all(|host| covers(cert, host))
         || expires_at(cert).is_ok_and(|end| (end - now) * 5 < lifetime)
         || expires_at(cert).is_err()
 }
@@ -89,12 +92,15 @@ async fn write(
     Ok(())
 }
 
-/// Makes sure the CA and every webhook Service's serving certificate (in the components'
-/// `namespace`) are valid, and the CA bundle is published; returns the CA bundle.
+/// Makes sure the CA and the serving certificate of each of `kinds` (in the components'
+/// `namespace`) are valid — for its Service's names and `extra_hosts(kind)` — and the CA
+/// bundle is published; returns the CA bundle.
 pub async fn ensure(
     client: &kube::Client,
     namespace: &str,
     cm_name: &str,
+    kinds: &[WebhookKind],
+    extra_hosts: &(dyn Fn(WebhookKind) -> Vec<String> + Sync),
 ) -> Result<String, OperatorError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let signer = api.get_opt(SIGNER_SECRET).await?;
@@ -116,7 +122,9 @@ pub async fn ensure(
         }
     };
     let now = jiff::Timestamp::now().as_second();
-    for kind in WebhookKind::ALL {
+    for &kind in kinds {
+        let mut hosts = service_hosts(&kind.service(cm_name), namespace);
+        hosts.extend(extra_hosts(kind));
         let serving = api.get_opt(&kind.serving_secret()).await?;
         let serving = serving
             .as_ref()
@@ -124,14 +132,13 @@ pub async fn ensure(
         if !needs_reissue(
             serving.as_ref().map(|(c, b)| (c.as_str(), b.as_str())),
             &ca_cert,
+            &hosts,
             now,
         ) {
             continue;
         }
-        let issued = issue_serving(
-            Some((&ca_cert, &ca_key)),
-            &service_hosts(&kind.service(cm_name), namespace),
-        )?;
+        tracing::info!(secret = %kind.serving_secret(), ?hosts, "issuing a webhook serving certificate");
+        let issued = issue_serving(Some((&ca_cert, &ca_key)), &hosts)?;
         write(
             &api,
             namespace,
@@ -184,23 +191,30 @@ mod tests {
 
     #[test]
     fn serving_certificates_are_reissued_when_missing_foreign_or_due() {
-        let issued = issue_serving(None, &service_hosts("cm-webhook", "ns")).unwrap();
+        let hosts = service_hosts("cm-webhook", "ns");
+        let issued = issue_serving(None, &hosts).unwrap();
         let now = jiff::Timestamp::now().as_second();
         let current = Some((issued.cert.as_str(), issued.ca_cert.as_str()));
-        assert!(!needs_reissue(current, &issued.ca_cert, now));
-        assert!(needs_reissue(None, &issued.ca_cert, now));
+        assert!(!needs_reissue(current, &issued.ca_cert, &hosts, now));
+        assert!(needs_reissue(None, &issued.ca_cert, &hosts, now));
         let other = issue_serving(None, &[]).unwrap();
-        assert!(needs_reissue(current, &other.ca_cert, now));
+        assert!(needs_reissue(current, &other.ca_cert, &hosts, now));
         let lifetime = i64::try_from(SERVING_LIFETIME.as_secs()).unwrap();
         assert!(needs_reissue(
             current,
             &issued.ca_cert,
+            &hosts,
             now + lifetime * 9 / 10
         ));
         assert!(needs_reissue(
             Some(("not a cert", &issued.ca_cert)),
             &issued.ca_cert,
+            &hosts,
             now
         ));
+        // A Hosted hub's address the certificate does not name yet.
+        let mut hosted = hosts.clone();
+        hosted.push("10.0.0.5".into());
+        assert!(needs_reissue(current, &issued.ca_cert, &hosted, now));
     }
 }
