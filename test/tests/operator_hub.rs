@@ -541,7 +541,7 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     };
     kubectl_ok(
         &management_kubeconfig,
-        &["apply", "--server-side", "-f", "-"],
+        &["apply", "-f", "-"],
         Some(&cluster_manager("")),
     )
     .await;
@@ -589,7 +589,7 @@ async fn a_hosted_cluster_manager_runs_the_hub_components_on_a_management_cluste
     );
     kubectl_ok(
         &management_kubeconfig,
-        &["apply", "--server-side", "-f", "-"],
+        &["apply", "-f", "-"],
         Some(&cluster_manager(&hosted)),
     )
     .await;
