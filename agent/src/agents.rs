@@ -198,14 +198,17 @@ async fn run_agents(
 ) -> anyhow::Result<()> {
     let cluster = options.cluster_name.clone();
     let Clients { spoke, secrets } = clients;
+    // One hub connection for both agents: they authenticate with the same certificate.
+    let hub_client = ocm_runtime::kubeconfig::SharedClient::new();
     let work_task = work.map(|work| {
-        let mut agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work);
+        let mut agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work)
+            .with_shared_hub_client(hub_client.clone());
         if let Some(management) = &secrets {
             agent = agent.with_secrets_on(management.clone());
         }
         tokio::spawn(agent.run(shutdown.child()))
     });
-    let mut agent = Agent::new(spoke, options);
+    let mut agent = Agent::new(spoke, options).with_shared_hub_client(hub_client);
     if let Some(management) = secrets {
         agent = agent.with_secrets_on(management);
     }

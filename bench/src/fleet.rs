@@ -92,7 +92,8 @@ pub(crate) fn start_work_agents(
                 status_sync_interval,
                 ..Default::default()
             },
-        );
+        )
+        .with_shared_hub_client(crate::support::hub_client_of(name));
         let token = shutdown.child();
         tokio::spawn(async move { agent.run(token).await });
     }

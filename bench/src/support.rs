@@ -281,13 +281,15 @@ pub(crate) fn start_agents(
     spokes
         .into_iter()
         .map(|(name, spoke)| {
+            let hub_client = hub_client_of(&name);
             let agent = Agent::new(
                 spoke,
                 AgentOptions {
                     cluster_name: name,
                     ..AgentOptions::default()
                 },
-            );
+            )
+            .with_shared_hub_client(hub_client);
             let token = shutdown.child();
             tokio::spawn(async move {
                 if let Err(err) = agent.run(token).await {
@@ -296,6 +298,20 @@ pub(crate) fn start_agents(
             })
         })
         .collect()
+}
+
+/// The hub client slot of the simulated cluster `name` in this process: its registration and
+/// work agents share one connection to the hub, as they do in one `ocm agent` process.
+pub(crate) fn hub_client_of(name: &str) -> ocm_runtime::kubeconfig::SharedClient {
+    static SLOTS: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<String, ocm_runtime::kubeconfig::SharedClient>>,
+    > = std::sync::LazyLock::new(Default::default);
+    SLOTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(name.to_owned())
+        .or_default()
+        .clone()
 }
 
 /// A hub for benchmarks: it auto-approves the clusters of one bootstrap token.

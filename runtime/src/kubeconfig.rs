@@ -323,6 +323,54 @@ pub async fn client_for(
     server: &ServerInfo,
     auth: &KubeconfigAuth,
 ) -> Result<kube::Client, KubeconfigError> {
+    client_from_yaml(&render_for(server, auth)?).await
+}
+
+/// One client shared by the agents of one cluster that authenticate alike — the registration
+/// and work agents of one `ocm agent` process both use the certificate in the hub kubeconfig
+/// secret — so they hold one connection to the hub instead of one each. It keeps the client of
+/// the latest credentials only: an agent asking with other credentials (a rotated certificate)
+/// gets a new client, and the old one closes when its last user lets go of it.
+#[derive(Clone, Default)]
+pub struct SharedClient {
+    /// The rendered kubeconfig the client was built from, and the client.
+    slot: std::sync::Arc<tokio::sync::Mutex<Option<(String, kube::Client)>>>,
+}
+
+impl SharedClient {
+    /// A new, empty slot.
+    pub fn new() -> SharedClient {
+        SharedClient::default()
+    }
+
+    /// The shared client when it was built for the same server and credentials, else a new
+    /// one (which replaces it).
+    pub async fn client_for(
+        &self,
+        server: &ServerInfo,
+        auth: &KubeconfigAuth,
+    ) -> Result<kube::Client, KubeconfigError> {
+        let yaml = render_for(server, auth)?;
+        let mut slot = self.slot.lock().await;
+        if let Some((built_from, client)) = slot.as_ref()
+            && *built_from == yaml
+        {
+            return Ok(client.clone());
+        }
+        let client = client_from_yaml(&yaml).await?;
+        *slot = Some((yaml, client.clone()));
+        Ok(client)
+    }
+}
+
+impl std::fmt::Debug for SharedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedClient(..)")
+    }
+}
+
+/// The kubeconfig text of a client for `server` authenticating with `auth`, files read now.
+fn render_for(server: &ServerInfo, auth: &KubeconfigAuth) -> Result<String, KubeconfigError> {
     let auth = match auth {
         KubeconfigAuth::ClientCertFiles {
             cert_path,
@@ -333,14 +381,13 @@ pub async fn client_for(
         },
         other => other.clone(),
     };
-    let yaml = render(&KubeconfigSpec {
+    Ok(render(&KubeconfigSpec {
         server: server.clone(),
         auth,
         context: "default".into(),
         user: "default".into(),
         namespace: None,
-    });
-    client_from_yaml(&yaml).await
+    }))
 }
 
 /// What a kubeconfig taken from a Secret may not hold: anything that would run a command or

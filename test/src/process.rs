@@ -85,6 +85,11 @@ impl Process {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the process (SIGTERM, then SIGKILL after 20 s).
     pub fn stop(mut self) {
         self.terminate();
@@ -123,6 +128,46 @@ impl Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// How many established TCP connections process `pid` holds to remote port `port` (its socket
+/// file descriptors matched against `/proc/<pid>/net/tcp{,6}`; Linux only).
+pub fn tcp_connections_to(pid: u32, port: u16) -> usize {
+    let mut inodes = std::collections::BTreeSet::new();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    for fd in fds.flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path())
+            && let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+        {
+            inodes.insert(inode.to_owned());
+        }
+    }
+    let mut count = 0;
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(remote), Some(state), Some(inode)) =
+                (fields.get(2), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            let remote_port = remote
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 01 is ESTABLISHED.
+            if *state == "01" && remote_port == Some(port) && inodes.contains(*inode) {
+                count += 1;
+            }
+        }
+    }
+    count
 }
 
 /// Runs `ocm` (binary `bin`) to completion: (exit code, stdout, stderr).

@@ -278,6 +278,19 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
     })
     .await
     .unwrap();
+    // The registration and work agents of the one process share one connection to the hub.
+    let hub_port: u16 = hub.url.rsplit(':').next().unwrap().parse().unwrap();
+    let one_connection = tokio::time::timeout(ocm_e2e::WAIT, async {
+        while ocm_e2e::process::tcp_connections_to(join.pid(), hub_port) != 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        one_connection.is_ok(),
+        "the agent process holds {} connections to the hub",
+        ocm_e2e::process::tcp_connections_to(join.pid(), hub_port)
+    );
     let (code, stdout, _) = ocm(
         home.path(),
         &[

@@ -143,6 +143,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             }
         );
         let spoke_for_work = spoke.clone();
+        // The cluster's two agents share one connection to the hub, as in `ocm agent`.
+        let hub_client = ocm_runtime::kubeconfig::SharedClient::new();
         let agent = Agent::new(
             spoke,
             AgentOptions {
@@ -150,7 +152,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 addon_lease_check_period: Duration::from_secs(5),
                 ..Default::default()
             },
-        );
+        )
+        .with_shared_hub_client(hub_client.clone());
         let mut progress = agent.progress();
         let label = name.clone();
         tokio::spawn(async move {
@@ -175,7 +178,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 status_sync_interval: Duration::from_secs(2),
                 ..Default::default()
             },
-        );
+        )
+        .with_shared_hub_client(hub_client);
         let token = shutdown.child();
         work_agents.push(tokio::spawn(async move { work.run(token).await }));
     }

@@ -68,7 +68,7 @@ pub(crate) async fn run(
     agent: &str,
     expiry_note: Option<String>,
 ) -> Result<Outcome, AgentError> {
-    let client = creds.client().await?;
+    let client = creds.client(&ctx.hub_client).await?;
     let namespace_label = super::managed_namespaces::hub_cluster_set_label(&creds.server.server);
     let (hub, hub_rx) = watch::channel(client);
     let addon_env = super::addon_env::AddonEnv {
@@ -689,7 +689,7 @@ impl Joined<'_> {
         .await
         .map_err(|e| SyncError::Failed(AgentError::Spoke(e)))?;
         let client = creds
-            .client()
+            .client(&self.ctx.hub_client)
             .await
             .map_err(|e| SyncError::Failed(AgentError::Kubeconfig(e)))?;
         *self.creds.lock().unwrap_or_else(|p| p.into_inner()) = creds;

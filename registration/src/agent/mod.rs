@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use ocm_runtime::kubeconfig::KubeconfigError;
+use ocm_runtime::kubeconfig::{KubeconfigError, SharedClient};
 use ocm_runtime::shutdown::Shutdown;
 use tokio::sync::watch;
 
@@ -356,6 +356,7 @@ pub struct Agent {
     secrets: kube::Client,
     options: AgentOptions,
     progress: watch::Sender<AgentProgress>,
+    hub_client: SharedClient,
 }
 
 impl Agent {
@@ -367,7 +368,15 @@ impl Agent {
             spoke,
             options,
             progress,
+            hub_client: SharedClient::new(),
         }
+    }
+
+    /// Builds its hub client through `shared`, so that another agent of the same cluster in
+    /// this process (the work agent) uses the same connection to the hub.
+    pub fn with_shared_hub_client(mut self, shared: SharedClient) -> Agent {
+        self.hub_client = shared;
+        self
     }
 
     /// Keeps the bootstrap and hub kubeconfig secrets on another cluster than the managed
@@ -402,6 +411,7 @@ impl Agent {
             secrets: self.secrets,
             options: self.options,
             progress: self.progress,
+            hub_client: self.hub_client,
         };
         let mut state = RunState::default();
         let mut backoff = Backoff::default();
@@ -450,6 +460,8 @@ pub(crate) struct Ctx {
     pub(crate) secrets: kube::Client,
     pub(crate) options: AgentOptions,
     pub(crate) progress: watch::Sender<AgentProgress>,
+    /// Where the agent gets its hub client (shared with the work agent in one process).
+    pub(crate) hub_client: SharedClient,
 }
 
 impl Ctx {

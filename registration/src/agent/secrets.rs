@@ -47,16 +47,21 @@ impl HubCreds {
         CertValidity::from_seconds(self.cert.not_before, self.cert.not_after, self.received)
     }
 
-    /// A hub client authenticating with this certificate.
-    pub(crate) async fn client(&self) -> Result<kube::Client, kubeconfig::KubeconfigError> {
-        kubeconfig::client_for(
-            &self.server,
-            &KubeconfigAuth::ClientCertData {
-                cert_pem: self.cert_pem.clone(),
-                key_pem: self.key_pem.clone(),
-            },
-        )
-        .await
+    /// A hub client authenticating with this certificate, taken from `shared` when it holds
+    /// one for the same credentials.
+    pub(crate) async fn client(
+        &self,
+        shared: &kubeconfig::SharedClient,
+    ) -> Result<kube::Client, kubeconfig::KubeconfigError> {
+        shared
+            .client_for(
+                &self.server,
+                &KubeconfigAuth::ClientCertData {
+                    cert_pem: self.cert_pem.clone(),
+                    key_pem: self.key_pem.clone(),
+                },
+            )
+            .await
     }
 }
 

@@ -43,15 +43,29 @@ fn credentials_of(secret: &Secret) -> Option<Credentials> {
     })
 }
 
+/// The clusters the work agent reaches, and where it gets its hub client.
+pub(crate) struct Clients {
+    /// The managed cluster.
+    pub(crate) spoke: kube::Client,
+    /// Where the hub kubeconfig secret is.
+    pub(crate) secrets: kube::Client,
+    /// The hub client slot (shared with the registration agent in one process).
+    pub(crate) hub: ocm_runtime::kubeconfig::SharedClient,
+}
+
 /// Runs the work controllers with a hub client built from the current secret; restarts them
 /// with a new client when the secret's kubeconfig changes.
 pub(crate) async fn run_with_hub_credentials(
-    spoke: kube::Client,
-    secrets_client: kube::Client,
+    clients: Clients,
     options: WorkAgentOptions,
     stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
     shutdown: Shutdown,
 ) {
+    let Clients {
+        spoke,
+        secrets: secrets_client,
+        hub: shared,
+    } = clients;
     let secrets: Api<Secret> = Api::namespaced(secrets_client, &options.agent_namespace);
     let config = watcher::Config::default()
         .fields(&format!("metadata.name={HUB_KUBECONFIG_SECRET}"))
@@ -79,7 +93,7 @@ pub(crate) async fn run_with_hub_credentials(
         if current.as_ref().is_some_and(|(c, _)| *c == credentials) {
             continue;
         }
-        let (client, url) = match hub_client(&credentials).await {
+        let (client, url) = match hub_client(&shared, &credentials).await {
             Ok(x) => x,
             Err(err) => {
                 tracing::warn!(%err, "the hub kubeconfig secret is not usable yet");
@@ -107,18 +121,22 @@ pub(crate) async fn run_with_hub_credentials(
     }
 }
 
-async fn hub_client(credentials: &Credentials) -> Result<(kube::Client, String), String> {
+async fn hub_client(
+    shared: &ocm_runtime::kubeconfig::SharedClient,
+    credentials: &Credentials,
+) -> Result<(kube::Client, String), String> {
     let parsed =
         ocm_runtime::kubeconfig::parse(&credentials.kubeconfig).map_err(|e| e.to_string())?;
     let server = ocm_runtime::kubeconfig::current_server(&parsed).map_err(|e| e.to_string())?;
-    let client = ocm_runtime::kubeconfig::client_for(
-        &server,
-        &ocm_runtime::kubeconfig::KubeconfigAuth::ClientCertData {
-            cert_pem: credentials.cert_pem.clone(),
-            key_pem: credentials.key_pem.clone(),
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let client = shared
+        .client_for(
+            &server,
+            &ocm_runtime::kubeconfig::KubeconfigAuth::ClientCertData {
+                cert_pem: credentials.cert_pem.clone(),
+                key_pem: credentials.key_pem.clone(),
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((client, server.server))
 }

@@ -98,6 +98,7 @@ pub struct WorkAgent {
     secrets: kube::Client,
     options: WorkAgentOptions,
     stats: Arc<watch::Sender<WorkAgentStats>>,
+    hub_client: ocm_runtime::kubeconfig::SharedClient,
 }
 
 impl WorkAgent {
@@ -109,6 +110,7 @@ impl WorkAgent {
             spoke,
             options,
             stats: Arc::new(stats),
+            hub_client: ocm_runtime::kubeconfig::SharedClient::new(),
         }
     }
 
@@ -116,6 +118,16 @@ impl WorkAgent {
     /// mode: the management cluster the agent runs on).
     pub fn with_secrets_on(mut self, management: kube::Client) -> WorkAgent {
         self.secrets = management;
+        self
+    }
+
+    /// Builds its hub client through `shared`, so that the registration agent of the same
+    /// cluster in this process and this agent use one connection to the hub.
+    pub fn with_shared_hub_client(
+        mut self,
+        shared: ocm_runtime::kubeconfig::SharedClient,
+    ) -> WorkAgent {
+        self.hub_client = shared;
         self
     }
 
@@ -137,8 +149,17 @@ impl WorkAgent {
         if self.options.cluster_name.is_empty() {
             return Err(WorkAgentError::Options("the cluster name is empty".into()));
         }
-        hub::run_with_hub_credentials(self.spoke, self.secrets, self.options, self.stats, shutdown)
-            .await;
+        hub::run_with_hub_credentials(
+            hub::Clients {
+                spoke: self.spoke,
+                secrets: self.secrets,
+                hub: self.hub_client,
+            },
+            self.options,
+            self.stats,
+            shutdown,
+        )
+        .await;
         Ok(())
     }
 }
