@@ -47,6 +47,35 @@ struct Caches {
     deployment_configs: Store<AddOnDeploymentConfig>,
 }
 
+/// The ManagedClusterAddOns of one pass, indexed by addon name: each pass reads the cache once
+/// instead of scanning every addon of the fleet once per ClusterManagementAddOn and step.
+struct AddonIndex {
+    by_name: BTreeMap<String, Vec<Arc<ManagedClusterAddOn>>>,
+}
+
+impl AddonIndex {
+    /// Indexes the cache's current addons.
+    fn of(mcas: &Store<ManagedClusterAddOn>) -> AddonIndex {
+        let mut by_name: BTreeMap<String, Vec<Arc<ManagedClusterAddOn>>> = BTreeMap::new();
+        for mca in mcas.state() {
+            if let Some(name) = mca.metadata.name.clone() {
+                by_name.entry(name).or_default().push(mca);
+            }
+        }
+        AddonIndex { by_name }
+    }
+
+    /// The addons named `name`, on every cluster.
+    fn named(&self, name: &str) -> &[Arc<ManagedClusterAddOn>] {
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every addon.
+    fn all(&self) -> impl Iterator<Item = &Arc<ManagedClusterAddOn>> {
+        self.by_name.values().flatten()
+    }
+}
+
 /// The clusters each placement of `cma`'s strategy selects.
 fn decisions_of(
     caches: &Caches,
@@ -80,7 +109,11 @@ fn decisions_of(
 }
 
 /// One pass over every ClusterManagementAddOn's install strategy.
-async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), ManagerError> {
+async fn install_pass(
+    client: &kube::Client,
+    caches: &Caches,
+    index: &AddonIndex,
+) -> Result<(), ManagerError> {
     let deleting: BTreeSet<String> = caches
         .clusters
         .state_filter(|c| c.metadata.deletion_timestamp.is_some())
@@ -104,9 +137,8 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
                 }
             })
             .unwrap_or_default();
-        let existing: Vec<crate::install::Existing> = caches
-            .mcas
-            .state_filter(|m| m.metadata.name.as_deref() == Some(name.as_str()))
+        let existing: Vec<crate::install::Existing> = index
+            .named(&name)
             .iter()
             .map(|m| crate::install::Existing {
                 cluster: m.metadata.namespace.clone().unwrap_or_default(),
@@ -171,9 +203,9 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
             let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
             let _ = api.delete(&name, &DeleteParams::default()).await;
         }
-        adopt_addons(client, caches, &cma).await;
+        adopt_addons(client, index, &cma).await;
         if strategy == ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS {
-            sync_addon_annotations(client, caches, &name).await;
+            sync_addon_annotations(client, caches, index, &name).await;
         }
     }
     Ok(())
@@ -181,10 +213,16 @@ async fn install_pass(client: &kube::Client, caches: &Caches) -> Result<(), Mana
 
 /// Gives every ManagedClusterAddOn named `addon` its cluster's addon annotations
 /// ([`crate::install::annotation_changes`]), one merge patch per addon that needs it.
-async fn sync_addon_annotations(client: &kube::Client, caches: &Caches, addon: &str) {
-    let mcas = caches.mcas.state_filter(|m| {
-        m.metadata.name.as_deref() == Some(addon) && m.metadata.deletion_timestamp.is_none()
-    });
+async fn sync_addon_annotations(
+    client: &kube::Client,
+    caches: &Caches,
+    index: &AddonIndex,
+    addon: &str,
+) {
+    let mcas = index
+        .named(addon)
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none());
     for mca in mcas {
         let cluster = mca.metadata.namespace.clone().unwrap_or_default();
         let Some(managed) = caches.clusters.get(&ObjectRef::new(&cluster)) else {
@@ -231,7 +269,7 @@ fn managed_by_addon_manager(cma: &ClusterManagementAddOn) -> bool {
 /// Makes the ClusterManagementAddOn the owner of each of its ManagedClusterAddOns, when the
 /// central addon manager runs it (as upstream): deleting the ClusterManagementAddOn then
 /// removes the addon from every cluster, whoever enabled it.
-async fn adopt_addons(client: &kube::Client, caches: &Caches, cma: &ClusterManagementAddOn) {
+async fn adopt_addons(client: &kube::Client, index: &AddonIndex, cma: &ClusterManagementAddOn) {
     let (Some(name), Some(uid)) = (cma.metadata.name.as_deref(), cma.metadata.uid.as_deref())
     else {
         return;
@@ -239,9 +277,8 @@ async fn adopt_addons(client: &kube::Client, caches: &Caches, cma: &ClusterManag
     if !managed_by_addon_manager(cma) || cma.metadata.deletion_timestamp.is_some() {
         return;
     }
-    let orphans = caches.mcas.state_filter(|m| {
-        m.metadata.name.as_deref() == Some(name)
-            && m.metadata.deletion_timestamp.is_none()
+    let orphans = index.named(name).iter().filter(|m| {
+        m.metadata.deletion_timestamp.is_none()
             && !m
                 .metadata
                 .owner_references
@@ -356,6 +393,7 @@ struct AddonPlan {
 async fn config_pass(
     client: &kube::Client,
     caches: &Caches,
+    index: &AddonIndex,
 ) -> Result<Option<Duration>, ManagerError> {
     let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
     let now = jiff::Timestamp::now();
@@ -392,10 +430,7 @@ async fn config_pass(
         }
         // Per addon: its desired configs.
         let mut plans = Vec::new();
-        for mca in caches
-            .mcas
-            .state_filter(|m| m.metadata.name.as_deref() == Some(name.as_str()))
-        {
+        for mca in index.named(&name).iter().cloned() {
             let cluster = mca.metadata.namespace.clone().unwrap_or_default();
             let placement = placement_of(&cma, &decisions, &cluster);
             let placement_configs = placement.map(|p| p.configs.clone()).unwrap_or_default();
@@ -691,6 +726,7 @@ impl UnknownAddonEvents {
 async fn mark_unknown_addons(
     client: &kube::Client,
     caches: &Caches,
+    index: &AddonIndex,
     events: &mut UnknownAddonEvents,
 ) {
     use ocm_api::addon::names::conditions::CONFIGURED;
@@ -700,7 +736,7 @@ async fn mark_unknown_addons(
         .iter()
         .filter_map(|c| c.metadata.name.clone())
         .collect();
-    for mca in caches.mcas.state() {
+    for mca in index.all() {
         let (Some(name), Some(namespace)) = (&mca.metadata.name, &mca.metadata.namespace) else {
             continue;
         };
@@ -791,18 +827,23 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = ready => loop {
-            if let Err(err) = install_pass(&client, &caches).await {
+            let started = tokio::time::Instant::now();
+            let index = AddonIndex::of(&caches.mcas);
+            if let Err(err) = install_pass(&client, &caches, &index).await {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
-            mark_unknown_addons(&client, &caches, &mut unknown_events).await;
-            token_infra.pass(&client, &caches.mcas.state()).await;
-            let recheck = match config_pass(&client, &caches).await {
+            mark_unknown_addons(&client, &caches, &index, &mut unknown_events).await;
+            token_infra.pass(&client, index.all()).await;
+            let recheck = match config_pass(&client, &caches, &index).await {
                 Ok(recheck) => recheck,
                 Err(err) => {
                     tracing::debug!(%err, "addon config pass failed; retrying");
                     None
                 }
             };
+            drop(index);
+            let took = started.elapsed();
+            tracing::debug!(seconds = took.as_secs_f64(), "addon install and config pass");
             // A soak time or deadline ending changes the rollout without any event.
             let wait = recheck.map_or(RESYNC, |r| r.min(RESYNC));
             tokio::select! {
@@ -810,11 +851,29 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
                 _ = changed.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
             }
+            // While a large fleet's addons keep changing, the next pass waits so that the
+            // passes take at most about a fifth of a core: the changes meanwhile are
+            // coalesced into it.
+            let pause = pass_pause(took);
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(started + took + pause) => {}
+            }
         }
     }
     for feed in feeds {
         feed.abort();
     }
+}
+
+/// How long after a pass that took `took` the next one may start: four times as long (so that
+/// back-to-back passes use at most a fifth of a core), at most 5 s; nothing for a pass under
+/// 10 ms (a small fleet's changes are handled at once).
+fn pass_pause(took: Duration) -> Duration {
+    if took < Duration::from_millis(10) {
+        return Duration::ZERO;
+    }
+    (took * 4).min(Duration::from_secs(5))
 }
 
 /// A cache of every `K`, and the task that keeps it (notifying `changed` on every event).
@@ -843,6 +902,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passes_of_a_large_fleet_are_spaced_and_small_ones_are_not() {
+        assert_eq!(pass_pause(Duration::from_millis(3)), Duration::ZERO);
+        assert_eq!(
+            pass_pause(Duration::from_millis(100)),
+            Duration::from_millis(400)
+        );
+        assert_eq!(pass_pause(Duration::from_secs(4)), Duration::from_secs(5));
+    }
 
     #[test]
     fn the_addon_manager_runs_template_addons_unless_they_say_self() {

@@ -95,10 +95,10 @@ pub(crate) struct TokenInfra {
 
 impl TokenInfra {
     /// One pass over `mcas`.
-    pub(crate) async fn pass(
+    pub(crate) async fn pass<'a>(
         &mut self,
         client: &kube::Client,
-        mcas: &[std::sync::Arc<ManagedClusterAddOn>],
+        mcas: impl Iterator<Item = &'a std::sync::Arc<ManagedClusterAddOn>>,
     ) {
         for mca in mcas {
             let (Some(addon), Some(cluster)) = (&mca.metadata.name, &mca.metadata.namespace) else {
