@@ -53,7 +53,9 @@ pub struct BenchAddonsArgs {
     settle_seconds: u64,
 }
 
-/// The hub's `LIST` and `WATCH` requests so far by (verb, resource), from its `/metrics`.
+/// The hub's `LIST` and `WATCH` requests so far, and any request it refused as too many (429),
+/// by (verb, what): the resource with the request's scope (a cluster namespace's agent lists
+/// in its namespace, a manager across all) and its code when not 200.
 async fn list_and_watch_counts(
     admin: &kube::Client,
 ) -> anyhow::Result<std::collections::BTreeMap<(String, String), u64>> {
@@ -61,7 +63,25 @@ async fn list_and_watch_counts(
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await
         .context("reading the hub's /metrics")?;
-    Ok(crate::restart::request_counts(&metrics))
+    Ok(scoped_request_counts(&metrics))
+}
+
+/// [`list_and_watch_counts`] of one `/metrics` document.
+fn scoped_request_counts(metrics: &str) -> std::collections::BTreeMap<(String, String), u64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for sample in ocm_apiserver::metrics::request_counts(metrics) {
+        let verb = sample.label("verb");
+        let code = sample.label("code");
+        if verb != "LIST" && verb != "WATCH" && code != "429" {
+            continue;
+        }
+        let mut what = format!("{} ({})", sample.label("resource"), sample.label("scope"));
+        if code != "200" {
+            what.push_str(&format!(" {code}"));
+        }
+        *counts.entry((verb.to_owned(), what)).or_default() += sample.value;
+    }
+    counts
 }
 
 /// Runs the benchmark.
@@ -237,7 +257,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         })
         .collect();
     println!(
-        "  LISTs and WATCHes the hub served during the rollout: {}",
+        "  LISTs and WATCHes (and refusals) the hub served during the rollout: {}",
         if served.is_empty() {
             "none".to_owned()
         } else {
@@ -364,5 +384,30 @@ async fn watch_addons(
         if available.len() == expected.len() {
             return Ok((created_at.unwrap_or_default(), began.elapsed()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_told_apart_by_scope_and_refusals_are_counted() {
+        let metrics = "\
+apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"work.open-cluster-management.io\",version=\"v1\",resource=\"manifestworks\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"} 3
+apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"work.open-cluster-management.io\",version=\"v1\",resource=\"manifestworks\",subresource=\"\",scope=\"cluster\",component=\"apiserver\",code=\"200\"} 1
+apiserver_request_total{verb=\"PATCH\",dry_run=\"\",group=\"work.open-cluster-management.io\",version=\"v1\",resource=\"manifestworks\",subresource=\"status\",scope=\"resource\",component=\"apiserver\",code=\"429\"} 2
+apiserver_request_total{verb=\"GET\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"secrets\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"200\"} 9
+";
+        let counts = scoped_request_counts(metrics);
+        let key = |verb: &str, what: &str| (verb.to_owned(), what.to_owned());
+        assert_eq!(
+            counts,
+            std::collections::BTreeMap::from([
+                (key("LIST", "manifestworks (namespace)"), 3),
+                (key("LIST", "manifestworks (cluster)"), 1),
+                (key("PATCH", "manifestworks (resource) 429"), 2),
+            ])
+        );
     }
 }
