@@ -1,12 +1,10 @@
 //! `kubectl exec` and `kubectl logs -f` through the cluster proxy, end to end: a hub, a
 //! simulated managed cluster served over TLS whose process kubelet runs a Deployment as a real
-//! process, the proxy server and agent, and real kubectl through `ocm proxy kubeconfig` — the
-//! user's commands back to back, the refusals included.
+//! process, `ocm proxy server` and `ocm proxy agent` as processes, and real kubectl through
+//! `ocm proxy kubeconfig` — the user's commands back to back, the refusals included.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use futures::TryStreamExt;
@@ -16,13 +14,9 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::api::Api;
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_cluster_proxy::addon::ClusterProxy;
-use ocm_cluster_proxy::agent::UpgradeClient;
-use ocm_cluster_proxy::server::{self, ProxyServerOptions};
 use ocm_e2e::create_or_keep as create;
 use ocm_e2e::operator::IMAGE;
 use ocm_e2e::{WAIT, wait_for};
-use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -187,43 +181,91 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
     )
     .await?;
 
-    // The proxy server, the addon and its agent (with an HTTP/1.1 client of the cluster for
-    // upgrades, as `ocm proxy agent` makes one).
-    let proxy = server::start(
-        admin.clone(),
-        ProxyServerOptions::default(),
-        Shutdown::new(),
-    )
-    .await?;
-    ocm_cluster_proxy::access::ensure_cluster_management_addon(&admin).await?;
-    tokio::spawn(
-        ocm_addon_framework::manager::AddonManager::new(admin.clone())
-            .with_addon(Arc::new(ClusterProxy::new(
-                "ocm:test",
-                proxy.endpoint.clone(),
-            )))
-            .run(Shutdown::new()),
-    );
+    // The proxy server (with the addon manager) and the agent run as `ocm proxy server` and
+    // `ocm proxy agent` processes, the agent with the credentials its pod would mount.
+    let mut server = tokio::process::Command::new(OCM)
+        .args([
+            "proxy",
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--image",
+            "ocm:test",
+            "--kubeconfig",
+        ])
+        .arg(&hub.admin_kubeconfig)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut said = BufReader::new(server.stdout.take().context("no stdout")?).lines();
+    let url = tokio::time::timeout(WAIT, async {
+        while let Some(line) = said.next_line().await? {
+            if let Some(url) = line.strip_prefix("cluster proxy server at ") {
+                return Ok(url.to_owned());
+            }
+        }
+        anyhow::bail!("ocm proxy server ended")
+    })
+    .await
+    .context("the proxy server did not start")??;
+    tokio::spawn(async move { while let Ok(Some(_)) = said.next_line().await {} });
     create(
         &Api::<ManagedClusterAddOn>::namespaced(admin.clone(), CLUSTER),
         json!({"metadata": {"name": "cluster-proxy", "namespace": CLUSTER}, "spec": {}}),
     )
     .await?;
-    let upgrades = ocm_runtime::kubeconfig::http1_client_from_file(&managed.kubeconfig).await?;
-    ocm_cluster_proxy::run_agent_in_process_with(
+    let credentials = home.join("proxy-agent");
+    let namespace = ocm_addon_framework::agent_helpers::mount_agent_credentials(
         &admin,
-        spoke.clone(),
-        Some(UpgradeClient(upgrades)),
+        &spoke,
         CLUSTER,
-        &proxy.endpoint,
-        &home.join("proxy-agent"),
-        Duration::from_millis(500),
-        Shutdown::new(),
+        "cluster-proxy",
+        &credentials,
+        WAIT,
     )
     .await?;
-    tokio::time::timeout(WAIT, proxy.tunnels.wait_for(CLUSTER, |t| t.is_some()))
-        .await
-        .context("no tunnel from c1")?;
+    let ca_file = home.join("proxy-ca.crt");
+    let endpoint =
+        ocm_cluster_proxy::pki::read_endpoint(&admin, ocm_cluster_proxy::pki::PROXY_NAMESPACE)
+            .await?;
+    std::fs::write(&ca_file, &endpoint.ca_pem)?;
+    let mut agent = tokio::process::Command::new(OCM)
+        .args([
+            "proxy",
+            "agent",
+            "--cluster-name",
+            CLUSTER,
+            "--namespace",
+            &namespace,
+        ])
+        .args(["--proxy-server", &url, "--proxy-ca-file"])
+        .arg(&ca_file)
+        .arg("--hub-kubeconfig-dir")
+        .arg(&credentials)
+        .arg("--kubeconfig")
+        .arg(&managed.kubeconfig)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut logged = BufReader::new(agent.stderr.take().context("no stderr")?).lines();
+    let mut agent_log = Vec::new();
+    let opened = tokio::time::timeout(WAIT, async {
+        while let Some(line) = logged.next_line().await? {
+            if line.contains("tunnel open") {
+                return Ok(());
+            }
+            agent_log.push(line);
+        }
+        anyhow::bail!("ocm proxy agent ended")
+    })
+    .await;
+    anyhow::ensure!(
+        matches!(opened, Ok(Ok(()))),
+        "the agent opened no tunnel: {opened:?}\n{}",
+        agent_log.join("\n")
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = logged.next_line().await {} });
 
     // The cluster's process kubelet runs the ticker.
     let ticker = home.join("ticker");
