@@ -158,7 +158,7 @@ async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -> anyhow::Result<()>
+async fn kubectl_exec_and_logs_follow_through_the_proxy_of_the_embedded_hub() -> anyhow::Result<()>
 {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
@@ -180,7 +180,49 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
         |c: &ManagedCluster| ocm_e2e::cluster_condition(c, "ManagedClusterJoined") == "True",
     )
     .await?;
+    exec_and_logs_through_the_proxy(&admin, &hub.admin_kubeconfig, &managed.kubeconfig, home).await
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_exec_and_logs_follow_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path();
+    let hub = ocm_e2e::process::ManagedApiserver::start_with(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig).await?;
+    // `ocm init`, then `ocm join --simulated` (a cluster served over TLS), accepted.
+    let join = ocm_e2e::process::init_then_start_join(OCM, home, &hub.kubeconfig, CLUSTER);
+    let (code, stdout, stderr) = ocm_e2e::process::run_ocm(
+        OCM,
+        home,
+        &[
+            "accept",
+            "--clusters",
+            CLUSTER,
+            "--wait",
+            "--kubeconfig",
+            hub.kubeconfig.to_str().unwrap_or_default(),
+        ],
+    );
+    anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
+    let spoke_kubeconfig = home.join("clusters").join(CLUSTER).join("admin.kubeconfig");
+    let result =
+        exec_and_logs_through_the_proxy(&admin, &hub.kubeconfig, &spoke_kubeconfig, home).await;
+    join.stop();
+    hub.stop();
+    result
+}
+
+/// From a hub (`admin`, `hub_kubeconfig`) with cluster `c1` joined (`spoke_kubeconfig`, served
+/// over TLS): the proxy, the cluster's process kubelet running the ticker, and the user's
+/// kubectl commands.
+async fn exec_and_logs_through_the_proxy(
+    admin: &kube::Client,
+    hub_kubeconfig: &Path,
+    spoke_kubeconfig: &Path,
+    home: &Path,
+) -> anyhow::Result<()> {
+    let spoke = ocm_runtime::kubeconfig::client_from_file(spoke_kubeconfig).await?;
     // The proxy server (with the addon manager) and the agent run as `ocm proxy server` and
     // `ocm proxy agent` processes, the agent with the credentials its pod would mount.
     let mut server = tokio::process::Command::new(OCM)
@@ -193,7 +235,7 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
             "ocm:test",
             "--kubeconfig",
         ])
-        .arg(&hub.admin_kubeconfig)
+        .arg(hub_kubeconfig)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
@@ -216,7 +258,7 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
     .await?;
     let credentials = home.join("proxy-agent");
     let namespace = ocm_addon_framework::agent_helpers::mount_agent_credentials(
-        &admin,
+        admin,
         &spoke,
         CLUSTER,
         "cluster-proxy",
@@ -226,7 +268,7 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
     .await?;
     let ca_file = home.join("proxy-ca.crt");
     let endpoint =
-        ocm_cluster_proxy::pki::read_endpoint(&admin, ocm_cluster_proxy::pki::PROXY_NAMESPACE)
+        ocm_cluster_proxy::pki::read_endpoint(admin, ocm_cluster_proxy::pki::PROXY_NAMESPACE)
             .await?;
     std::fs::write(&ca_file, &endpoint.ca_pem)?;
     let mut agent = tokio::process::Command::new(OCM)
@@ -243,7 +285,7 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
         .arg("--hub-kubeconfig-dir")
         .arg(&credentials)
         .arg("--kubeconfig")
-        .arg(&managed.kubeconfig)
+        .arg(spoke_kubeconfig)
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -274,14 +316,9 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
         image: TICKER_IMAGE.into(),
         executable: ticker.clone(),
     };
-    let _kubelet = ocm_e2e::start_process_kubelet_with_local(
-        OCM,
-        &managed.kubeconfig,
-        IMAGE,
-        home,
-        vec![local],
-    )
-    .await?;
+    let _kubelet =
+        ocm_e2e::start_process_kubelet_with_local(OCM, spoke_kubeconfig, IMAGE, home, vec![local])
+            .await?;
     create(
         &Api::<Deployment>::namespaced(spoke.clone(), "default"),
         json!({"metadata": {"name": "ticker"},
@@ -303,7 +340,7 @@ async fn kubectl_exec_and_logs_follow_reach_a_pods_process_through_the_proxy() -
     let pods: Api<Pod> = Api::namespaced(spoke.clone(), "default");
     let pod = running_ticker(&pods).await?;
 
-    let alice = alice_through_the_proxy(&admin, &hub.admin_kubeconfig, home).await?;
+    let alice = alice_through_the_proxy(admin, hub_kubeconfig, home).await?;
     grant(
         &spoke,
         "pods-read",
