@@ -1,4 +1,4 @@
-//! `kubectl exec` and `kubectl logs -f` through the cluster proxy, end to end: a hub, a
+//! `kubectl exec`, `attach` and `logs -f` through the cluster proxy, end to end: a hub, a
 //! simulated managed cluster served over TLS whose process kubelet runs a Deployment as a real
 //! process, `ocm proxy server` and `ocm proxy agent` as processes, and real kubectl through
 //! `ocm proxy kubeconfig` — the user's commands back to back, the refusals included.
@@ -158,7 +158,7 @@ async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_and_logs_follow_through_the_proxy_of_the_embedded_hub() -> anyhow::Result<()>
+async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_hub() -> anyhow::Result<()>
 {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
@@ -184,7 +184,7 @@ async fn kubectl_exec_and_logs_follow_through_the_proxy_of_the_embedded_hub() ->
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_and_logs_follow_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
+async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
 -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
@@ -359,7 +359,7 @@ async fn exec_and_logs_through_the_proxy(
     grant(
         &spoke,
         "pods-exec",
-        json!([{"apiGroups": [""], "resources": ["pods/exec", "pods/portforward"],
+        json!([{"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward"],
                 "verbs": ["get", "create"]}]),
     )
     .await?;
@@ -419,7 +419,27 @@ async fn exec_and_logs_through_the_proxy(
     assert_eq!(first, ["started hello", "tick 1", "tick 2"]);
     follow.kill().await?;
 
+    // attach: the process's output from now on.
+    let mut attached = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&alice)
+        .args(["attach", &pod])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(attached.stdout.take().context("no stdout")?).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .context("attach showed nothing")??
+        .context("attach ended")?;
+    assert!(line.starts_with("tick "), "{line}");
+    attached.kill().await?;
+
     // Refusals, each clear and leaving nothing behind.
+    let (code, _, err) = kubectl(&alice, &["attach", "-i", &pod], None).await?;
+    assert_ne!(code, 0);
+    assert!(err.contains("attach with stdin is not served"), "{err}");
     let (code, _, err) = kubectl(&alice, &["exec", "nope", "--", "true"], None).await?;
     assert_ne!(code, 0);
     assert!(err.contains("pods \"nope\" not found"), "{err}");

@@ -10,6 +10,10 @@
 //! its `KUBECONFIG`), in the pod's folder, the image's executable first on `PATH`; the
 //! supervisor records that environment while the process runs ([`record`]), so a pod whose
 //! process is not running refuses exec before any upgrade. SPDY is not served.
+//!
+//! `GET /attach/<namespace>/<pod>/<container>?stdout=…&stderr=…` (same protocols) streams what
+//! the pod's process writes from then on, on stdout, until it ends (the final Status is then
+//! `Success`); the process reads no input (its stdin is closed), so `stdin=true` is refused.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -54,14 +58,16 @@ pub fn forget(pod_dir: &Path) {
     let _ = std::fs::remove_file(pod_dir.join(PROCESS_FILE));
 }
 
-/// What an exec request asks for.
+/// What an exec or attach request asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ExecRequest {
+    /// Attach to the process rather than run a command.
+    pub attach: bool,
     /// The pod's folder.
     pub pod_dir: PathBuf,
     /// The container named.
     pub container: String,
-    /// The command and its arguments.
+    /// The command and its arguments (none for attach).
     pub command: Vec<String>,
     /// Whether stdin, stdout and stderr are streamed.
     pub stdin: bool,
@@ -94,12 +100,19 @@ fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Reads `/exec/<ns>/<pod>/<container>` and its query; `Err` names what is wrong.
+/// Reads `/exec/<ns>/<pod>/<container>` (or `/attach/…`) and its query; `Err` names what is
+/// wrong.
 pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, String> {
-    let rest = path.strip_prefix("/exec/").ok_or("not an exec path")?;
+    let (attach, rest) = match (path.strip_prefix("/exec/"), path.strip_prefix("/attach/")) {
+        (Some(rest), _) => (false, rest),
+        (None, Some(rest)) => (true, rest),
+        (None, None) => return Err(format!("{path} is neither an exec nor an attach path")),
+    };
     let parts: Vec<&str> = rest.split('/').collect();
     let [namespace, pod, container] = parts.as_slice() else {
-        return Err(format!("{path} is not /exec/<namespace>/<pod>/<container>"));
+        return Err(format!(
+            "{path} does not name <namespace>/<pod>/<container>"
+        ));
     };
     if ![namespace, pod, container].iter().all(|p| is_plain_name(p)) {
         return Err(format!("{path} does not name a pod's container"));
@@ -119,10 +132,11 @@ pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, St
         .filter(|(k, _)| k == "command")
         .map(|(_, v)| v.clone())
         .collect();
-    if command.is_empty() {
+    if command.is_empty() && !attach {
         return Err("you must specify at least 1 command".into());
     }
     let request = ExecRequest {
+        attach,
         pod_dir: work_dir.join(namespace).join(pod),
         container: (*container).to_owned(),
         command,
@@ -132,6 +146,12 @@ pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, St
     };
     if !(request.stdin || request.stdout || request.stderr) {
         return Err("you must specify at least 1 of stdin, stdout, stderr".into());
+    }
+    if attach && request.stdin {
+        return Err(format!(
+            "attach with stdin is not served: the process of container {container:?} reads no \
+             input (its stdin is closed)"
+        ));
     }
     Ok(request)
 }
@@ -175,8 +195,9 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
         return reply(
             StatusCode::BAD_REQUEST,
             format!(
-                "container {:?} is not running: it has no process to exec in",
-                exec.container
+                "container {:?} is not running: it has no process to {}",
+                exec.container,
+                if exec.attach { "attach to" } else { "exec in" }
             ),
         );
     };
@@ -190,7 +211,8 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
     if !header("upgrade").eq_ignore_ascii_case("websocket") {
         return reply(
             StatusCode::BAD_REQUEST,
-            "exec is served over WebSocket (v5.channel.k8s.io or v4.channel.k8s.io); SPDY is not"
+            "exec and attach are served over WebSocket (v5.channel.k8s.io or v4.channel.k8s.io); \
+             SPDY is not"
                 .into(),
         );
     }
@@ -210,6 +232,7 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {
+            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec).await,
             Ok(upgraded) => session(TokioIo::new(upgraded), exec, process).await,
             Err(err) => tracing::debug!(%err, "exec upgrade failed"),
         }
@@ -257,13 +280,14 @@ async fn pump(mut from: impl AsyncRead + Unpin, channel: u8, to: mpsc::Sender<Ve
     }
 }
 
-async fn session<S>(io: S, exec: ExecRequest, process: ProcessEnv)
+/// The writing half of a session: frames sent to the channel are written in order; once all
+/// senders are gone a close ends the connection.
+fn frame_writer<W>(mut writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
 where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut reader, mut writer) = tokio::io::split(io);
     let (frames, mut outgoing) = mpsc::channel::<Vec<u8>>(16);
-    let sender = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         while let Some(frame) = outgoing.recv().await {
             if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
                 return;
@@ -272,6 +296,85 @@ where
         let _ = websocket::write_close(&mut writer).await;
         let _ = writer.shutdown().await;
     });
+    (frames, task)
+}
+
+/// Reads the client's messages until it closes: stdin data goes to `stdin` (dropped at its
+/// end), pings are answered through `frames`.
+async fn read_input<R>(
+    mut reader: R,
+    mut stdin: Option<tokio::process::ChildStdin>,
+    frames: mpsc::Sender<Vec<u8>>,
+) where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    loop {
+        match websocket::read_message(&mut reader).await {
+            Ok(Some(Message::Data(data))) => match data.split_first() {
+                Some((&STDIN, rest)) => {
+                    if let Some(pipe) = stdin.as_mut()
+                        && pipe.write_all(rest).await.is_err()
+                    {
+                        stdin = None;
+                    }
+                }
+                Some((&CLOSE, [STDIN])) => stdin = None,
+                _ => {}
+            },
+            Ok(Some(Message::Ping(data))) => {
+                let _ = frames.send(websocket::frame(0xA, &data)).await;
+            }
+            Ok(Some(Message::Close) | None) | Err(_) => break,
+        }
+    }
+}
+
+/// Ends a session: the final Status, then the close.
+async fn finish(frames: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<()>, status: Value) {
+    let _ = frames
+        .send(channel_frame(ERROR, status.to_string().as_bytes()))
+        .await;
+    drop(frames);
+    let _ = writer.await;
+}
+
+/// Streams the pod process's output from now on until it ends or the client goes.
+async fn attach<S>(io: S, exec: ExecRequest)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (reader, writer) = tokio::io::split(io);
+    let (frames, written) = frame_writer(writer);
+    let log = exec.pod_dir.join("container.log");
+    let end = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let mut output = super::logs::follow(log, end);
+    let input = read_input(reader, None, frames.clone());
+    let mut input = std::pin::pin!(input);
+    let channel = if exec.stdout { STDOUT } else { STDERR };
+    loop {
+        tokio::select! {
+            chunk = output.recv() => match chunk {
+                Some(chunk) => {
+                    if frames.send(channel_frame(channel, &chunk)).await.is_err() {
+                        return;
+                    }
+                }
+                None => break,
+            },
+            () = &mut input => return,
+        }
+    }
+    finish(frames, written, exit_status(0)).await;
+}
+
+/// Runs the command of an exec request, streaming its stdin, stdout and stderr, and reports
+/// its exit.
+async fn session<S>(io: S, exec: ExecRequest, process: ProcessEnv)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (reader, writer) = tokio::io::split(io);
+    let (frames, written) = frame_writer(writer);
     let path = match (process.executable.parent(), std::env::var_os("PATH")) {
         (Some(dir), Some(path)) => {
             let mut dirs = vec![dir.to_path_buf()];
@@ -314,29 +417,7 @@ where
             if let Some(err) = child.stderr.take() {
                 pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
             }
-            let mut stdin = child.stdin.take();
-            let pongs = frames.clone();
-            let input = tokio::spawn(async move {
-                loop {
-                    match websocket::read_message(&mut reader).await {
-                        Ok(Some(Message::Data(data))) => match data.split_first() {
-                            Some((&STDIN, rest)) => {
-                                if let Some(pipe) = stdin.as_mut()
-                                    && pipe.write_all(rest).await.is_err()
-                                {
-                                    stdin = None;
-                                }
-                            }
-                            Some((&CLOSE, [STDIN])) => stdin = None,
-                            _ => {}
-                        },
-                        Ok(Some(Message::Ping(data))) => {
-                            let _ = pongs.send(websocket::frame(0xA, &data)).await;
-                        }
-                        Ok(Some(Message::Close) | None) | Err(_) => break,
-                    }
-                }
-            });
+            let input = tokio::spawn(read_input(reader, child.stdin.take(), frames.clone()));
             let code = match child.wait().await {
                 Ok(status) => status.code().unwrap_or(-1),
                 Err(_) => -1,
@@ -360,11 +441,7 @@ where
             })
         }
     };
-    let _ = frames
-        .send(channel_frame(ERROR, status.to_string().as_bytes()))
-        .await;
-    drop(frames);
-    let _ = sender.await;
+    finish(frames, written, status).await;
 }
 
 #[cfg(test)]
@@ -388,6 +465,10 @@ mod tests {
         assert!(parse(dir, "/exec/ns/p/main", "stdout=true").is_err());
         assert!(parse(dir, "/exec/ns/p/main", "command=ls").is_err());
         assert!(parse(dir, "/exec/../p/main", "command=ls&stdout=true").is_err());
+        let attach = parse(dir, "/attach/ns/p/main", "stdout=true").unwrap();
+        assert!(attach.attach && attach.command.is_empty());
+        let err = parse(dir, "/attach/ns/p/main", "stdin=true&stdout=true").unwrap_err();
+        assert!(err.contains("reads no input"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
 //! `tailLines`, `limitBytes` and `follow`: with `follow=true` the answer streams what the
 //! process writes next, until its process ends or the pod goes). `/exec/…` runs commands in the
-//! pod ([`super::exec`]). It listens on a free loopback port over plain HTTP, and the
+//! pod and `/attach/…` streams its output ([`super::exec`]). It listens on a free loopback port over plain HTTP, and the
 //! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
 //! 127.0.0.1), which is where the API server looks for a pod's kubelet. The Node also lists the
 //! images the kubelet runs (`status.images`).
@@ -80,16 +80,14 @@ fn reply(status: StatusCode, body: String) -> Answer {
 
 fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
     let path = req.uri().path();
-    if path.starts_with("/exec/") {
+    if path.starts_with("/exec/") || path.starts_with("/attach/") {
         return super::exec::answer(work_dir, req).map(BodyExt::boxed_unsync);
     }
-    for (prefix, what) in [("/attach/", "attach"), ("/portForward/", "port-forward")] {
-        if path.starts_with(prefix) {
-            return reply(
-                StatusCode::BAD_REQUEST,
-                format!("{what} is not served by the process kubelet (exec and logs are)"),
-            );
-        }
+    if path.starts_with("/portForward/") {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "port-forward is not served by the process kubelet (exec, attach and logs are)".into(),
+        );
     }
     let Some(file) = log_file(work_dir, req.uri().path()) else {
         return reply(StatusCode::NOT_FOUND, "404 page not found".into());
@@ -122,24 +120,38 @@ fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
     }
 }
 
-/// A body of `first`, then whatever is appended to `file` after `offset`, until the pod's
-/// process has ended (its exec record is gone: see [`super::exec::forget`]) or the reader
-/// goes.
+/// A body of `first`, then what [`follow`] reads, until the reader goes.
 fn follow_body(file: PathBuf, offset: u64, first: String) -> UnsyncBoxBody<Bytes, Infallible> {
     let (tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(8);
     tokio::spawn(async move {
         let mut tx = tx;
-        let mut offset = offset;
         if !first.is_empty() && tx.send(Ok(Frame::data(Bytes::from(first)))).await.is_err() {
             return;
         }
+        let mut more = follow(file, offset);
+        while let Some(chunk) = more.recv().await {
+            if tx.send(Ok(Frame::data(chunk))).await.is_err() {
+                return;
+            }
+        }
+    });
+    StreamBody::new(rx).boxed_unsync()
+}
+
+/// Whatever is appended to a pod's log `file` after `offset`, read again every
+/// [`FOLLOW_PERIOD`], until the pod's process has ended (its exec record is gone: see
+/// [`super::exec::forget`]) or the receiver goes.
+pub fn follow(file: PathBuf, offset: u64) -> tokio::sync::mpsc::Receiver<Bytes> {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        let mut offset = offset;
         let pod_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         loop {
             let running = super::exec::is_recorded(&pod_dir);
             let more = read_from(&file, offset).await;
             if !more.is_empty() {
                 offset += more.len() as u64;
-                if tx.send(Ok(Frame::data(Bytes::from(more)))).await.is_err() {
+                if tx.send(Bytes::from(more)).await.is_err() {
                     return;
                 }
             }
@@ -149,7 +161,7 @@ fn follow_body(file: PathBuf, offset: u64, first: String) -> UnsyncBoxBody<Bytes
             tokio::time::sleep(FOLLOW_PERIOD).await;
         }
     });
-    StreamBody::new(rx).boxed_unsync()
+    rx
 }
 
 /// The bytes of `file` after `offset` (none when it is gone).
