@@ -158,8 +158,8 @@ async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_hub() -> anyhow::Result<()>
-{
+async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_hub()
+-> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
     let hub = ocm_e2e::start_fast_hub(&home.join("hub")).await?;

@@ -482,6 +482,10 @@ async fn forward(
     }
     parts.version = Version::HTTP_2;
     strip_hop_headers(&mut parts.headers);
+    // Only the server marks a request as an upgrade (a user's marker could otherwise open a
+    // raw stream to the cluster without asking for an upgrade).
+    parts.headers.remove(upgrade::UPGRADE_HEADER);
+    parts.headers.remove(upgrade::UPGRADED_HEADER);
     parts.headers.remove(http::header::AUTHORIZATION);
     parts.headers.remove(http::header::HOST);
     let on_cluster = identity::cluster_identity(&user);

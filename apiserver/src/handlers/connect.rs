@@ -112,7 +112,8 @@ pub(crate) async fn serve(
     if parts.method != Method::GET && parts.method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
-    let target = pod_kubelet(&req)?;
+    // Port-forward addresses the pod's ports, not one container.
+    let target = pod_kubelet(&req, sub != "portforward")?;
     check_phase(&sub, &target.pod)?;
     if !parts.headers.contains_key(http::header::UPGRADE) {
         return Err(ApiError::bad_request("Upgrade request required"));

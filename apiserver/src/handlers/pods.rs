@@ -174,20 +174,28 @@ pub(crate) struct PodKubelet {
     pub namespace: String,
     /// See `namespace`.
     pub name: String,
-    /// The container asked for (or the only one).
+    /// The container asked for (or the only one; empty when not asked for).
     pub container: String,
     /// `host:port` of the kubelet's endpoint.
     pub address: String,
 }
 
-/// The pod a subresource request names, its container and its kubelet; a clear error when
-/// the pod is missing, not scheduled or its node serves no kubelet endpoint.
-pub(crate) fn pod_kubelet(req: &ResourceRequest) -> Result<PodKubelet, ApiError> {
+/// The pod a subresource request names, its container (when `with_container`: asked for, or
+/// the only one) and its kubelet; a clear error when the pod is missing, not scheduled or its
+/// node serves no kubelet endpoint.
+pub(crate) fn pod_kubelet(
+    req: &ResourceRequest,
+    with_container: bool,
+) -> Result<PodKubelet, ApiError> {
     let name = req.path.name.clone().unwrap_or_default();
     let namespace = req.namespace().to_owned();
     let pod =
         stored(req, "/pods", &namespace, &name).ok_or_else(|| ApiError::not_found(PODS, &name))?;
-    let container = log_container(&pod, req.query.get("container"))?;
+    let container = if with_container {
+        log_container(&pod, req.query.get("container"))?
+    } else {
+        String::new()
+    };
     let node = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -202,8 +210,13 @@ pub(crate) fn pod_kubelet(req: &ResourceRequest) -> Result<PodKubelet, ApiError>
         .as_ref()
         .and_then(kubelet_address)
         .ok_or_else(|| {
+            let what = if container.is_empty() {
+                format!("pod \"{name}\"")
+            } else {
+                format!("container \"{container}\" in pod \"{name}\"")
+            };
             ApiError::bad_request(format!(
-                "container \"{container}\" in pod \"{name}\" is waiting to start: no kubelet serves node \"{node}\""
+                "{what} is waiting to start: no kubelet serves node \"{node}\""
             ))
         })?;
     Ok(PodKubelet {
@@ -223,7 +236,7 @@ pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
         container,
         address,
         ..
-    } = pod_kubelet(req)?;
+    } = pod_kubelet(req, true)?;
     let mut uri = format!("http://{address}/containerLogs/{namespace}/{name}/{container}");
     let options: Vec<String> = LOG_OPTIONS
         .iter()
