@@ -347,6 +347,9 @@ where
         return Err(ApiError::route_not_found());
     }
     crate::authz::authorize(&policy, &identity, attrs)?;
+    if let Some(create) = crate::handlers::connect_create_also(attrs) {
+        crate::authz::authorize(&policy, &identity, &create)?;
+    }
     if unknown {
         crate::controllers::ensure_cluster(
             &crate::control::ServerAccess::new(inner.clone()),
@@ -440,7 +443,9 @@ where
             else {
                 return Err(ApiError::route_not_found());
             };
-            let body = if is_read {
+            let connect = res.builtin() == Some(crate::registry::BuiltinKind::Pod)
+                && crate::handlers::is_connect(rpath.subresource.as_deref());
+            let body = if is_read || connect {
                 Bytes::new()
             } else {
                 read_body(body, inner.config.max_body_bytes).await?
@@ -457,6 +462,9 @@ where
                 content_type: header_str(header::CONTENT_TYPE).unwrap_or_default(),
                 method: parts.method.clone(),
             };
+            if connect {
+                return crate::handlers::connect(req, parts).await;
+            }
             crate::handlers::handle(req, body).await
         }
         _ if !is_read => Err(ApiError::method_not_allowed()),

@@ -24,6 +24,7 @@ mod field_validation;
 mod flowcontrol;
 mod json_numbers;
 mod openapi_v2;
+mod pod_connect;
 mod podtemplates;
 mod protobuf_bodies;
 mod protobuf_responses;

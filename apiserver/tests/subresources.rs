@@ -93,7 +93,7 @@ async fn self_subject_access_review_is_answered() {
 
 #[tokio::test]
 async fn pod_binding_and_log_from_the_nodes_kubelet() {
-    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::api::core::v1::Pod;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (_s, client) = common::server().await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -161,24 +161,7 @@ async fn pod_binding_and_log_from_the_nodes_kubelet() {
         stream.write_all(reply.as_bytes()).await.unwrap();
         request
     });
-    let nodes: Api<Node> = Api::all(client.clone());
-    nodes
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    nodes
-        .patch_status(
-            "n1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
-                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}})),
-        )
-        .await
-        .unwrap();
+    common::node_with_kubelet(&client, "n1", port).await;
     let log = pods
         .logs(
             "p1",

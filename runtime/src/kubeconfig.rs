@@ -460,6 +460,21 @@ pub async fn client_from_kubeconfig(config: Kubeconfig) -> Result<kube::Client, 
     crate::client::build(config).map_err(|e| KubeconfigError::Client(e.to_string()))
 }
 
+/// A client from a kubeconfig file that speaks only HTTP/1.1 (kube's own client): the one
+/// for upgrade requests (exec, attach, port-forward), which HTTP/2 cannot carry.
+pub async fn http1_client_from_file(path: &Path) -> Result<kube::Client, KubeconfigError> {
+    let config = Kubeconfig::read_from(path).map_err(|e| KubeconfigError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    current_server(&config)?;
+    let mut config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| KubeconfigError::Client(e.to_string()))?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    kube::Client::try_from(config).map_err(|e| KubeconfigError::Client(e.to_string()))
+}
+
 fn read(path: &Path) -> Result<String, KubeconfigError> {
     std::fs::read_to_string(path).map_err(|e| KubeconfigError::Read {
         path: path.display().to_string(),

@@ -10,6 +10,7 @@ mod addon_templates;
 mod addons;
 mod cluster_profiles;
 mod cluster_proxy;
+mod cluster_proxy_exec;
 mod crashes;
 mod dashboard;
 mod faults;

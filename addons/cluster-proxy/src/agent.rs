@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use crate::error::{ProxyError, io};
 use crate::server::{KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, TUNNEL_PROTOCOL};
 use crate::status::{self, ProxyBody, strip_hop_headers};
+use crate::upgrade;
 
 /// Largest request body the agent forwards (kube-apiserver's own limit is 3 MiB per object).
 pub const MAX_REQUEST_BODY: usize = 64 << 20;
@@ -46,6 +47,20 @@ pub struct TunnelAgentOptions {
     pub max_backoff: Duration,
     /// Renew the health Lease (off when something else reports the addon's health).
     pub lease: bool,
+    /// The client upgrade requests (exec, attach, port-forward) go through; without one they
+    /// go through the agent's own client, which then must speak HTTP/1.1 over the network.
+    pub upgrades: Option<UpgradeClient>,
+}
+
+/// An HTTP/1.1 client of the cluster (kube's own, `kube::Client::try_from`): an upgrade needs
+/// an HTTP/1.1 connection, which a client that may speak HTTP/2 cannot promise.
+#[derive(Clone)]
+pub struct UpgradeClient(pub kube::Client);
+
+impl std::fmt::Debug for UpgradeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UpgradeClient")
+    }
 }
 
 impl TunnelAgentOptions {
@@ -65,6 +80,7 @@ impl TunnelAgentOptions {
             credentials_dir: credentials_dir.into(),
             max_backoff: Duration::from_secs(30),
             lease: true,
+            upgrades: None,
         }
     }
 }
@@ -111,7 +127,11 @@ async fn run_with_state_body(
                     s.opened += 1;
                 });
                 tracing::info!(proxy = %options.proxy_url, "tunnel open");
-                serve_tunnel(io, spoke.clone(), &shutdown).await;
+                let upgrades = options
+                    .upgrades
+                    .as_ref()
+                    .map_or_else(|| spoke.clone(), |u| u.0.clone());
+                serve_tunnel(io, spoke.clone(), upgrades, &shutdown).await;
                 state.send_modify(|s| s.connected = false);
                 tracing::info!("tunnel closed; reconnecting");
             }
@@ -242,10 +262,16 @@ async fn open_tunnel(options: &TunnelAgentOptions) -> Result<hyper::upgrade::Upg
 }
 
 /// Serves HTTP/2 over the tunnel until it closes or `shutdown`.
-async fn serve_tunnel(io: hyper::upgrade::Upgraded, spoke: kube::Client, shutdown: &Shutdown) {
+async fn serve_tunnel(
+    io: hyper::upgrade::Upgraded,
+    spoke: kube::Client,
+    upgrades: kube::Client,
+    shutdown: &Shutdown,
+) {
     let service = hyper::service::service_fn(move |req| {
         let spoke = spoke.clone();
-        async move { Ok::<_, std::convert::Infallible>(forward(&spoke, req).await) }
+        let upgrades = upgrades.clone();
+        async move { Ok::<_, std::convert::Infallible>(forward(&spoke, &upgrades, req).await) }
     });
     let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
@@ -269,7 +295,11 @@ async fn serve_tunnel(io: hyper::upgrade::Upgraded, spoke: kube::Client, shutdow
 }
 
 /// Sends one tunnelled request to the cluster as the identity it names.
-async fn forward(spoke: &kube::Client, req: Request<Incoming>) -> Response<ProxyBody> {
+async fn forward(
+    spoke: &kube::Client,
+    upgrades: &kube::Client,
+    req: Request<Incoming>,
+) -> Response<ProxyBody> {
     if let Err(refused) = crate::identity::forwarded_identity(req.headers()) {
         return status::status(
             StatusCode::FORBIDDEN,
@@ -290,6 +320,9 @@ async fn forward(spoke: &kube::Client, req: Request<Incoming>) -> Response<Proxy
     strip_hop_headers(&mut parts.headers);
     parts.headers.remove(http::header::AUTHORIZATION);
     parts.headers.remove(http::header::HOST);
+    if let Some(protocol) = parts.headers.remove(upgrade::UPGRADE_HEADER) {
+        return forward_upgrade(upgrades, parts, body, protocol).await;
+    }
     let body = match Limited::new(body, MAX_REQUEST_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(err) => {
@@ -311,4 +344,49 @@ async fn forward(spoke: &kube::Client, req: Request<Incoming>) -> Response<Proxy
             &format!("the cluster's API server could not be reached: {err}"),
         ),
     }
+}
+
+/// Makes a tunnelled upgrade request to the cluster over HTTP/1.1 and, once the cluster
+/// switches protocols, splices its connection to the tunnel stream (see [`crate::upgrade`]).
+async fn forward_upgrade(
+    client: &kube::Client,
+    mut parts: http::request::Parts,
+    body: Incoming,
+    protocol: http::HeaderValue,
+) -> Response<ProxyBody> {
+    parts.headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("Upgrade"),
+    );
+    parts
+        .headers
+        .insert(http::header::UPGRADE, protocol.clone());
+    let request = Request::from_parts(parts, kube::client::Body::from(Vec::new()));
+    let mut response = match client.send(request).await {
+        Ok(response) => response,
+        Err(err) => {
+            return status::status(
+                StatusCode::BAD_GATEWAY,
+                &format!("the cluster's API server could not be reached: {err}"),
+            );
+        }
+    };
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let (mut parts, body) = response.into_parts();
+        strip_hop_headers(&mut parts.headers);
+        return Response::from_parts(parts, body.map_err(Into::into).boxed_unsync());
+    }
+    let switched = hyper::upgrade::on(&mut response);
+    let (out, stream) = upgrade::channel_body();
+    tokio::spawn(async move {
+        match switched.await {
+            Ok(io) => upgrade::splice(TokioIo::new(io), body, out).await,
+            Err(err) => tracing::debug!(%err, "the cluster's upgrade failed"),
+        }
+    });
+    let (mut parts, _) = response.into_parts();
+    strip_hop_headers(&mut parts.headers);
+    parts.status = StatusCode::OK;
+    parts.headers.insert(upgrade::UPGRADED_HEADER, protocol);
+    Response::from_parts(parts, stream)
 }

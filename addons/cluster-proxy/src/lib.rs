@@ -9,6 +9,7 @@
 //! - [`server`] is the proxy server: tunnels in, user requests out, authenticated and authorized
 //!   by the hub (permission: `managedclusters/proxy` of the cluster, verb by HTTP method).
 //! - [`agent`] is the agent: tunnel out, requests to its cluster as `ocm:hub:<user>`.
+//! - [`upgrade`] carries upgrade requests (exec, attach, port-forward) over the tunnel.
 //! - [`access`] turns a user's hub kubeconfig toward the proxy and lists its tunnels.
 //! - [`identity`] holds the rules of who becomes whom, with no I/O.
 //! - [`credentials`] is the consumer side of a ClusterProfile: its kubeconfig and the exec
@@ -27,6 +28,7 @@ pub mod profiles;
 pub mod server;
 pub mod status;
 pub mod tunnel;
+pub mod upgrade;
 
 use std::path::Path;
 use std::time::Duration;
@@ -43,6 +45,32 @@ pub const ADDON_NAME: &str = "cluster-proxy";
 pub async fn run_agent_in_process(
     hub: &kube::Client,
     spoke: kube::Client,
+    cluster: &str,
+    endpoint: &pki::Endpoint,
+    dir: &Path,
+    max_backoff: Duration,
+    shutdown: ocm_runtime::shutdown::Shutdown,
+) -> Result<(String, tokio::sync::watch::Receiver<agent::TunnelState>), ProxyError> {
+    run_agent_in_process_with(
+        hub,
+        spoke,
+        None,
+        cluster,
+        endpoint,
+        dir,
+        max_backoff,
+        shutdown,
+    )
+    .await
+}
+
+/// [`run_agent_in_process`] with an HTTP/1.1 client of the cluster for upgrade requests
+/// (see [`agent::TunnelAgentOptions::upgrades`]).
+#[allow(clippy::too_many_arguments)]
+pub async fn run_agent_in_process_with(
+    hub: &kube::Client,
+    spoke: kube::Client,
+    upgrades: Option<agent::UpgradeClient>,
     cluster: &str,
     endpoint: &pki::Endpoint,
     dir: &Path,
@@ -67,6 +95,7 @@ pub async fn run_agent_in_process(
         dir,
     );
     options.max_backoff = max_backoff;
+    options.upgrades = upgrades;
     let (state, watch) = tokio::sync::watch::channel(agent::TunnelState::default());
     tokio::spawn(agent::run_with_state(spoke, options, state, shutdown));
     Ok((namespace, watch))

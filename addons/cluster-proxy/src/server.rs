@@ -28,6 +28,7 @@ use crate::identity::{self, HubUser, Route};
 use crate::pki::{self, Endpoint};
 use crate::status::{self, ProxyBody, strip_hop_headers};
 use crate::tunnel::{CutSwitch, Cuttable, Tunnels};
+use crate::upgrade;
 
 /// The `Upgrade` protocol an agent asks for on `GET /tunnel`.
 pub const TUNNEL_PROTOCOL: &str = "ocm-cluster-proxy-tunnel";
@@ -442,7 +443,7 @@ async fn no_tunnel(shared: &Shared, cluster: &str) -> Response<ProxyBody> {
 async fn forward(
     shared: &Shared,
     cert_user: Option<HubUser>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     cluster: &str,
     path: &str,
 ) -> Response<ProxyBody> {
@@ -471,6 +472,8 @@ async fn forward(
     let Some(tunnel) = shared.tunnels.get(cluster) else {
         return no_tunnel(shared, cluster).await;
     };
+    let asked = upgrade::asked(req.version(), req.headers());
+    let client_switch = asked.is_some().then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
     let uri = format!("http://{cluster}.cluster-proxy{path}");
     match uri.parse() {
@@ -479,6 +482,10 @@ async fn forward(
     }
     parts.version = Version::HTTP_2;
     strip_hop_headers(&mut parts.headers);
+    // Only the server marks a request as an upgrade (a user's marker could otherwise open a
+    // raw stream to the cluster without asking for an upgrade).
+    parts.headers.remove(upgrade::UPGRADE_HEADER);
+    parts.headers.remove(upgrade::UPGRADED_HEADER);
     parts.headers.remove(http::header::AUTHORIZATION);
     parts.headers.remove(http::header::HOST);
     let on_cluster = identity::cluster_identity(&user);
@@ -494,7 +501,19 @@ async fn forward(
             parts.headers.append("impersonate-group", value);
         }
     }
-    let request = Request::from_parts(parts, body.map_err(Into::into).boxed_unsync());
+    let (client_bytes, request) = match &asked {
+        Some(protocol) => {
+            parts
+                .headers
+                .insert(upgrade::UPGRADE_HEADER, protocol.clone());
+            let (tx, stream) = upgrade::channel_body();
+            (Some(tx), Request::from_parts(parts, stream))
+        }
+        None => (
+            None,
+            Request::from_parts(parts, body.map_err(Into::into).boxed_unsync()),
+        ),
+    };
     let mut sender = tunnel.sender();
     let sent = async {
         sender.ready().await?;
@@ -505,6 +524,25 @@ async fn forward(
             let (mut parts, body) = response.into_parts();
             strip_hop_headers(&mut parts.headers);
             parts.version = Version::HTTP_11;
+            if let (Some(protocol), Some(switch), Some(tx)) = (
+                parts.headers.remove(upgrade::UPGRADED_HEADER),
+                client_switch,
+                client_bytes,
+            ) {
+                tokio::spawn(async move {
+                    match switch.await {
+                        Ok(io) => upgrade::splice(TokioIo::new(io), body, tx).await,
+                        Err(err) => tracing::debug!(%err, "the client's upgrade failed"),
+                    }
+                });
+                parts.status = StatusCode::SWITCHING_PROTOCOLS;
+                parts.headers.insert(
+                    http::header::CONNECTION,
+                    HeaderValue::from_static("Upgrade"),
+                );
+                parts.headers.insert(http::header::UPGRADE, protocol);
+                return Response::from_parts(parts, status::full(""));
+            }
             Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
         }
         Err(err) => status::status(

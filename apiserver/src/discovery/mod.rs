@@ -104,6 +104,7 @@ fn subresource_verbs(sub: &str) -> Vec<&'static str> {
         "finalize" => vec!["update"],
         "token" | "binding" => vec!["create"],
         "log" => vec!["get"],
+        "attach" | "exec" | "portforward" => vec!["create", "get"],
         _ => vec!["get", "patch", "update"],
     }
 }

@@ -3,6 +3,7 @@
 //! as JSON, YAML or protobuf.
 
 mod apply;
+mod connect;
 mod delete;
 mod list_items;
 mod pods;
@@ -391,6 +392,27 @@ fn default_manager(user_agent: &str) -> String {
     } else {
         m.chars().take(128).collect()
     }
+}
+
+/// Whether a subresource of pods is a connect one (`exec`, `attach`, `portforward`), served
+/// by [`connect`] rather than [`handle`].
+pub(crate) fn is_connect(sub: Option<&str>) -> bool {
+    connect::is_connect(sub)
+}
+
+/// See [`connect::create_also`].
+pub(crate) fn connect_create_also(
+    attrs: &ocm_apiserver_rbac::Attributes,
+) -> Option<ocm_apiserver_rbac::Attributes> {
+    connect::create_also(attrs)
+}
+
+/// Serves a pod's connect subresource (see [`connect`](mod@connect)).
+pub(crate) async fn connect(
+    req: ResourceRequest,
+    parts: http::request::Parts,
+) -> Result<Reply, ApiError> {
+    connect::serve(req, parts).await
 }
 
 /// Serves one resource request, encoded as the `Accept` header negotiated: answers in

@@ -6,8 +6,12 @@
 //! - `GET .../pods/{name}/log`: as kube-apiserver, asks the kubelet of the pod's node —
 //!   `status.daemonEndpoints.kubeletEndpoint.Port` at the node's `InternalIP` (else
 //!   `Hostname`) address — for `/containerLogs/{namespace}/{pod}/{container}` (query passed on)
-//!   and answers its text. The kubelet is called over plain HTTP (the process kubelet serves
-//!   its endpoint on loopback without TLS; kube's kubelets serve HTTPS).
+//!   and answers its text — streamed as it comes with `follow=true`. The kubelet is called
+//!   over plain HTTP (the process kubelet serves its endpoint on loopback without TLS; kube's
+//!   kubelets serve HTTPS).
+//!
+//! The connect subresources (`exec`, `attach`, `portforward`) go to the kubelet too
+//! ([`super::connect`]).
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -23,7 +27,8 @@ use ocm_apiserver_status::{ApiError, Gr};
 use ocm_apiserver_storage::{Bucket, ObjectKey};
 
 /// The log options passed on to the kubelet.
-const LOG_OPTIONS: [&str; 6] = [
+const LOG_OPTIONS: [&str; 7] = [
+    "follow",
     "tailLines",
     "limitBytes",
     "sinceSeconds",
@@ -161,13 +166,36 @@ pub(crate) fn kubelet_address(node: &Value) -> Option<String> {
     Some(format!("{host}:{port}"))
 }
 
-/// Answers a pod log request from the pod's kubelet.
-pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
+/// A pod's container and where the kubelet running it listens.
+pub(crate) struct PodKubelet {
+    /// The pod as stored.
+    pub pod: Value,
+    /// The pod's namespace and name.
+    pub namespace: String,
+    /// See `namespace`.
+    pub name: String,
+    /// The container asked for (or the only one; empty when not asked for).
+    pub container: String,
+    /// `host:port` of the kubelet's endpoint.
+    pub address: String,
+}
+
+/// The pod a subresource request names, its container (when `with_container`: asked for, or
+/// the only one) and its kubelet; a clear error when the pod is missing, not scheduled or its
+/// node serves no kubelet endpoint.
+pub(crate) fn pod_kubelet(
+    req: &ResourceRequest,
+    with_container: bool,
+) -> Result<PodKubelet, ApiError> {
     let name = req.path.name.clone().unwrap_or_default();
     let namespace = req.namespace().to_owned();
     let pod =
         stored(req, "/pods", &namespace, &name).ok_or_else(|| ApiError::not_found(PODS, &name))?;
-    let container = log_container(&pod, req.query.get("container"))?;
+    let container = if with_container {
+        log_container(&pod, req.query.get("container"))?
+    } else {
+        String::new()
+    };
     let node = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -182,10 +210,33 @@ pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
         .as_ref()
         .and_then(kubelet_address)
         .ok_or_else(|| {
+            let what = if container.is_empty() {
+                format!("pod \"{name}\"")
+            } else {
+                format!("container \"{container}\" in pod \"{name}\"")
+            };
             ApiError::bad_request(format!(
-                "container \"{container}\" in pod \"{name}\" is waiting to start: no kubelet serves node \"{node}\""
+                "{what} is waiting to start: no kubelet serves node \"{node}\""
             ))
         })?;
+    Ok(PodKubelet {
+        pod,
+        namespace,
+        name,
+        container,
+        address,
+    })
+}
+
+/// Answers a pod log request from the pod's kubelet.
+pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
+    let PodKubelet {
+        namespace,
+        name,
+        container,
+        address,
+        ..
+    } = pod_kubelet(req, true)?;
     let mut uri = format!("http://{address}/containerLogs/{namespace}/{name}/{container}");
     let options: Vec<String> = LOG_OPTIONS
         .iter()
@@ -201,6 +252,10 @@ pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
         uri.push('?');
         uri.push_str(&options.join("&"));
     }
+    let follow = req
+        .query
+        .non_empty("follow")
+        .is_some_and(|v| v == "true" || v == "1");
     let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     let request = http::Request::get(&uri)
         .body(Empty::new())
@@ -210,6 +265,23 @@ pub(crate) async fn log(req: &ResourceRequest) -> Result<Reply, ApiError> {
     };
     let response = client.request(request).await.map_err(|e| fail(&e))?;
     let status = response.status();
+    if status.is_success() && follow {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let mut body = response.into_body();
+        tokio::spawn(async move {
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Ok(data) = frame.into_data()
+                    && tx.send(data).await.is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let mut reply = Reply::bytes(StatusCode::OK, Bytes::new());
+        reply.body = crate::reply::ReplyBody::Stream(rx);
+        reply.content_type = "text/plain".into();
+        return Ok(reply);
+    }
     let body = http_body_util::Limited::new(response.into_body(), MAX_LOG_BYTES)
         .collect()
         .await

@@ -320,7 +320,7 @@ fn defs() -> Vec<Def> {
                 "status.nominatedNodeName",
             ],
             // As served when something plays the kubelet (see `handlers::pods`).
-            extra: &["binding", "log"],
+            extra: &["attach", "binding", "exec", "log", "portforward"],
             ..def(K::Pod, "", "v1", "pods", "Pod", true)
         },
         Def {

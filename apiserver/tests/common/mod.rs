@@ -102,6 +102,29 @@ pub async fn send_json(
     send_accept(client, method, uri, accept, body).await
 }
 
+/// Creates Node `name` whose kubelet endpoint is `127.0.0.1:<port>`, as a kubelet reports it.
+pub async fn node_with_kubelet(client: &Client, name: &str, port: u16) {
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    nodes
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"status": {
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}})),
+        )
+        .await
+        .unwrap();
+}
+
 /// (code, reason, message) of an API error; panics on other errors.
 pub fn status_of(err: kube::Error) -> (u16, String, String) {
     match err {

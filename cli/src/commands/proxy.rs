@@ -177,22 +177,26 @@ async fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
             .await
             .context("in-cluster credentials")?,
     };
+    // Upgrade requests (exec, port-forward) need an HTTP/1.1 connection to the cluster.
+    let upgrades = match &args.kubeconfig {
+        Some(path) => ocm_runtime::kubeconfig::http1_client_from_file(path).await?,
+        None => {
+            kube::Client::try_from(kube::Config::incluster().context("in-cluster credentials")?)?
+        }
+    };
     let ca = std::fs::read_to_string(&args.proxy_ca_file)
         .with_context(|| format!("reading {}", args.proxy_ca_file.display()))?;
     let shutdown = Shutdown::new();
     shutdown.cancel_on_signal();
-    ocm_cluster_proxy::agent::run(
-        spoke,
-        ocm_cluster_proxy::agent::TunnelAgentOptions::new(
-            args.cluster_name,
-            args.namespace,
-            args.proxy_server,
-            ca,
-            args.hub_kubeconfig_dir,
-        ),
-        shutdown,
-    )
-    .await;
+    let mut options = ocm_cluster_proxy::agent::TunnelAgentOptions::new(
+        args.cluster_name,
+        args.namespace,
+        args.proxy_server,
+        ca,
+        args.hub_kubeconfig_dir,
+    );
+    options.upgrades = Some(ocm_cluster_proxy::agent::UpgradeClient(upgrades));
+    ocm_cluster_proxy::agent::run(spoke, options, shutdown).await;
     Ok(())
 }
 

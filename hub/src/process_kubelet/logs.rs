@@ -1,7 +1,9 @@
 //! The kubelet's log endpoint, so that `kubectl logs` (the API server's `pods/log`) reaches
 //! the pods this kubelet runs: `GET /containerLogs/<namespace>/<pod>/<container>` answers the
 //! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
-//! `tailLines` and `limitBytes`). It listens on a free loopback port over plain HTTP, and the
+//! `tailLines`, `limitBytes` and `follow`: with `follow=true` the answer streams what the
+//! process writes next, until its process ends or the pod goes). `/exec/…` runs commands in the
+//! pod and `/attach/…` streams its output ([`super::exec`]). It listens on a free loopback port over plain HTTP, and the
 //! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
 //! 127.0.0.1), which is where the API server looks for a pod's kubelet. The Node also lists the
 //! images the kubelet runs (`status.images`).
@@ -10,9 +12,11 @@ use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use futures::SinkExt;
 use http::{Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use ocm_runtime::shutdown::Shutdown;
@@ -58,8 +62,14 @@ pub fn select(text: &str, tail_lines: Option<usize>, limit_bytes: Option<usize>)
     out
 }
 
-fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+/// What the endpoint answers.
+type Answer = Response<UnsyncBoxBody<Bytes, Infallible>>;
+
+/// How often a followed log is read again for new output.
+const FOLLOW_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
+
+fn reply(status: StatusCode, body: String) -> Answer {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -68,7 +78,17 @@ fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     response
 }
 
-fn answer(work_dir: &Path, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
+    let path = req.uri().path();
+    if path.starts_with("/exec/") || path.starts_with("/attach/") {
+        return super::exec::answer(work_dir, req).map(BodyExt::boxed_unsync);
+    }
+    if path.starts_with("/portForward/") {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "port-forward is not served by the process kubelet (exec, attach and logs are)".into(),
+        );
+    }
     let Some(file) = log_file(work_dir, req.uri().path()) else {
         return reply(StatusCode::NOT_FOUND, "404 page not found".into());
     };
@@ -78,21 +98,82 @@ fn answer(work_dir: &Path, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             .split('&')
             .filter_map(|p| p.split_once('='))
             .find(|(k, _)| *k == key)
-            .and_then(|(_, v)| v.parse::<usize>().ok())
+            .map(|(_, v)| v)
     };
+    let number = |key: &str| option(key).and_then(|v| v.parse::<usize>().ok());
+    let follow = option("follow").is_some_and(|v| v == "true" || v == "1");
     match std::fs::read(&file) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
-            reply(
-                StatusCode::OK,
-                select(&text, option("tailLines"), option("limitBytes")),
-            )
+            let first = select(&text, number("tailLines"), number("limitBytes"));
+            if !follow {
+                return reply(StatusCode::OK, first);
+            }
+            let mut response = reply(StatusCode::OK, String::new());
+            *response.body_mut() = follow_body(file, bytes.len() as u64, first);
+            response
         }
         Err(_) => reply(
             StatusCode::NOT_FOUND,
             format!("no log for {}", req.uri().path()),
         ),
     }
+}
+
+/// A body of `first`, then what [`follow`] reads, until the reader goes.
+fn follow_body(file: PathBuf, offset: u64, first: String) -> UnsyncBoxBody<Bytes, Infallible> {
+    let (tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(8);
+    tokio::spawn(async move {
+        let mut tx = tx;
+        if !first.is_empty() && tx.send(Ok(Frame::data(Bytes::from(first)))).await.is_err() {
+            return;
+        }
+        let mut more = follow(file, offset);
+        while let Some(chunk) = more.recv().await {
+            if tx.send(Ok(Frame::data(chunk))).await.is_err() {
+                return;
+            }
+        }
+    });
+    StreamBody::new(rx).boxed_unsync()
+}
+
+/// Whatever is appended to a pod's log `file` after `offset`, read again every
+/// [`FOLLOW_PERIOD`], until the pod's process has ended (its exec record is gone: see
+/// [`super::exec::forget`]) or the receiver goes.
+pub fn follow(file: PathBuf, offset: u64) -> tokio::sync::mpsc::Receiver<Bytes> {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        let mut offset = offset;
+        let pod_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        loop {
+            let running = super::exec::is_recorded(&pod_dir);
+            let more = read_from(&file, offset).await;
+            if !more.is_empty() {
+                offset += more.len() as u64;
+                if tx.send(Bytes::from(more)).await.is_err() {
+                    return;
+                }
+            }
+            if !running {
+                return;
+            }
+            tokio::time::sleep(FOLLOW_PERIOD).await;
+        }
+    });
+    rx
+}
+
+/// The bytes of `file` after `offset` (none when it is gone).
+async fn read_from(file: &Path, offset: u64) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let mut out = Vec::new();
+    if let Ok(mut f) = tokio::fs::File::open(file).await
+        && f.seek(std::io::SeekFrom::Start(offset)).await.is_ok()
+    {
+        let _ = f.read_to_end(&mut out).await;
+    }
+    out
 }
 
 /// Serves the log endpoint on a free loopback port until `shutdown`; returns the port.
@@ -109,11 +190,12 @@ pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16
             let work_dir = work_dir.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let response = answer(&work_dir, &req);
+                    let response = answer(&work_dir, req);
                     async move { Ok::<_, Infallible>(response) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .with_upgrades()
                     .await;
             });
         }

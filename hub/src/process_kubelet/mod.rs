@@ -20,14 +20,17 @@
 //! `curl`, reaching Services through the pods' published ports. The Node lists the images it
 //! runs (`status.images`), which is how the workload simulator knows to leave a Job's pods to
 //! this kubelet and derive the Job's status from them. The pods' output is served as their
-//! logs ([`logs`]: the Node names the endpoint, the API server's `pods/log` reads it). Other
+//! logs ([`logs`]: the Node names the endpoint, the API server's `pods/log` reads it, following
+//! it too), and a running pod's process environment runs `kubectl exec`'s commands ([`exec`]). Other
 //! images stay simulated (the workload simulator leaves annotated Deployments and Pods to
 //! this kubelet).
 
 pub mod command;
+pub mod exec;
 pub mod logs;
 pub mod pod;
 mod supervisor;
+pub mod websocket;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

@@ -473,12 +473,15 @@ pub(super) async fn supervise(run: PodRun) {
         } else {
             ports.clone()
         };
-        let (args, env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &moved);
+        let (args, mut env) = pod::command_line(&spec, entrypoint, &pod_dir, &fields, &moved);
+        env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+        env.push((
+            "OCM_HOME".into(),
+            pod_dir.join("home").display().to_string(),
+        ));
         let spawned = tokio::process::Command::new(executable)
             .args(&args)
-            .envs(env)
-            .env("KUBECONFIG", &kubeconfig)
-            .env("OCM_HOME", pod_dir.join("home"))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -493,6 +496,9 @@ pub(super) async fn supervise(run: PodRun) {
                 }
                 if let Some(err) = child.stderr.take() {
                     tokio::spawn(copy_lines(err, log, label));
+                }
+                if let Err(err) = super::exec::record(&pod_dir, executable, &env) {
+                    tracing::warn!(pod = %name, %err, "cannot record the process for exec");
                 }
                 child
             }
@@ -560,6 +566,7 @@ pub(super) async fn supervise(run: PodRun) {
                 }
             }
         };
+        super::exec::forget(&pod_dir);
         run.ready.store(false, Ordering::SeqCst);
         notify(&run);
         let finished = jiff::Timestamp::now().to_string();

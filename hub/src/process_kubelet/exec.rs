@@ -1,0 +1,495 @@
+//! The kubelet's exec endpoint, so that `kubectl exec` (the API server's `pods/exec`, which
+//! passes the upgrade on) runs a command in a running pod's process environment:
+//! `GET /exec/<namespace>/<pod>/<container>?command=…&stdin=…&stdout=…&stderr=…&tty=…`,
+//! upgraded to a WebSocket of the `v5.channel.k8s.io` (or `v4.channel.k8s.io`) protocol.
+//! Each binary message starts with its channel: 0 stdin, 1 stdout, 2 stderr, 3 the final
+//! `Status` (the exit code of a failed command in its causes), 4 terminal resizes (ignored:
+//! there is no terminal, `tty` only merges nothing), 255 (v5) the end of a channel — stdin's.
+//!
+//! The command runs with the pod process's environment (the variables it was started with,
+//! its `KUBECONFIG`), in the pod's folder, the image's executable first on `PATH`; the
+//! supervisor records that environment while the process runs ([`record`]), so a pod whose
+//! process is not running refuses exec before any upgrade. SPDY is not served.
+//!
+//! `GET /attach/<namespace>/<pod>/<container>?stdout=…&stderr=…` (same protocols) streams what
+//! the pod's process writes from then on, on stdout, until it ends (the final Status is then
+//! `Success`); the process reads no input (its stdin is closed), so `stdin=true` is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::logs::is_plain_name;
+use super::websocket::{self, Message};
+
+/// The channel protocols served, preferred first.
+pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+
+/// File in a pod's folder naming its running process's executable and environment.
+const PROCESS_FILE: &str = "process.json";
+
+const STDIN: u8 = 0;
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const ERROR: u8 = 3;
+const CLOSE: u8 = 255;
+
+/// Records, while a pod's process runs, what an exec in it runs with.
+pub fn record(pod_dir: &Path, executable: &Path, env: &[(String, String)]) -> std::io::Result<()> {
+    let value = json!({"executable": executable, "env": env});
+    std::fs::write(pod_dir.join(PROCESS_FILE), value.to_string())
+}
+
+/// Whether a pod's process is recorded as running.
+pub fn is_recorded(pod_dir: &Path) -> bool {
+    pod_dir.join(PROCESS_FILE).is_file()
+}
+
+/// Forgets the record of a pod's process once it has ended.
+pub fn forget(pod_dir: &Path) {
+    let _ = std::fs::remove_file(pod_dir.join(PROCESS_FILE));
+}
+
+/// What an exec or attach request asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// Attach to the process rather than run a command.
+    pub attach: bool,
+    /// The pod's folder.
+    pub pod_dir: PathBuf,
+    /// The container named.
+    pub container: String,
+    /// The command and its arguments (none for attach).
+    pub command: Vec<String>,
+    /// Whether stdin, stdout and stderr are streamed.
+    pub stdin: bool,
+    /// See `stdin`.
+    pub stdout: bool,
+    /// See `stdin`.
+    pub stderr: bool,
+}
+
+/// Decodes a query word (`+` is a space, `%XX` a byte).
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (bytes[i], escaped) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 2;
+            }
+            (b'+', None) => out.push(b' '),
+            (b, None) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Reads `/exec/<ns>/<pod>/<container>` (or `/attach/…`) and its query; `Err` names what is
+/// wrong.
+pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, String> {
+    let (attach, rest) = match (path.strip_prefix("/exec/"), path.strip_prefix("/attach/")) {
+        (Some(rest), _) => (false, rest),
+        (None, Some(rest)) => (true, rest),
+        (None, None) => return Err(format!("{path} is neither an exec nor an attach path")),
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    let [namespace, pod, container] = parts.as_slice() else {
+        return Err(format!(
+            "{path} does not name <namespace>/<pod>/<container>"
+        ));
+    };
+    if ![namespace, pod, container].iter().all(|p| is_plain_name(p)) {
+        return Err(format!("{path} does not name a pod's container"));
+    }
+    let pairs: Vec<(String, String)> = query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect();
+    let flag = |key: &str| {
+        pairs
+            .iter()
+            .any(|(k, v)| k == key && (v == "true" || v == "1"))
+    };
+    let command: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| k == "command")
+        .map(|(_, v)| v.clone())
+        .collect();
+    if command.is_empty() && !attach {
+        return Err("you must specify at least 1 command".into());
+    }
+    let request = ExecRequest {
+        attach,
+        pod_dir: work_dir.join(namespace).join(pod),
+        container: (*container).to_owned(),
+        command,
+        stdin: flag("stdin"),
+        stdout: flag("stdout"),
+        stderr: flag("stderr"),
+    };
+    if !(request.stdin || request.stdout || request.stderr) {
+        return Err("you must specify at least 1 of stdin, stdout, stderr".into());
+    }
+    if attach && request.stdin {
+        return Err(format!(
+            "attach with stdin is not served: the process of container {container:?} reads no \
+             input (its stdin is closed)"
+        ));
+    }
+    Ok(request)
+}
+
+/// The channel protocol to speak, of those the client offers.
+pub fn choose_protocol(offered: &str) -> Option<&'static str> {
+    let offered: Vec<&str> = offered.split(',').map(str::trim).collect();
+    PROTOCOLS.into_iter().find(|p| offered.contains(p))
+}
+
+/// The process environment recorded for a running pod.
+struct ProcessEnv {
+    executable: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn process_env(pod_dir: &Path) -> Option<ProcessEnv> {
+    let text = std::fs::read_to_string(pod_dir.join(PROCESS_FILE)).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    Some(ProcessEnv {
+        executable: PathBuf::from(value["executable"].as_str()?),
+        env: serde_json::from_value(value["env"].clone()).ok()?,
+    })
+}
+
+fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+}
+
+/// Answers an exec request: refusals before the upgrade, else `101 Switching Protocols` and
+/// the command runs over the upgraded connection.
+pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let query = req.uri().query().unwrap_or_default().to_owned();
+    let exec = match parse(work_dir, req.uri().path(), &query) {
+        Ok(exec) => exec,
+        Err(message) => return reply(StatusCode::BAD_REQUEST, message),
+    };
+    let Some(process) = process_env(&exec.pod_dir) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "container {:?} is not running: it has no process to {}",
+                exec.container,
+                if exec.attach { "attach to" } else { "exec in" }
+            ),
+        );
+    };
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    if !header("upgrade").eq_ignore_ascii_case("websocket") {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "exec and attach are served over WebSocket (v5.channel.k8s.io or v4.channel.k8s.io); \
+             SPDY is not"
+                .into(),
+        );
+    }
+    let Some(protocol) = choose_protocol(&header("sec-websocket-protocol")) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            format!("no WebSocket protocol offered is served (want one of {PROTOCOLS:?})"),
+        );
+    };
+    let key = header("sec-websocket-key");
+    if key.is_empty() {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "Sec-WebSocket-Key is missing".into(),
+        );
+    }
+    let upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        match upgrade.await {
+            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec).await,
+            Ok(upgraded) => session(TokioIo::new(upgraded), exec, process).await,
+            Err(err) => tracing::debug!(%err, "exec upgrade failed"),
+        }
+    });
+    let mut response = reply(StatusCode::SWITCHING_PROTOCOLS, String::new());
+    let headers = response.headers_mut();
+    headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
+    if let Ok(accept) = HeaderValue::from_str(&websocket::accept_key(&key)) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    response
+}
+
+/// A channel message: the channel byte, then the data.
+fn channel_frame(channel: u8, data: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(data.len() + 1);
+    payload.push(channel);
+    payload.extend_from_slice(data);
+    websocket::frame(0x2, &payload)
+}
+
+/// The final Status of a command that ended with `code`.
+pub fn exit_status(code: i32) -> Value {
+    if code == 0 {
+        json!({"metadata": {}, "status": "Success"})
+    } else {
+        json!({"metadata": {}, "status": "Failure",
+               "message": format!("command terminated with non-zero exit code: exit status {code}"),
+               "reason": "NonZeroExitCode",
+               "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
+    }
+}
+
+async fn pump(mut from: impl AsyncRead + Unpin, channel: u8, to: mpsc::Sender<Vec<u8>>) {
+    let mut buf = vec![0u8; 32 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 || to.send(channel_frame(channel, &buf[..n])).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// The writing half of a session: frames sent to the channel are written in order; once all
+/// senders are gone a close ends the connection.
+fn frame_writer<W>(mut writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (frames, mut outgoing) = mpsc::channel::<Vec<u8>>(16);
+    let task = tokio::spawn(async move {
+        while let Some(frame) = outgoing.recv().await {
+            if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+        }
+        let _ = websocket::write_close(&mut writer).await;
+        let _ = writer.shutdown().await;
+    });
+    (frames, task)
+}
+
+/// Reads the client's messages until it closes: stdin data goes to `stdin` (dropped at its
+/// end), pings are answered through `frames`.
+async fn read_input<R>(
+    mut reader: R,
+    mut stdin: Option<tokio::process::ChildStdin>,
+    frames: mpsc::Sender<Vec<u8>>,
+) where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    loop {
+        match websocket::read_message(&mut reader).await {
+            Ok(Some(Message::Data(data))) => match data.split_first() {
+                Some((&STDIN, rest)) => {
+                    if let Some(pipe) = stdin.as_mut()
+                        && pipe.write_all(rest).await.is_err()
+                    {
+                        stdin = None;
+                    }
+                }
+                Some((&CLOSE, [STDIN])) => stdin = None,
+                _ => {}
+            },
+            Ok(Some(Message::Ping(data))) => {
+                let _ = frames.send(websocket::frame(0xA, &data)).await;
+            }
+            Ok(Some(Message::Close) | None) | Err(_) => break,
+        }
+    }
+}
+
+/// Ends a session: the final Status, then the close.
+async fn finish(frames: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<()>, status: Value) {
+    let _ = frames
+        .send(channel_frame(ERROR, status.to_string().as_bytes()))
+        .await;
+    drop(frames);
+    let _ = writer.await;
+}
+
+/// Streams the pod process's output from now on until it ends or the client goes.
+async fn attach<S>(io: S, exec: ExecRequest)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (reader, writer) = tokio::io::split(io);
+    let (frames, written) = frame_writer(writer);
+    let log = exec.pod_dir.join("container.log");
+    let end = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let mut output = super::logs::follow(log, end);
+    let input = read_input(reader, None, frames.clone());
+    let mut input = std::pin::pin!(input);
+    let channel = if exec.stdout { STDOUT } else { STDERR };
+    loop {
+        tokio::select! {
+            chunk = output.recv() => match chunk {
+                Some(chunk) => {
+                    if frames.send(channel_frame(channel, &chunk)).await.is_err() {
+                        return;
+                    }
+                }
+                None => break,
+            },
+            () = &mut input => return,
+        }
+    }
+    finish(frames, written, exit_status(0)).await;
+}
+
+/// Runs the command of an exec request, streaming its stdin, stdout and stderr, and reports
+/// its exit.
+async fn session<S>(io: S, exec: ExecRequest, process: ProcessEnv)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (reader, writer) = tokio::io::split(io);
+    let (frames, written) = frame_writer(writer);
+    let path = match (process.executable.parent(), std::env::var_os("PATH")) {
+        (Some(dir), Some(path)) => {
+            let mut dirs = vec![dir.to_path_buf()];
+            dirs.extend(std::env::split_paths(&path));
+            std::env::join_paths(dirs).ok()
+        }
+        (Some(dir), None) => Some(dir.as_os_str().to_owned()),
+        _ => None,
+    };
+    let mut command = tokio::process::Command::new(&exec.command[0]);
+    command
+        .args(&exec.command[1..])
+        .envs(process.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&exec.pod_dir)
+        .stdin(if exec.stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(if exec.stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(if exec.stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .kill_on_drop(true);
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    let status = match command.spawn() {
+        Ok(mut child) => {
+            let mut pumps = Vec::new();
+            if let Some(out) = child.stdout.take() {
+                pumps.push(tokio::spawn(pump(out, STDOUT, frames.clone())));
+            }
+            if let Some(err) = child.stderr.take() {
+                pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
+            }
+            let input = tokio::spawn(read_input(reader, child.stdin.take(), frames.clone()));
+            let code = match child.wait().await {
+                Ok(status) => status.code().unwrap_or(-1),
+                Err(_) => -1,
+            };
+            for pump in pumps {
+                let _ = pump.await;
+            }
+            input.abort();
+            exit_status(code)
+        }
+        Err(err) => {
+            if exec.stderr {
+                let message = format!("exec: {:?}: {err}\n", exec.command[0]);
+                let _ = frames.send(channel_frame(STDERR, message.as_bytes())).await;
+            }
+            // As a container runtime reports a command it cannot start.
+            exit_status(if err.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            })
+        }
+    };
+    finish(frames, written, status).await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_exec_path_and_query_read_as_the_command_and_streams() {
+        let exec = parse(
+            Path::new("/pods"),
+            "/exec/ns/p-1/main",
+            "command=sh&command=-c&command=echo+%22a+b%22&stdout=true&stderr=1",
+        )
+        .unwrap();
+        assert_eq!(exec.pod_dir, Path::new("/pods/ns/p-1"));
+        assert_eq!(exec.container, "main");
+        assert_eq!(exec.command, ["sh", "-c", "echo \"a b\""]);
+        assert!(!exec.stdin && exec.stdout && exec.stderr);
+        let dir = Path::new("/pods");
+        assert!(parse(dir, "/exec/ns/p/main", "stdout=true").is_err());
+        assert!(parse(dir, "/exec/ns/p/main", "command=ls").is_err());
+        assert!(parse(dir, "/exec/../p/main", "command=ls&stdout=true").is_err());
+        let attach = parse(dir, "/attach/ns/p/main", "stdout=true").unwrap();
+        assert!(attach.attach && attach.command.is_empty());
+        let err = parse(dir, "/attach/ns/p/main", "stdin=true&stdout=true").unwrap_err();
+        assert!(err.contains("reads no input"), "{err}");
+    }
+
+    #[test]
+    fn v5_is_preferred_to_v4_and_spdy_is_not_served() {
+        assert_eq!(
+            choose_protocol("v4.channel.k8s.io, v5.channel.k8s.io"),
+            Some("v5.channel.k8s.io")
+        );
+        assert_eq!(
+            choose_protocol("v4.channel.k8s.io"),
+            Some("v4.channel.k8s.io")
+        );
+        assert_eq!(choose_protocol("SPDY/3.1+portforward.k8s.io"), None);
+    }
+
+    #[test]
+    fn a_failed_command_reports_its_exit_code_in_the_status_causes() {
+        assert_eq!(exit_status(0)["status"], "Success");
+        let failed = exit_status(3);
+        assert_eq!(failed["reason"], "NonZeroExitCode");
+        assert_eq!(failed["details"]["causes"][0]["reason"], "ExitCode");
+        assert_eq!(failed["details"]["causes"][0]["message"], "3");
+    }
+}

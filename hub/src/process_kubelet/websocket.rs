@@ -1,0 +1,174 @@
+//! The server side of WebSocket (RFC 6455), as far as the kubelet's streaming endpoints need
+//! it: the handshake's accept key, reading the client's (masked) frames as whole messages and
+//! writing unmasked binary messages and a close.
+
+use base64::Engine;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The GUID RFC 6455 appends to the client's key.
+const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// Largest message accepted from a client (stdin chunks and resize events are small).
+const MAX_MESSAGE: usize = 16 << 20;
+
+/// `Sec-WebSocket-Accept` for the client's `Sec-WebSocket-Key`.
+pub fn accept_key(key: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{}{ACCEPT_GUID}", key.trim()).as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+}
+
+/// A message from the client.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A binary (or text) message's payload.
+    Data(Vec<u8>),
+    /// A ping, to be answered with a pong carrying the same payload.
+    Ping(Vec<u8>),
+    /// The client closed the connection.
+    Close,
+}
+
+/// Reads the next message, answering nothing itself; `Ok(None)` at the end of the stream.
+pub async fn read_message<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Message>> {
+    let mut payload = Vec::new();
+    loop {
+        let mut head = [0u8; 2];
+        match reader.read_exact(&mut head).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let fin = head[0] & 0x80 != 0;
+        let opcode = head[0] & 0x0f;
+        let masked = head[1] & 0x80 != 0;
+        let len = match head[1] & 0x7f {
+            126 => u64::from(reader.read_u16().await?),
+            127 => reader.read_u64().await?,
+            n => u64::from(n),
+        };
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| payload.len() + l <= MAX_MESSAGE)
+            .ok_or_else(|| invalid("message too large"))?;
+        let mut mask = [0u8; 4];
+        if masked {
+            reader.read_exact(&mut mask).await?;
+        }
+        let mut data = vec![0u8; len];
+        reader.read_exact(&mut data).await?;
+        if masked {
+            for (i, b) in data.iter_mut().enumerate() {
+                *b ^= mask[i % 4];
+            }
+        }
+        match opcode {
+            0x8 => return Ok(Some(Message::Close)),
+            0x9 => return Ok(Some(Message::Ping(data))),
+            0xA => continue,
+            0x0..=0x2 => {
+                payload.extend_from_slice(&data);
+                if fin {
+                    return Ok(Some(Message::Data(payload)));
+                }
+            }
+            _ => return Err(invalid("unknown WebSocket opcode")),
+        }
+    }
+}
+
+fn invalid(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned())
+}
+
+/// One unmasked frame of `opcode` (a server's frames are not masked).
+pub fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 10);
+    out.push(0x80 | opcode);
+    match payload.len() {
+        n if n < 126 => out.push(n as u8),
+        n if n <= usize::from(u16::MAX) => {
+            out.push(126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Writes a binary message.
+pub async fn write_binary<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    payload: &[u8],
+) -> std::io::Result<()> {
+    writer.write_all(&frame(0x2, payload)).await?;
+    writer.flush().await
+}
+
+/// Writes a pong answering a ping.
+pub async fn write_pong<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    payload: &[u8],
+) -> std::io::Result<()> {
+    writer.write_all(&frame(0xA, payload)).await?;
+    writer.flush().await
+}
+
+/// Writes a normal close (status 1000).
+pub async fn write_close<W: AsyncWrite + Unpin>(writer: &mut W) -> std::io::Result<()> {
+    writer
+        .write_all(&frame(0x8, &1000u16.to_be_bytes()))
+        .await?;
+    writer.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_accept_key_is_rfc_6455s_example() {
+        assert_eq!(
+            accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+    }
+
+    #[tokio::test]
+    async fn masked_fragments_read_as_one_message() {
+        // "Hel" then "lo", masked, as RFC 6455 §5.7's examples.
+        let mut bytes = vec![0x01, 0x83, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d];
+        bytes.extend([0x80, 0x02, b'l', b'o']);
+        bytes.extend(frame(0x9, b"hi"));
+        bytes.extend(frame(0x8, &[]));
+        let mut reader = bytes.as_slice();
+        assert_eq!(
+            read_message(&mut reader).await.unwrap(),
+            Some(Message::Data(b"Hello".to_vec()))
+        );
+        assert_eq!(
+            read_message(&mut reader).await.unwrap(),
+            Some(Message::Ping(b"hi".to_vec()))
+        );
+        assert_eq!(
+            read_message(&mut reader).await.unwrap(),
+            Some(Message::Close)
+        );
+        assert_eq!(read_message(&mut reader).await.unwrap(), None);
+    }
+
+    #[test]
+    fn long_payloads_carry_extended_lengths() {
+        assert_eq!(&frame(0x2, &[0; 300])[..4], &[0x82, 126, 1, 44]);
+        assert_eq!(frame(0x2, &[0; 70_000])[1], 127);
+    }
+}

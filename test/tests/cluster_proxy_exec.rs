@@ -1,0 +1,468 @@
+//! `kubectl exec`, `attach` and `logs -f` through the cluster proxy, end to end: a hub, a
+//! simulated managed cluster served over TLS whose process kubelet runs a Deployment as a real
+//! process, `ocm proxy server` and `ocm proxy agent` as processes, and real kubectl through
+//! `ocm proxy kubeconfig` — the user's commands back to back, the refusals included.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::Context;
+use futures::TryStreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::Api;
+use ocm_api::addon::v1beta1::ManagedClusterAddOn;
+use ocm_api::cluster::v1::ManagedCluster;
+use ocm_e2e::create_or_keep as create;
+use ocm_e2e::operator::IMAGE;
+use ocm_e2e::{WAIT, wait_for};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+const ALICE: &str = "system:serviceaccount:team:alice";
+const CLUSTER: &str = "c1";
+/// The image the ticker Deployment runs, as the local executable [`TICKER`].
+const TICKER_IMAGE: &str = "registry.example.com/ticker:1";
+/// A program that says hello, then ticks until stopped.
+const TICKER: &str = "#!/bin/sh\necho \"started $GREETING\"\ni=0\nwhile true; do i=$((i+1)); echo \"tick $i\"; sleep 0.2; done\n";
+
+/// kubectl's exit code, stdout and stderr.
+async fn kubectl(
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<(i32, String, String)> {
+    let mut child = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("running kubectl")?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).await?;
+    }
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .with_context(|| format!("kubectl {args:?} did not finish"))??;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// A Role of `rules` in `default` on the cluster, bound to alice's identity there.
+async fn grant(spoke: &kube::Client, name: &str, rules: serde_json::Value) -> anyhow::Result<()> {
+    create(
+        &Api::<Role>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": name, "namespace": "default"}, "rules": rules}),
+    )
+    .await?;
+    create(
+        &Api::<RoleBinding>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": name, "namespace": "default"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                             "name": format!("ocm:hub:{ALICE}")}]}),
+    )
+    .await
+}
+
+/// Alice on the hub, allowed through the proxy to `CLUSTER`: her proxy kubeconfig.
+async fn alice_through_the_proxy(
+    admin: &kube::Client,
+    hub_kubeconfig: &Path,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    create(
+        &Api::<Namespace>::all(admin.clone()),
+        json!({"metadata": {"name": "team"}}),
+    )
+    .await?;
+    create(
+        &Api::<ServiceAccount>::namespaced(admin.clone(), "team"),
+        json!({"metadata": {"name": "alice", "namespace": "team"}}),
+    )
+    .await?;
+    create(
+        &Api::<ClusterRole>::all(admin.clone()),
+        json!({"metadata": {"name": "proxy-c1"},
+               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
+                          "resources": ["managedclusters/proxy"], "resourceNames": [CLUSTER],
+                          "verbs": ["*"]}]}),
+    )
+    .await?;
+    create(
+        &Api::<ClusterRoleBinding>::all(admin.clone()),
+        json!({"metadata": {"name": "alice-proxy-c1"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "proxy-c1"},
+               "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team"}]}),
+    )
+    .await?;
+    let alice_hub =
+        ocm_e2e::service_account_kubeconfig(admin, hub_kubeconfig, "team", "alice").await?;
+    let out = dir.join("alice-c1.kubeconfig");
+    let status = tokio::process::Command::new(OCM)
+        .args(["proxy", "kubeconfig", "--cluster", CLUSTER, "--kubeconfig"])
+        .arg(&alice_hub)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .await?;
+    anyhow::ensure!(status.success(), "ocm proxy kubeconfig failed");
+    Ok(out)
+}
+
+/// Waits until a pod of the ticker Deployment runs its process; its name.
+async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
+    let watch = kube::runtime::watcher(
+        pods.clone(),
+        kube::runtime::watcher::Config::default().labels("app=ticker"),
+    );
+    let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(watch));
+    tokio::time::timeout(WAIT, async {
+        while let Some(pod) = events.try_next().await? {
+            let running = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|s| s.first())
+                .and_then(|c| c.state.as_ref())
+                .is_some_and(|s| s.running.is_some());
+            if running {
+                return Ok(pod.metadata.name.unwrap_or_default());
+            }
+        }
+        anyhow::bail!("the pod watch ended")
+    })
+    .await
+    .context("the ticker pod did not run")?
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_hub()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path();
+    let hub = ocm_e2e::start_fast_hub(&home.join("hub")).await?;
+    let admin = hub.admin_client();
+    let managed =
+        ocm::simulated::SimulatedCluster::start(&home.join("c1"), ([127, 0, 0, 1], 0).into())
+            .await?;
+    let spoke = managed.client();
+    let bootstrap = ocm_e2e::bootstrap_kubeconfig(&hub).await?;
+    let _agent = ocm_e2e::join(&spoke, &bootstrap, ocm_e2e::fast_agent_options(CLUSTER)).await?;
+    tokio::time::timeout(WAIT, ocm::accept::accept_when_asked(&admin, CLUSTER, false))
+        .await
+        .context("c1 did not ask to join")??;
+    wait_for(
+        &Api::<ManagedCluster>::all(admin.clone()),
+        CLUSTER,
+        "joined",
+        |c: &ManagedCluster| ocm_e2e::cluster_condition(c, "ManagedClusterJoined") == "True",
+    )
+    .await?;
+    exec_and_logs_through_the_proxy(&admin, &hub.admin_kubeconfig, &managed.kubeconfig, home).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path();
+    let hub = ocm_e2e::process::ManagedApiserver::start_with(OCM, home, &[]);
+    let admin = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig).await?;
+    // `ocm init`, then `ocm join --simulated` (a cluster served over TLS), accepted.
+    let join = ocm_e2e::process::init_then_start_join(OCM, home, &hub.kubeconfig, CLUSTER);
+    let (code, stdout, stderr) = ocm_e2e::process::run_ocm(
+        OCM,
+        home,
+        &[
+            "accept",
+            "--clusters",
+            CLUSTER,
+            "--wait",
+            "--kubeconfig",
+            hub.kubeconfig.to_str().unwrap_or_default(),
+        ],
+    );
+    anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
+    let spoke_kubeconfig = home.join("clusters").join(CLUSTER).join("admin.kubeconfig");
+    let result =
+        exec_and_logs_through_the_proxy(&admin, &hub.kubeconfig, &spoke_kubeconfig, home).await;
+    join.stop();
+    hub.stop();
+    result
+}
+
+/// From a hub (`admin`, `hub_kubeconfig`) with cluster `c1` joined (`spoke_kubeconfig`, served
+/// over TLS): the proxy, the cluster's process kubelet running the ticker, and the user's
+/// kubectl commands.
+async fn exec_and_logs_through_the_proxy(
+    admin: &kube::Client,
+    hub_kubeconfig: &Path,
+    spoke_kubeconfig: &Path,
+    home: &Path,
+) -> anyhow::Result<()> {
+    let spoke = ocm_runtime::kubeconfig::client_from_file(spoke_kubeconfig).await?;
+    // The proxy server (with the addon manager) and the agent run as `ocm proxy server` and
+    // `ocm proxy agent` processes, the agent with the credentials its pod would mount.
+    let mut server = tokio::process::Command::new(OCM)
+        .args([
+            "proxy",
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--image",
+            "ocm:test",
+            "--kubeconfig",
+        ])
+        .arg(hub_kubeconfig)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut said = BufReader::new(server.stdout.take().context("no stdout")?).lines();
+    let url = tokio::time::timeout(WAIT, async {
+        while let Some(line) = said.next_line().await? {
+            if let Some(url) = line.strip_prefix("cluster proxy server at ") {
+                return Ok(url.to_owned());
+            }
+        }
+        anyhow::bail!("ocm proxy server ended")
+    })
+    .await
+    .context("the proxy server did not start")??;
+    tokio::spawn(async move { while let Ok(Some(_)) = said.next_line().await {} });
+    create(
+        &Api::<ManagedClusterAddOn>::namespaced(admin.clone(), CLUSTER),
+        json!({"metadata": {"name": "cluster-proxy", "namespace": CLUSTER}, "spec": {}}),
+    )
+    .await?;
+    let credentials = home.join("proxy-agent");
+    let namespace = ocm_addon_framework::agent_helpers::mount_agent_credentials(
+        admin,
+        &spoke,
+        CLUSTER,
+        "cluster-proxy",
+        &credentials,
+        WAIT,
+    )
+    .await?;
+    let ca_file = home.join("proxy-ca.crt");
+    let endpoint =
+        ocm_cluster_proxy::pki::read_endpoint(admin, ocm_cluster_proxy::pki::PROXY_NAMESPACE)
+            .await?;
+    std::fs::write(&ca_file, &endpoint.ca_pem)?;
+    let mut agent = tokio::process::Command::new(OCM)
+        .args([
+            "proxy",
+            "agent",
+            "--cluster-name",
+            CLUSTER,
+            "--namespace",
+            &namespace,
+        ])
+        .args(["--proxy-server", &url, "--proxy-ca-file"])
+        .arg(&ca_file)
+        .arg("--hub-kubeconfig-dir")
+        .arg(&credentials)
+        .arg("--kubeconfig")
+        .arg(spoke_kubeconfig)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut logged = BufReader::new(agent.stderr.take().context("no stderr")?).lines();
+    let mut agent_log = Vec::new();
+    let opened = tokio::time::timeout(WAIT, async {
+        while let Some(line) = logged.next_line().await? {
+            if line.contains("tunnel open") {
+                return Ok(());
+            }
+            agent_log.push(line);
+        }
+        anyhow::bail!("ocm proxy agent ended")
+    })
+    .await;
+    anyhow::ensure!(
+        matches!(opened, Ok(Ok(()))),
+        "the agent opened no tunnel: {opened:?}\n{}",
+        agent_log.join("\n")
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = logged.next_line().await {} });
+
+    // The cluster's process kubelet runs the ticker.
+    let ticker = home.join("ticker");
+    write_executable(&ticker, TICKER)?;
+    let local = ocm::process_kubelet::LocalImage {
+        image: TICKER_IMAGE.into(),
+        executable: ticker.clone(),
+    };
+    let _kubelet =
+        ocm_e2e::start_process_kubelet_with_local(OCM, spoke_kubeconfig, IMAGE, home, vec![local])
+            .await?;
+    create(
+        &Api::<Deployment>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": "ticker"},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "ticker"}},
+                        "template": {"metadata": {"labels": {"app": "ticker"}},
+                                     "spec": {"containers": [{"name": "main", "image": TICKER_IMAGE,
+                                         "command": ["ticker"],
+                                         "env": [{"name": "GREETING", "value": "hello"}]}]}}}}),
+    )
+    .await?;
+    // A pod no kubelet runs a process for.
+    create(
+        &Api::<Pod>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": "idle"},
+               "spec": {"nodeName": "node-1",
+                        "containers": [{"name": "main", "image": "registry.example.com/idle:1"}]}}),
+    )
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(spoke.clone(), "default");
+    let pod = running_ticker(&pods).await?;
+
+    let alice = alice_through_the_proxy(admin, hub_kubeconfig, home).await?;
+    grant(
+        &spoke,
+        "pods-read",
+        json!([{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]),
+    )
+    .await?;
+    // Reading pods is no permission to exec in them.
+    let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "true"], None).await?;
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(&format!(
+            "User \"ocm:hub:{ALICE}\" cannot create resource \"pods/exec\""
+        )),
+        "{err}"
+    );
+    grant(
+        &spoke,
+        "pods-exec",
+        json!([{"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward"],
+                "verbs": ["get", "create"]}]),
+    )
+    .await?;
+
+    // exec: the pod's environment and folder, stdout and stderr apart, exit codes.
+    let (code, out, err) = kubectl(
+        &alice,
+        &[
+            "exec",
+            &pod,
+            "--",
+            "sh",
+            "-c",
+            "echo \"$GREETING from $(basename \"$(pwd)\")\"; echo oops >&2",
+        ],
+        None,
+    )
+    .await?;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, format!("hello from {pod}\n"));
+    assert_eq!(err, "oops\n");
+    let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "sh", "-c", "exit 3"], None).await?;
+    assert_eq!(code, 3, "{err}");
+    // stdin reaches the command and its end ends it.
+    let (code, out, err) = kubectl(
+        &alice,
+        &["exec", "-i", &pod, "--", "cat"],
+        Some("piped in\n"),
+    )
+    .await?;
+    assert_eq!((code, out.as_str()), (0, "piped in\n"), "{err}");
+    let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "no-such-command"], None).await?;
+    assert_eq!(code, 127, "{err}");
+
+    // logs -f: the first lines as they come; the stream stays open until stopped.
+    let mut follow = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&alice)
+        .args(["logs", "-f", &pod])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(follow.stdout.take().context("no stdout")?).lines();
+    let first: Vec<String> = tokio::time::timeout(WAIT, async {
+        let mut seen = Vec::new();
+        while seen.len() < 3 {
+            match lines.next_line().await? {
+                Some(line) => seen.push(line),
+                None => anyhow::bail!("logs -f ended after {seen:?}"),
+            }
+        }
+        Ok(seen)
+    })
+    .await
+    .context("logs -f gave no lines")??;
+    assert_eq!(first, ["started hello", "tick 1", "tick 2"]);
+    follow.kill().await?;
+
+    // attach: the process's output from now on.
+    let mut attached = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&alice)
+        .args(["attach", &pod])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(attached.stdout.take().context("no stdout")?).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .context("attach showed nothing")??
+        .context("attach ended")?;
+    assert!(line.starts_with("tick "), "{line}");
+    attached.kill().await?;
+
+    // Refusals, each clear and leaving nothing behind.
+    let (code, _, err) = kubectl(&alice, &["attach", "-i", &pod], None).await?;
+    assert_ne!(code, 0);
+    assert!(err.contains("attach with stdin is not served"), "{err}");
+    let (code, _, err) = kubectl(&alice, &["exec", "nope", "--", "true"], None).await?;
+    assert_ne!(code, 0);
+    assert!(err.contains("pods \"nope\" not found"), "{err}");
+    let (code, _, err) =
+        kubectl(&alice, &["exec", &pod, "-c", "other", "--", "true"], None).await?;
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(&format!("container other is not valid for pod {pod}")),
+        "{err}"
+    );
+    let (code, _, err) = kubectl(&alice, &["exec", "idle", "--", "true"], None).await?;
+    assert_ne!(code, 0);
+    assert!(err.contains("container \"main\" is not running"), "{err}");
+    let (code, _, err) = kubectl(&alice, &["port-forward", &pod, "18080:80"], None).await?;
+    assert_ne!(code, 0);
+    assert!(err.contains("port-forward is not served"), "{err}");
+    // The ticker still runs, untouched by all that.
+    let (code, out, err) = kubectl(
+        &alice,
+        &["exec", &pod, "--", "sh", "-c", "echo still"],
+        None,
+    )
+    .await?;
+    assert_eq!((code, out.as_str()), (0, "still\n"), "{err}");
+    Ok(())
+}
