@@ -663,7 +663,7 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     assert!(listed.items.is_empty(), "{:?}", listed.items);
 
     let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
-    let secrets: Api<Secret> = Api::namespaced(spoke, DEFAULT_INSTALL_NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(spoke.clone(), DEFAULT_INSTALL_NAMESPACE);
     let secret = wait_for(&secrets, "tok-hub-kubeconfig", "the addon's token", |s| {
         s.data.as_ref().is_some_and(|d| d.contains_key("token"))
     })
@@ -685,6 +685,64 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         other => panic!("another cluster's namespace must be forbidden: {other:?}"),
     }
 
+    // Revoking a token by hand, as a user would: deleting the ServiceAccount stops its tokens
+    // at once; the hub makes a new ServiceAccount, names its UID, and the agent rotates the
+    // addon's token to it (the secret's token changes; the new one works).
+    let old_uid = account.metadata.uid.clone().unwrap();
+    let old_token = secret.data.as_ref().unwrap()["token"].clone();
+    let (ok, _, err) = ocm_e2e::kubectl(
+        &hub.admin_kubeconfig,
+        &["delete", "serviceaccount", "tok-agent", "-n", "c01"],
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(ok, "{err}");
+    match Api::<ConfigMap>::namespaced(addon_client.clone(), "c01")
+        .list(&ListParams::default())
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
+        other => panic!("a token of the deleted ServiceAccount must not authenticate: {other:?}"),
+    }
+    let account = wait_for(&accounts, "tok-agent", "a new ServiceAccount", |a| {
+        a.metadata.uid.as_deref() != Some(old_uid.as_str())
+    })
+    .await
+    .unwrap();
+    let new_uid = account.metadata.uid.clone().unwrap();
+    wait_for(&mcas, "tok", "the new ServiceAccount named", |m| {
+        condition(m, "TokenInfrastructureReady")
+            .is_some_and(|(s, _, message)| s == "True" && message.contains(&new_uid))
+    })
+    .await
+    .unwrap();
+    let secret = wait_for(&secrets, "tok-hub-kubeconfig", "a rotated token", |s| {
+        s.data
+            .as_ref()
+            .and_then(|d| d.get("token"))
+            .is_some_and(|t| *t != old_token)
+    })
+    .await
+    .unwrap();
+    let token = String::from_utf8(secret.data.as_ref().unwrap()["token"].0.clone()).unwrap();
+    let claims = ocm_registration::agent::addon_tokens::token_claims(&token).unwrap();
+    assert_eq!(claims.service_account_uid, new_uid);
+    let mounts = tempfile::tempdir().unwrap();
+    write_secret_to_dir(&secret, mounts.path()).unwrap();
+    let addon_client = hub_client_from_dir(mounts.path()).await.unwrap();
+    Api::<ConfigMap>::namespaced(addon_client.clone(), "c01")
+        .list(&ListParams::default())
+        .await
+        .expect("the rotated token reads configmaps in its cluster namespace");
+    wait_for(&mcas, "tok", "the rotation reported", |m| {
+        condition(m, "TokenRefreshed").is_some_and(|(s, _, message)| {
+            s == "True" && message.contains(&claims_expiry(claims.expires_at))
+        })
+    })
+    .await
+    .unwrap();
+
     // The addon goes: so does its ServiceAccount, and with it every token of it — the addon
     // agent's hub access is revoked, not left until the token expires.
     mcas.delete("tok", &DeleteParams::default()).await.unwrap();
@@ -696,6 +754,29 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
         other => panic!("a token of the deleted ServiceAccount must not authenticate: {other:?}"),
     }
+    // A token request for the disabled addon, with the cluster agent's own hub credentials, is
+    // refused, naming the ServiceAccount.
+    let agent_client = ocm_e2e::hub_client_of_agent(&spoke, &hub).await.unwrap();
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
+            .unwrap();
+    match Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(agent_client, "c01")
+        .create_token_request("tok-agent", &PostParams::default(), &request)
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert!(s.code == 403 || s.code == 404, "{s:?}");
+            assert!(s.message.contains("tok-agent"), "{s:?}");
+        }
+        other => panic!("a token of a disabled addon must be refused: {other:?}"),
+    }
     stop.cancel();
     agents.cancel();
+}
+
+/// How the agent's `TokenRefreshed` message writes a token's expiry (Unix seconds).
+fn claims_expiry(expires_at: i64) -> String {
+    jiff::Timestamp::from_second(expires_at)
+        .unwrap()
+        .to_string()
 }
