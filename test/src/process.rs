@@ -330,6 +330,28 @@ pub fn init_then_start_join(bin: &str, home: &Path, kubeconfig: &Path, name: &st
     join
 }
 
+/// `ocm init` then at once `ocm join --simulated` for `name` against the hub of
+/// `kubeconfig`, then `ocm accept --wait`; returns the join process and an admin client of
+/// the simulated cluster.
+pub async fn join_simulated(
+    bin: &str,
+    home: &Path,
+    kubeconfig: &Path,
+    name: &str,
+) -> anyhow::Result<(Process, kube::Client)> {
+    let join = init_then_start_join(bin, home, kubeconfig, name);
+    let hub = kubeconfig.to_str().unwrap_or_default();
+    let (code, stdout, stderr) = run_ocm(
+        bin,
+        home,
+        &["accept", "--clusters", name, "--wait", "--kubeconfig", hub],
+    );
+    anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
+    let spoke_kubeconfig = home.join("clusters").join(name).join("admin.kubeconfig");
+    let spoke = ocm_runtime::kubeconfig::client_from_file(&spoke_kubeconfig).await?;
+    Ok((join, spoke))
+}
+
 /// A plain `ocm apiserver` process (in memory, free port, `extra` flags); returns it and its
 /// admin kubeconfig once it serves.
 pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std::path::PathBuf) {

@@ -26,9 +26,11 @@ use ocm_addon_framework::manager::run_install_strategies;
 use ocm_addon_framework::template::run_template_addons;
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_e2e::WAIT;
+use ocm_e2e::process::ManagedApiserver;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 const ADDON: &str = "greeter";
 const MANAGER_NS: &str = "open-cluster-management-hub";
 /// The soak of the first rollout strategy.
@@ -351,9 +353,8 @@ async fn until(what: &str, body: impl AsyncFnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max_failures() {
     let dir = tempfile::tempdir().unwrap();
-    let (hub, _names, _agents) = ocm_e2e::fleet(dir.path(), 3).await.unwrap();
+    let (hub, names, _agents) = ocm_e2e::fleet(dir.path(), 3).await.unwrap();
     let client = hub.admin_client();
-    let kc = hub.admin_kubeconfig.clone();
     let stop = Shutdown::new();
     tokio::spawn(run_install_strategies(client.clone(), stop.child()));
     tokio::spawn(run_template_addons(
@@ -361,15 +362,54 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         MANAGER_NS.to_owned(),
         stop.child(),
     ));
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    rollouts(
+        &client,
+        &hub.admin_kubeconfig,
+        [names[0], names[1], names[2]],
+    )
+    .await;
+}
+
+/// The same on a hub run by `ocm hub --kubeconfig` (its own addon controllers) over an
+/// `ocm apiserver`, with clusters joined by `ocm join` processes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_driven_config_rollouts_on_a_hub_run_with_a_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hub = ManagedApiserver::start(OCM, home);
+    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
+        .await
+        .unwrap();
+    let names = ["r1", "r2", "r3"];
+    let mut joins = Vec::new();
+    for name in names {
+        let (join, _) = ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name)
+            .await
+            .unwrap();
+        joins.push(join);
+    }
+    rollouts(&client, &hub.kubeconfig, names).await;
+    for join in joins {
+        join.stop();
+    }
+    hub.stop();
+}
+
+/// The scenario on a hub (admin `client`, admin kubeconfig `kc`) with the joined clusters
+/// `clusters`, whose addon controllers run.
+async fn rollouts(client: &kube::Client, kc: &Path, clusters: [&str; 3]) {
+    let kc = kc.to_path_buf();
     ocm_e2e::create_or_keep(
         &Api::<Namespace>::all(client.clone()),
         json!({"metadata": {"name": MANAGER_NS}}),
     )
     .await
     .unwrap();
-    let mut seen = Observer::start(&client);
-    let canary = ["c01", "c02"];
-    let everyone = ["c01", "c02", "c03"];
+    let [first, second, third] = clusters;
+    let mut seen = Observer::start(client);
+    let canary = [first, second];
+    let everyone = clusters;
 
     // The user labels the clusters into groups and applies the addon, back to back.
     kubectl_ok(
@@ -377,8 +417,8 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         &[
             "label",
             "managedcluster",
-            "c01",
-            "c02",
+            first,
+            second,
             "rollout-group=canary",
         ],
         None,
@@ -386,7 +426,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
     .await;
     kubectl_ok(
         &kc,
-        &["label", "managedcluster", "c03", "rollout-group=main"],
+        &["label", "managedcluster", third, "rollout-group=main"],
         None,
     )
     .await;
@@ -400,7 +440,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         },
     )
     .await;
-    let hello = seen.values_of("c01").unwrap().0;
+    let hello = seen.values_of(first).unwrap().0;
     assert!(
         everyone
             .iter()
@@ -420,7 +460,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
                 .filter_map(|c| progressing_since(&seen.addons[*c]))
                 .max();
         }
-        if seen.handed_new("c03", &old) {
+        if seen.handed_new(third, &old) {
             let done = canary_done_at
                 .expect("the main group got the new values before the canary group applied them");
             let handed = jiff::Timestamp::now();
@@ -433,7 +473,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         seen.applied_new(&everyone, &old)
     })
     .await;
-    let hola = seen.values_of("c03").unwrap().0;
+    let hola = seen.values_of(third).unwrap().0;
     until("a completed install progression", async || {
         let completed = seen.progression().is_some_and(|(_, reason, _, hash)| {
             reason == "Completed" && hash.as_ref() == Some(&hola)
@@ -449,7 +489,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
     // progressDeadline and maxFailures: a cluster whose agents never run joins the canary
     // group; it times out, the rollout stops before the main group and says so, and goes on
     // once the cluster leaves the placement.
-    ocm_e2e::accepted_cluster_without_agent(&client, "c09")
+    ocm_e2e::accepted_cluster_without_agent(client, "c09")
         .await
         .unwrap();
     let (ok, _, err) = patch_strategy(
@@ -472,7 +512,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         "the rollout stopped at the timed-out cluster, then finished",
         async || {
             let change = seen.next().await;
-            if seen.handed_new("c03", &old) {
+            if seen.handed_new(third, &old) {
                 assert!(
                     released,
                     "the main group got the new values while a canary had timed out"
@@ -483,7 +523,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
                     status == "True" && reason == "Failed" && !message.contains(" 0 timeout")
                 });
                 if let Some((_, _, message, _)) = failed {
-                    assert_no_new_values(&client, &["c03"], &old).await;
+                    assert_no_new_values(client, &[third], &old).await;
                     stopped_message = Some(message);
                     kubectl_ok(
                         &kc,
@@ -500,7 +540,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
     .await;
     let message = stopped_message.unwrap();
     assert!(message.contains("timeout"), "{message}");
-    old.insert(seen.values_of("c03").unwrap().0);
+    old.insert(seen.values_of(third).unwrap().0);
 
     // Invalid values: what the schema forbids is refused and changes nothing.
     for (rollout, field) in [
@@ -575,7 +615,7 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
                             && hash.as_ref().is_some_and(|h| !old.contains(h))
                     });
                 if named.is_some() {
-                    assert_no_new_values(&client, &everyone, &old).await;
+                    assert_no_new_values(client, &everyone, &old).await;
                     let (ok, _, err) = patch_strategy(
                         &kc,
                         json!({"type": "ProgressivePerGroup",
@@ -590,5 +630,4 @@ async fn kubectl_driven_config_rollouts_go_group_by_group_soak_and_stop_past_max
         },
     )
     .await;
-    stop.cancel();
 }
