@@ -1,6 +1,6 @@
-//! Addon config rollouts as a user drives them with kubectl: a template addon, its
-//! AddOnDeploymentConfig and a Placement with two decision groups applied with
-//! `kubectl apply`, the config changed with `kubectl patch`, and the ManagedClusterAddOns and
+//! Addon config rollouts as a user drives them with kubectl, on an embedded hub and on a hub
+//! run by `ocm hub --kubeconfig`: the user guide's template addon, AddOnDeploymentConfig and
+//! Placement with two decision groups applied with `kubectl apply`, the config changed with `kubectl patch`, and the ManagedClusterAddOns and
 //! the ClusterManagementAddOn watched throughout:
 //! - `ProgressivePerGroup` with `minSuccessTime`: no cluster of the second group gets the new
 //!   config before every cluster of the first applied it, and not before the soak after the
@@ -36,107 +36,24 @@ const MANAGER_NS: &str = "open-cluster-management-hub";
 /// The soak of the first rollout strategy.
 const SOAK_SECONDS: i64 = 3;
 
-/// What a user applies: a namespace bound to the default cluster set, a Placement with the
-/// decision groups `canary` and `main` (tolerating unreachable clusters, so that a cluster
-/// whose agents never run is chosen too), the addon's values, its template and the
-/// ClusterManagementAddOn rolling configs out group by group with a soak.
-const SETUP: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: addons
----
-apiVersion: cluster.open-cluster-management.io/v1beta2
-kind: ManagedClusterSetBinding
-metadata:
-  name: default
-  namespace: addons
-spec:
-  clusterSet: default
----
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata:
-  name: greeter
-  namespace: addons
-spec:
-  predicates:
-  - requiredClusterSelector:
-      labelSelector:
-        matchExpressions:
-        - {key: rollout-group, operator: Exists}
-  tolerations:
-  - {key: cluster.open-cluster-management.io/unreachable, operator: Exists}
-  - {key: cluster.open-cluster-management.io/unavailable, operator: Exists}
-  decisionStrategy:
-    groupStrategy:
-      decisionGroups:
-      - groupName: canary
-        groupClusterSelector:
-          labelSelector:
-            matchLabels: {rollout-group: canary}
-      - groupName: main
-        groupClusterSelector:
-          labelSelector:
-            matchLabels: {rollout-group: main}
----
-apiVersion: addon.open-cluster-management.io/v1alpha1
-kind: AddOnDeploymentConfig
-metadata:
-  name: greeter-values
-  namespace: addons
-spec:
-  agentInstallNamespace: greeter
-  customizedVariables:
-  - {name: GREETING, value: hello}
----
-apiVersion: addon.open-cluster-management.io/v1alpha1
-kind: AddOnTemplate
-metadata:
-  name: greeter-v1
-spec:
-  addonName: greeter
-  agentSpec:
-    workload:
-      manifests:
-      - apiVersion: v1
-        kind: Namespace
-        metadata:
-          name: greeter
-      - apiVersion: v1
-        kind: ConfigMap
-        metadata:
-          name: greeter
-          namespace: greeter
-        data:
-          greeting: "{{GREETING}}"
-          cluster: "{{CLUSTER_NAME}}"
----
-apiVersion: addon.open-cluster-management.io/v1alpha1
-kind: ClusterManagementAddOn
-metadata:
-  name: greeter
-spec:
-  supportedConfigs:
-  - group: addon.open-cluster-management.io
-    resource: addontemplates
-    defaultConfig:
-      name: greeter-v1
-  - group: addon.open-cluster-management.io
-    resource: addondeploymentconfigs
-    defaultConfig:
-      namespace: addons
-      name: greeter-values
-  installStrategy:
-    type: Placements
-    placements:
-    - namespace: addons
-      name: greeter
-      rolloutStrategy:
-        type: ProgressivePerGroup
-        progressivePerGroup:
-          minSuccessTime: 3s
-"#;
+/// The user guide's example (docs/addons.md, "Rolling out a config change group by group"):
+/// a namespace bound to the default cluster set, a Placement with the decision groups
+/// `canary` and `main`, the addon's values, its template and the ClusterManagementAddOn
+/// rolling configs out group by group with a soak — the test applies what the guide shows.
+fn guide_yaml() -> &'static str {
+    let guide = include_str!("../../docs/addons.md");
+    let section = &guide[guide
+        .find("## Rolling out a config change group by group")
+        .expect("the guide's rollout section")..];
+    let start = section.find("```yaml\n").expect("its YAML") + "```yaml\n".len();
+    let end = start + section[start..].find("```").expect("the end of its YAML");
+    &section[start..end]
+}
+
+/// Lets the placement choose clusters whose agents never run (tainted unreachable).
+const TOLERATE_UNREACHABLE: &str = r#"{"spec": {"tolerations": [
+    {"key": "cluster.open-cluster-management.io/unreachable", "operator": "Exists"},
+    {"key": "cluster.open-cluster-management.io/unavailable", "operator": "Exists"}]}}"#;
 
 /// `kubectl` as the hub's admin; (success, stdout, stderr).
 async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
@@ -430,7 +347,7 @@ async fn rollouts(client: &kube::Client, kc: &Path, clusters: [&str; 3]) {
         None,
     )
     .await;
-    kubectl_ok(&kc, &["apply", "-f", "-"], Some(SETUP)).await;
+    kubectl_ok(&kc, &["apply", "-f", "-"], Some(guide_yaml())).await;
     let mut old = BTreeSet::new();
     until(
         "the addon installed with its values everywhere",
@@ -492,6 +409,22 @@ async fn rollouts(client: &kube::Client, kc: &Path, clusters: [&str; 3]) {
     ocm_e2e::accepted_cluster_without_agent(client, "c09")
         .await
         .unwrap();
+    kubectl_ok(
+        &kc,
+        &[
+            "patch",
+            "placement",
+            "greeter",
+            "-n",
+            "addons",
+            "--type",
+            "merge",
+            "-p",
+            TOLERATE_UNREACHABLE,
+        ],
+        None,
+    )
+    .await;
     let (ok, _, err) = patch_strategy(
         &kc,
         json!({"type": "ProgressivePerGroup",
