@@ -301,7 +301,7 @@ async fn kubectl_driven_config_rollouts_on_a_hub_run_with_a_kubeconfig() {
     let names = ["r1", "r2", "r3"];
     let mut joins = Vec::new();
     for name in names {
-        let (join, _) = ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name)
+        let (join, _) = ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name, &[])
             .await
             .unwrap();
         joins.push(join);

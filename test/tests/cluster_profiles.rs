@@ -649,7 +649,7 @@ async fn cluster_profiles_on_a_hub_run_with_a_kubeconfig() -> anyhow::Result<()>
     let mut spokes = Vec::new();
     for name in &clusters {
         let (join, spoke) =
-            ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name).await?;
+            ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name, &[]).await?;
         joins.push(join);
         spokes.push(spoke);
     }
