@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -45,6 +46,8 @@ struct Caches {
     decisions: Store<PlacementDecision>,
     clusters: Store<ManagedCluster>,
     deployment_configs: Store<AddOnDeploymentConfig>,
+    /// The addon agents' ServiceAccounts of the token driver (label-selected: only those).
+    token_accounts: Store<ServiceAccount>,
 }
 
 /// The ManagedClusterAddOns of one pass, indexed by addon name: each pass reads the cache once
@@ -807,13 +810,30 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
     let (clusters, cluster_feed) = cache::<ManagedCluster>(&client, &changed, &shutdown);
     let (deployment_configs, config_feed) =
         cache::<AddOnDeploymentConfig>(&client, &changed, &shutdown);
-    let feeds = [cma_feed, mca_feed, decision_feed, cluster_feed, config_feed];
+    let (token_accounts, account_feed) = ocm_runtime::cache::notifying_store(
+        Api::<ServiceAccount>::all(client.clone()),
+        watcher::Config::default().labels(&format!(
+            "{}=true",
+            ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
+        )),
+        changed.clone(),
+        shutdown.clone(),
+    );
+    let feeds = [
+        cma_feed,
+        mca_feed,
+        decision_feed,
+        cluster_feed,
+        config_feed,
+        account_feed,
+    ];
     let caches = Caches {
         cmas,
         mcas,
         decisions,
         clusters,
         deployment_configs,
+        token_accounts,
     };
     let ready = async {
         let _ = caches.cmas.wait_until_ready().await;
@@ -821,6 +841,7 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
         let _ = caches.decisions.wait_until_ready().await;
         let _ = caches.clusters.wait_until_ready().await;
         let _ = caches.deployment_configs.wait_until_ready().await;
+        let _ = caches.token_accounts.wait_until_ready().await;
     };
     let mut unknown_events = UnknownAddonEvents::new(&client);
     let mut token_infra = crate::token_infra::TokenInfra::default();
@@ -833,7 +854,9 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
                 tracing::debug!(%err, "install strategy pass failed; retrying");
             }
             mark_unknown_addons(&client, &caches, &index, &mut unknown_events).await;
-            token_infra.pass(&client, index.all()).await;
+            token_infra
+                .pass(&client, index.all(), &caches.token_accounts)
+                .await;
             let recheck = match config_pass(&client, &caches, &index).await {
                 Ok(recheck) => recheck,
                 Err(err) => {

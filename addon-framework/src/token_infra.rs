@@ -11,14 +11,18 @@
 //! tokens against that UID), or False `TokenInfrastructureApplyFailed`. When the addon stops
 //! using tokens the objects and the condition go; a deleted addon's go with it.
 //!
-//! Objects are applied when the condition is not True yet or this process has not applied
-//! them yet (a restart repairs objects deleted by hand).
+//! Objects are applied when the condition is not True yet, this process has not applied
+//! them yet (a restart repairs objects deleted by hand), or the ServiceAccount the condition
+//! names is gone or replaced: deleting it (`kubectl delete serviceaccount <addon>-agent -n
+//! <cluster>`) revokes every token of it at once, the hub makes a new one and the condition
+//! names its UID, and the agent requests a token of the new one.
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
 use ocm_api::addon::names::conditions::TOKEN_INFRASTRUCTURE_READY;
 use ocm_api::addon::names::labels::{TOKEN_INFRASTRUCTURE, TOKEN_INFRASTRUCTURE_ADDON};
 use ocm_api::addon::v1beta1::{KubeClientDriver, ManagedClusterAddOn, RegistrationType};
@@ -86,6 +90,15 @@ pub fn ready_message(cluster: &str, addon: &str, uid: &str) -> String {
     )
 }
 
+/// Whether the ServiceAccount the addon's `TokenInfrastructureReady` `message` names (by
+/// UID) is `account`, the one on the hub — false once it was deleted or replaced (tokens of
+/// it revoked), so that the objects are applied again and the condition names the new UID.
+pub fn account_current(message: &str, account: Option<&ServiceAccount>) -> bool {
+    account
+        .and_then(|a| a.metadata.uid.as_deref())
+        .is_some_and(|uid| message.contains(&format!("(UID: {uid})")))
+}
+
 /// What the token infrastructure pass remembers.
 #[derive(Debug, Default)]
 pub(crate) struct TokenInfra {
@@ -94,11 +107,12 @@ pub(crate) struct TokenInfra {
 }
 
 impl TokenInfra {
-    /// One pass over `mcas`.
+    /// One pass over `mcas`, with `accounts` the token infrastructure ServiceAccounts.
     pub(crate) async fn pass<'a>(
         &mut self,
         client: &kube::Client,
         mcas: impl Iterator<Item = &'a std::sync::Arc<ManagedClusterAddOn>>,
+        accounts: &Store<ServiceAccount>,
     ) {
         for mca in mcas {
             let (Some(addon), Some(cluster)) = (&mca.metadata.name, &mca.metadata.namespace) else {
@@ -128,7 +142,11 @@ impl TokenInfra {
                 }
                 continue;
             }
-            if reported.is_some_and(|c| c.status == "True") && self.applied.contains(&uid) {
+            let account = accounts.get(&ObjectRef::new(&account(addon)).within(cluster));
+            if reported.is_some_and(|c| {
+                c.status == "True" && account_current(&c.message, account.as_deref())
+            }) && self.applied.contains(&uid)
+            {
                 continue;
             }
             let wanted = match apply(client, cluster, addon, &uid).await {
@@ -256,6 +274,17 @@ mod tests {
             ready_message("c1", "hello", "u-9"),
             "ServiceAccount c1/hello-agent (UID: u-9) is ready"
         );
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_service_account_is_not_current() {
+        let message = ready_message("c1", "tok", "uid-1");
+        let account = |uid: &str| -> ServiceAccount {
+            serde_json::from_value(json!({"metadata": {"name": "tok-agent", "uid": uid}})).unwrap()
+        };
+        assert!(account_current(&message, Some(&account("uid-1"))));
+        assert!(!account_current(&message, Some(&account("uid-2"))));
+        assert!(!account_current(&message, None));
     }
 
     #[test]

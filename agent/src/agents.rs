@@ -58,18 +58,43 @@ pub struct AgentArgs {
     /// How often each work's objects are read back, repaired and reported (with the work agent).
     #[arg(long, default_value = "10s", value_parser = crate::flags::parse_duration)]
     status_sync_interval: Duration,
+    #[command(flatten)]
+    addon_auth: AddonAuthArgs,
+    /// Address of the /metrics, /healthz and /readyz endpoint.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    metrics_addr: SocketAddr,
+}
+
+/// Flags of how addons' kubeClient registrations get hub credentials (`ocm agent`, `ocm join`).
+#[derive(Debug, Clone, Args)]
+pub struct AddonAuthArgs {
     /// How addons' kubeClient registrations get hub credentials: `csr` (client certificates)
     /// or `token` (ServiceAccount tokens the hub's addon manager provides for).
     #[arg(long, default_value = "csr", value_parser = ["csr", "token"])]
-    addon_kubeclient_registration_auth: String,
+    pub addon_kubeclient_registration_auth: String,
     /// Lifetime of addon agents' tokens (with `--addon-kubeclient-registration-auth=token`),
     /// at least 600 seconds.
     #[arg(long, default_value_t = ocm_registration::agent::addon_tokens::AddonKubeClientAuth::DEFAULT_TOKEN_EXPIRATION_SECONDS,
           value_parser = clap::value_parser!(i64).range(600..))]
-    addon_token_expiration_seconds: i64,
-    /// Address of the /metrics, /healthz and /readyz endpoint.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    metrics_addr: SocketAddr,
+    pub addon_token_expiration_seconds: i64,
+}
+
+impl AddonAuthArgs {
+    /// Whether the flags ask for the token driver.
+    pub fn uses_token(&self) -> bool {
+        self.addon_kubeclient_registration_auth == "token"
+    }
+
+    /// The registration agent's option the flags say.
+    pub fn auth(&self) -> AddonKubeClientAuth {
+        if self.uses_token() {
+            AddonKubeClientAuth::Token {
+                expiration_seconds: self.addon_token_expiration_seconds,
+            }
+        } else {
+            AddonKubeClientAuth::Csr
+        }
+    }
 }
 
 /// Parses `key=value`.
@@ -107,13 +132,7 @@ async fn run_body(args: AgentArgs) -> anyhow::Result<()> {
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         max_custom_cluster_claims: args.max_custom_cluster_claims,
-        addon_kube_client_auth: if args.addon_kubeclient_registration_auth == "token" {
-            AddonKubeClientAuth::Token {
-                expiration_seconds: args.addon_token_expiration_seconds,
-            }
-        } else {
-            AddonKubeClientAuth::Csr
-        },
+        addon_kube_client_auth: args.addon_auth.auth(),
         ..Default::default()
     };
     for gates in &args.feature_gates {

@@ -310,6 +310,17 @@ pub async fn wait_dashboard_page(url: &str, path: &str, needles: &[&str]) -> Str
 /// cluster `name` with the printed URL and token (its state under `home/clusters/NAME`);
 /// returns the join process once the hub took its token.
 pub fn init_then_start_join(bin: &str, home: &Path, kubeconfig: &Path, name: &str) -> Process {
+    init_then_start_join_with(bin, home, kubeconfig, name, &[])
+}
+
+/// [`init_then_start_join`] with `extra` flags for `ocm join`.
+pub fn init_then_start_join_with(
+    bin: &str,
+    home: &Path,
+    kubeconfig: &Path,
+    name: &str,
+    extra: &[&str],
+) -> Process {
     let (code, stdout, stderr) = run_ocm(
         bin,
         home,
@@ -325,9 +336,32 @@ pub fn init_then_start_join(bin: &str, home: &Path, kubeconfig: &Path, name: &st
             .to_owned()
     };
     let (url, token) = (word_after("--hub-apiserver"), word_after("--hub-token"));
-    let join = spawn_simulated_join(bin, home, &url, &token, name);
+    let join = spawn_simulated_join_with(bin, home, &url, &token, name, extra);
     join.wait_line("token accepted");
     join
+}
+
+/// `ocm init` then at once `ocm join --simulated` (with `extra` flags) for `name` against the
+/// hub of `kubeconfig`, then `ocm accept --wait`; returns the join process and an admin client of
+/// the simulated cluster.
+pub async fn join_simulated(
+    bin: &str,
+    home: &Path,
+    kubeconfig: &Path,
+    name: &str,
+    extra: &[&str],
+) -> anyhow::Result<(Process, kube::Client)> {
+    let join = init_then_start_join_with(bin, home, kubeconfig, name, extra);
+    let hub = kubeconfig.to_str().unwrap_or_default();
+    let (code, stdout, stderr) = run_ocm(
+        bin,
+        home,
+        &["accept", "--clusters", name, "--wait", "--kubeconfig", hub],
+    );
+    anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
+    let spoke_kubeconfig = home.join("clusters").join(name).join("admin.kubeconfig");
+    let spoke = ocm_runtime::kubeconfig::client_from_file(&spoke_kubeconfig).await?;
+    Ok((join, spoke))
 }
 
 /// A plain `ocm apiserver` process (in memory, free port, `extra` flags); returns it and its
@@ -438,21 +472,31 @@ pub fn start_hub_component_with(
 /// `admin.kubeconfig`, under `home/clusters/<name>`) with the hub URL and token `ocm init`
 /// printed.
 pub fn spawn_simulated_join(bin: &str, home: &Path, url: &str, token: &str, name: &str) -> Process {
+    spawn_simulated_join_with(bin, home, url, token, name, &[])
+}
+
+/// [`spawn_simulated_join`] with `extra` flags.
+pub fn spawn_simulated_join_with(
+    bin: &str,
+    home: &Path,
+    url: &str,
+    token: &str,
+    name: &str,
+    extra: &[&str],
+) -> Process {
     let data = home.join("clusters").join(name);
-    Process::spawn(
-        bin,
-        home,
-        &[
-            "join",
-            "--hub-apiserver",
-            url,
-            "--hub-token",
-            token,
-            "--cluster-name",
-            name,
-            "--simulated",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-    )
+    let mut args = vec![
+        "join",
+        "--hub-apiserver",
+        url,
+        "--hub-token",
+        token,
+        "--cluster-name",
+        name,
+        "--simulated",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Process::spawn(bin, home, &args)
 }

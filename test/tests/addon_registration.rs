@@ -36,6 +36,7 @@ use rcgen::{
 };
 use serde_json::{Value, json};
 
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 const SIGNER: &str = "example.com/reg-signer";
 const CA_NAME: &str = "reg test addon CA";
 
@@ -628,8 +629,78 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
             .with_addon(Arc::new(token_addon()))
             .run(stop.child()),
     );
-    enable(&client, "c01", "tok").await;
-    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
+    token_driver(&client, &hub.admin_kubeconfig, &spoke, "c01", &names[1]).await;
+    stop.cancel();
+    agents.cancel();
+}
+
+/// The same on a hub run by `ocm hub --kubeconfig` (which runs the token infrastructure) over
+/// an `ocm apiserver`, with clusters joined by `ocm join --addon-kubeclient-registration-auth
+/// token` processes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_driver_on_a_hub_run_with_a_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hub = ocm_e2e::process::ManagedApiserver::start(OCM, home);
+    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
+        .await
+        .unwrap();
+    let token = ["--addon-kubeclient-registration-auth", "token"];
+    // With --operator the Klusterlet says which driver; the flag is refused, naming that.
+    let (code, _, stderr) = ocm_e2e::process::run_ocm(
+        OCM,
+        home,
+        &[
+            "join",
+            "--operator",
+            "--spoke-kubeconfig",
+            hub.kubeconfig.to_str().unwrap(),
+            "--hub-apiserver",
+            "https://127.0.0.1:1",
+            "--hub-token",
+            "abcdef.0123456789abcdef",
+            "--cluster-name",
+            "t9",
+            token[0],
+            token[1],
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("addOnKubeClientRegistrationDriver"),
+        "{stderr}"
+    );
+    let (first, spoke) = ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, "t1", &token)
+        .await
+        .unwrap();
+    let (second, _) = ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, "t2", &token)
+        .await
+        .unwrap();
+    let stop = Shutdown::new();
+    tokio::spawn(
+        AddonManager::new(client.clone())
+            .with_addon(Arc::new(token_addon()))
+            .run(stop.child()),
+    );
+    token_driver(&client, &hub.kubeconfig, &spoke, "t1", "t2").await;
+    stop.cancel();
+    first.stop();
+    second.stop();
+    hub.stop();
+}
+
+/// The token driver scenario on a hub (admin `client` and `kubeconfig`) whose addon manager
+/// runs `tok`, with `cluster` (managed cluster `spoke`) and `other` joined with the driver.
+async fn token_driver(
+    client: &kube::Client,
+    kubeconfig: &std::path::Path,
+    spoke: &kube::Client,
+    cluster: &str,
+    other: &str,
+) {
+    enable(client, cluster, "tok").await;
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), cluster);
     let mca = wait_for(&mcas, "tok", "a token and permissions", |m| {
         has_condition(
             m,
@@ -644,10 +715,10 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     let registration = serde_json::to_value(&mca.status.as_ref().unwrap().registrations).unwrap();
     assert_eq!(
         registration[0]["kubeClient"],
-        json!({"driver": "token", "subject": {"user": "system:serviceaccount:c01:tok-agent"}})
+        json!({"driver": "token", "subject": {"user": format!("system:serviceaccount:{cluster}:tok-agent")}})
     );
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(client.clone(), "c01");
+        Api::namespaced(client.clone(), cluster);
     let account = accounts.get("tok-agent").await.unwrap();
     let (_, _, message) = condition(&mca, "TokenInfrastructureReady").unwrap();
     assert!(
@@ -662,8 +733,7 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         .unwrap();
     assert!(listed.items.is_empty(), "{:?}", listed.items);
 
-    let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
-    let secrets: Api<Secret> = Api::namespaced(spoke, DEFAULT_INSTALL_NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(spoke.clone(), DEFAULT_INSTALL_NAMESPACE);
     let secret = wait_for(&secrets, "tok-hub-kubeconfig", "the addon's token", |s| {
         s.data.as_ref().is_some_and(|d| d.contains_key("token"))
     })
@@ -672,11 +742,10 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     let mounts = tempfile::tempdir().unwrap();
     write_secret_to_dir(&secret, mounts.path()).unwrap();
     let addon_client = hub_client_from_dir(mounts.path()).await.unwrap();
-    Api::<ConfigMap>::namespaced(addon_client.clone(), "c01")
+    Api::<ConfigMap>::namespaced(addon_client.clone(), cluster)
         .list(&ListParams::default())
         .await
         .expect("the ServiceAccount reads configmaps in its cluster namespace");
-    let other = names.iter().find(|n| *n != "c01").unwrap();
     match Api::<ConfigMap>::namespaced(addon_client.clone(), other)
         .list(&ListParams::default())
         .await
@@ -685,17 +754,108 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
         other => panic!("another cluster's namespace must be forbidden: {other:?}"),
     }
 
-    // The addon goes: so does its ServiceAccount, and with it every token of it — the addon
-    // agent's hub access is revoked, not left until the token expires.
-    mcas.delete("tok", &DeleteParams::default()).await.unwrap();
-    wait_gone(&accounts, "tok-agent").await.unwrap();
-    match Api::<ConfigMap>::namespaced(addon_client, "c01")
+    // Revoking a token by hand, as a user would: deleting the ServiceAccount stops its tokens
+    // at once; the hub makes a new ServiceAccount, names its UID, and the agent rotates the
+    // addon's token to it (the secret's token changes; the new one works).
+    let old_uid = account.metadata.uid.clone().unwrap();
+    let old_token = secret.data.as_ref().unwrap()["token"].clone();
+    let (ok, _, err) = ocm_e2e::kubectl(
+        kubeconfig,
+        &["delete", "serviceaccount", "tok-agent", "-n", cluster],
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(ok, "{err}");
+    match Api::<ConfigMap>::namespaced(addon_client.clone(), cluster)
         .list(&ListParams::default())
         .await
     {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
         other => panic!("a token of the deleted ServiceAccount must not authenticate: {other:?}"),
     }
-    stop.cancel();
-    agents.cancel();
+    let account = wait_for(&accounts, "tok-agent", "a new ServiceAccount", |a| {
+        a.metadata.uid.as_deref() != Some(old_uid.as_str())
+    })
+    .await
+    .unwrap();
+    let new_uid = account.metadata.uid.clone().unwrap();
+    wait_for(&mcas, "tok", "the new ServiceAccount named", |m| {
+        condition(m, "TokenInfrastructureReady")
+            .is_some_and(|(s, _, message)| s == "True" && message.contains(&new_uid))
+    })
+    .await
+    .unwrap();
+    let secret = wait_for(&secrets, "tok-hub-kubeconfig", "a rotated token", |s| {
+        s.data
+            .as_ref()
+            .and_then(|d| d.get("token"))
+            .is_some_and(|t| *t != old_token)
+    })
+    .await
+    .unwrap();
+    let token = String::from_utf8(secret.data.as_ref().unwrap()["token"].0.clone()).unwrap();
+    let claims = ocm_registration::agent::addon_tokens::token_claims(&token).unwrap();
+    assert_eq!(claims.service_account_uid, new_uid);
+    let mounts = tempfile::tempdir().unwrap();
+    write_secret_to_dir(&secret, mounts.path()).unwrap();
+    let addon_client = hub_client_from_dir(mounts.path()).await.unwrap();
+    Api::<ConfigMap>::namespaced(addon_client.clone(), cluster)
+        .list(&ListParams::default())
+        .await
+        .expect("the rotated token reads configmaps in its cluster namespace");
+    wait_for(&mcas, "tok", "the rotation reported", |m| {
+        condition(m, "TokenRefreshed").is_some_and(|(s, _, message)| {
+            s == "True" && message.contains(&claims_expiry(claims.expires_at))
+        })
+    })
+    .await
+    .unwrap();
+
+    // The addon goes: so does its ServiceAccount, and with it every token of it — the addon
+    // agent's hub access is revoked, not left until the token expires.
+    mcas.delete("tok", &DeleteParams::default()).await.unwrap();
+    wait_gone(&accounts, "tok-agent").await.unwrap();
+    match Api::<ConfigMap>::namespaced(addon_client, cluster)
+        .list(&ListParams::default())
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
+        other => panic!("a token of the deleted ServiceAccount must not authenticate: {other:?}"),
+    }
+    // A token request for the disabled addon, with the cluster agent's own hub credentials, is
+    // refused, naming the ServiceAccount.
+    let agent_mounts = tempfile::tempdir().unwrap();
+    let agent_client = agent_hub_client(spoke, agent_mounts.path()).await;
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
+            .unwrap();
+    match Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(agent_client, cluster)
+        .create_token_request("tok-agent", &PostParams::default(), &request)
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert!(s.code == 403 || s.code == 404, "{s:?}");
+            assert!(s.message.contains("tok-agent"), "{s:?}");
+        }
+        other => panic!("a token of a disabled addon must be refused: {other:?}"),
+    }
+}
+
+/// A hub client with the cluster agent's own credentials, from its `hub-kubeconfig-secret`
+/// (written into `mounts`).
+async fn agent_hub_client(spoke: &kube::Client, mounts: &std::path::Path) -> kube::Client {
+    let secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
+        .get("hub-kubeconfig-secret")
+        .await
+        .unwrap();
+    write_secret_to_dir(&secret, mounts).unwrap();
+    hub_client_from_dir(mounts).await.unwrap()
+}
+
+/// How the agent's `TokenRefreshed` message writes a token's expiry (Unix seconds).
+fn claims_expiry(expires_at: i64) -> String {
+    jiff::Timestamp::from_second(expires_at)
+        .unwrap()
+        .to_string()
 }

@@ -23,7 +23,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_api::multicluster::v1alpha1::ClusterProfile;
 use ocm_e2e::WAIT;
-use ocm_e2e::process::{ManagedApiserver, Process, run_ocm};
+use ocm_e2e::process::{ManagedApiserver, run_ocm};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
@@ -629,27 +629,6 @@ async fn cluster_profiles_on_the_embedded_hub() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ocm init` then at once `ocm join --simulated` for `name` against the hub of
-/// `kubeconfig`, accepted; returns the join process and an admin client of the simulated
-/// cluster.
-async fn join_simulated(
-    home: &Path,
-    kubeconfig: &Path,
-    name: &str,
-) -> anyhow::Result<(Process, kube::Client)> {
-    let join = ocm_e2e::process::init_then_start_join(OCM, home, kubeconfig, name);
-    let hub = kubeconfig.to_str().unwrap_or_default();
-    let (code, stdout, stderr) = run_ocm(
-        OCM,
-        home,
-        &["accept", "--clusters", name, "--wait", "--kubeconfig", hub],
-    );
-    anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
-    let spoke_kubeconfig = home.join("clusters").join(name).join("admin.kubeconfig");
-    let spoke = ocm_runtime::kubeconfig::client_from_file(&spoke_kubeconfig).await?;
-    Ok((join, spoke))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cluster_profiles_on_a_hub_run_with_a_kubeconfig() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
@@ -669,7 +648,8 @@ async fn cluster_profiles_on_a_hub_run_with_a_kubeconfig() -> anyhow::Result<()>
     let mut joins = Vec::new();
     let mut spokes = Vec::new();
     for name in &clusters {
-        let (join, spoke) = join_simulated(home, &hub.kubeconfig, name).await?;
+        let (join, spoke) =
+            ocm_e2e::process::join_simulated(OCM, home, &hub.kubeconfig, name, &[]).await?;
         joins.push(join);
         spokes.push(spoke);
     }

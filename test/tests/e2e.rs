@@ -6,6 +6,7 @@
 mod addon_admission;
 mod addon_hub;
 mod addon_registration;
+mod addon_rollout;
 mod addon_templates;
 mod addons;
 mod cluster_profiles;

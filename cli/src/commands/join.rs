@@ -79,6 +79,10 @@ pub struct JoinArgs {
     /// Seconds to wait with --wait.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// How the agent `ocm join` runs gets addons' hub credentials (not with --operator: there
+    /// the Klusterlet's `registrationConfiguration.addOnKubeClientRegistrationDriver` says).
+    #[command(flatten)]
+    pub addon_auth: super::agent::AddonAuthArgs,
 }
 
 /// Installs the klusterlet operator, the bootstrap kubeconfig and (unless `--no-klusterlet`) a
@@ -183,6 +187,12 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     if let Some(name) = &args.cluster_name {
         super::agent_flags::check_cluster_name(name)?;
     }
+    if args.operator && args.addon_auth.uses_token() {
+        bail!(
+            "--addon-kubeclient-registration-auth is for the agent ocm join runs; with --operator \
+             set the Klusterlet's registrationConfiguration.addOnKubeClientRegistrationDriver"
+        );
+    }
     let (url, bootstrap) = match &args.bootstrap_kubeconfig {
         Some(path) => {
             let (text, url) = read_bootstrap_kubeconfig(path)?;
@@ -248,6 +258,7 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     let options = ocm_registration::agent::AgentOptions {
         cluster_name,
         client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
+        addon_kube_client_auth: args.addon_auth.auth(),
         ..Default::default()
     };
     let result = super::agent::run_agent(spoke, options, args.metrics_addr, shutdown).await;
