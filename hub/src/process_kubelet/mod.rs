@@ -27,8 +27,11 @@
 
 pub mod command;
 pub mod exec;
+mod inflate;
 pub mod logs;
 pub mod pod;
+pub mod portforward;
+mod spdy;
 mod supervisor;
 pub mod websocket;
 
