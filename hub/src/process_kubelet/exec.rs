@@ -68,7 +68,9 @@ pub fn recorded_ports(pod_dir: &Path) -> Option<BTreeMap<u16, u16>> {
     Some(
         ports
             .iter()
-            .filter_map(|(port, local)| Some((port.parse().ok()?, u16::try_from(local.as_u64()?).ok()?)))
+            .filter_map(|(port, local)| {
+                Some((port.parse().ok()?, u16::try_from(local.as_u64()?).ok()?))
+            })
             .collect(),
     )
 }

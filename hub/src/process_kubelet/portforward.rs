@@ -51,7 +51,9 @@ pub fn parse(work_dir: &Path, path: &str) -> Result<(String, PathBuf), String> {
         .map(|rest| rest.split('/').collect())
         .unwrap_or_default();
     match parts.as_slice() {
-        [namespace, pod] | [namespace, pod, _] if is_plain_name(namespace) && is_plain_name(pod) => {
+        [namespace, pod] | [namespace, pod, _]
+            if is_plain_name(namespace) && is_plain_name(pod) =>
+        {
             Ok((
                 format!("{namespace}/{pod}"),
                 work_dir.join(namespace).join(pod),
@@ -151,6 +153,53 @@ struct Flow {
     streams: HashMap<u32, i64>,
 }
 
+impl Default for Flow {
+    fn default() -> Self {
+        Flow {
+            enforced: false,
+            initial: DEFAULT_WINDOW,
+            session: DEFAULT_WINDOW,
+            streams: HashMap::new(),
+        }
+    }
+}
+
+impl Flow {
+    /// How many of `want` bytes may go on `stream` now (taken from its windows); 0: wait.
+    fn take(&mut self, stream: u32, want: usize) -> usize {
+        if !self.enforced {
+            return want;
+        }
+        let initial = self.initial;
+        let window = self.streams.entry(stream).or_insert(initial);
+        let allowed = (*window).min(self.session).min(want as i64).max(0);
+        *window -= allowed;
+        self.session -= allowed;
+        allowed as usize
+    }
+
+    /// The client's WINDOW_UPDATE: `delta` more bytes on `stream` (0: the session).
+    fn grant(&mut self, stream: u32, delta: u32) {
+        self.enforced = true;
+        if stream == 0 {
+            self.session += i64::from(delta);
+        } else {
+            let initial = self.initial;
+            *self.streams.entry(stream).or_insert(initial) += i64::from(delta);
+        }
+    }
+
+    /// The client's SETTINGS: a new initial window for every stream.
+    fn set_initial(&mut self, window: u32) {
+        let change = i64::from(window) - self.initial;
+        self.enforced = true;
+        self.initial = i64::from(window);
+        for w in self.streams.values_mut() {
+            *w += change;
+        }
+    }
+}
+
 struct State {
     streams: HashMap<u32, Stream>,
     pairs: HashMap<String, Pair>,
@@ -176,10 +225,7 @@ impl Session {
 
     /// Sends SPDY bytes in a binary message; false once the connection is gone.
     async fn send(&self, spdy: Vec<u8>) -> bool {
-        self.frames
-            .send(websocket::frame(0x2, &spdy))
-            .await
-            .is_ok()
+        self.frames.send(websocket::frame(0x2, &spdy)).await.is_ok()
     }
 
     /// How many of `want` bytes may go on `stream` now, waiting for the client's window.
@@ -187,20 +233,9 @@ impl Session {
         let want = want.min(CHUNK);
         loop {
             let grew = self.window_grew.notified();
-            {
-                let mut state = self.state();
-                let flow = &mut state.flow;
-                if !flow.enforced {
-                    return want;
-                }
-                let initial = flow.initial;
-                let stream_window = *flow.streams.entry(stream).or_insert(initial);
-                let allowed = stream_window.min(flow.session).min(want as i64);
-                if allowed > 0 {
-                    flow.session -= allowed;
-                    flow.streams.insert(stream, stream_window - allowed);
-                    return allowed as usize;
-                }
+            let allowed = self.state().flow.take(stream, want);
+            if allowed > 0 {
+                return allowed;
             }
             grew.await;
         }
@@ -246,28 +281,13 @@ impl Session {
             Frame::Ping(id) => return self.send(spdy::ping(id)).await,
             Frame::GoAway => return false,
             Frame::WindowUpdate { stream, delta } => {
-                let mut state = self.state();
-                let flow = &mut state.flow;
-                flow.enforced = true;
-                if stream == 0 {
-                    flow.session += i64::from(delta);
-                } else {
-                    let initial = flow.initial;
-                    *flow.streams.entry(stream).or_insert(initial) += i64::from(delta);
-                }
+                self.state().flow.grant(stream, delta);
                 self.window_grew.notify_waiters();
             }
             Frame::Settings {
                 initial_window: Some(window),
             } => {
-                let mut state = self.state();
-                let flow = &mut state.flow;
-                let change = i64::from(window) - flow.initial;
-                flow.enforced = true;
-                flow.initial = i64::from(window);
-                for w in flow.streams.values_mut() {
-                    *w += change;
-                }
+                self.state().flow.set_initial(window);
                 self.window_grew.notify_waiters();
             }
             Frame::Settings { .. } | Frame::Ignored => {}
@@ -364,8 +384,12 @@ async fn forward(
         .parse::<u16>()
         .map_err(|_| format!("invalid port {port:?}"))
         .and_then(|port| {
-            local_port(&session.pod, recorded_ports(&session.pod_dir).as_ref(), port)
-                .map(|local| (port, local))
+            local_port(
+                &session.pod,
+                recorded_ports(&session.pod_dir).as_ref(),
+                port,
+            )
+            .map(|local| (port, local))
         });
     let connected = match target {
         Ok((port, local)) => tokio::net::TcpStream::connect(("127.0.0.1", local))
@@ -445,12 +469,7 @@ where
         state: Mutex::new(State {
             streams: HashMap::new(),
             pairs: HashMap::new(),
-            flow: Flow {
-                enforced: false,
-                initial: DEFAULT_WINDOW,
-                session: DEFAULT_WINDOW,
-                streams: HashMap::new(),
-            },
+            flow: Flow::default(),
         }),
         window_grew: Notify::new(),
     });
@@ -490,9 +509,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn windows_bind_once_the_client_keeps_them() {
+        let mut flow = Flow::default();
+        // kubectl's SPDY library keeps no windows: nothing waits on them.
+        assert_eq!(flow.take(1, 100_000), 100_000);
+        flow.grant(1, 10);
+        assert_eq!(flow.take(1, 100_000), 65_536);
+        assert_eq!(flow.take(1, 1), 0);
+        flow.grant(0, 5);
+        assert_eq!(flow.take(1, 100), 5);
+        flow.set_initial(1000);
+        flow.grant(0, 10_000);
+        assert_eq!(flow.take(3, 5000), 1000);
+    }
+
+    #[test]
     fn the_path_names_a_pod() {
         let (pod, dir) = parse(Path::new("/w"), "/portForward/default/web-1").unwrap();
-        assert_eq!((pod.as_str(), dir), ("default/web-1", PathBuf::from("/w/default/web-1")));
+        assert_eq!(
+            (pod.as_str(), dir),
+            ("default/web-1", PathBuf::from("/w/default/web-1"))
+        );
         assert!(parse(Path::new("/w"), "/portForward/default/uid/web/x").is_err());
         assert!(parse(Path::new("/w"), "/portForward/../etc").is_err());
     }
@@ -503,9 +540,11 @@ mod tests {
         assert_eq!(local_port("default/web", Some(&ports), 8080), Ok(40001));
         assert_eq!(
             local_port("default/web", Some(&ports), 9999),
-            Err("pod default/web has no process listening on port 9999: its container declares \
+            Err(
+                "pod default/web has no process listening on port 9999: its container declares \
                  ports 8080"
-                .into())
+                    .into()
+            )
         );
         assert!(
             local_port("default/web", None, 8080)

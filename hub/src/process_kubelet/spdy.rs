@@ -1,8 +1,8 @@
 //! SPDY/3.1 framing, the server's side, as far as port-forward needs it: reading the client's
 //! frames from a byte stream (header blocks inflated with the SPDY/3 dictionary, one zlib
 //! stream per session) and writing the server's. The server's header blocks are written as
-//! stored deflate blocks of a zlib stream without dictionary — valid for any zlib reader, and
-//! the server sends only empty ones (SYN_REPLY).
+//! stored deflate blocks, each followed by a sync flush, of a zlib stream without dictionary —
+//! valid for any zlib reader; the server sends only empty ones (SYN_REPLY).
 
 use super::inflate::{InflateError, Inflater};
 
@@ -27,16 +27,71 @@ const MAX_FRAME: usize = 16 << 20;
 
 /// The words of the SPDY/3 header dictionary, each written after its 4-byte length.
 const DICTIONARY_WORDS: [&str; 65] = [
-    "options", "head", "post", "put", "delete", "trace", "accept", "accept-charset",
-    "accept-encoding", "accept-language", "accept-ranges", "age", "allow", "authorization",
-    "cache-control", "connection", "content-base", "content-encoding", "content-language",
-    "content-length", "content-location", "content-md5", "content-range", "content-type",
-    "date", "etag", "expect", "expires", "from", "host", "if-match", "if-modified-since",
-    "if-none-match", "if-range", "if-unmodified-since", "last-modified", "location",
-    "max-forwards", "pragma", "proxy-authenticate", "proxy-authorization", "range", "referer",
-    "retry-after", "server", "te", "trailer", "transfer-encoding", "upgrade", "user-agent",
-    "vary", "via", "warning", "www-authenticate", "method", "get", "status", "200 OK",
-    "version", "HTTP/1.1", "url", "public", "set-cookie", "keep-alive", "origin",
+    "options",
+    "head",
+    "post",
+    "put",
+    "delete",
+    "trace",
+    "accept",
+    "accept-charset",
+    "accept-encoding",
+    "accept-language",
+    "accept-ranges",
+    "age",
+    "allow",
+    "authorization",
+    "cache-control",
+    "connection",
+    "content-base",
+    "content-encoding",
+    "content-language",
+    "content-length",
+    "content-location",
+    "content-md5",
+    "content-range",
+    "content-type",
+    "date",
+    "etag",
+    "expect",
+    "expires",
+    "from",
+    "host",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "if-range",
+    "if-unmodified-since",
+    "last-modified",
+    "location",
+    "max-forwards",
+    "pragma",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "range",
+    "referer",
+    "retry-after",
+    "server",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "user-agent",
+    "vary",
+    "via",
+    "warning",
+    "www-authenticate",
+    "method",
+    "get",
+    "status",
+    "200 OK",
+    "version",
+    "HTTP/1.1",
+    "url",
+    "public",
+    "set-cookie",
+    "keep-alive",
+    "origin",
 ];
 
 /// The rest of the SPDY/3 header dictionary, after its words.
@@ -267,7 +322,7 @@ impl Writer {
     }
 
     /// A header block of `headers` as one stored deflate block of the session's zlib stream
-    /// (the zlib header before the first).
+    /// (the zlib header before the first), then a sync flush.
     fn header_block(&mut self, headers: &[(&str, &str)]) -> Vec<u8> {
         let mut block = (headers.len() as u32).to_be_bytes().to_vec();
         for (name, value) in headers {
@@ -287,6 +342,9 @@ impl Writer {
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&(!len).to_le_bytes());
         out.extend_from_slice(&block);
+        // A sync flush: an empty stored block, which makes zlib readers hand over the bytes
+        // before it (Go's reads past a block's end for the next one otherwise).
+        out.extend_from_slice(&[0x00, 0x00, 0x00, 0xff, 0xff]);
         out
     }
 }
