@@ -526,6 +526,25 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     assert!(line.contains("its container declares ports 8080"), "{line}");
     forward.kill().await?;
 
+    // kubectl's plain-SPDY way (no WebSocket) is refused, saying what is served.
+    let out = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&alice)
+        .args(["port-forward", &format!("pod/{web}"), ":8080"])
+        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .context("kubectl port-forward over SPDY did not end")??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("port-forward is served over WebSocket (SPDY/3.1+portforward.k8s.io)"),
+        "{err}"
+    );
+
     // attach: the process's output from now on.
     let mut attached = tokio::process::Command::new("kubectl")
         .arg("--kubeconfig")

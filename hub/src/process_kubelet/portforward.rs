@@ -41,8 +41,6 @@ pub const PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
 const CHUNK: usize = 16 * 1024;
 /// A SPDY/3 stream's and session's window until the client says otherwise.
 const DEFAULT_WINDOW: i64 = 64 * 1024;
-/// RST_STREAM status for a stream the server cannot make sense of.
-const PROTOCOL_ERROR: u32 = 1;
 
 /// The pod a port-forward request names: `<namespace>/<pod>` and its folder.
 pub fn parse(work_dir: &Path, path: &str) -> Result<(String, PathBuf), String> {
@@ -312,7 +310,9 @@ impl Session {
         let (Some(kind), Some(port), Some(request)) =
             (header("streamtype"), header("port"), header("requestid"))
         else {
-            return self.send(spdy::rst_stream(stream, PROTOCOL_ERROR)).await;
+            return self
+                .send(spdy::rst_stream(stream, spdy::PROTOCOL_ERROR))
+                .await;
         };
         if !self.send(out.syn_reply(stream)).await {
             return false;

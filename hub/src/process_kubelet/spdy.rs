@@ -20,8 +20,8 @@ const WINDOW_UPDATE: u16 = 9;
 pub const FLAG_FIN: u8 = 0x01;
 /// SETTINGS id of the initial stream window.
 const SETTINGS_INITIAL_WINDOW_SIZE: u32 = 7;
-/// RST_STREAM status: the stream was cancelled.
-pub const CANCEL: u32 = 5;
+/// RST_STREAM status for a stream the server cannot make sense of.
+pub const PROTOCOL_ERROR: u32 = 1;
 /// Largest frame accepted from the client.
 const MAX_FRAME: usize = 16 << 20;
 
@@ -471,7 +471,7 @@ mod tests {
     fn control_frames_read() {
         let mut reader = Reader::default();
         reader.push(&window_update(0, 1000));
-        reader.push(&rst_stream(5, CANCEL));
+        reader.push(&rst_stream(5, PROTOCOL_ERROR));
         let mut settings = control(SETTINGS, 0, &1u32.to_be_bytes());
         settings.extend_from_slice(&7u32.to_be_bytes());
         settings.extend_from_slice(&4096u32.to_be_bytes());
