@@ -158,12 +158,14 @@ async fn running_pod(pods: &Api<Pod>, app: &str) -> anyhow::Result<String> {
     .with_context(|| format!("the {app} pod did not run"))?
 }
 
-/// `kubectl port-forward pod/<pod> :<port>` started: the process, the local port it
-/// forwards from (read from its "Forwarding from" line) and its stderr's lines.
+/// `kubectl port-forward pod/<pod> :<port>` started — over a WebSocket, kubectl's default,
+/// else over SPDY, its fallback: the process, the local port it forwards from (read from its
+/// "Forwarding from" line) and its stderr's lines.
 async fn port_forward(
     kubeconfig: &Path,
     pod: &str,
     port: u16,
+    websocket: bool,
 ) -> anyhow::Result<(
     tokio::process::Child,
     u16,
@@ -173,6 +175,7 @@ async fn port_forward(
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["port-forward", &format!("pod/{pod}"), &format!(":{port}")])
+        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", websocket.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -495,21 +498,24 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     assert_eq!(first, ["started hello", "tick 1", "tick 2"]);
     follow.kill().await?;
 
-    // port-forward: each local connection reaches the pod's port, and its answer comes back.
-    let (mut forward, local, _) = port_forward(&alice, &web, 8080).await?;
-    for _ in 0..2 {
-        let answer = http_get(local, "/healthz").await?;
-        assert!(
-            answer.starts_with("HTTP/1.") && answer.contains(" 200 OK\r\n"),
-            "{answer}"
-        );
-        assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+    // port-forward: each local connection reaches the pod's port, and its answer comes back —
+    // over kubectl's WebSocket, and over plain SPDY (its fallback) too.
+    for websocket in [true, false] {
+        let (mut forward, local, _) = port_forward(&alice, &web, 8080, websocket).await?;
+        for _ in 0..2 {
+            let answer = http_get(local, "/healthz").await?;
+            assert!(
+                answer.starts_with("HTTP/1.") && answer.contains(" 200 OK\r\n"),
+                "{answer}"
+            );
+            assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+        }
+        let metrics = http_get(local, "/metrics").await?;
+        assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
+        forward.kill().await?;
     }
-    let metrics = http_get(local, "/metrics").await?;
-    assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
-    forward.kill().await?;
     // A port no process of the pod listens on: kubectl says so when a connection comes.
-    let (mut forward, local, mut errors) = port_forward(&alice, &web, 9999).await?;
+    let (mut forward, local, mut errors) = port_forward(&alice, &web, 9999, true).await?;
     let answer = http_get(local, "/healthz").await?;
     assert_eq!(answer, "");
     let said = format!("pod default/{web} has no process listening on port 9999");
@@ -525,25 +531,6 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     .context("kubectl port-forward reported nothing")??;
     assert!(line.contains("its container declares ports 8080"), "{line}");
     forward.kill().await?;
-
-    // kubectl's plain-SPDY way (no WebSocket) is refused, saying what is served.
-    let out = tokio::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&alice)
-        .args(["port-forward", &format!("pod/{web}"), ":8080"])
-        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(WAIT, out)
-        .await
-        .context("kubectl port-forward over SPDY did not end")??;
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("port-forward is served over WebSocket (SPDY/3.1+portforward.k8s.io)"),
-        "{err}"
-    );
 
     // attach: the process's output from now on.
     let mut attached = tokio::process::Command::new("kubectl")

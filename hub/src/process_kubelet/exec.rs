@@ -298,7 +298,19 @@ async fn pump(mut from: impl AsyncRead + Unpin, channel: u8, to: mpsc::Sender<Ve
 
 /// The writing half of a session: frames sent to the channel are written in order; once all
 /// senders are gone a close ends the connection.
-pub(super) fn frame_writer<W>(mut writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
+pub(super) fn frame_writer<W>(writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    byte_writer(writer, true)
+}
+
+/// The writing half of a connection: bytes sent to the channel are written in order; once all
+/// senders are gone the connection ends (with a WebSocket close first when `websocket`).
+pub(super) fn byte_writer<W>(
+    mut writer: W,
+    websocket: bool,
+) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -309,7 +321,9 @@ where
                 return;
             }
         }
-        let _ = websocket::write_close(&mut writer).await;
+        if websocket {
+            let _ = websocket::write_close(&mut writer).await;
+        }
         let _ = writer.shutdown().await;
     });
     (frames, task)

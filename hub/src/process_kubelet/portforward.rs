@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -29,13 +29,15 @@ use ocm_runtime::shutdown::Shutdown;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
-use super::exec::{frame_writer, recorded_ports, reply};
+use super::exec::{byte_writer, recorded_ports, reply};
 use super::logs::is_plain_name;
 use super::spdy::{self, Frame};
 use super::websocket::{self, Message};
 
 /// The WebSocket protocol served.
 pub const PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
+/// The stream protocol of a plain SPDY upgrade.
+pub const STREAM_PROTOCOL: &str = "portforward.k8s.io";
 
 /// Largest DATA frame the server sends.
 const CHUNK: usize = 16 * 1024;
@@ -101,17 +103,31 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             .unwrap_or_default()
             .to_owned()
     };
-    let offered = header("sec-websocket-protocol");
-    if !header("upgrade").eq_ignore_ascii_case("websocket")
-        || !offered.split(',').any(|p| p.trim() == PROTOCOL)
-    {
+    let upgrade_to = header("upgrade");
+    let websocket = upgrade_to.eq_ignore_ascii_case("websocket");
+    let offered = if websocket {
+        header("sec-websocket-protocol")
+    } else {
+        req.headers()
+            .get_all("x-stream-protocol-version")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let wanted = if websocket { PROTOCOL } else { STREAM_PROTOCOL };
+    let spdy = upgrade_to.eq_ignore_ascii_case("SPDY/3.1");
+    if !(websocket || spdy) || !offered.split(',').any(|p| p.trim() == wanted) {
         return reply(
             StatusCode::BAD_REQUEST,
-            format!("port-forward is served over WebSocket ({PROTOCOL}); plain SPDY is not"),
+            format!(
+                "port-forward is served over WebSocket ({PROTOCOL}) or SPDY/3.1 \
+                 ({STREAM_PROTOCOL}); the request offers neither"
+            ),
         );
     }
     let key = header("sec-websocket-key");
-    if key.is_empty() {
+    if websocket && key.is_empty() {
         return reply(
             StatusCode::BAD_REQUEST,
             "Sec-WebSocket-Key is missing".into(),
@@ -120,11 +136,25 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(upgraded) => session(TokioIo::new(upgraded), pod, pod_dir).await,
+            Ok(upgraded) => session(TokioIo::new(upgraded), pod, pod_dir, websocket).await,
             Err(err) => tracing::debug!(%err, "port-forward upgrade failed"),
         }
     });
-    websocket::switching_protocols(&key, PROTOCOL)
+    if websocket {
+        return websocket::switching_protocols(&key, PROTOCOL);
+    }
+    let mut response = reply(StatusCode::SWITCHING_PROTOCOLS, String::new());
+    let headers = response.headers_mut();
+    headers.insert(http::header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+    headers.insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert(
+        "x-stream-protocol-version",
+        HeaderValue::from_static(STREAM_PROTOCOL),
+    );
+    response
 }
 
 /// A stream the client opened.
@@ -208,8 +238,10 @@ struct State {
 struct Session {
     pod: String,
     pod_dir: PathBuf,
-    /// WebSocket frames to write, in order.
+    /// Bytes to write, in order.
     frames: mpsc::Sender<Vec<u8>>,
+    /// Whether SPDY travels in WebSocket binary messages (else bare).
+    websocket: bool,
     state: Mutex<State>,
     window_grew: Notify,
 }
@@ -221,9 +253,15 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Sends SPDY bytes in a binary message; false once the connection is gone.
+    /// Sends SPDY bytes (in a binary message over WebSocket); false once the connection is
+    /// gone.
     async fn send(&self, spdy: Vec<u8>) -> bool {
-        self.frames.send(websocket::frame(0x2, &spdy)).await.is_ok()
+        let bytes = if self.websocket {
+            websocket::frame(0x2, &spdy)
+        } else {
+            spdy
+        };
+        self.frames.send(bytes).await.is_ok()
     }
 
     /// How many of `want` bytes may go on `stream` now, waiting for the client's window.
@@ -455,17 +493,49 @@ async fn forward(
     session.forget(&[error, data]);
 }
 
+/// The client's SPDY bytes, from WebSocket binary messages (pings answered through `frames`)
+/// or bare; `None` when the client has gone.
+async fn receive<R>(
+    reader: &mut R,
+    websocket: bool,
+    frames: &mpsc::Sender<Vec<u8>>,
+) -> Option<Vec<u8>>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    if !websocket {
+        let mut buffer = vec![0u8; CHUNK];
+        return match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                buffer.truncate(n);
+                Some(buffer)
+            }
+        };
+    }
+    loop {
+        match websocket::read_message(reader).await {
+            Ok(Some(Message::Data(bytes))) => return Some(bytes),
+            Ok(Some(Message::Ping(data))) => {
+                let _ = frames.send(websocket::frame(0xA, &data)).await;
+            }
+            Ok(Some(Message::Close) | None) | Err(_) => return None,
+        }
+    }
+}
+
 /// Serves one SPDY session over the upgraded connection until the client ends it.
-async fn session<S>(io: S, pod: String, pod_dir: PathBuf)
+async fn session<S>(io: S, pod: String, pod_dir: PathBuf, websocket: bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let (mut reader, writer) = tokio::io::split(io);
-    let (frames, _written) = frame_writer(writer);
+    let (frames, _written) = byte_writer(writer, websocket);
     let session = Arc::new(Session {
         pod,
         pod_dir,
         frames: frames.clone(),
+        websocket,
         state: Mutex::new(State {
             streams: HashMap::new(),
             pairs: HashMap::new(),
@@ -475,29 +545,21 @@ where
     });
     let mut incoming = spdy::Reader::default();
     let mut out = spdy::Writer::default();
-    'session: loop {
-        match websocket::read_message(&mut reader).await {
-            Ok(Some(Message::Data(bytes))) => {
-                incoming.push(&bytes);
-                loop {
-                    match incoming.next_frame() {
-                        Ok(Some(frame)) => {
-                            if !session.handle(frame, &mut out).await {
-                                break 'session;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(err) => {
-                            tracing::debug!(pod = %session.pod, %err, "port-forward session");
-                            break 'session;
-                        }
+    'session: while let Some(bytes) = receive(&mut reader, websocket, &frames).await {
+        incoming.push(&bytes);
+        loop {
+            match incoming.next_frame() {
+                Ok(Some(frame)) => {
+                    if !session.handle(frame, &mut out).await {
+                        break 'session;
                     }
                 }
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::debug!(pod = %session.pod, %err, "port-forward session");
+                    break 'session;
+                }
             }
-            Ok(Some(Message::Ping(data))) => {
-                let _ = frames.send(websocket::frame(0xA, &data)).await;
-            }
-            Ok(Some(Message::Close) | None) | Err(_) => break,
         }
     }
     session.end();
