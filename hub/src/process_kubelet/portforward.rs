@@ -570,6 +570,75 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// Runs a plain SPDY session for pod `default/web` whose port 8080 is `ports`' and
+    /// forwards one connection (sending `request`): the data stream's bytes and the error
+    /// stream's, once the server has ended both.
+    async fn forward_once(ports: BTreeMap<i64, u16>, request: &[u8]) -> (Vec<u8>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        super::super::exec::record(dir.path(), Path::new("/bin/true"), &[], &ports).unwrap();
+        let (client, server) = tokio::io::duplex(1 << 16);
+        tokio::spawn(session(
+            server,
+            "default/web".into(),
+            dir.path().to_path_buf(),
+            false,
+        ));
+        let (mut from_server, mut to_server) = tokio::io::split(client);
+        let mut bytes = spdy::fixtures::forward_port_8080();
+        bytes.extend(spdy::data(3, true, request));
+        to_server.write_all(&bytes).await.unwrap();
+        let mut frames = spdy::Reader::default();
+        let (mut data, mut error, mut ended) = (Vec::new(), Vec::new(), 0);
+        let mut buffer = vec![0u8; 8192];
+        while ended < 2 {
+            let n = from_server.read(&mut buffer).await.unwrap();
+            assert_ne!(n, 0, "the session ended early");
+            frames.push(&buffer[..n]);
+            while let Some(frame) = frames.next_frame().unwrap() {
+                if let Frame::Data {
+                    stream,
+                    fin,
+                    data: bytes,
+                } = frame
+                {
+                    match stream {
+                        3 => data.extend(bytes),
+                        _ => error.extend(bytes),
+                    }
+                    ended += usize::from(fin);
+                }
+            }
+        }
+        (data, String::from_utf8(error).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_forwarded_both_ways_past_the_default_window() {
+        // The pod's process: reads the request, answers 200 KiB, closes.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let local = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 5];
+            socket.read_exact(&mut request).await.unwrap();
+            assert_eq!(&request, b"hello");
+            socket.write_all(&vec![7u8; 200 * 1024]).await.unwrap();
+        });
+        // No WINDOW_UPDATE comes (as from kubectl): the answer still flows whole.
+        let (data, error) = forward_once(BTreeMap::from([(8080, local)]), b"hello").await;
+        assert_eq!((data.len(), error.as_str()), (200 * 1024, ""));
+    }
+
+    #[tokio::test]
+    async fn a_port_the_pod_does_not_declare_is_reported_on_the_error_stream() {
+        let (data, error) = forward_once(BTreeMap::new(), b"hello").await;
+        assert!(data.is_empty());
+        assert_eq!(
+            error,
+            "pod default/web has no process listening on port 8080: its container declares no ports"
+        );
+    }
+
     #[test]
     fn windows_bind_once_the_client_keeps_them() {
         let mut flow = Flow::default();

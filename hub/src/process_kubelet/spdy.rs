@@ -378,24 +378,47 @@ pub fn window_update(stream: u32, delta: u32) -> Vec<u8> {
     control(WINDOW_UPDATE, 0, &payload)
 }
 
+/// Client frames for tests: what kubectl sends to forward one connection.
 #[cfg(test)]
-mod tests {
+pub(super) mod fixtures {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use super::{SYN_STREAM, control};
 
-    fn hex(text: &str) -> Vec<u8> {
+    /// Bytes from hex digits.
+    pub fn hex(text: &str) -> Vec<u8> {
         (0..text.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
             .collect()
     }
 
-    fn syn_stream(stream: u32, block: &[u8]) -> Vec<u8> {
+    /// A SYN_STREAM opening `stream` with the compressed header `block`.
+    pub fn syn_stream(stream: u32, block: &[u8]) -> Vec<u8> {
         let mut payload = stream.to_be_bytes().to_vec();
         payload.extend([0; 6]);
         payload.extend_from_slice(block);
         control(SYN_STREAM, 0, &payload)
     }
+
+    /// The error stream (1) and data stream (3) of request 0 to port 8080, their header blocks
+    /// as zlib (level 9, SPDY/3 dictionary, a sync flush after each) compresses them: the
+    /// second refers back into the first.
+    pub fn forward_port_8080() -> Vec<u8> {
+        let first = hex(concat!(
+            "78f9e3c6a7c202253a703a2b294a4dcc851625aca9a0808614cb45e01c6061606100a4398b20d1",
+            "98094ade8c0600000000ffff"
+        ));
+        let second = hex("c2aa19540e2512d60b000000ffff");
+        let mut bytes = syn_stream(1, &first);
+        bytes.extend(syn_stream(3, &second));
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
 
     #[test]
     fn the_dictionary_is_spdy_3s() {
@@ -406,16 +429,8 @@ mod tests {
 
     #[test]
     fn a_clients_streams_read_with_their_headers_across_frames() {
-        // Two header blocks as zlib (level 9, SPDY/3 dictionary, a sync flush after each)
-        // compresses them: the second refers back into the first.
-        let first = hex(concat!(
-            "78f9e3c6a7c202253a703a2b294a4dcc851625aca9a0808614cb45e01c6061606100a4398b20d1",
-            "98094ade8c0600000000ffff"
-        ));
-        let second = hex("c2aa19540e2512d60b000000ffff");
         let mut reader = Reader::default();
-        let mut bytes = syn_stream(1, &first);
-        bytes.extend(syn_stream(3, &second));
+        let mut bytes = fixtures::forward_port_8080();
         bytes.extend(data(3, true, b"hi"));
         bytes.extend(ping(7));
         // Delivered a byte at a time: frames come out only when whole.
