@@ -2,8 +2,9 @@
 //! `pods/portforward`, which passes the upgrade on) reaches the ports a pod's process listens
 //! on: `GET /portForward/<namespace>/<pod>`, upgraded to a WebSocket of the
 //! `SPDY/3.1+portforward.k8s.io` protocol — SPDY/3.1 frames carried in binary messages, as
-//! kubectl speaks first. A plain SPDY upgrade (kubectl's fallback) is refused with a message
-//! saying so.
+//! kubectl speaks first — or to `SPDY/3.1` itself with `X-Stream-Protocol-Version:
+//! portforward.k8s.io` (kubectl's fallback, and older clients'). A request offering neither
+//! is refused saying so.
 //!
 //! Inside the session, each connection kubectl forwards opens two streams sharing a
 //! `requestid` header: `streamtype: error` and `streamtype: data`, both naming the pod's
