@@ -1,7 +1,8 @@
-//! `kubectl exec`, `attach` and `logs -f` through the cluster proxy, end to end: a hub, a
-//! simulated managed cluster served over TLS whose process kubelet runs a Deployment as a real
-//! process, `ocm proxy server` and `ocm proxy agent` as processes, and real kubectl through
-//! `ocm proxy kubeconfig` — the user's commands back to back, the refusals included.
+//! `kubectl exec`, `attach`, `logs -f` and `port-forward` through the cluster proxy, end to
+//! end: a hub, a simulated managed cluster served over TLS whose process kubelet runs
+//! Deployments as real processes, `ocm proxy server` and `ocm proxy agent` as processes, and
+//! real kubectl through `ocm proxy kubeconfig` — the user's commands back to back, the
+//! refusals included.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -131,11 +132,11 @@ async fn alice_through_the_proxy(
     Ok(out)
 }
 
-/// Waits until a pod of the ticker Deployment runs its process; its name.
-async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
+/// Waits until a pod with label `app=<app>` runs its process; its name.
+async fn running_pod(pods: &Api<Pod>, app: &str) -> anyhow::Result<String> {
     let watch = kube::runtime::watcher(
         pods.clone(),
-        kube::runtime::watcher::Config::default().labels("app=ticker"),
+        kube::runtime::watcher::Config::default().labels(&format!("app={app}")),
     );
     let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(watch));
     tokio::time::timeout(WAIT, async {
@@ -154,11 +155,65 @@ async fn running_ticker(pods: &Api<Pod>) -> anyhow::Result<String> {
         anyhow::bail!("the pod watch ended")
     })
     .await
-    .context("the ticker pod did not run")?
+    .with_context(|| format!("the {app} pod did not run"))?
+}
+
+/// `kubectl port-forward pod/<pod> :<port>` started — over a WebSocket, kubectl's default,
+/// else over SPDY, its fallback: the process, the local port it forwards from (read from its
+/// "Forwarding from" line) and its stderr's lines.
+async fn port_forward(
+    kubeconfig: &Path,
+    pod: &str,
+    port: u16,
+    websocket: bool,
+) -> anyhow::Result<(
+    tokio::process::Child,
+    u16,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+)> {
+    let mut child = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["port-forward", &format!("pod/{pod}"), &format!(":{port}")])
+        .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", websocket.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
+    let errors = BufReader::new(child.stderr.take().context("no stderr")?).lines();
+    let local = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await? {
+            // "Forwarding from 127.0.0.1:<local> -> <port>"
+            if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
+                let (local, _) = rest.split_once(' ').context("no port")?;
+                return Ok(local.parse::<u16>()?);
+            }
+        }
+        anyhow::bail!("kubectl port-forward ended")
+    })
+    .await
+    .context("kubectl port-forward said nothing")??;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, local, errors))
+}
+
+/// What an HTTP/1.0 `GET <path>` to 127.0.0.1:`port` answers, whole.
+async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
+    use tokio::io::AsyncReadExt;
+    let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    socket
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT, socket.read_to_end(&mut answer))
+        .await
+        .context("no answer through the port-forward")??;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_hub()
+async fn kubectl_exec_attach_logs_and_port_forward_through_the_proxy_of_the_embedded_hub()
 -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
@@ -180,11 +235,17 @@ async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_the_embedded_h
         |c: &ManagedCluster| ocm_e2e::cluster_condition(c, "ManagedClusterJoined") == "True",
     )
     .await?;
-    exec_and_logs_through_the_proxy(&admin, &hub.admin_kubeconfig, &managed.kubeconfig, home).await
+    exec_logs_and_port_forward_through_the_proxy(
+        &admin,
+        &hub.admin_kubeconfig,
+        &managed.kubeconfig,
+        home,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
+async fn kubectl_exec_attach_logs_and_port_forward_through_the_proxy_of_a_hub_run_with_a_kubeconfig()
 -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let home = dir.path();
@@ -206,8 +267,13 @@ async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_a_hub_run_with
     );
     anyhow::ensure!(code == 0, "ocm accept: {stdout}{stderr}");
     let spoke_kubeconfig = home.join("clusters").join(CLUSTER).join("admin.kubeconfig");
-    let result =
-        exec_and_logs_through_the_proxy(&admin, &hub.kubeconfig, &spoke_kubeconfig, home).await;
+    let result = exec_logs_and_port_forward_through_the_proxy(
+        &admin,
+        &hub.kubeconfig,
+        &spoke_kubeconfig,
+        home,
+    )
+    .await;
     join.stop();
     hub.stop();
     result
@@ -216,7 +282,7 @@ async fn kubectl_exec_attach_and_logs_follow_through_the_proxy_of_a_hub_run_with
 /// From a hub (`admin`, `hub_kubeconfig`) with cluster `c1` joined (`spoke_kubeconfig`, served
 /// over TLS): the proxy, the cluster's process kubelet running the ticker, and the user's
 /// kubectl commands.
-async fn exec_and_logs_through_the_proxy(
+async fn exec_logs_and_port_forward_through_the_proxy(
     admin: &kube::Client,
     hub_kubeconfig: &Path,
     spoke_kubeconfig: &Path,
@@ -338,7 +404,20 @@ async fn exec_and_logs_through_the_proxy(
     )
     .await?;
     let pods: Api<Pod> = Api::namespaced(spoke.clone(), "default");
-    let pod = running_ticker(&pods).await?;
+    // A pod whose process listens on its container port 8080 (the health endpoint).
+    create(
+        &Api::<Deployment>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": "web"},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "main", "image": IMAGE,
+                                         "args": ["hub", "controllers", "--only=placement",
+                                                  "--metrics-addr=0.0.0.0:8080"],
+                                         "ports": [{"name": "metrics", "containerPort": 8080}]}]}}}}),
+    )
+    .await?;
+    let pod = running_pod(&pods, "ticker").await?;
+    let web = running_pod(&pods, "web").await?;
 
     let alice = alice_through_the_proxy(admin, hub_kubeconfig, home).await?;
     grant(
@@ -419,6 +498,40 @@ async fn exec_and_logs_through_the_proxy(
     assert_eq!(first, ["started hello", "tick 1", "tick 2"]);
     follow.kill().await?;
 
+    // port-forward: each local connection reaches the pod's port, and its answer comes back —
+    // over kubectl's WebSocket, and over plain SPDY (its fallback) too.
+    for websocket in [true, false] {
+        let (mut forward, local, _) = port_forward(&alice, &web, 8080, websocket).await?;
+        for _ in 0..2 {
+            let answer = http_get(local, "/healthz").await?;
+            assert!(
+                answer.starts_with("HTTP/1.") && answer.contains(" 200 OK\r\n"),
+                "{answer}"
+            );
+            assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+        }
+        let metrics = http_get(local, "/metrics").await?;
+        assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
+        forward.kill().await?;
+    }
+    // A port no process of the pod listens on: kubectl says so when a connection comes.
+    let (mut forward, local, mut errors) = port_forward(&alice, &web, 9999, true).await?;
+    let answer = http_get(local, "/healthz").await?;
+    assert_eq!(answer, "");
+    let said = format!("pod default/{web} has no process listening on port 9999");
+    let line = tokio::time::timeout(WAIT, async {
+        while let Some(line) = errors.next_line().await? {
+            if line.contains(&said) {
+                return Ok(line);
+            }
+        }
+        anyhow::bail!("kubectl port-forward ended without saying {said:?}")
+    })
+    .await
+    .context("kubectl port-forward reported nothing")??;
+    assert!(line.contains("its container declares ports 8080"), "{line}");
+    forward.kill().await?;
+
     // attach: the process's output from now on.
     let mut attached = tokio::process::Command::new("kubectl")
         .arg("--kubeconfig")
@@ -453,9 +566,6 @@ async fn exec_and_logs_through_the_proxy(
     let (code, _, err) = kubectl(&alice, &["exec", "idle", "--", "true"], None).await?;
     assert_ne!(code, 0);
     assert!(err.contains("container \"main\" is not running"), "{err}");
-    let (code, _, err) = kubectl(&alice, &["port-forward", &pod, "18080:80"], None).await?;
-    assert_ne!(code, 0);
-    assert!(err.contains("port-forward is not served"), "{err}");
     // The ticker still runs, untouched by all that.
     let (code, out, err) = kubectl(
         &alice,

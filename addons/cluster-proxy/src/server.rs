@@ -506,6 +506,9 @@ async fn forward(
             parts
                 .headers
                 .insert(upgrade::UPGRADE_HEADER, protocol.clone());
+            // The stream's body is the user's bytes after the switch, not the request's body
+            // (kubectl's SPDY upgrade is a POST with `Content-Length: 0`).
+            parts.headers.remove(http::header::CONTENT_LENGTH);
             let (tx, stream) = upgrade::channel_body();
             (Some(tx), Request::from_parts(parts, stream))
         }

@@ -15,11 +15,12 @@
 //! the pod's process writes from then on, on stdout, until it ends (the final Status is then
 //! `Success`); the process reads no input (its stdin is closed), so `stdin=true` is refused.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -42,10 +43,36 @@ const STDERR: u8 = 2;
 const ERROR: u8 = 3;
 const CLOSE: u8 = 255;
 
-/// Records, while a pod's process runs, what an exec in it runs with.
-pub fn record(pod_dir: &Path, executable: &Path, env: &[(String, String)]) -> std::io::Result<()> {
-    let value = json!({"executable": executable, "env": env});
+/// Records, while a pod's process runs, what an exec in it runs with and where its container
+/// ports listen on this machine (`ports`: container port → local port), for port-forward.
+pub fn record(
+    pod_dir: &Path,
+    executable: &Path,
+    env: &[(String, String)],
+    ports: &BTreeMap<i64, u16>,
+) -> std::io::Result<()> {
+    let ports: serde_json::Map<String, Value> = ports
+        .iter()
+        .map(|(port, local)| (port.to_string(), json!(local)))
+        .collect();
+    let value = json!({"executable": executable, "env": env, "ports": ports});
     std::fs::write(pod_dir.join(PROCESS_FILE), value.to_string())
+}
+
+/// Where the container ports of a pod's running process listen (container port → local
+/// port); `None` when no process runs.
+pub fn recorded_ports(pod_dir: &Path) -> Option<BTreeMap<u16, u16>> {
+    let text = std::fs::read_to_string(pod_dir.join(PROCESS_FILE)).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let ports = value["ports"].as_object().cloned().unwrap_or_default();
+    Some(
+        ports
+            .iter()
+            .filter_map(|(port, local)| {
+                Some((port.parse().ok()?, u16::try_from(local.as_u64()?).ok()?))
+            })
+            .collect(),
+    )
 }
 
 /// Whether a pod's process is recorded as running.
@@ -177,7 +204,7 @@ fn process_env(pod_dir: &Path) -> Option<ProcessEnv> {
     })
 }
 
-fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+pub(super) fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     response
@@ -237,18 +264,7 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             Err(err) => tracing::debug!(%err, "exec upgrade failed"),
         }
     });
-    let mut response = reply(StatusCode::SWITCHING_PROTOCOLS, String::new());
-    let headers = response.headers_mut();
-    headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
-    headers.insert(
-        http::header::CONNECTION,
-        HeaderValue::from_static("Upgrade"),
-    );
-    headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
-    if let Ok(accept) = HeaderValue::from_str(&websocket::accept_key(&key)) {
-        headers.insert("sec-websocket-accept", accept);
-    }
-    response
+    websocket::switching_protocols(&key, protocol)
 }
 
 /// A channel message: the channel byte, then the data.
@@ -282,7 +298,19 @@ async fn pump(mut from: impl AsyncRead + Unpin, channel: u8, to: mpsc::Sender<Ve
 
 /// The writing half of a session: frames sent to the channel are written in order; once all
 /// senders are gone a close ends the connection.
-fn frame_writer<W>(mut writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
+pub(super) fn frame_writer<W>(writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    byte_writer(writer, true)
+}
+
+/// The writing half of a connection: bytes sent to the channel are written in order; once all
+/// senders are gone the connection ends (with a WebSocket close first when `websocket`).
+pub(super) fn byte_writer<W>(
+    mut writer: W,
+    websocket: bool,
+) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -293,7 +321,9 @@ where
                 return;
             }
         }
-        let _ = websocket::write_close(&mut writer).await;
+        if websocket {
+            let _ = websocket::write_close(&mut writer).await;
+        }
         let _ = writer.shutdown().await;
     });
     (frames, task)

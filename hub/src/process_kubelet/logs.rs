@@ -3,7 +3,8 @@
 //! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
 //! `tailLines`, `limitBytes` and `follow`: with `follow=true` the answer streams what the
 //! process writes next, until its process ends or the pod goes). `/exec/…` runs commands in the
-//! pod and `/attach/…` streams its output ([`super::exec`]). It listens on a free loopback port over plain HTTP, and the
+//! pod, `/attach/…` streams its output ([`super::exec`]) and `/portForward/…` reaches the ports
+//! its process listens on ([`super::portforward`]). It listens on a free loopback port over plain HTTP, and the
 //! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
 //! 127.0.0.1), which is where the API server looks for a pod's kubelet. The Node also lists the
 //! images the kubelet runs (`status.images`).
@@ -84,10 +85,7 @@ fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
         return super::exec::answer(work_dir, req).map(BodyExt::boxed_unsync);
     }
     if path.starts_with("/portForward/") {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            "port-forward is not served by the process kubelet (exec, attach and logs are)".into(),
-        );
+        return super::portforward::answer(work_dir, req).map(BodyExt::boxed_unsync);
     }
     let Some(file) = log_file(work_dir, req.uri().path()) else {
         return reply(StatusCode::NOT_FOUND, "404 page not found".into());

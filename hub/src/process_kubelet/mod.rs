@@ -21,14 +21,18 @@
 //! runs (`status.images`), which is how the workload simulator knows to leave a Job's pods to
 //! this kubelet and derive the Job's status from them. The pods' output is served as their
 //! logs ([`logs`]: the Node names the endpoint, the API server's `pods/log` reads it, following
-//! it too), and a running pod's process environment runs `kubectl exec`'s commands ([`exec`]). Other
+//! it too), a running pod's process environment runs `kubectl exec`'s commands ([`exec`]), and
+//! `kubectl port-forward` reaches the ports its process listens on ([`portforward`]). Other
 //! images stay simulated (the workload simulator leaves annotated Deployments and Pods to
 //! this kubelet).
 
 pub mod command;
 pub mod exec;
+mod inflate;
 pub mod logs;
 pub mod pod;
+pub mod portforward;
+mod spdy;
 mod supervisor;
 pub mod websocket;
 

@@ -497,7 +497,7 @@ pub(super) async fn supervise(run: PodRun) {
                 if let Some(err) = child.stderr.take() {
                     tokio::spawn(copy_lines(err, log, label));
                 }
-                if let Err(err) = super::exec::record(&pod_dir, executable, &env) {
+                if let Err(err) = super::exec::record(&pod_dir, executable, &env, &ports) {
                     tracing::warn!(pod = %name, %err, "cannot record the process for exec");
                 }
                 child

@@ -3,6 +3,9 @@
 //! writing unmasked binary messages and a close.
 
 use base64::Engine;
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::Full;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The GUID RFC 6455 appends to the client's key.
@@ -18,6 +21,24 @@ pub fn accept_key(key: &str) -> String {
         format!("{}{ACCEPT_GUID}", key.trim()).as_bytes(),
     );
     base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+}
+
+/// The `101 Switching Protocols` answer accepting a WebSocket of `protocol` for the client's
+/// `Sec-WebSocket-Key` `key`.
+pub fn switching_protocols(key: &str, protocol: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
+    if let Ok(accept) = HeaderValue::from_str(&accept_key(key)) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    response
 }
 
 /// A message from the client.
