@@ -476,8 +476,12 @@ impl Joined<'_> {
             };
             let mut wait = jittered(duration);
             match self.renew_lease().await {
-                Ok(()) => backoff.reset(),
+                Ok(()) => {
+                    self.ctx.hub_contact.reached();
+                    backoff.reset();
+                }
                 Err(err) => {
+                    self.ctx.hub_contact.failed();
                     if let Some(outcome) = self.classify(status_code(&err)) {
                         return outcome;
                     }

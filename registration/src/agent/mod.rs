@@ -31,6 +31,7 @@ pub mod addon_tokens;
 pub mod addons;
 mod bootstrap;
 mod certs;
+mod hubs;
 mod joined;
 pub mod managed_namespaces;
 pub mod rotation;
@@ -123,6 +124,14 @@ pub struct AgentOptions {
     /// How `kubeClient` addon registrations get hub credentials (upstream
     /// `--addon-kubeclient-registration-auth`, default CSR certificates).
     pub addon_kube_client_auth: addon_tokens::AddonKubeClientAuth,
+    /// Several hubs to choose from (upstream's `MultipleHubs`): bootstrap kubeconfig secrets
+    /// in the agent namespace, in order of preference. Empty: only
+    /// [`BOOTSTRAP_KUBECONFIG_SECRET`] is used, and the agent never moves to another hub.
+    pub bootstrap_kubeconfig_secrets: Vec<String>,
+    /// With [`Self::bootstrap_kubeconfig_secrets`]: how long the hub may stay out of reach,
+    /// counted from the last lease renewal, before the agent moves to the next hub that
+    /// answers (upstream `--hub-connection-timeout-seconds`, 600 s).
+    pub hub_connection_timeout: Duration,
 }
 
 impl Default for AgentOptions {
@@ -145,6 +154,8 @@ impl Default for AgentOptions {
             addon_lease_check_period: Duration::from_secs(30),
             addon_lease_grace: Duration::from_secs(5 * 60),
             addon_kube_client_auth: addon_tokens::AddonKubeClientAuth::Csr,
+            bootstrap_kubeconfig_secrets: Vec::new(),
+            hub_connection_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -315,6 +326,12 @@ pub enum AgentError {
         /// How many are pending.
         count: usize,
     },
+    /// None of the listed bootstrap kubeconfigs reaches a hub that lets it in.
+    #[error("no listed bootstrap kubeconfig reaches a hub that answers ({details})")]
+    NoHubAnswers {
+        /// Each listed secret and why it was not used.
+        details: String,
+    },
     /// A call to the hub failed.
     #[error("hub API: {0}")]
     Hub(#[source] kube::Error),
@@ -402,44 +419,57 @@ impl Agent {
             secrets: self.secrets,
             options: self.options,
             progress: self.progress,
+            hub_contact: hubs::HubContact::default(),
         };
         let mut state = RunState::default();
         let mut backoff = Backoff::default();
         loop {
-            let outcome = tokio::select! {
-                _ = shutdown.cancelled() => return Ok(()),
-                outcome = run_once(&ctx, &mut state) => outcome,
+            let pass = async {
+                let outcome = run_once(&ctx, &mut state).await;
+                after_pass(&ctx, &mut backoff, state.ever_joined, outcome).await
             };
-            match outcome {
-                Ok(reason) => {
-                    tracing::info!(%reason, "registering again");
-                    ctx.set_progress(AgentProgress::Rebootstrapping { reason });
-                    backoff.reset();
-                }
-                Err(err @ AgentError::BootstrapKubeconfigInvalid { .. }) if !state.ever_joined => {
-                    return Err(err);
-                }
-                Err(AgentError::BootstrapKubeconfigMissing { namespace, name }) => {
-                    ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        () = secrets::wait_for_change(&ctx.secrets, &namespace, &name, None) => {}
-                    }
-                }
-                Err(err) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(error = %err, retry_in = ?delay, "registration agent");
-                    ctx.set_progress(AgentProgress::Retrying {
-                        error: err.to_string(),
-                    });
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        _ = tokio::time::sleep(delay) => {}
-                    }
-                }
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                done = pass => done?,
+                // Said by the switch itself (which may also end the pass first).
+                _moved = hubs::switch_when_lost(&ctx) => backoff.reset(),
             }
         }
     }
+}
+
+/// Handles what one pass ended with: starts over at once after a reason to register again,
+/// waits for a missing bootstrap kubeconfig, backs off after other errors. Returns an error
+/// only when the agent cannot go on (a malformed bootstrap kubeconfig before it ever joined).
+async fn after_pass(
+    ctx: &Ctx,
+    backoff: &mut Backoff,
+    ever_joined: bool,
+    outcome: Result<String, AgentError>,
+) -> Result<(), AgentError> {
+    match outcome {
+        Ok(reason) => {
+            tracing::info!(%reason, "registering again");
+            ctx.set_progress(AgentProgress::Rebootstrapping { reason });
+            backoff.reset();
+        }
+        Err(err @ AgentError::BootstrapKubeconfigInvalid { .. }) if !ever_joined => {
+            return Err(err);
+        }
+        Err(AgentError::BootstrapKubeconfigMissing { namespace, name }) => {
+            ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
+            secrets::wait_for_change(&ctx.secrets, &namespace, &name, None).await;
+        }
+        Err(err) => {
+            let delay = backoff.next_delay();
+            tracing::warn!(error = %err, retry_in = ?delay, "registration agent");
+            ctx.set_progress(AgentProgress::Retrying {
+                error: err.to_string(),
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+    Ok(())
 }
 
 /// What the phases share.
@@ -450,10 +480,16 @@ pub(crate) struct Ctx {
     pub(crate) secrets: kube::Client,
     pub(crate) options: AgentOptions,
     pub(crate) progress: watch::Sender<AgentProgress>,
+    /// When the agent last reached its hub (for moving to another one; [`hubs`]).
+    pub(crate) hub_contact: hubs::HubContact,
 }
 
 impl Ctx {
     pub(crate) fn set_progress(&self, progress: AgentProgress) {
+        if progress == AgentProgress::WaitingForAcceptance {
+            // Not accepted: no working connection to lose.
+            self.hub_contact.clear();
+        }
         self.progress.send_if_modified(|current| {
             if *current == progress {
                 false
@@ -490,6 +526,9 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
     let bootstrap_raw = bootstrap_secret
         .as_ref()
         .and_then(|s| secrets::data(s, keys::KUBECONFIG));
+    if bootstrap_raw.is_none() && !ctx.options.bootstrap_kubeconfig_secrets.is_empty() {
+        return hubs::switch_bootstrap(ctx, None, "").await;
+    }
     let bootstrap = match &bootstrap_raw {
         None => Err(AgentError::BootstrapKubeconfigMissing {
             namespace: ns.clone(),
@@ -547,6 +586,12 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
         Some(creds) if !state.force_bootstrap => {
             if let Err(err) = &bootstrap {
                 tracing::warn!(error = %err, "continuing with the stored hub kubeconfig");
+            }
+            if !state.ever_joined {
+                // Credentials from an earlier run: the hub counts as reached at start and
+                // lost unless reached again, so a hub that stays down is left after the
+                // timeout even across restarts.
+                ctx.hub_contact.resumed();
             }
             creds
         }
