@@ -103,6 +103,8 @@ async fn write_bootstrap_secret(
             &Patch::Apply(&secret),
         )
         .await
-        .with_context(|| format!("writing the bootstrap kubeconfig secret {name} on the managed cluster"))?;
+        .with_context(|| {
+            format!("writing the bootstrap kubeconfig secret {name} on the managed cluster")
+        })?;
     Ok(())
 }

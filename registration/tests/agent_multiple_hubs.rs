@@ -11,7 +11,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use ocm_api::cluster::v1::ManagedCluster;
-use ocm_registration::agent::{AgentProgress, BOOTSTRAP_KUBECONFIG_SECRET, DEFAULT_AGENT_NAMESPACE};
+use ocm_registration::agent::{
+    AgentProgress, BOOTSTRAP_KUBECONFIG_SECRET, DEFAULT_AGENT_NAMESPACE,
+};
 use serde_json::json;
 use support_agent::*;
 
@@ -22,7 +24,11 @@ async fn write_secret(bench: &Bench, name: &str, kubeconfig: &str) {
         "data": {"kubeconfig": ocm_apiserver::tls::base64(kubeconfig.as_bytes())},
     });
     Api::<Secret>::namespaced(bench.spoke.clone(), DEFAULT_AGENT_NAMESPACE)
-        .patch(name, &PatchParams::apply("test").force(), &Patch::Apply(secret))
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(secret),
+        )
         .await
         .unwrap();
 }
@@ -36,8 +42,9 @@ async fn the_first_listed_hub_that_answers_is_taken_and_none_answering_is_said()
     write_secret(&bench, "hub-garbled", "clusters: [not a kubeconfig").await;
     write_secret(&bench, "hub-down", &down).await;
     let mut options = bench.options("multi1");
-    options.bootstrap_kubeconfig_secrets =
-        ["hub-missing", "hub-garbled", "hub-down", "hub-later"].map(String::from).to_vec();
+    options.bootstrap_kubeconfig_secrets = ["hub-missing", "hub-garbled", "hub-down", "hub-later"]
+        .map(String::from)
+        .to_vec();
     let mut agent = bench.spawn_agent(options);
 
     // None answers: each secret named with its problem; nothing written, nothing on the hub.
@@ -56,7 +63,13 @@ async fn the_first_listed_hub_that_answers_is_taken_and_none_answering_is_said()
         assert!(error.contains(part), "{part}: {error}");
     }
     let secrets = Api::<Secret>::namespaced(bench.spoke.clone(), DEFAULT_AGENT_NAMESPACE);
-    assert!(secrets.get_opt(BOOTSTRAP_KUBECONFIG_SECRET).await.unwrap().is_none());
+    assert!(
+        secrets
+            .get_opt(BOOTSTRAP_KUBECONFIG_SECRET)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let clusters = Api::<ManagedCluster>::all(bench.hub.clone());
     assert!(clusters.get_opt("multi1").await.unwrap().is_none());
 

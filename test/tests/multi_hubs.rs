@@ -28,7 +28,10 @@ fn ocm(home: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// `ocm init --kubeconfig KUBECONFIG`: the hub URL and token it prints.
 fn init(home: &Path, kubeconfig: &Path) -> (String, String) {
-    let (code, stdout, stderr) = ocm(home, &["init", "--kubeconfig", kubeconfig.to_str().unwrap()]);
+    let (code, stdout, stderr) = ocm(
+        home,
+        &["init", "--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
     assert_eq!(code, 0, "ocm init: {stderr}");
     let word_after = |flag: &str| {
         stdout
@@ -187,7 +190,13 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     for (hubs, messages) in cases {
         let mut args = vec!["join"];
         args.extend_from_slice(hubs);
-        args.extend_from_slice(&["--cluster-name", "c1", "--simulated", "--data-dir", spoke_dir]);
+        args.extend_from_slice(&[
+            "--cluster-name",
+            "c1",
+            "--simulated",
+            "--data-dir",
+            spoke_dir,
+        ]);
         let (code, _, stderr) = ocm(home, &args);
         assert_ne!(code, 0, "{hubs:?} should fail");
         for message in messages {
@@ -205,34 +214,36 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     );
 
     // The real thing: both hubs, the agent moving after 5 s without its hub.
-    let join = Process::spawn(
-        OCM,
-        home,
-        &[
-            "join",
-            "--hub-apiserver",
-            &url_a,
-            "--hub-token",
-            &token_a,
-            "--hub-apiserver",
-            &url_b,
-            "--hub-token",
-            &token_b,
-            "--hub-connection-timeout-seconds",
-            "5",
-            "--cluster-name",
-            "c1",
-            "--simulated",
-            "--data-dir",
-            spoke_dir,
-        ],
-    );
+    let join_args = [
+        "join",
+        "--hub-apiserver",
+        &url_a,
+        "--hub-token",
+        &token_a,
+        "--hub-apiserver",
+        &url_b,
+        "--hub-token",
+        &token_b,
+        "--hub-connection-timeout-seconds",
+        "5",
+        "--cluster-name",
+        "c1",
+        "--simulated",
+        "--data-dir",
+        spoke_dir,
+    ];
+    let join = Process::spawn(OCM, home, &join_args);
     join.wait_line(&format!("hub {url_b} reachable, token accepted"));
     accept(home, &kubeconfig_a, "c1");
     let clusters_a: Api<ManagedCluster> = Api::all(admin_a.clone());
-    wait_for(&clusters_a, "c1", "Joined and Available on A", joined_and_available)
-        .await
-        .unwrap();
+    wait_for(
+        &clusters_a,
+        "c1",
+        "Joined and Available on A",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
     // A short lease, so that the agent finds out soon that A is gone.
     kubectl(
         home,
@@ -254,9 +265,14 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .unwrap();
     create_work(home, &kubeconfig_a, &manifests);
     let works_a: Api<ManifestWork> = Api::namespaced(admin_a.clone(), "c1");
-    wait_for(&works_a, "app", "Applied and Available on A", applied_and_available)
-        .await
-        .unwrap();
+    wait_for(
+        &works_a,
+        "app",
+        "Applied and Available on A",
+        applied_and_available,
+    )
+    .await
+    .unwrap();
 
     let spoke_kubeconfig = join
         .wait_line("simulated cluster c1 running at")
@@ -280,9 +296,14 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         .await
         .unwrap();
     accept(home, &kubeconfig_b, "c1");
-    wait_for(&clusters_b, "c1", "Joined and Available on B", joined_and_available)
-        .await
-        .unwrap();
+    wait_for(
+        &clusters_b,
+        "c1",
+        "Joined and Available on B",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
     let moved = join.lines_containing("[c1] registering again: the hub was out of reach");
     assert_eq!(moved.len(), 1, "{moved:?}");
     assert!(moved[0].contains(&url_b), "{moved:?}");
@@ -293,14 +314,30 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     // B's admin sends the same work: it takes over the same object.
     create_work(home, &kubeconfig_b, &manifests);
     let works_b: Api<ManifestWork> = Api::namespaced(admin_b.clone(), "c1");
-    wait_for(&works_b, "app", "Applied and Available on B", applied_and_available)
-        .await
-        .unwrap();
-    let applied_b =
-        ocm_work::agent::applied_work_name(&ocm_work::agent::hub_hash(&url_b), "app");
+    wait_for(
+        &works_b,
+        "app",
+        "Applied and Available on B",
+        applied_and_available,
+    )
+    .await
+    .unwrap();
+    let applied_b = ocm_work::agent::applied_work_name(&ocm_work::agent::hub_hash(&url_b), "app");
     applied.get(&applied_b).await.unwrap();
     applied.get(&applied_a).await.unwrap();
-    assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
+    let settings = configmaps.get("settings").await.unwrap();
+    assert_eq!(settings.metadata.uid, uid);
+    let owners: Vec<String> = settings
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| o.name)
+        .collect();
+    assert!(
+        owners.contains(&applied_a) && owners.contains(&applied_b),
+        "{owners:?}"
+    );
 
     // Hub A comes back (same data, same address). The agent stays on B: B's lease is renewed
     // twice more while the cluster stays Available there, and A hears nothing from it.
@@ -326,9 +363,12 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .await
     .unwrap();
     let first = renew_time(&first).unwrap();
-    wait_for(&leases_b, "managed-cluster-lease", "renewed on B again", |l| {
-        renew_time(l).is_some_and(|t| t > first)
-    })
+    wait_for(
+        &leases_b,
+        "managed-cluster-lease",
+        "renewed on B again",
+        |l| renew_time(l).is_some_and(|t| t > first),
+    )
     .await
     .unwrap();
     let cluster_b = clusters_b.get("c1").await.unwrap();
@@ -355,6 +395,17 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     let stored = String::from_utf8(hub_secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert!(stored.contains(&url_b), "{stored}");
     assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
+
+    // Joining again with the same two hubs keeps the agent on B.
+    join.stop();
+    let join = Process::spawn(OCM, home, &join_args);
+    join.wait_line("[c1] joined the hub and available");
+    assert!(
+        join.lines_containing("[c1] registering").is_empty(),
+        "{:?}",
+        join.lines_containing("[c1]")
+    );
+    assert_eq!(csrs_of_c1(&admin_a).await, csrs_on_a, "no new CSR on A");
 
     join.stop();
     hub_a.process.stop();

@@ -180,7 +180,11 @@ pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
 
 /// Reads the hub CA from `ca_file`, or from the hub's `kube-public/cluster-info`: anonymously
 /// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
-async fn hub_ca(ca_file: Option<&std::path::Path>, url: &str, token: &str) -> anyhow::Result<String> {
+async fn hub_ca(
+    ca_file: Option<&std::path::Path>,
+    url: &str,
+    token: &str,
+) -> anyhow::Result<String> {
     if let Some(path) = ca_file {
         return std::fs::read_to_string(path)
             .with_context(|| format!("reading CA file {}", path.display()));

@@ -56,9 +56,11 @@ impl HubContact {
 
     /// The hub was reached now.
     pub(crate) fn reached(&self) {
-        self.with(|c| *c = Contact {
-            last: Some(Instant::now()),
-            failing: false,
+        self.with(|c| {
+            *c = Contact {
+                last: Some(Instant::now()),
+                failing: false,
+            }
         });
     }
 
@@ -70,9 +72,11 @@ impl HubContact {
     /// Starting with credentials of an earlier run: the hub counts as reached now, and lost
     /// unless it is reached again before the timeout.
     pub(crate) fn resumed(&self) {
-        self.with(|c| *c = Contact {
-            last: Some(Instant::now()),
-            failing: true,
+        self.with(|c| {
+            *c = Contact {
+                last: Some(Instant::now()),
+                failing: true,
+            }
         });
     }
 
@@ -148,7 +152,10 @@ async fn answers(raw: &[u8]) -> Result<(), String> {
             "hub {} refused the bootstrap credentials ({} {})",
             bootstrap.server.server, status.code, status.reason
         )),
-        Ok(Err(err)) => Err(format!("hub {} unreachable: {err}", bootstrap.server.server)),
+        Ok(Err(err)) => Err(format!(
+            "hub {} unreachable: {err}",
+            bootstrap.server.server
+        )),
         Err(_) => Err(format!(
             "hub {} did not answer within {} s",
             bootstrap.server.server,
@@ -165,7 +172,9 @@ async fn probe_all(ctx: &Ctx, current: Option<&[u8]>) -> Result<Vec<Candidate>, 
         let secret = secrets::read_secret(&ctx.secrets, ns, name)
             .await
             .map_err(AgentError::Spoke)?;
-        let kubeconfig = secret.as_ref().and_then(|s| secrets::data(s, keys::KUBECONFIG));
+        let kubeconfig = secret
+            .as_ref()
+            .and_then(|s| secrets::data(s, keys::KUBECONFIG));
         let problem = match &kubeconfig {
             None if secret.is_none() => Some("not found".to_owned()),
             None => Some(format!("no {} key", keys::KUBECONFIG)),
@@ -213,9 +222,14 @@ pub(crate) async fn switch_bootstrap(
     let ns = &ctx.options.agent_namespace;
     let api = Api::<Secret>::namespaced(ctx.secrets.clone(), ns);
     let data = BTreeMap::from([(keys::KUBECONFIG.to_owned(), ByteString(raw))]);
-    if let Err(err) =
-        secrets::upsert_opaque_secret(&api, BOOTSTRAP_KUBECONFIG_SECRET, ns, &BTreeMap::new(), data)
-            .await
+    if let Err(err) = secrets::upsert_opaque_secret(
+        &api,
+        BOOTSTRAP_KUBECONFIG_SECRET,
+        ns,
+        &BTreeMap::new(),
+        data,
+    )
+    .await
     {
         ctx.hub_contact.restore(contact);
         return Err(AgentError::Spoke(err));
@@ -240,16 +254,15 @@ pub(crate) async fn switch_when_lost(ctx: &Ctx) -> String {
             .is_some_and(|at| at <= Instant::now());
         if lost {
             let ns = &ctx.options.agent_namespace;
-            let current = match secrets::read_secret(&ctx.secrets, ns, BOOTSTRAP_KUBECONFIG_SECRET)
-                .await
-            {
-                Ok(secret) => secret.and_then(|s| secrets::data(&s, keys::KUBECONFIG)),
-                Err(err) => {
-                    tracing::warn!(error = %err, "reading the bootstrap kubeconfig secret");
-                    tokio::time::sleep(period).await;
-                    continue;
-                }
-            };
+            let current =
+                match secrets::read_secret(&ctx.secrets, ns, BOOTSTRAP_KUBECONFIG_SECRET).await {
+                    Ok(secret) => secret.and_then(|s| secrets::data(&s, keys::KUBECONFIG)),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "reading the bootstrap kubeconfig secret");
+                        tokio::time::sleep(period).await;
+                        continue;
+                    }
+                };
             let lost_for = timeout.as_secs();
             let why = format!("the hub was out of reach for {lost_for} s or more; ");
             match switch_bootstrap(ctx, current.as_deref(), &why).await {
@@ -315,11 +328,18 @@ mod tests {
         let contact = HubContact::default();
         let timeout = Duration::from_secs(5);
         contact.failed();
-        assert!(contact.lost_at(timeout).is_none(), "never reached: no clock");
+        assert!(
+            contact.lost_at(timeout).is_none(),
+            "never reached: no clock"
+        );
         contact.reached();
         assert!(contact.lost_at(timeout).is_none(), "reached: nothing lost");
         contact.failed();
-        assert!(contact.lost_at(timeout).is_some_and(|at| at > Instant::now()));
+        assert!(
+            contact
+                .lost_at(timeout)
+                .is_some_and(|at| at > Instant::now())
+        );
         contact.reached();
         assert!(contact.lost_at(timeout).is_none());
         contact.resumed();
