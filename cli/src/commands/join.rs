@@ -31,7 +31,8 @@ pub struct JoinArgs {
     #[arg(long, required_unless_present = "bootstrap_kubeconfig")]
     pub hub_token: Vec<String>,
     /// With several hubs: how long the hub the agent uses may stay out of reach (counted from
-    /// its last lease renewal) before the agent moves to the next hub that answers.
+    /// its last lease renewal) before the agent moves to the next hub that answers (with
+    /// --operator, the Klusterlet's `hubConnectionTimeoutSeconds`, at least 180).
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub hub_connection_timeout_seconds: u64,
     /// With --operator: a kubeconfig of the hub to bootstrap with, instead of --hub-apiserver
@@ -96,18 +97,26 @@ pub struct JoinArgs {
 /// ManagedCluster exists on the hub (its agent runs and registered).
 async fn join_with_operator(
     spoke: &kube::Client,
-    bootstrap: &str,
+    hubs: &[String],
     args: &JoinArgs,
 ) -> anyhow::Result<()> {
     use ocm_setup::operators::{
-        KlusterletRequest, install_klusterlet, install_klusterlet_operator,
+        KlusterletRequest, SeveralHubs, install_klusterlet, install_klusterlet_operator,
     };
     use ocm_setup::wait::wait_until;
+    let Some(bootstrap) = hubs.first() else {
+        bail!("no hub to join");
+    };
     let Some(cluster_name) = args.cluster_name.as_deref() else {
         install_klusterlet_operator(spoke, &args.image).await?;
-        prepare_spoke(spoke, bootstrap).await?;
+        let secrets = if hubs.len() > 1 {
+            prepare_spoke_for_hubs(spoke, hubs).await?.join(", ")
+        } else {
+            prepare_spoke(spoke, bootstrap).await?;
+            BOOTSTRAP_SECRET.to_owned()
+        };
         println!(
-            "installed the klusterlet operator ({}) and Secret {AGENT_NAMESPACE}/{BOOTSTRAP_SECRET} \
+            "installed the klusterlet operator ({}) and Secret(s) {secrets} in {AGENT_NAMESPACE} \
              on the managed cluster; no Klusterlet (create one naming its cluster)",
             args.image
         );
@@ -121,6 +130,10 @@ async fn join_with_operator(
             cluster_name,
             singleton: args.singleton,
             client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
+            several_hubs: (hubs.len() > 1).then_some(SeveralHubs {
+                bootstrap_kubeconfigs: hubs,
+                hub_connection_timeout_seconds: args.hub_connection_timeout_seconds,
+            }),
         },
     )
     .await?;
@@ -178,6 +191,9 @@ pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The least `hubConnectionTimeoutSeconds` the Klusterlet API takes.
+const MIN_OPERATOR_TIMEOUT: u64 = 180;
+
 /// Reads the hub CA from `ca_file`, or from the hub's `kube-public/cluster-info`: anonymously
 /// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
 async fn hub_ca(
@@ -209,10 +225,11 @@ async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(Strin
             args.ca_file.len()
         );
     }
-    if hubs > 1 && args.operator {
+    if hubs > 1 && args.operator && args.hub_connection_timeout_seconds < MIN_OPERATOR_TIMEOUT {
         bail!(
-            "--operator joins one hub; for several, give the Klusterlet \
-             spec.registrationConfiguration.bootstrapKubeConfigs (type LocalSecrets)"
+            "--hub-connection-timeout-seconds {} is below {MIN_OPERATOR_TIMEOUT}, the least the \
+             Klusterlet's hubConnectionTimeoutSeconds takes (with --operator)",
+            args.hub_connection_timeout_seconds
         );
     }
     let mut out = Vec::new();
@@ -260,7 +277,9 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         }
         None => hub_bootstrap_kubeconfigs(&args).await?,
     };
-    let bootstrap = hubs[0].1.clone();
+    let Some((_, bootstrap)) = hubs.first().cloned() else {
+        bail!("no hub to join");
+    };
 
     if args.operator
         && let Some(path) = &args.spoke_kubeconfig
@@ -268,7 +287,8 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         let spoke = ocm_runtime::kubeconfig::client_from_file(path)
             .await
             .with_context(|| format!("loading {}", path.display()))?;
-        return join_with_operator(&spoke, &bootstrap, &args).await;
+        let kubeconfigs: Vec<String> = hubs.into_iter().map(|(_, k)| k).collect();
+        return join_with_operator(&spoke, &kubeconfigs, &args).await;
     }
     let Some(cluster_name) = args.cluster_name.clone() else {
         bail!("--cluster-name is needed to run the agent");
