@@ -355,6 +355,14 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
             r#"{"spec":{"leaseDurationSeconds":5}}"#,
         ],
     );
+    // On A the cluster's lease is no longer renewed: Available turns Unknown.
+    let clusters_a: Api<ManagedCluster> = Api::all(admin_a.clone());
+    let unknown_on_a = |c: &ManagedCluster| {
+        ocm_e2e::cluster_condition(c, "ManagedClusterConditionAvailable") == "Unknown"
+    };
+    wait_for(&clusters_a, "c1", "Available Unknown on A", unknown_on_a)
+        .await
+        .unwrap();
     let leases_b: Api<Lease> = Api::namespaced(admin_b.clone(), "c1");
     let back = jiff::Timestamp::now();
     let first = wait_for(&leases_b, "managed-cluster-lease", "renewed on B", |l| {
@@ -373,6 +381,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .unwrap();
     let cluster_b = clusters_b.get("c1").await.unwrap();
     assert!(joined_and_available(&cluster_b), "{:?}", cluster_b.status);
+    assert!(unknown_on_a(&clusters_a.get("c1").await.unwrap()));
     assert_eq!(
         join.lines_containing("[c1] registering again: the hub was out of reach")
             .len(),
