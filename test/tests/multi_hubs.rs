@@ -3,8 +3,10 @@
 //! `ocm join` naming both, back to back as processes; bad input to `ocm join` fails clearly
 //! and leaves nothing on either hub. The cluster joins A and gets a ManifestWork; A is killed
 //! (`kill -9`); the agent registers with B by itself, B's admin accepts it, and the workload
-//! on the managed cluster is the same object throughout. A comes back: the agent stays on B
-//! across further lease renewals, and asks nothing more of A.
+//! on the managed cluster (a plain `ocm apiserver` process) is the same object throughout. A
+//! comes back: the agent stays on B across further lease renewals, and asks nothing more of
+//! A; `ocm join` run again keeps it on B; with A down again, `ocm agent` restarted with the
+//! listed secrets carries on with B.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,10 +19,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
-use ocm_e2e::process::{HubProcess, ManagedApiserver, Process, run_ocm};
+use ocm_e2e::process::{HubProcess, ManagedApiserver, Process, run_ocm, start_apiserver};
 use ocm_e2e::{joined_and_available, wait_for};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
+const AGENT_NS: &str = "open-cluster-management-agent";
 
 fn ocm(home: &Path, args: &[&str]) -> (i32, String, String) {
     run_ocm(OCM, home, args)
@@ -146,8 +149,10 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     let admin_b = client(&kubeconfig_b).await;
 
     // Bad input: a clear message naming the hub, non-zero exit, nothing written anywhere.
-    let spoke_dir = home.join("clusters").join("c1");
-    let spoke_dir = spoke_dir.to_str().unwrap();
+    // The managed cluster: a plain `ocm apiserver` process.
+    let (spoke_process, spoke_kubeconfig) = start_apiserver(OCM, &home.join("spoke"), &[]);
+    let spoke_kubeconfig = spoke_kubeconfig.to_str().unwrap();
+    let spoke = client(Path::new(spoke_kubeconfig)).await;
     let cases: [(&[&str], &[&str]); 3] = [
         (
             &[
@@ -193,9 +198,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         args.extend_from_slice(&[
             "--cluster-name",
             "c1",
-            "--simulated",
-            "--data-dir",
-            spoke_dir,
+            "--spoke-kubeconfig",
+            spoke_kubeconfig,
         ]);
         let (code, _, stderr) = ocm(home, &args);
         assert_ne!(code, 0, "{hubs:?} should fail");
@@ -208,9 +212,10 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         assert!(clusters.get_opt("c1").await.unwrap().is_none());
         assert_eq!(csrs_of_c1(admin).await, 0);
     }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(spoke.clone());
     assert!(
-        !Path::new(spoke_dir).exists(),
-        "no managed cluster was started"
+        namespaces.get_opt(AGENT_NS).await.unwrap().is_none(),
+        "nothing written on the managed cluster"
     );
 
     // The real thing: both hubs, the agent moving after 5 s without its hub.
@@ -228,9 +233,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         "5",
         "--cluster-name",
         "c1",
-        "--simulated",
-        "--data-dir",
-        spoke_dir,
+        "--spoke-kubeconfig",
+        spoke_kubeconfig,
     ];
     let join = Process::spawn(OCM, home, &join_args);
     join.wait_line(&format!("hub {url_b} reachable, token accepted"));
@@ -274,12 +278,6 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .await
     .unwrap();
 
-    let spoke_kubeconfig = join
-        .wait_line("simulated cluster c1 running at")
-        .rsplit_once("(kubeconfig ")
-        .map(|(_, rest)| rest.trim_end_matches(')').to_owned())
-        .unwrap();
-    let spoke = client(Path::new(&spoke_kubeconfig)).await;
     let configmaps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
     let uid = configmaps.get("settings").await.unwrap().metadata.uid;
     assert!(uid.is_some());
@@ -397,7 +395,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         "A's lease renewed after A came back: {:?}",
         lease_a.spec
     );
-    let hub_secret = Api::<Secret>::namespaced(spoke.clone(), "open-cluster-management-agent")
+    let hub_secret = Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
         .get("hub-kubeconfig-secret")
         .await
         .unwrap();
@@ -416,7 +414,46 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     );
     assert_eq!(csrs_of_c1(&admin_a).await, csrs_on_a, "no new CSR on A");
 
+    // With hub A down, `ocm join` refuses to run (it checks every hub); the agent restarted on
+    // its own with the secrets `ocm join` left carries on with B.
     join.stop();
-    hub_a.process.stop();
+    hub_a.process.kill_9();
+    let (code, _, stderr) = ocm(home, &join_args);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("hub 1 of 2"), "{stderr}");
+    let agent = Process::spawn(
+        OCM,
+        home,
+        &[
+            "agent",
+            "--cluster-name",
+            "c1",
+            "--spoke-kubeconfig",
+            spoke_kubeconfig,
+            "--bootstrap-kubeconfig-secrets",
+            "bootstrap-hub-kubeconfig-1,bootstrap-hub-kubeconfig-2",
+            "--hub-connection-timeout-seconds",
+            "5",
+        ],
+    );
+    agent.wait_line("[c1] joined the hub and available");
+    let renewed = jiff::Timestamp::now();
+    wait_for(
+        &leases_b,
+        "managed-cluster-lease",
+        "renewed by ocm agent",
+        |l| renew_time(l).is_some_and(|t| t > renewed),
+    )
+    .await
+    .unwrap();
+    assert!(
+        agent.lines_containing("[c1] registering").is_empty(),
+        "{:?}",
+        agent.lines_containing("[c1]")
+    );
+    assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
+
+    agent.stop();
+    spoke_process.stop();
     hub_b.stop();
 }
