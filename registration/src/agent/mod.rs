@@ -17,10 +17,12 @@
 //!    ([`addon_health`]).
 //! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
 //!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
-//!    write again), when the hub refuses the certificate (401), or when the bootstrap
-//!    kubeconfig changes. Nothing else: as upstream, the ManagedCluster is created only while
-//!    bootstrapping, so one a hub admin deleted stays deleted ([`AgentProgress::Deleted`])
-//!    until the agent registers again.
+//!    write again), when the hub refuses the certificate (401), when the bootstrap kubeconfig
+//!    changes, or — given several hubs — when its hub stayed out of reach for the connection
+//!    timeout and another one answers ([`AgentOptions::bootstrap_kubeconfig_secrets`]).
+//!    Nothing else: as upstream, the ManagedCluster is created only while bootstrapping, so
+//!    one a hub admin deleted stays deleted ([`AgentProgress::Deleted`]) until the agent
+//!    registers again.
 //!
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
 //! caller (the `ocm` CLI) where it stands.
