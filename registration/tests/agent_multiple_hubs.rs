@@ -1,6 +1,7 @@
 //! Several hubs to choose from (`AgentOptions::bootstrap_kubeconfig_secrets`): with no
-//! bootstrap kubeconfig yet, the agent takes the first listed secret whose hub answers; when
-//! none does, it says why for each secret, writes nothing and asks again.
+//! bootstrap kubeconfig yet, the agent takes the first listed secret whose hub answers and does
+//! not refuse the cluster; when none does, it says why for each secret, writes nothing and asks
+//! again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -73,10 +74,39 @@ async fn the_first_listed_hub_that_answers_is_taken_and_none_answering_is_said()
     let clusters = Api::<ManagedCluster>::all(bench.hub.clone());
     assert!(clusters.get_opt("multi1").await.unwrap().is_none());
 
-    // A working one appears in the list: the agent takes it and registers.
+    // A reachable hub that holds the cluster without accepting it does not count either.
+    create(
+        &clusters,
+        json!({"metadata": {"name": "multi1"}, "spec": {"hubAcceptsClient": false}}),
+    )
+    .await;
     write_secret(&bench, "hub-later", &good).await;
-    bench
-        .wait_cluster("multi1", "the cluster asking to join", |_| true)
+    agent
+        .wait_progress("the hub refusing the cluster", |p| {
+            matches!(p, AgentProgress::Retrying { error } if error.contains("secret hub-later: hub") && error.contains("does not accept cluster multi1"))
+        })
+        .await;
+    assert!(
+        secrets
+            .get_opt(BOOTSTRAP_KUBECONFIG_SECRET)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Accepted there: the agent takes it and registers.
+    clusters
+        .patch(
+            "multi1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hubAcceptsClient": true}})),
+        )
+        .await
+        .unwrap();
+    agent
+        .wait_progress("registering with the listed hub", |p| {
+            matches!(p, AgentProgress::WaitingForCsrApproval { .. })
+        })
         .await;
     let chosen = secrets.get(BOOTSTRAP_KUBECONFIG_SECRET).await.unwrap();
     assert_eq!(chosen.data.unwrap()["kubeconfig"].0, good.as_bytes());

@@ -35,9 +35,9 @@ use super::{AgentError, AgentProgress, BOOTSTRAP_KUBECONFIG_SECRET, Ctx, keys, s
 /// How long one question to a candidate hub may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// When the agent last reached its hub (renewed the cluster lease), and whether it has failed
-/// to since; no clock while it has no working connection to lose (not joined yet, or waiting
-/// for acceptance).
+/// When the agent last reached its hub (renewed the cluster lease), whether it has failed to
+/// since, and whether the hub withdrew its acceptance; no clock while the agent has no working
+/// connection to lose (not joined yet, or waiting for a first acceptance).
 #[derive(Debug, Default)]
 pub(crate) struct HubContact {
     state: Mutex<Contact>,
@@ -47,6 +47,10 @@ pub(crate) struct HubContact {
 struct Contact {
     last: Option<Instant>,
     failing: bool,
+    /// The hub accepted the cluster (a lease renewal succeeded) since the last move.
+    accepted: bool,
+    /// After that, the hub stopped accepting it (`hubAcceptsClient` false).
+    denied: bool,
 }
 
 impl HubContact {
@@ -54,12 +58,13 @@ impl HubContact {
         f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// The hub was reached now.
+    /// The hub was reached now (the cluster lease renewed, so the cluster is accepted).
     pub(crate) fn reached(&self) {
         self.with(|c| {
             *c = Contact {
                 last: Some(Instant::now()),
-                failing: false,
+                accepted: true,
+                ..Contact::default()
             }
         });
     }
@@ -76,13 +81,21 @@ impl HubContact {
             *c = Contact {
                 last: Some(Instant::now()),
                 failing: true,
+                ..Contact::default()
             }
         });
     }
 
-    /// There is no working connection to lose.
-    pub(crate) fn clear(&self) {
-        self.with(|c| *c = Contact::default());
+    /// The hub does not accept the cluster: it withdrew its acceptance (after having given
+    /// it), or the cluster waits for a first one and there is no connection to lose.
+    pub(crate) fn not_accepted(&self) {
+        self.with(|c| {
+            if c.accepted {
+                c.denied = true;
+            } else {
+                *c = Contact::default();
+            }
+        });
     }
 
     /// Stops the clock, returning it as it was (for [`Self::restore`]).
@@ -95,9 +108,23 @@ impl HubContact {
         self.with(|c| *c = contact);
     }
 
-    /// When the hub counts as lost: `timeout` after the last contact, once reaching it failed.
-    fn lost_at(&self, timeout: Duration) -> Option<Instant> {
-        self.with(|c| c.last.filter(|_| c.failing).map(|last| last + timeout))
+    /// Why the agent should leave its hub, at `now`, if it should: the hub withdrew its
+    /// acceptance, or reaching it failed and the last contact is `timeout` old.
+    fn why_leave(&self, timeout: Duration, now: Instant) -> Option<String> {
+        self.with(|c| {
+            if c.denied {
+                return Some(
+                    "the hub no longer accepts the cluster (hubAcceptsClient false)".into(),
+                );
+            }
+            let last = c.last.filter(|_| c.failing)?;
+            (last + timeout <= now).then(|| {
+                format!(
+                    "the hub was out of reach for {} s or more",
+                    timeout.as_secs()
+                )
+            })
+        })
     }
 }
 
@@ -138,15 +165,20 @@ pub(crate) fn problems(current: Option<&[u8]>, candidates: &[Candidate]) -> Stri
         .join("; ")
 }
 
-/// Whether the hub of bootstrap kubeconfig `raw` answers; the error says why not.
-async fn answers(raw: &[u8]) -> Result<(), String> {
+/// Whether the hub of bootstrap kubeconfig `raw` answers and does not refuse `cluster` (its
+/// ManagedCluster, if there is one, accepted); the error says why not.
+async fn answers(raw: &[u8], cluster: &str) -> Result<(), String> {
     let bootstrap = secrets::parse_bootstrap(raw)
         .map_err(|reason| format!("the kubeconfig is malformed: {reason}"))?;
     let client = ocm_runtime::kubeconfig::client_from_yaml(&bootstrap.raw)
         .await
         .map_err(|e| format!("the kubeconfig is not usable: {e}"))?;
     let clusters = Api::<ManagedCluster>::all(client);
-    match tokio::time::timeout(PROBE_TIMEOUT, clusters.get_opt("ocm-hub-access-check")).await {
+    match tokio::time::timeout(PROBE_TIMEOUT, clusters.get_opt(cluster)).await {
+        Ok(Ok(Some(found))) if !found.spec.hub_accepts_client => Err(format!(
+            "hub {} does not accept cluster {cluster} (hubAcceptsClient false)",
+            bootstrap.server.server
+        )),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(kube::Error::Api(status))) => Err(format!(
             "hub {} refused the bootstrap credentials ({} {})",
@@ -179,7 +211,7 @@ async fn probe_all(ctx: &Ctx, current: Option<&[u8]>) -> Result<Vec<Candidate>, 
             None if secret.is_none() => Some("not found".to_owned()),
             None => Some(format!("no {} key", keys::KUBECONFIG)),
             Some(raw) if Some(raw.as_slice()) == current => None,
-            Some(raw) => answers(raw).await.err(),
+            Some(raw) => answers(raw, &ctx.cluster_name()).await.err(),
         };
         candidates.push(Candidate {
             secret: name.clone(),
@@ -248,11 +280,7 @@ pub(crate) async fn switch_when_lost(ctx: &Ctx) -> String {
     // How often the clock is looked at, and how often other hubs are asked once it ran out.
     let period = (timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(30));
     loop {
-        let lost = ctx
-            .hub_contact
-            .lost_at(timeout)
-            .is_some_and(|at| at <= Instant::now());
-        if lost {
+        if let Some(why) = ctx.hub_contact.why_leave(timeout, Instant::now()) {
             let ns = &ctx.options.agent_namespace;
             let current =
                 match secrets::read_secret(&ctx.secrets, ns, BOOTSTRAP_KUBECONFIG_SECRET).await {
@@ -263,13 +291,10 @@ pub(crate) async fn switch_when_lost(ctx: &Ctx) -> String {
                         continue;
                     }
                 };
-            let lost_for = timeout.as_secs();
-            let why = format!("the hub was out of reach for {lost_for} s or more; ");
-            match switch_bootstrap(ctx, current.as_deref(), &why).await {
+            match switch_bootstrap(ctx, current.as_deref(), &format!("{why}; ")).await {
                 Ok(reason) => return reason,
                 Err(err) => {
-                    let error =
-                        format!("the hub was out of reach for {lost_for} s or more, and {err}");
+                    let error = format!("{why}, and {err}");
                     tracing::warn!(%error, "multiple hubs");
                     ctx.set_progress(AgentProgress::Retrying { error });
                 }
@@ -327,24 +352,56 @@ mod tests {
     fn the_clock_runs_only_after_a_contact() {
         let contact = HubContact::default();
         let timeout = Duration::from_secs(5);
+        let later = Instant::now() + timeout;
         contact.failed();
-        assert!(
-            contact.lost_at(timeout).is_none(),
+        assert_eq!(
+            contact.why_leave(timeout, later),
+            None,
             "never reached: no clock"
         );
         contact.reached();
-        assert!(contact.lost_at(timeout).is_none(), "reached: nothing lost");
+        assert_eq!(
+            contact.why_leave(timeout, later),
+            None,
+            "reached: nothing lost"
+        );
         contact.failed();
+        assert_eq!(contact.why_leave(timeout, Instant::now()), None, "not yet");
         assert!(
             contact
-                .lost_at(timeout)
-                .is_some_and(|at| at > Instant::now())
+                .why_leave(timeout, later + timeout)
+                .is_some_and(|w| w.contains("out of reach"))
         );
         contact.reached();
-        assert!(contact.lost_at(timeout).is_none());
+        assert_eq!(contact.why_leave(timeout, later + timeout), None);
         contact.resumed();
-        assert!(contact.lost_at(timeout).is_some());
-        contact.clear();
-        assert!(contact.lost_at(timeout).is_none());
+        assert!(contact.why_leave(timeout, later + timeout).is_some());
+        contact.not_accepted();
+        assert_eq!(
+            contact.why_leave(timeout, later + timeout),
+            None,
+            "waiting for a first acceptance"
+        );
+    }
+
+    #[test]
+    fn a_hub_that_withdraws_its_acceptance_is_left_at_once() {
+        let contact = HubContact::default();
+        let timeout = Duration::from_secs(600);
+        contact.reached();
+        contact.not_accepted();
+        assert!(
+            contact
+                .why_leave(timeout, Instant::now())
+                .is_some_and(|w| w.contains("no longer accepts"))
+        );
+        let before = contact.take();
+        assert_eq!(
+            contact.why_leave(timeout, Instant::now()),
+            None,
+            "moved: no clock"
+        );
+        contact.restore(before);
+        assert!(contact.why_leave(timeout, Instant::now()).is_some());
     }
 }

@@ -422,6 +422,7 @@ impl Agent {
             options: self.options,
             progress: self.progress,
             hub_contact: hubs::HubContact::default(),
+            chosen_name: std::sync::OnceLock::new(),
         };
         let mut state = RunState::default();
         let mut backoff = Backoff::default();
@@ -484,13 +485,24 @@ pub(crate) struct Ctx {
     pub(crate) progress: watch::Sender<AgentProgress>,
     /// When the agent last reached its hub (for moving to another one; [`hubs`]).
     pub(crate) hub_contact: hubs::HubContact,
+    /// The cluster's name once chosen (a random one is chosen at the first pass).
+    pub(crate) chosen_name: std::sync::OnceLock<String>,
 }
 
 impl Ctx {
+    /// The cluster's name: given, or chosen at the first pass; before that, a placeholder
+    /// (what a hub lets the bootstrap credentials read does not depend on it).
+    pub(crate) fn cluster_name(&self) -> String {
+        Some(self.options.cluster_name.as_str())
+            .filter(|n| !n.is_empty())
+            .or(self.chosen_name.get().map(String::as_str))
+            .unwrap_or("ocm-hub-access-check")
+            .to_owned()
+    }
+
     pub(crate) fn set_progress(&self, progress: AgentProgress) {
         if progress == AgentProgress::WaitingForAcceptance {
-            // Not accepted: no working connection to lose.
-            self.hub_contact.clear();
+            self.hub_contact.not_accepted();
         }
         self.progress.send_if_modified(|current| {
             if *current == progress {
@@ -563,6 +575,7 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
                 .or_else(|| stored(keys::AGENT_NAME).filter(|a| !a.is_empty()))
                 .unwrap_or_else(|| certs::random_name(5));
             state.identity = Some((cluster.clone(), agent.clone()));
+            let _ = ctx.chosen_name.set(cluster.clone());
             (cluster, agent)
         }
     };
