@@ -6,7 +6,8 @@
 //! on the managed cluster (a plain `ocm apiserver` process) is the same object throughout. A
 //! comes back: the agent stays on B across further lease renewals, and asks nothing more of
 //! A; `ocm join` run again keeps it on B; with A down again, `ocm agent` restarted with the
-//! listed secrets carries on with B.
+//! listed secrets carries on with B. A back, B's admin withdraws B's acceptance: the agent goes
+//! back to A.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -70,8 +71,8 @@ async fn client(kubeconfig: &Path) -> kube::Client {
         .unwrap()
 }
 
-/// `ocm accept --clusters CLUSTER --wait` on the hub of `kubeconfig`.
-fn accept(home: &Path, kubeconfig: &Path, cluster: &str) {
+/// `ocm accept --clusters CLUSTER --wait` on the hub of `kubeconfig`; its output.
+fn accept(home: &Path, kubeconfig: &Path, cluster: &str) -> String {
     let (code, stdout, stderr) = ocm(
         home,
         &[
@@ -84,6 +85,12 @@ fn accept(home: &Path, kubeconfig: &Path, cluster: &str) {
         ],
     );
     assert_eq!(code, 0, "{stdout}{stderr}");
+    stdout
+}
+
+/// [`accept`] of a cluster not accepted before.
+fn accept_new(home: &Path, kubeconfig: &Path, cluster: &str) {
+    let stdout = accept(home, kubeconfig, cluster);
     assert!(
         stdout.contains(&format!("cluster {cluster} accepted")),
         "{stdout}"
@@ -238,7 +245,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     ];
     let join = Process::spawn(OCM, home, &join_args);
     join.wait_line(&format!("hub {url_b} reachable, token accepted"));
-    accept(home, &kubeconfig_a, "c1");
+    accept_new(home, &kubeconfig_a, "c1");
     let clusters_a: Api<ManagedCluster> = Api::all(admin_a.clone());
     wait_for(
         &clusters_a,
@@ -293,7 +300,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     wait_for(&clusters_b, "c1", "the cluster asking to join B", |_| true)
         .await
         .unwrap();
-    accept(home, &kubeconfig_b, "c1");
+    accept_new(home, &kubeconfig_b, "c1");
     wait_for(
         &clusters_b,
         "c1",
@@ -453,7 +460,45 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     );
     assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
 
+    // A back once more, and B's admin withdraws B's acceptance (which also takes the agent's
+    // access away): the agent leaves B for A, which still accepts the cluster; A's admin
+    // approves its new certificate.
+    let hub_a = HubProcess::start(OCM, home, &dir_a, &listen_a);
+    kubectl(
+        home,
+        &kubeconfig_b,
+        &[
+            "patch",
+            "managedcluster",
+            "c1",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"hubAcceptsClient":false}}"#,
+        ],
+    );
+    agent.wait_line(&format!(
+        "using the bootstrap kubeconfig of secret bootstrap-hub-kubeconfig-1 (hub {url_a})"
+    ));
+    agent.wait_line("[c1] waiting for the hub admin to approve certificate signing request");
+    let stdout = accept(home, &hub_a.kubeconfig, "c1");
+    assert!(
+        stdout.contains("approved") && stdout.contains("cluster c1 was already accepted"),
+        "{stdout}"
+    );
+    let admin_a = client(&hub_a.kubeconfig).await;
+    let clusters_a: Api<ManagedCluster> = Api::all(admin_a.clone());
+    wait_for(
+        &clusters_a,
+        "c1",
+        "Available on A again",
+        joined_and_available,
+    )
+    .await
+    .unwrap();
+    assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
+
     agent.stop();
     spoke_process.stop();
+    hub_a.process.stop();
     hub_b.stop();
 }

@@ -10,7 +10,11 @@
 //!   secret; its stored hub credentials then name another hub, so it registers again there
 //!   (a new CSR and ManagedCluster for that hub's admin to accept).
 //! - A cluster waiting to be accepted has no working connection to lose: the clock stops
-//!   while the hub has not accepted the cluster, and starts again at the next renewal.
+//!   while the hub has not accepted the cluster, and starts again at the next renewal. A hub
+//!   seen withdrawing its acceptance (`hubAcceptsClient` false after the cluster was accepted)
+//!   is left at once, as upstream; a hub that takes the agent's access away first is left
+//!   after the timeout like an unreachable one.
+//! - A hub holding the cluster's ManagedCluster unaccepted does not count as answering.
 //! - When no other hub answers, the agent says so and asks again, staying with the current one;
 //!   coming back, the old hub is not chosen again on its own (nothing flaps).
 //!
@@ -120,7 +124,7 @@ impl HubContact {
             let last = c.last.filter(|_| c.failing)?;
             (last + timeout <= now).then(|| {
                 format!(
-                    "the hub was out of reach for {} s or more",
+                    "the hub was out of reach or refused the agent for {} s or more",
                     timeout.as_secs()
                 )
             })
