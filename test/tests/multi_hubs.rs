@@ -65,6 +65,24 @@ fn kubectl(home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `kubectl patch managedcluster c1 --type=merge -p {"spec": SPEC}` on the hub of
+/// `kubeconfig`.
+fn patch_c1_spec(home: &Path, kubeconfig: &Path, spec: &str) {
+    let patch = format!(r#"{{"spec":{spec}}}"#);
+    kubectl(
+        home,
+        kubeconfig,
+        &[
+            "patch",
+            "managedcluster",
+            "c1",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+    );
+}
+
 async fn client(kubeconfig: &Path) -> kube::Client {
     ocm_runtime::kubeconfig::client_from_file(kubeconfig)
         .await
@@ -256,18 +274,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .await
     .unwrap();
     // A short lease, so that the agent finds out soon that A is gone.
-    kubectl(
-        home,
-        &kubeconfig_a,
-        &[
-            "patch",
-            "managedcluster",
-            "c1",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"leaseDurationSeconds":5}}"#,
-        ],
-    );
+    patch_c1_spec(home, &kubeconfig_a, r#"{"leaseDurationSeconds":5}"#);
     let manifests = home.join("app.yaml");
     std::fs::write(
         &manifests,
@@ -348,18 +355,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     // twice more while the cluster stays Available there, and A hears nothing from it.
     let hub_a = HubProcess::start(OCM, home, &dir_a, &listen_a);
     let admin_a = client(&hub_a.kubeconfig).await;
-    kubectl(
-        home,
-        &kubeconfig_b,
-        &[
-            "patch",
-            "managedcluster",
-            "c1",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"leaseDurationSeconds":5}}"#,
-        ],
-    );
+    patch_c1_spec(home, &kubeconfig_b, r#"{"leaseDurationSeconds":5}"#);
     // On A the cluster's lease is no longer renewed: Available turns Unknown.
     let clusters_a: Api<ManagedCluster> = Api::all(admin_a.clone());
     let unknown_on_a = |c: &ManagedCluster| {
@@ -464,18 +460,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     // access away): the agent leaves B for A, which still accepts the cluster; A's admin
     // approves its new certificate.
     let hub_a = HubProcess::start(OCM, home, &dir_a, &listen_a);
-    kubectl(
-        home,
-        &kubeconfig_b,
-        &[
-            "patch",
-            "managedcluster",
-            "c1",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"hubAcceptsClient":false}}"#,
-        ],
-    );
+    patch_c1_spec(home, &kubeconfig_b, r#"{"hubAcceptsClient":false}"#);
     agent.wait_line(&format!(
         "using the bootstrap kubeconfig of secret bootstrap-hub-kubeconfig-1 (hub {url_a})"
     ));
