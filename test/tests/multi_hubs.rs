@@ -7,7 +7,7 @@
 //! comes back: the agent stays on B across further lease renewals, and asks nothing more of
 //! A; `ocm join` run again keeps it on B; with A down again, `ocm agent` restarted with the
 //! listed secrets carries on with B. A back, B's admin withdraws B's acceptance: the agent goes
-//! back to A.
+//! back to A at once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -456,14 +456,15 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     );
     assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
 
-    // A back once more, and B's admin withdraws B's acceptance (which also takes the agent's
-    // access away): the agent leaves B for A, which still accepts the cluster; A's admin
-    // approves its new certificate.
+    // A back once more, and B's admin withdraws B's acceptance: the agent leaves B for A at
+    // once (A still accepts the cluster); A's admin approves its new certificate.
     let hub_a = HubProcess::start(OCM, home, &dir_a, &listen_a);
     patch_c1_spec(home, &kubeconfig_b, r#"{"hubAcceptsClient":false}"#);
-    agent.wait_line(&format!(
-        "using the bootstrap kubeconfig of secret bootstrap-hub-kubeconfig-1 (hub {url_a})"
-    ));
+    let moved = agent.wait_line("[c1] registering again: the hub no longer accepts the cluster");
+    assert!(
+        moved.contains(&format!("bootstrap-hub-kubeconfig-1 (hub {url_a})")),
+        "{moved}"
+    );
     agent.wait_line("[c1] waiting for the hub admin to approve certificate signing request");
     let stdout = accept(home, &hub_a.kubeconfig, "c1");
     assert!(

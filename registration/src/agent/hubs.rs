@@ -11,9 +11,9 @@
 //!   (a new CSR and ManagedCluster for that hub's admin to accept).
 //! - A cluster waiting to be accepted has no working connection to lose: the clock stops
 //!   while the hub has not accepted the cluster, and starts again at the next renewal. A hub
-//!   seen withdrawing its acceptance (`hubAcceptsClient` false after the cluster was accepted)
-//!   is left at once, as upstream; a hub that takes the agent's access away first is left
-//!   after the timeout like an unreachable one.
+//!   seen withdrawing its acceptance (`hubAcceptsClient` false on the watched ManagedCluster
+//!   after the cluster was accepted) is left at once, as upstream; a hub that takes the
+//!   agent's access away before that is seen is left after the timeout like an unreachable one.
 //! - A hub holding the cluster's ManagedCluster unaccepted does not count as answering.
 //! - When no other hub answers, the agent says so and asks again, staying with the current one;
 //!   coming back, the old hub is not chosen again on its own (nothing flaps).
