@@ -60,6 +60,16 @@ pub struct AgentArgs {
     status_sync_interval: Duration,
     #[command(flatten)]
     addon_auth: AddonAuthArgs,
+    /// Several hubs to choose from (upstream's `MultipleHubs`): bootstrap kubeconfig secrets in
+    /// the agent namespace, in order of preference (comma-separated or repeated). The agent
+    /// registers with the first whose hub answers, and moves to the next that answers when its
+    /// hub stays out of reach for --hub-connection-timeout-seconds.
+    #[arg(long, value_delimiter = ',')]
+    bootstrap_kubeconfig_secrets: Vec<String>,
+    /// With --bootstrap-kubeconfig-secrets: how long the hub may stay out of reach, counted
+    /// from the last lease renewal, before the agent moves to another hub.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    hub_connection_timeout_seconds: u64,
     /// Address of the /metrics, /healthz and /readyz endpoint.
     #[arg(long, default_value = "127.0.0.1:0")]
     metrics_addr: SocketAddr,
@@ -133,6 +143,8 @@ async fn run_body(args: AgentArgs) -> anyhow::Result<()> {
             .collect::<BTreeMap<_, _>>(),
         max_custom_cluster_claims: args.max_custom_cluster_claims,
         addon_kube_client_auth: args.addon_auth.auth(),
+        bootstrap_kubeconfig_secrets: args.bootstrap_kubeconfig_secrets.clone(),
+        hub_connection_timeout: Duration::from_secs(args.hub_connection_timeout_seconds),
         ..Default::default()
     };
     for gates in &args.feature_gates {

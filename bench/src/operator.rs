@@ -146,6 +146,7 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
                 cluster_name: &name,
                 singleton: false,
                 client_cert_expiration_seconds: None,
+                several_hubs: None,
             },
         )
         .await?;

@@ -43,19 +43,68 @@ pub(crate) fn klusterlet_crds() -> &'static [CustomResourceDefinition] {
 pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
     crate::embedded::install_crds(spoke, klusterlet_crds()).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
+    write_bootstrap_secret(spoke, BOOTSTRAP_SECRET, bootstrap_kubeconfig).await
+}
+
+/// Name of the bootstrap kubeconfig secret of the `n`th hub (from 1) when a cluster joins
+/// several hubs: `bootstrap-hub-kubeconfig-<n>`.
+pub fn hub_bootstrap_secret(n: usize) -> String {
+    format!("{BOOTSTRAP_SECRET}-{n}")
+}
+
+/// [`prepare_spoke`] for several hubs (in order of preference): each bootstrap kubeconfig in
+/// its own secret ([`hub_bootstrap_secret`]), and the first in the bootstrap secret the agent
+/// starts with — unless that secret already holds one of them (the agent moved to another of
+/// these hubs earlier, and joining again keeps it there). Returns the names of the per-hub
+/// secrets, for the agent's list.
+pub async fn prepare_spoke_for_hubs(
+    spoke: &kube::Client,
+    bootstrap_kubeconfigs: &[String],
+) -> anyhow::Result<Vec<String>> {
+    let Some(first) = bootstrap_kubeconfigs.first() else {
+        anyhow::bail!("no hub to join");
+    };
+    crate::embedded::install_crds(spoke, klusterlet_crds()).await?;
+    crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
+    let current = Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
+        .get_opt(BOOTSTRAP_SECRET)
+        .await
+        .context("reading the bootstrap kubeconfig secret on the managed cluster")?
+        .and_then(|s| s.data?.remove("kubeconfig"))
+        .and_then(|b| String::from_utf8(b.0).ok());
+    if !current.is_some_and(|c| bootstrap_kubeconfigs.contains(&c)) {
+        write_bootstrap_secret(spoke, BOOTSTRAP_SECRET, first).await?;
+    }
+    let mut names = Vec::new();
+    for (i, kubeconfig) in bootstrap_kubeconfigs.iter().enumerate() {
+        let name = hub_bootstrap_secret(i + 1);
+        write_bootstrap_secret(spoke, &name, kubeconfig).await?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Writes bootstrap kubeconfig Secret `name` in the agent namespace.
+async fn write_bootstrap_secret(
+    spoke: &kube::Client,
+    name: &str,
+    bootstrap_kubeconfig: &str,
+) -> anyhow::Result<()> {
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": BOOTSTRAP_SECRET, "namespace": AGENT_NAMESPACE},
+        "metadata": {"name": name, "namespace": AGENT_NAMESPACE},
         "type": "Opaque",
         "stringData": {"kubeconfig": bootstrap_kubeconfig},
     }))?;
     Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
         .patch(
-            BOOTSTRAP_SECRET,
+            name,
             &PatchParams::apply("ocm-join").force(),
             &Patch::Apply(&secret),
         )
         .await
-        .context("writing the bootstrap kubeconfig secret on the managed cluster")?;
+        .with_context(|| {
+            format!("writing the bootstrap kubeconfig secret {name} on the managed cluster")
+        })?;
     Ok(())
 }

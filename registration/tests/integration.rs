@@ -7,6 +7,7 @@ mod support_accept;
 mod support_agent;
 
 mod agent_join;
+mod agent_multiple_hubs;
 mod agent_rebootstrap;
 mod agent_rotation;
 mod hub_accept_flow;

@@ -120,6 +120,18 @@ pub struct KlusterletRequest<'a> {
     pub singleton: bool,
     /// Requested lifetime of the agent's client certificate.
     pub client_cert_expiration_seconds: Option<i64>,
+    /// Several hubs to choose from (then `bootstrap` is the first of them).
+    pub several_hubs: Option<SeveralHubs<'a>>,
+}
+
+/// Several hubs for one Klusterlet (upstream's `MultipleHubs`, done by the klusterlet
+/// operator): `spec.registrationConfiguration.bootstrapKubeConfigs` of type `LocalSecrets`.
+#[derive(Clone, Copy, Debug)]
+pub struct SeveralHubs<'a> {
+    /// The hubs' bootstrap kubeconfigs, in order of preference.
+    pub bootstrap_kubeconfigs: &'a [String],
+    /// `hubConnectionTimeoutSeconds` (the API's minimum is 180).
+    pub hub_connection_timeout_seconds: u64,
 }
 
 /// Installs the klusterlet operator (its own manifests), the bootstrap kubeconfig Secret and
@@ -147,19 +159,38 @@ pub async fn create_klusterlet(
     spoke: &kube::Client,
     request: &KlusterletRequest<'_>,
 ) -> anyhow::Result<()> {
-    ocm_hub::join::prepare_spoke(spoke, request.bootstrap).await?;
     let mode = if request.singleton {
         "Singleton"
     } else {
         "Default"
     };
+    let mut registration = serde_json::Map::new();
+    if let Some(seconds) = request.client_cert_expiration_seconds {
+        registration.insert("clientCertExpirationSeconds".into(), seconds.into());
+    }
+    match request.several_hubs {
+        Some(hubs) => {
+            let names =
+                ocm_hub::join::prepare_spoke_for_hubs(spoke, hubs.bootstrap_kubeconfigs).await?;
+            let secrets: Vec<serde_json::Value> = names
+                .iter()
+                .map(|name| serde_json::json!({"name": name}))
+                .collect();
+            registration.insert(
+                "bootstrapKubeConfigs".into(),
+                serde_json::json!({"type": "LocalSecrets", "localSecretsConfig": {
+                    "kubeConfigSecrets": secrets,
+                    "hubConnectionTimeoutSeconds": hubs.hub_connection_timeout_seconds}}),
+            );
+        }
+        None => ocm_hub::join::prepare_spoke(spoke, request.bootstrap).await?,
+    }
     let mut spec = serde_json::json!({
         "clusterName": request.cluster_name,
         "namespace": ocm_hub::join::AGENT_NAMESPACE,
         "deployOption": {"mode": mode}});
-    if let Some(seconds) = request.client_cert_expiration_seconds {
-        spec["registrationConfiguration"] =
-            serde_json::json!({"clientCertExpirationSeconds": seconds});
+    if !registration.is_empty() {
+        spec["registrationConfiguration"] = registration.into();
     }
     let klusterlet = serde_json::json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",

@@ -90,6 +90,16 @@ impl Process {
         self.child.id()
     }
 
+    /// The output lines so far that contain `needle`.
+    pub fn lines_containing(&self, needle: &str) -> Vec<String> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter(|l| l.contains(needle))
+            .cloned()
+            .collect()
+    }
+
     /// Stops the process (SIGTERM, then SIGKILL after 20 s).
     pub fn stop(mut self) {
         self.terminate();

@@ -21,6 +21,7 @@ mod hub_components;
 mod image;
 mod join_back_to_back;
 mod join_process;
+mod multi_hubs;
 mod operator_cli;
 mod operator_hub;
 mod operator_klusterlet;

@@ -403,3 +403,128 @@ fn the_operator_demo_runs_a_local_image_as_its_executable() {
     }
     demo.stop();
 }
+
+/// `ocm join --operator` naming two hubs (embedded `ocm hub` processes): the Klusterlet lists a
+/// bootstrap kubeconfig secret per hub (`bootstrapKubeConfigs` of type LocalSecrets) and the
+/// cluster joins the first; a connection timeout below the Klusterlet API's 180 s is refused
+/// before anything is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
+    use ocm_api::operator::v1::Klusterlet;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hub_a = ocm_e2e::process::HubProcess::start(OCM, home, &home.join("hub-a"), "127.0.0.1:0");
+    let hub_b = ocm_e2e::process::HubProcess::start(OCM, home, &home.join("hub-b"), "127.0.0.1:0");
+    let mut hubs = Vec::new();
+    for hub in [&hub_a, &hub_b] {
+        let (code, out, err) = ocm(
+            home,
+            &["init", "--kubeconfig", hub.kubeconfig.to_str().unwrap()],
+        )
+        .await;
+        assert_eq!(code, 0, "{err}");
+        let word_after = |flag: &str| {
+            out.split_whitespace()
+                .skip_while(|w| *w != flag)
+                .nth(1)
+                .unwrap()
+                .to_owned()
+        };
+        hubs.push((word_after("--hub-apiserver"), word_after("--hub-token")));
+    }
+    let spoke = SimulatedCluster::start(&home.join("c1"), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let spoke_kubelet =
+        ocm_e2e::start_process_kubelet(OCM, &spoke.kubeconfig, IMAGE, &home.join("c1"))
+            .await
+            .unwrap();
+    let spoke_kubeconfig = spoke.kubeconfig.to_str().unwrap().to_owned();
+    let join = |timeout: &'static str| {
+        vec![
+            "join".to_owned(),
+            "--hub-apiserver".into(),
+            hubs[0].0.clone(),
+            "--hub-token".into(),
+            hubs[0].1.clone(),
+            "--hub-apiserver".into(),
+            hubs[1].0.clone(),
+            "--hub-token".into(),
+            hubs[1].1.clone(),
+            "--hub-connection-timeout-seconds".into(),
+            timeout.into(),
+            "--cluster-name".into(),
+            "c1".into(),
+            "--spoke-kubeconfig".into(),
+            spoke_kubeconfig.clone(),
+            "--operator".into(),
+            "--image".into(),
+            IMAGE.into(),
+        ]
+    };
+
+    let short = join("5");
+    let short: Vec<&str> = short.iter().map(String::as_str).collect();
+    let (code, _, err) = ocm(home, &short).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("is below 180"), "{err}");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(spoke.client());
+    assert!(namespaces.get_opt(AGENT_NS).await.unwrap().is_none());
+
+    let mut args = join("180");
+    args.extend(["--wait".into(), "--timeout".into(), "60".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = ocm(home, &args).await;
+    assert_eq!(code, 0, "ocm join --operator failed:\n{out}\n{err}");
+    assert!(out.contains("cluster c1 asked to join the hub"), "{out}");
+    let klusterlet = Api::<Klusterlet>::all(spoke.client())
+        .get("klusterlet")
+        .await
+        .unwrap();
+    let spec = serde_json::to_value(&klusterlet.spec).unwrap();
+    assert_eq!(
+        spec["registrationConfiguration"]["bootstrapKubeConfigs"],
+        serde_json::json!({"type": "LocalSecrets", "localSecretsConfig": {
+            "kubeConfigSecrets": [{"name": "bootstrap-hub-kubeconfig-1"},
+                                  {"name": "bootstrap-hub-kubeconfig-2"}],
+            "hubConnectionTimeoutSeconds": 180}}),
+        "{spec}"
+    );
+    let (code, out, err) = ocm(
+        home,
+        &[
+            "accept",
+            "--kubeconfig",
+            hub_a.kubeconfig.to_str().unwrap(),
+            "--clusters",
+            "c1",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "ocm accept failed:\n{out}\n{err}");
+    let admin_a = ocm_runtime::kubeconfig::client_from_file(&hub_a.kubeconfig)
+        .await
+        .unwrap();
+    wait_for(
+        &Api::<ManagedCluster>::all(admin_a),
+        "c1",
+        "Joined and Available on the first hub",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    let admin_b = ocm_runtime::kubeconfig::client_from_file(&hub_b.kubeconfig)
+        .await
+        .unwrap();
+    assert!(
+        Api::<ManagedCluster>::all(admin_b)
+            .get_opt("c1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    spoke_kubelet.cancel();
+    spoke.stop().await;
+    hub_a.process.stop();
+    hub_b.process.stop();
+}

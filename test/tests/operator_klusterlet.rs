@@ -750,15 +750,19 @@ async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
         .unwrap();
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(spoke.client(), AGENT_NS);
-    for (name, kubeconfig) in [("hub-a", &unreachable), ("hub-b", &bootstrap)] {
-        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-            "metadata": {"name": name}, "stringData": {"kubeconfig": kubeconfig}}))
-        .unwrap();
-        secrets
-            .create(&PostParams::default(), &secret)
-            .await
+    let create_secret = |name: &'static str, kubeconfig: String| {
+        let secrets = secrets.clone();
+        async move {
+            let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+                "metadata": {"name": name}, "stringData": {"kubeconfig": kubeconfig}}))
             .unwrap();
-    }
+            secrets
+                .create(&PostParams::default(), &secret)
+                .await
+                .unwrap();
+        }
+    };
+    create_secret("hub-a", unreachable).await;
     create_klusterlet(
         &spoke.client(),
         "klusterlet",
@@ -769,6 +773,38 @@ async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
     )
     .await
     .unwrap();
+    // None works yet: the condition names each listed secret, and nothing is copied.
+    let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+    let degraded = wait_for(&klusterlets, "klusterlet", "no listed secret works", |k| {
+        k.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "HubConnectionDegraded"
+                    && c.message.contains("no secret of bootstrapKubeConfigs")
+            })
+        })
+    })
+    .await
+    .unwrap();
+    let message = &degraded
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "HubConnectionDegraded")
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("secret hub-a: ") && message.contains("secret hub-b: not found"),
+        "{message}"
+    );
+    assert!(
+        secrets
+            .get_opt("bootstrap-hub-kubeconfig")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    create_secret("hub-b", bootstrap.clone()).await;
     accept_and_wait_available(&hub.admin_client(), "c5")
         .await
         .unwrap();

@@ -124,6 +124,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
                 cluster_name: name,
                 singleton: false,
                 client_cert_expiration_seconds: None,
+                several_hubs: None,
             },
         )
         .await?;

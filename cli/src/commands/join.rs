@@ -14,17 +14,27 @@ use kube::api::Api;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_runtime::shutdown::Shutdown;
 
-pub use ocm_hub::join::{AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig, prepare_spoke};
+pub use ocm_hub::join::{
+    AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig, prepare_spoke, prepare_spoke_for_hubs,
+};
 
 /// Flags of `ocm join`.
 #[derive(Debug, Args)]
 pub struct JoinArgs {
-    /// URL of the hub's API server (https://host:port).
+    /// URL of the hub's API server (https://host:port). Repeat it, each with its own
+    /// --hub-token, to join several hubs (upstream's `MultipleHubs`): the agent registers with
+    /// the first and moves to the next that answers when its hub stays out of reach for
+    /// --hub-connection-timeout-seconds.
     #[arg(long, required_unless_present = "bootstrap_kubeconfig")]
-    pub hub_apiserver: Option<String>,
-    /// Bootstrap token printed by `ocm init`.
+    pub hub_apiserver: Vec<String>,
+    /// Bootstrap token printed by `ocm init` (one per --hub-apiserver, in the same order).
     #[arg(long, required_unless_present = "bootstrap_kubeconfig")]
-    pub hub_token: Option<String>,
+    pub hub_token: Vec<String>,
+    /// With several hubs: how long the hub the agent uses may stay out of reach (counted from
+    /// its last lease renewal) before the agent moves to the next hub that answers (with
+    /// --operator, the Klusterlet's `hubConnectionTimeoutSeconds`, at least 180).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub hub_connection_timeout_seconds: u64,
     /// With --operator: a kubeconfig of the hub to bootstrap with, instead of --hub-apiserver
     /// and --hub-token (what upstream's klusterlet Helm chart takes as
     /// `bootstrapHubKubeConfig`). It must carry its credentials inline.
@@ -38,9 +48,10 @@ pub struct JoinArgs {
     /// then created by hand, each naming its cluster.
     #[arg(long, requires = "operator", conflicts_with_all = ["cluster_name", "singleton", "wait"])]
     pub no_klusterlet: bool,
-    /// CA bundle of the hub (default: read from the hub's kube-public/cluster-info).
+    /// CA bundle of the hub (default: read from the hub's kube-public/cluster-info); with
+    /// several hubs, one per --hub-apiserver or none.
     #[arg(long)]
-    pub ca_file: Option<PathBuf>,
+    pub ca_file: Vec<PathBuf>,
     /// Kubeconfig of the managed cluster.
     #[arg(
         long,
@@ -90,18 +101,26 @@ pub struct JoinArgs {
 /// ManagedCluster exists on the hub (its agent runs and registered).
 async fn join_with_operator(
     spoke: &kube::Client,
-    bootstrap: &str,
+    hubs: &[String],
     args: &JoinArgs,
 ) -> anyhow::Result<()> {
     use ocm_setup::operators::{
-        KlusterletRequest, install_klusterlet, install_klusterlet_operator,
+        KlusterletRequest, SeveralHubs, install_klusterlet, install_klusterlet_operator,
     };
     use ocm_setup::wait::wait_until;
+    let Some(bootstrap) = hubs.first() else {
+        bail!("no hub to join");
+    };
     let Some(cluster_name) = args.cluster_name.as_deref() else {
         install_klusterlet_operator(spoke, &args.image).await?;
-        prepare_spoke(spoke, bootstrap).await?;
+        let secrets = if hubs.len() > 1 {
+            prepare_spoke_for_hubs(spoke, hubs).await?.join(", ")
+        } else {
+            prepare_spoke(spoke, bootstrap).await?;
+            BOOTSTRAP_SECRET.to_owned()
+        };
         println!(
-            "installed the klusterlet operator ({}) and Secret {AGENT_NAMESPACE}/{BOOTSTRAP_SECRET} \
+            "installed the klusterlet operator ({}) and Secret(s) {secrets} in {AGENT_NAMESPACE} \
              on the managed cluster; no Klusterlet (create one naming its cluster)",
             args.image
         );
@@ -115,6 +134,10 @@ async fn join_with_operator(
             cluster_name,
             singleton: args.singleton,
             client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
+            several_hubs: (hubs.len() > 1).then_some(SeveralHubs {
+                bootstrap_kubeconfigs: hubs,
+                hub_connection_timeout_seconds: args.hub_connection_timeout_seconds,
+            }),
         },
     )
     .await?;
@@ -172,14 +195,76 @@ pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the hub CA from `--ca-file`, or from the hub's `kube-public/cluster-info`: anonymously
+/// The least `hubConnectionTimeoutSeconds` the Klusterlet API takes.
+const MIN_OPERATOR_TIMEOUT: u64 = 180;
+
+/// Reads the hub CA from `ca_file`, or from the hub's `kube-public/cluster-info`: anonymously
 /// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
-async fn hub_ca(args: &JoinArgs, url: &str, token: &str) -> anyhow::Result<String> {
-    if let Some(path) = &args.ca_file {
+async fn hub_ca(
+    ca_file: Option<&std::path::Path>,
+    url: &str,
+    token: &str,
+) -> anyhow::Result<String> {
+    if let Some(path) = ca_file {
         return std::fs::read_to_string(path)
             .with_context(|| format!("reading CA file {}", path.display()));
     }
     ocm_setup::discovery::discover_ca(url, token).await
+}
+
+/// The bootstrap kubeconfig of each hub named with --hub-apiserver/--hub-token (and
+/// --ca-file), checked in order: URL, token, CA, and that the hub accepts the token. Nothing
+/// is written anywhere before every hub passed.
+async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(String, String)>> {
+    let hubs = args.hub_apiserver.len();
+    if hubs == 0 || args.hub_token.len() != hubs {
+        bail!(
+            "--hub-apiserver and --hub-token go in pairs (got {hubs} --hub-apiserver and {} --hub-token), or use --bootstrap-kubeconfig",
+            args.hub_token.len()
+        );
+    }
+    if !args.ca_file.is_empty() && args.ca_file.len() != hubs {
+        bail!(
+            "--ca-file: give one per --hub-apiserver ({hubs}) or none (got {})",
+            args.ca_file.len()
+        );
+    }
+    if hubs > 1 && args.operator && args.hub_connection_timeout_seconds < MIN_OPERATOR_TIMEOUT {
+        bail!(
+            "--hub-connection-timeout-seconds {} is below {MIN_OPERATOR_TIMEOUT}, the least the \
+             Klusterlet's hubConnectionTimeoutSeconds takes (with --operator)",
+            args.hub_connection_timeout_seconds
+        );
+    }
+    let mut out = Vec::new();
+    for (i, (url, token)) in args.hub_apiserver.iter().zip(&args.hub_token).enumerate() {
+        let which = |e: anyhow::Error| {
+            if hubs > 1 {
+                e.context(format!("hub {} of {hubs} ({url})", i + 1))
+            } else {
+                e
+            }
+        };
+        check_hub_url(url).map_err(which)?;
+        if token.trim().is_empty() || token.contains(char::is_whitespace) {
+            return Err(which(anyhow::anyhow!(
+                "invalid hub token: empty or contains whitespace"
+            )));
+        }
+        if out.iter().any(|(u, _)| u == url) {
+            bail!("hub {url} is named twice");
+        }
+        let ca = hub_ca(args.ca_file.get(i).map(PathBuf::as_path), url, token)
+            .await
+            .map_err(which)?;
+        let bootstrap = bootstrap_kubeconfig(url, &ca, token);
+        ocm_setup::discovery::check_token(url, &bootstrap, args.cluster_name.as_deref())
+            .await
+            .map_err(which)?;
+        println!("hub {url} reachable, token accepted");
+        out.push((url.clone(), bootstrap));
+    }
+    Ok(out)
 }
 
 /// Runs `ocm join` until SIGINT/SIGTERM.
@@ -193,30 +278,18 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
              set the Klusterlet's registrationConfiguration.addOnKubeClientRegistrationDriver"
         );
     }
-    let (url, bootstrap) = match &args.bootstrap_kubeconfig {
+    let hubs = match &args.bootstrap_kubeconfig {
         Some(path) => {
             let (text, url) = read_bootstrap_kubeconfig(path)?;
-            (url, text)
+            ocm_setup::discovery::check_token(&url, &text, args.cluster_name.as_deref()).await?;
+            println!("hub {url} reachable, bootstrap kubeconfig accepted");
+            vec![(url, text)]
         }
-        None => {
-            let (Some(url), Some(token)) = (&args.hub_apiserver, &args.hub_token) else {
-                bail!("--hub-apiserver and --hub-token are needed (or --bootstrap-kubeconfig)");
-            };
-            check_hub_url(url)?;
-            if token.trim().is_empty() || token.contains(char::is_whitespace) {
-                bail!("invalid hub token: empty or contains whitespace");
-            }
-            let ca = hub_ca(&args, url, token).await?;
-            (url.clone(), bootstrap_kubeconfig(url, &ca, token))
-        }
+        None => hub_bootstrap_kubeconfigs(&args).await?,
     };
-    ocm_setup::discovery::check_token(&url, &bootstrap, args.cluster_name.as_deref()).await?;
-    let accepted = if args.bootstrap_kubeconfig.is_some() {
-        "bootstrap kubeconfig"
-    } else {
-        "token"
+    let Some((_, bootstrap)) = hubs.first().cloned() else {
+        bail!("no hub to join");
     };
-    println!("hub {url} reachable, {accepted} accepted");
 
     if args.operator
         && let Some(path) = &args.spoke_kubeconfig
@@ -224,7 +297,8 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         let spoke = ocm_runtime::kubeconfig::client_from_file(path)
             .await
             .with_context(|| format!("loading {}", path.display()))?;
-        return join_with_operator(&spoke, &bootstrap, &args).await;
+        let kubeconfigs: Vec<String> = hubs.into_iter().map(|(_, k)| k).collect();
+        return join_with_operator(&spoke, &kubeconfigs, &args).await;
     }
     let Some(cluster_name) = args.cluster_name.clone() else {
         bail!("--cluster-name is needed to run the agent");
@@ -254,13 +328,20 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             client
         }
     };
-    prepare_spoke(&spoke, &bootstrap).await?;
-    let options = ocm_registration::agent::AgentOptions {
+    let mut options = ocm_registration::agent::AgentOptions {
         cluster_name,
         client_cert_expiration_seconds: Some(args.client_cert_expiration_seconds),
         addon_kube_client_auth: args.addon_auth.auth(),
         ..Default::default()
     };
+    if hubs.len() > 1 {
+        let kubeconfigs: Vec<String> = hubs.into_iter().map(|(_, k)| k).collect();
+        options.bootstrap_kubeconfig_secrets = prepare_spoke_for_hubs(&spoke, &kubeconfigs).await?;
+        options.hub_connection_timeout =
+            std::time::Duration::from_secs(args.hub_connection_timeout_seconds);
+    } else {
+        prepare_spoke(&spoke, &bootstrap).await?;
+    }
     let result = super::agent::run_agent(spoke, options, args.metrics_addr, shutdown).await;
     if let Some(cluster) = simulated {
         cluster.stop().await;

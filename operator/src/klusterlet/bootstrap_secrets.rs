@@ -127,15 +127,42 @@ async fn mark_lost(
     Ok(())
 }
 
-/// Applies the LocalSecrets choice in `namespace`; returns whether it switched.
+/// What [`select`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Nothing to do (no LocalSecrets, or the current bootstrap kubeconfig stays).
+    Kept,
+    /// A listed secret was copied into `bootstrap-hub-kubeconfig`.
+    Switched,
+    /// A listed secret was needed (no bootstrap kubeconfig yet, or the hub lost for the
+    /// timeout) and none works: each secret and why, for the Klusterlet's condition.
+    NoneWorks(String),
+}
+
+/// "secret a: why; secret b: why" of the listed secrets that were probed and not chosen.
+pub fn describe(names: &[String], problems: &[Option<String>]) -> String {
+    names
+        .iter()
+        .zip(problems)
+        .map(|(name, problem)| {
+            format!(
+                "secret {name}: {}",
+                problem.as_deref().unwrap_or("the one in use")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Applies the LocalSecrets choice in `namespace`.
 pub async fn select(
     client: &kube::Client,
     namespace: &str,
     klusterlet: &Klusterlet,
     hub: &Check,
-) -> Result<bool, kube::Error> {
+) -> Result<Selection, kube::Error> {
     let Some((names, timeout)) = local_secrets(klusterlet) else {
-        return Ok(false);
+        return Ok(Selection::Kept);
     };
     let now = jiff::Timestamp::now();
     let was_connected = klusterlet.status.as_ref().is_some_and(|s| {
@@ -152,27 +179,35 @@ pub async fn select(
     if let Some(value) = lost_marker(marker, hub, was_connected, now) {
         // The change comes back as a new reconcile.
         mark_lost(client, klusterlet, value).await?;
-        return Ok(false);
+        return Ok(Selection::Kept);
     }
     let current = read_kubeconfig(client, namespace, BOOTSTRAP_SECRET).await?;
     let lost = lost_for(klusterlet, now);
     if current.is_some() && lost.is_none_or(|d| d < timeout) {
-        return Ok(false);
+        return Ok(Selection::Kept);
     }
     let mut candidates = Vec::new();
+    let mut problems = Vec::new();
     for name in &names {
         let kubeconfig = read_kubeconfig(client, namespace, name).await?;
-        let works = match &kubeconfig {
-            Some(yaml) => check_bootstrap_kubeconfig(yaml).await == Check::Functional,
-            None => false,
+        let problem = match &kubeconfig {
+            Some(yaml) if Some(yaml) == current.as_ref() => None,
+            Some(yaml) => match check_bootstrap_kubeconfig(yaml).await {
+                Check::Functional => None,
+                Check::Error(m) | Check::Unauthorized(m) | Check::KubeconfigMissing(m) => Some(m),
+                Check::SecretMissing => Some("not found".to_owned()),
+            },
+            None => Some("not found, or no kubeconfig key".to_owned()),
         };
+        let works = kubeconfig.is_some() && problem.is_none();
         candidates.push(Candidate { kubeconfig, works });
+        problems.push(problem);
     }
     let Some(chosen) = choose(current.as_deref(), &candidates, lost, timeout) else {
-        return Ok(false);
+        return Ok(Selection::NoneWorks(describe(&names, &problems)));
     };
     let Some(kubeconfig) = candidates[chosen].kubeconfig.clone() else {
-        return Ok(false);
+        return Ok(Selection::Kept);
     };
     tracing::info!(secret = %names[chosen], namespace, "using bootstrap kubeconfig");
     let secret = Secret {
@@ -207,7 +242,7 @@ pub async fn select(
         // The clock restarts once the agent has connected to the new hub.
         mark_lost(client, klusterlet, None).await?;
     }
-    Ok(true)
+    Ok(Selection::Switched)
 }
 
 #[cfg(test)]
@@ -238,6 +273,15 @@ mod tests {
             Some(None)
         );
         assert_eq!(lost_marker(None, &Check::Functional, true, now), None);
+    }
+
+    #[test]
+    fn every_listed_secret_is_described() {
+        let names = ["a".to_owned(), "b".to_owned()];
+        assert_eq!(
+            describe(&names, &[Some("not found".into()), None]),
+            "secret a: not found; secret b: the one in use"
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
+use super::bootstrap_secrets::Selection;
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
 use super::render::{
     ADDON_NAMESPACE, Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, KLUSTERLET_LABEL, Mode,
@@ -545,7 +546,8 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     );
     let (mut hub, mut hub_secret) =
         hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
-    if super::bootstrap_secrets::select(&ctx.client, &namespace, &k, &hub).await? {
+    let selection = super::bootstrap_secrets::select(&ctx.client, &namespace, &k, &hub).await?;
+    if selection == Selection::Switched {
         (hub, hub_secret) =
             hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
     }
@@ -594,7 +596,12 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         }
         Some(err) => set("Applied", "False", "ManagedClusterResourceApplyFailed", err),
     }
-    let (status, reason, message) = hub_connection::degraded_condition(&bootstrap, &hub);
+    let (status, reason, mut message) = hub_connection::degraded_condition(&bootstrap, &hub);
+    if let Selection::NoneWorks(problems) = &selection {
+        message = format!(
+            "{message}; no secret of bootstrapKubeConfigs.localSecretsConfig works ({problems})"
+        );
+    }
     set("HubConnectionDegraded", status, &reason, &message);
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let mut live = Vec::new();

@@ -190,6 +190,11 @@ impl Joined<'_> {
                     None => break,
                     Some(Ok(watcher::Event::Apply(mc) | watcher::Event::InitApply(mc))) => {
                         self.own_cluster_readable();
+                        if !mc.spec.hub_accepts_client {
+                            // Seen before the hub takes the agent's access away (several hubs:
+                            // a hub that withdrew its acceptance is left).
+                            self.ctx.hub_contact.not_accepted();
+                        }
                         tx.send_replace(Some(mc));
                         self.sync.notify_one();
                     }
@@ -476,8 +481,12 @@ impl Joined<'_> {
             };
             let mut wait = jittered(duration);
             match self.renew_lease().await {
-                Ok(()) => backoff.reset(),
+                Ok(()) => {
+                    self.ctx.hub_contact.reached();
+                    backoff.reset();
+                }
                 Err(err) => {
+                    self.ctx.hub_contact.failed();
                     if let Some(outcome) = self.classify(status_code(&err)) {
                         return outcome;
                     }

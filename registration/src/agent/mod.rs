@@ -17,10 +17,12 @@
 //!    ([`addon_health`]).
 //! 3. **Rebootstrap** when the certificate expired before it could be rotated (reported as
 //!    `ClusterCertificateRotated` False, reason `ClientCertificateExpired`, once the agent can
-//!    write again), when the hub refuses the certificate (401), or when the bootstrap
-//!    kubeconfig changes. Nothing else: as upstream, the ManagedCluster is created only while
-//!    bootstrapping, so one a hub admin deleted stays deleted ([`AgentProgress::Deleted`])
-//!    until the agent registers again.
+//!    write again), when the hub refuses the certificate (401), when the bootstrap kubeconfig
+//!    changes, or — given several hubs — when its hub stayed out of reach for the connection
+//!    timeout and another one answers ([`AgentOptions::bootstrap_kubeconfig_secrets`]).
+//!    Nothing else: as upstream, the ManagedCluster is created only while bootstrapping, so
+//!    one a hub admin deleted stays deleted ([`AgentProgress::Deleted`]) until the agent
+//!    registers again.
 //!
 //! Everything it does goes through the hub and spoke API servers; [`Agent::progress`] tells a
 //! caller (the `ocm` CLI) where it stands.
@@ -31,6 +33,7 @@ pub mod addon_tokens;
 pub mod addons;
 mod bootstrap;
 mod certs;
+mod hubs;
 mod joined;
 pub mod managed_namespaces;
 pub mod rotation;
@@ -123,6 +126,14 @@ pub struct AgentOptions {
     /// How `kubeClient` addon registrations get hub credentials (upstream
     /// `--addon-kubeclient-registration-auth`, default CSR certificates).
     pub addon_kube_client_auth: addon_tokens::AddonKubeClientAuth,
+    /// Several hubs to choose from (upstream's `MultipleHubs`): bootstrap kubeconfig secrets
+    /// in the agent namespace, in order of preference. Empty: only
+    /// [`BOOTSTRAP_KUBECONFIG_SECRET`] is used, and the agent never moves to another hub.
+    pub bootstrap_kubeconfig_secrets: Vec<String>,
+    /// With [`Self::bootstrap_kubeconfig_secrets`]: how long the hub may stay out of reach,
+    /// counted from the last lease renewal, before the agent moves to the next hub that
+    /// answers (upstream `--hub-connection-timeout-seconds`, 600 s).
+    pub hub_connection_timeout: Duration,
 }
 
 impl Default for AgentOptions {
@@ -145,6 +156,8 @@ impl Default for AgentOptions {
             addon_lease_check_period: Duration::from_secs(30),
             addon_lease_grace: Duration::from_secs(5 * 60),
             addon_kube_client_auth: addon_tokens::AddonKubeClientAuth::Csr,
+            bootstrap_kubeconfig_secrets: Vec::new(),
+            hub_connection_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -315,6 +328,12 @@ pub enum AgentError {
         /// How many are pending.
         count: usize,
     },
+    /// None of the listed bootstrap kubeconfigs reaches a hub that lets it in.
+    #[error("no listed bootstrap kubeconfig reaches a hub that answers ({details})")]
+    NoHubAnswers {
+        /// Each listed secret and why it was not used.
+        details: String,
+    },
     /// A call to the hub failed.
     #[error("hub API: {0}")]
     Hub(#[source] kube::Error),
@@ -412,44 +431,58 @@ impl Agent {
             options: self.options,
             progress: self.progress,
             hub_client: self.hub_client,
+            hub_contact: hubs::HubContact::default(),
+            chosen_name: std::sync::OnceLock::new(),
         };
         let mut state = RunState::default();
         let mut backoff = Backoff::default();
         loop {
-            let outcome = tokio::select! {
-                _ = shutdown.cancelled() => return Ok(()),
-                outcome = run_once(&ctx, &mut state) => outcome,
+            let pass = async {
+                let outcome = run_once(&ctx, &mut state).await;
+                after_pass(&ctx, &mut backoff, state.ever_joined, outcome).await
             };
-            match outcome {
-                Ok(reason) => {
-                    tracing::info!(%reason, "registering again");
-                    ctx.set_progress(AgentProgress::Rebootstrapping { reason });
-                    backoff.reset();
-                }
-                Err(err @ AgentError::BootstrapKubeconfigInvalid { .. }) if !state.ever_joined => {
-                    return Err(err);
-                }
-                Err(AgentError::BootstrapKubeconfigMissing { namespace, name }) => {
-                    ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        () = secrets::wait_for_change(&ctx.secrets, &namespace, &name, None) => {}
-                    }
-                }
-                Err(err) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(error = %err, retry_in = ?delay, "registration agent");
-                    ctx.set_progress(AgentProgress::Retrying {
-                        error: err.to_string(),
-                    });
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        _ = tokio::time::sleep(delay) => {}
-                    }
-                }
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                done = pass => done?,
+                // Said by the switch itself (which may also end the pass first).
+                _moved = hubs::switch_when_lost(&ctx) => backoff.reset(),
             }
         }
     }
+}
+
+/// Handles what one pass ended with: starts over at once after a reason to register again,
+/// waits for a missing bootstrap kubeconfig, backs off after other errors. Returns an error
+/// only when the agent cannot go on (a malformed bootstrap kubeconfig before it ever joined).
+async fn after_pass(
+    ctx: &Ctx,
+    backoff: &mut Backoff,
+    ever_joined: bool,
+    outcome: Result<String, AgentError>,
+) -> Result<(), AgentError> {
+    match outcome {
+        Ok(reason) => {
+            tracing::info!(%reason, "registering again");
+            ctx.set_progress(AgentProgress::Rebootstrapping { reason });
+            backoff.reset();
+        }
+        Err(err @ AgentError::BootstrapKubeconfigInvalid { .. }) if !ever_joined => {
+            return Err(err);
+        }
+        Err(AgentError::BootstrapKubeconfigMissing { namespace, name }) => {
+            ctx.set_progress(AgentProgress::WaitingForBootstrapKubeconfig);
+            secrets::wait_for_change(&ctx.secrets, &namespace, &name, None).await;
+        }
+        Err(err) => {
+            let delay = backoff.next_delay();
+            tracing::warn!(error = %err, retry_in = ?delay, "registration agent");
+            ctx.set_progress(AgentProgress::Retrying {
+                error: err.to_string(),
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+    Ok(())
 }
 
 /// What the phases share.
@@ -462,10 +495,27 @@ pub(crate) struct Ctx {
     pub(crate) progress: watch::Sender<AgentProgress>,
     /// Where the agent gets its hub client (shared with the work agent in one process).
     pub(crate) hub_client: SharedClient,
+    /// When the agent last reached its hub (for moving to another one; [`hubs`]).
+    pub(crate) hub_contact: hubs::HubContact,
+    /// The cluster's name once chosen (a random one is chosen at the first pass).
+    pub(crate) chosen_name: std::sync::OnceLock<String>,
 }
 
 impl Ctx {
+    /// The cluster's name: given, or chosen at the first pass; before that, a placeholder
+    /// (what a hub lets the bootstrap credentials read does not depend on it).
+    pub(crate) fn cluster_name(&self) -> String {
+        Some(self.options.cluster_name.as_str())
+            .filter(|n| !n.is_empty())
+            .or(self.chosen_name.get().map(String::as_str))
+            .unwrap_or("ocm-hub-access-check")
+            .to_owned()
+    }
+
     pub(crate) fn set_progress(&self, progress: AgentProgress) {
+        if progress == AgentProgress::WaitingForAcceptance {
+            self.hub_contact.not_accepted();
+        }
         self.progress.send_if_modified(|current| {
             if *current == progress {
                 false
@@ -502,6 +552,9 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
     let bootstrap_raw = bootstrap_secret
         .as_ref()
         .and_then(|s| secrets::data(s, keys::KUBECONFIG));
+    if bootstrap_raw.is_none() && !ctx.options.bootstrap_kubeconfig_secrets.is_empty() {
+        return hubs::switch_bootstrap(ctx, None, "").await;
+    }
     let bootstrap = match &bootstrap_raw {
         None => Err(AgentError::BootstrapKubeconfigMissing {
             namespace: ns.clone(),
@@ -534,6 +587,7 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
                 .or_else(|| stored(keys::AGENT_NAME).filter(|a| !a.is_empty()))
                 .unwrap_or_else(|| certs::random_name(5));
             state.identity = Some((cluster.clone(), agent.clone()));
+            let _ = ctx.chosen_name.set(cluster.clone());
             (cluster, agent)
         }
     };
@@ -559,6 +613,12 @@ async fn run_once(ctx: &Ctx, state: &mut RunState) -> Result<String, AgentError>
         Some(creds) if !state.force_bootstrap => {
             if let Err(err) = &bootstrap {
                 tracing::warn!(error = %err, "continuing with the stored hub kubeconfig");
+            }
+            if !state.ever_joined {
+                // Credentials from an earlier run: the hub counts as reached at start and
+                // lost unless reached again, so a hub that stays down is left after the
+                // timeout even across restarts.
+                ctx.hub_contact.resumed();
             }
             creds
         }
