@@ -79,20 +79,7 @@ pub fn for_target(target: Target) -> Vec<CustomResourceDefinition> {
     }
 }
 
-/// Annotation a CRD of a `*.k8s.io` group must carry: the enhancement that approved its API.
-pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
-
-/// `crd` annotated as approved by `enhancement` (see [`API_APPROVED_ANNOTATION`]).
-pub fn api_approved(
-    mut crd: CustomResourceDefinition,
-    enhancement: &str,
-) -> CustomResourceDefinition {
-    crd.metadata
-        .annotations
-        .get_or_insert_default()
-        .insert(API_APPROVED_ANNOTATION.to_owned(), enhancement.to_owned());
-    crd
-}
+pub use crate::approval::{API_APPROVED_ANNOTATION, api_approved};
 
 fn sort(crds: Vec<CustomResourceDefinition>) -> Vec<CustomResourceDefinition> {
     let mut crds: Vec<_> = crds.into_iter().map(complete).collect();

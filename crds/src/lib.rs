@@ -10,6 +10,7 @@
 
 pub mod about;
 pub mod addon;
+mod approval;
 pub mod cluster;
 pub mod crds;
 pub mod multicluster;

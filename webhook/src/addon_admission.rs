@@ -42,7 +42,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::policy::{Denial, Operation, Review};
+use crate::request::{Denial, Operation, Review};
 
 /// Conditions of a ManagedClusterAddOn set by the addon framework (hub) and the cluster's
 /// registration agent; an addon's own agent may not add, change or remove them.

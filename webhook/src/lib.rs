@@ -12,6 +12,7 @@ pub mod addon_admission;
 pub mod certs;
 pub mod install;
 pub mod policy;
+pub mod request;
 pub mod review;
 pub mod serve;
 

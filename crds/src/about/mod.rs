@@ -13,7 +13,7 @@ pub const GROUP: &str = "about.k8s.io";
 
 /// Annotation the upstream About API CRD carries (an API in a `*.k8s.io` group must name the
 /// enhancement that approved it).
-pub const API_APPROVED_ANNOTATION: &str = crate::crds::API_APPROVED_ANNOTATION;
+pub const API_APPROVED_ANNOTATION: &str = crate::approval::API_APPROVED_ANNOTATION;
 
 /// The enhancement that approved the About API.
 pub const API_APPROVED_BY: &str = "https://github.com/kubernetes/enhancements/pull/3084";
@@ -21,7 +21,7 @@ pub const API_APPROVED_BY: &str = "https://github.com/kubernetes/enhancements/pu
 /// CRDs of this group, installed on a managed cluster by a Klusterlet whose registration has
 /// the `ClusterProperty` feature gate on.
 pub fn klusterlet_crds() -> Vec<CustomResourceDefinition> {
-    vec![crate::crds::api_approved(
+    vec![crate::approval::api_approved(
         v1alpha1::ClusterProperty::crd(),
         API_APPROVED_BY,
     )]

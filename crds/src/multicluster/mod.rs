@@ -44,7 +44,7 @@ pub const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
 /// The Cluster Inventory API CRDs, installed on a hub whose registration has the
 /// `ClusterProfile` feature gate (and always on the embedded hub).
 pub fn hub_crds() -> Vec<CustomResourceDefinition> {
-    vec![crate::crds::api_approved(
+    vec![crate::approval::api_approved(
         v1alpha1::ClusterProfile::crd(),
         API_APPROVED_BY,
     )]

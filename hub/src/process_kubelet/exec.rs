@@ -8,14 +8,13 @@
 //!
 //! The command runs with the pod process's environment (the variables it was started with,
 //! its `KUBECONFIG`), in the pod's folder, the image's executable first on `PATH`; the
-//! supervisor records that environment while the process runs ([`record`]), so a pod whose
+//! supervisor records that environment while the process runs ([`super::record::record`]), so a pod whose
 //! process is not running refuses exec before any upgrade. SPDY is not served.
 //!
 //! `GET /attach/<namespace>/<pod>/<container>?stdout=…&stderr=…` (same protocols) streams what
 //! the pod's process writes from then on, on stdout, until it ends (the final Status is then
 //! `Success`); the process reads no input (its stdin is closed), so `stdin=true` is refused.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -29,61 +28,17 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::logs::is_plain_name;
+use super::record::PROCESS_FILE;
 use super::websocket::{self, Message};
 
 /// The channel protocols served, preferred first.
 pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
-
-/// File in a pod's folder naming its running process's executable and environment.
-const PROCESS_FILE: &str = "process.json";
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
 const CLOSE: u8 = 255;
-
-/// Records, while a pod's process runs, what an exec in it runs with and where its container
-/// ports listen on this machine (`ports`: container port → local port), for port-forward.
-pub fn record(
-    pod_dir: &Path,
-    executable: &Path,
-    env: &[(String, String)],
-    ports: &BTreeMap<i64, u16>,
-) -> std::io::Result<()> {
-    let ports: serde_json::Map<String, Value> = ports
-        .iter()
-        .map(|(port, local)| (port.to_string(), json!(local)))
-        .collect();
-    let value = json!({"executable": executable, "env": env, "ports": ports});
-    std::fs::write(pod_dir.join(PROCESS_FILE), value.to_string())
-}
-
-/// Where the container ports of a pod's running process listen (container port → local
-/// port); `None` when no process runs.
-pub fn recorded_ports(pod_dir: &Path) -> Option<BTreeMap<u16, u16>> {
-    let text = std::fs::read_to_string(pod_dir.join(PROCESS_FILE)).ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    let ports = value["ports"].as_object().cloned().unwrap_or_default();
-    Some(
-        ports
-            .iter()
-            .filter_map(|(port, local)| {
-                Some((port.parse().ok()?, u16::try_from(local.as_u64()?).ok()?))
-            })
-            .collect(),
-    )
-}
-
-/// Whether a pod's process is recorded as running.
-pub fn is_recorded(pod_dir: &Path) -> bool {
-    pod_dir.join(PROCESS_FILE).is_file()
-}
-
-/// Forgets the record of a pod's process once it has ended.
-pub fn forget(pod_dir: &Path) {
-    let _ = std::fs::remove_file(pod_dir.join(PROCESS_FILE));
-}
 
 /// What an exec or attach request asks for.
 #[derive(Debug, PartialEq, Eq)]

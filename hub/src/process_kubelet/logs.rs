@@ -1,13 +1,9 @@
-//! The kubelet's log endpoint, so that `kubectl logs` (the API server's `pods/log`) reaches
-//! the pods this kubelet runs: `GET /containerLogs/<namespace>/<pod>/<container>` answers the
+//! The kubelet's log files, so that `kubectl logs` (the API server's `pods/log`) reaches the
+//! pods this kubelet runs: `GET /containerLogs/<namespace>/<pod>/<container>` answers the
 //! container's output, kept in `<work dir>/<namespace>/<pod>/container.log` (options
 //! `tailLines`, `limitBytes` and `follow`: with `follow=true` the answer streams what the
-//! process writes next, until its process ends or the pod goes). `/exec/…` runs commands in the
-//! pod, `/attach/…` streams its output ([`super::exec`]) and `/portForward/…` reaches the ports
-//! its process listens on ([`super::portforward`]). It listens on a free loopback port over plain HTTP, and the
-//! kubelet's Node names it (`status.daemonEndpoints.kubeletEndpoint.Port`, address `InternalIP`
-//! 127.0.0.1), which is where the API server looks for a pod's kubelet. The Node also lists the
-//! images the kubelet runs (`status.images`).
+//! process writes next, until its process ends or the pod goes). Served by
+//! [`super::endpoint`].
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -18,10 +14,6 @@ use http::{Request, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use ocm_runtime::shutdown::Shutdown;
-use serde_json::json;
 
 /// Whether `name` can name a namespace, pod or container (no path tricks).
 pub fn is_plain_name(name: &str) -> bool {
@@ -64,12 +56,13 @@ pub fn select(text: &str, tail_lines: Option<usize>, limit_bytes: Option<usize>)
 }
 
 /// What the endpoint answers.
-type Answer = Response<UnsyncBoxBody<Bytes, Infallible>>;
+pub(super) type Answer = Response<UnsyncBoxBody<Bytes, Infallible>>;
 
 /// How often a followed log is read again for new output.
 const FOLLOW_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
 
-fn reply(status: StatusCode, body: String) -> Answer {
+/// A plain-text answer.
+pub(super) fn reply(status: StatusCode, body: String) -> Answer {
     let mut response = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -79,14 +72,8 @@ fn reply(status: StatusCode, body: String) -> Answer {
     response
 }
 
-fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
-    let path = req.uri().path();
-    if path.starts_with("/exec/") || path.starts_with("/attach/") {
-        return super::exec::answer(work_dir, req).map(BodyExt::boxed_unsync);
-    }
-    if path.starts_with("/portForward/") {
-        return super::portforward::answer(work_dir, req).map(BodyExt::boxed_unsync);
-    }
+/// Answers a `/containerLogs/…` request.
+pub(super) fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
     let Some(file) = log_file(work_dir, req.uri().path()) else {
         return reply(StatusCode::NOT_FOUND, "404 page not found".into());
     };
@@ -138,14 +125,14 @@ fn follow_body(file: PathBuf, offset: u64, first: String) -> UnsyncBoxBody<Bytes
 
 /// Whatever is appended to a pod's log `file` after `offset`, read again every
 /// [`FOLLOW_PERIOD`], until the pod's process has ended (its exec record is gone: see
-/// [`super::exec::forget`]) or the receiver goes.
+/// [`super::record::forget`]) or the receiver goes.
 pub fn follow(file: PathBuf, offset: u64) -> tokio::sync::mpsc::Receiver<Bytes> {
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     tokio::spawn(async move {
         let mut offset = offset;
         let pod_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         loop {
-            let running = super::exec::is_recorded(&pod_dir);
+            let running = super::record::is_recorded(&pod_dir);
             let more = read_from(&file, offset).await;
             if !more.is_empty() {
                 offset += more.len() as u64;
@@ -172,69 +159,6 @@ async fn read_from(file: &Path, offset: u64) -> Vec<u8> {
         let _ = f.read_to_end(&mut out).await;
     }
     out
-}
-
-/// Serves the log endpoint on a free loopback port until `shutdown`; returns the port.
-pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let port = listener.local_addr()?.port();
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = shutdown.cancelled() => break,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((stream, _)) = accepted else { continue };
-            let work_dir = work_dir.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let response = answer(&work_dir, req);
-                    async move { Ok::<_, Infallible>(response) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .with_upgrades()
-                    .await;
-            });
-        }
-    });
-    Ok(port)
-}
-
-/// Makes the Node `node` name this kubelet's endpoint, when it serves one, and list the images
-/// it runs (`status.images`, as a kubelet lists the images it has; see
-/// [`super::ProcessKubeletOptions::node_images`]), creating the Node if missing.
-pub async fn register_node(
-    client: &kube::Client,
-    node: &str,
-    port: Option<u16>,
-    images: serde_json::Value,
-) -> Result<(), kube::Error> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    if nodes.get_opt(node).await?.is_none() {
-        let object: Node = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}},
-        }))
-        .map_err(kube::Error::SerdeError)?;
-        match nodes.create(&PostParams::default(), &object).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(err) => return Err(err),
-        }
-    }
-    let mut status = json!({"status": {
-        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                      {"type": "Hostname", "address": node}],
-        "images": images,
-    }});
-    if let Some(port) = port {
-        status["status"]["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": port}});
-    }
-    nodes
-        .patch_status(node, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
 }
 
 #[cfg(test)]

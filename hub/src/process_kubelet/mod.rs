@@ -27,11 +27,13 @@
 //! this kubelet).
 
 pub mod command;
+pub mod endpoint;
 pub mod exec;
 mod inflate;
 pub mod logs;
 pub mod pod;
 pub mod portforward;
+mod record;
 mod spdy;
 mod supervisor;
 pub mod websocket;
@@ -228,7 +230,7 @@ async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown
                 .await;
         }
     }
-    let port = match logs::serve(options.work_dir.clone(), shutdown.child()).await {
+    let port = match endpoint::serve(options.work_dir.clone(), shutdown.child()).await {
         Ok(port) => Some(port),
         Err(err) => {
             tracing::warn!(%err, "cannot serve the pods' logs");
@@ -236,7 +238,7 @@ async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown
         }
     };
     if let Err(err) =
-        logs::register_node(&client, &options.node_name, port, options.node_images()).await
+        endpoint::register_node(&client, &options.node_name, port, options.node_images()).await
     {
         tracing::warn!(%err, node = %options.node_name, "cannot register the node's log endpoint and images");
     }

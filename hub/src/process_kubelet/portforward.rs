@@ -9,7 +9,7 @@
 //! Inside the session, each connection kubectl forwards opens two streams sharing a
 //! `requestid` header: `streamtype: error` and `streamtype: data`, both naming the pod's
 //! `port`. The container port is the one the pod declares; its process listens on the local
-//! port the supervisor gave it (recorded while it runs, see [`super::exec::record`]), or on
+//! port the supervisor gave it (recorded while it runs, see [`super::record::record`]), or on
 //! the port itself for a pod in the host's network. The data stream's bytes are copied to and
 //! from that address; a port no process listens on gets a message on the error stream, which
 //! kubectl prints. The server answers pings, acknowledges data with WINDOW_UPDATEs and honours
@@ -30,8 +30,9 @@ use ocm_runtime::shutdown::Shutdown;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
-use super::exec::{byte_writer, recorded_ports, reply};
+use super::exec::{byte_writer, reply};
 use super::logs::is_plain_name;
+use super::record::recorded_ports;
 use super::spdy::{self, Frame};
 use super::websocket::{self, Message};
 
@@ -576,7 +577,7 @@ mod tests {
     /// stream's, once the server has ended both.
     async fn forward_once(ports: BTreeMap<i64, u16>, request: &[u8]) -> (Vec<u8>, String) {
         let dir = tempfile::tempdir().unwrap();
-        super::super::exec::record(dir.path(), Path::new("/bin/true"), &[], &ports).unwrap();
+        super::super::record::record(dir.path(), Path::new("/bin/true"), &[], &ports).unwrap();
         let (client, server) = tokio::io::duplex(1 << 16);
         tokio::spawn(session(
             server,

@@ -497,7 +497,7 @@ pub(super) async fn supervise(run: PodRun) {
                 if let Some(err) = child.stderr.take() {
                     tokio::spawn(copy_lines(err, log, label));
                 }
-                if let Err(err) = super::exec::record(&pod_dir, executable, &env, &ports) {
+                if let Err(err) = super::record::record(&pod_dir, executable, &env, &ports) {
                     tracing::warn!(pod = %name, %err, "cannot record the process for exec");
                 }
                 child
@@ -566,7 +566,7 @@ pub(super) async fn supervise(run: PodRun) {
                 }
             }
         };
-        super::exec::forget(&pod_dir);
+        super::record::forget(&pod_dir);
         run.ready.store(false, Ordering::SeqCst);
         notify(&run);
         let finished = jiff::Timestamp::now().to_string();

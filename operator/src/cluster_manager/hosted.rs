@@ -20,10 +20,23 @@
 //! ClusterManager without them is refused as a whole ([`hosted_webhooks`]), since applying
 //! the rest would leave a hub whose policies are not enforced.
 
-use ocm_api::operator::v1::{BindConfiguration, ClusterManager, HostedWebhookConfiguration};
+use ocm_api::operator::v1::{
+    BindConfiguration, ClusterManager, ClusterManagerInstallMode, HostedWebhookConfiguration,
+};
 
 use super::component::WebhookKind;
-use super::render::{WEBHOOK_PORT, hosted};
+
+/// Whether the ClusterManager runs its components on a management cluster.
+pub fn hosted(cm: &ClusterManager) -> bool {
+    cm.spec
+        .deploy_option
+        .as_ref()
+        .is_some_and(|d| d.mode == ClusterManagerInstallMode::Hosted)
+}
+
+/// Port the webhook server listens on inside its pod, unless its `bindConfiguration` names
+/// another ([`webhook_port`]).
+pub const WEBHOOK_PORT: i32 = 9443;
 
 /// Where the hub's API server reaches one webhook server of a Hosted ClusterManager.
 #[derive(Clone, Debug, PartialEq, Eq)]

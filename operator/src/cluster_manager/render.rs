@@ -34,9 +34,7 @@
 
 use ocm_api::cluster::names::hub_feature_gates as registration_gate_names;
 use ocm_api::operator::names::annotations as operator_annotations;
-use ocm_api::operator::v1::{
-    ClusterManager, ClusterManagerInstallMode, FeatureGate, FeatureGateMode,
-};
+use ocm_api::operator::v1::{ClusterManager, FeatureGate, FeatureGateMode};
 use ocm_api::work::names::hub_feature_gates as work_gate_names;
 use serde_json::{Value, json};
 
@@ -52,13 +50,7 @@ pub const EXTERNAL_HUB_KUBECONFIG: &str = "external-hub-kubeconfig";
 /// Where Hosted components see [`EXTERNAL_HUB_KUBECONFIG`].
 const HUB_KUBECONFIG_DIR: &str = "/var/run/ocm/hub-kubeconfig";
 
-/// Whether the ClusterManager runs its components on a management cluster.
-pub fn hosted(cm: &ClusterManager) -> bool {
-    cm.spec
-        .deploy_option
-        .as_ref()
-        .is_some_and(|d| d.mode == ClusterManagerInstallMode::Hosted)
-}
+pub use super::hosted::{WEBHOOK_PORT, hosted};
 
 /// Where the components run: `open-cluster-management-hub` on the hub, or in Hosted mode the
 /// namespace named after the ClusterManager on the management cluster.
@@ -72,10 +64,6 @@ pub fn components_namespace(cm: &ClusterManager) -> String {
         HUB_NAMESPACE.to_owned()
     }
 }
-
-/// Port the webhook server listens on inside its pod, unless its `bindConfiguration` names
-/// another ([`super::hosted::webhook_port`]).
-pub const WEBHOOK_PORT: i32 = 9443;
 
 /// Port of the components' /metrics, /healthz and /readyz endpoint inside their pods.
 pub const METRICS_PORT: i32 = 8080;
