@@ -778,6 +778,17 @@ pub async fn kubectl(
     args: &[&str],
     stdin: Option<&str>,
 ) -> anyhow::Result<(bool, String, String)> {
+    let (code, out, err) = kubectl_exit_code(kubeconfig, args, stdin).await?;
+    Ok((code == 0, out, err))
+}
+
+/// [`kubectl`], answering kubectl's exit code (-1 when a signal ended it) instead of success:
+/// for commands whose code carries meaning (`kubectl exec` passes the command's on).
+pub async fn kubectl_exit_code(
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<(i32, String, String)> {
     use std::process::Stdio;
     use tokio::io::AsyncWriteExt;
     let mut child = tokio::process::Command::new("kubectl")
@@ -800,10 +811,40 @@ pub async fn kubectl(
     }
     let out = tokio::time::timeout(WAIT, child.wait_with_output())
         .await
-        .context("kubectl did not finish")??;
+        .with_context(|| format!("kubectl {args:?} did not finish"))??;
     Ok((
-        out.status.success(),
+        out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// Lets the hub ServiceAccount `namespace/account` use the cluster proxy for `cluster` with
+/// `verbs`: a ClusterRole `role` on that cluster's `managedclusters/proxy` and a
+/// ClusterRoleBinding `binding` of it (each kept if it exists).
+pub async fn allow_proxy(
+    admin: &kube::Client,
+    (role, binding): (&str, &str),
+    cluster: &str,
+    (namespace, account): (&str, &str),
+    verbs: &[&str],
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    create_or_keep(
+        &Api::<ClusterRole>::all(admin.clone()),
+        serde_json::json!({"metadata": {"name": role},
+               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
+                          "resources": ["managedclusters/proxy"], "resourceNames": [cluster],
+                          "verbs": verbs}]}),
+    )
+    .await?;
+    create_or_keep(
+        &Api::<ClusterRoleBinding>::all(admin.clone()),
+        serde_json::json!({"metadata": {"name": binding},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role},
+               "subjects": [{"kind": "ServiceAccount", "name": account,
+                             "namespace": namespace}]}),
+    )
+    .await
 }

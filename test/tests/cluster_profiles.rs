@@ -446,20 +446,12 @@ async fn consumers_reach_their_cluster(
 
     let alice = hub_user(admin, admin_kubeconfig, "alice").await?;
     let bob = hub_user(admin, admin_kubeconfig, "bob").await?;
-    create(
-        &Api::<ClusterRole>::all(admin.clone()),
-        json!({"metadata": {"name": "proxy-c1"},
-               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
-                          "resources": ["managedclusters/proxy"], "resourceNames": [c1],
-                          "verbs": ["get"]}]}),
-    )
-    .await?;
-    create(
-        &Api::<ClusterRoleBinding>::all(admin.clone()),
-        json!({"metadata": {"name": "alice-proxy-c1"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "proxy-c1"},
-               "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team-a"}]}),
+    ocm_e2e::allow_proxy(
+        admin,
+        ("proxy-c1", "alice-proxy-c1"),
+        c1,
+        ("team-a", "alice"),
+        &["get"],
     )
     .await?;
     // On c1, alice's mapped identity may list nodes.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams};
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_cluster_proxy::addon::ClusterProxy;
@@ -202,20 +202,12 @@ async fn kubectl_reaches_clusters_through_tunnels_as_the_mapped_identity() -> an
 
     // With the hub permission for c01, she reaches c01 as ocm:hub:<alice>: the cluster's RBAC
     // decides, and it grants nothing yet.
-    create(
-        &Api::<ClusterRole>::all(admin.clone()),
-        json!({"metadata": {"name": "proxy-c01"},
-               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
-                          "resources": ["managedclusters/proxy"], "resourceNames": [c01],
-                          "verbs": ["*"]}]}),
-    )
-    .await?;
-    create(
-        &Api::<ClusterRoleBinding>::all(admin.clone()),
-        json!({"metadata": {"name": "alice-proxy-c01"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "proxy-c01"},
-               "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team"}]}),
+    ocm_e2e::allow_proxy(
+        &admin,
+        ("proxy-c01", "alice-proxy-c01"),
+        &c01,
+        ("team", "alice"),
+        &["*"],
     )
     .await?;
     let err = alice.fails(&["get", "namespaces"]).await?;

@@ -11,11 +11,12 @@ use anyhow::Context;
 use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::Api;
 use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_e2e::create_or_keep as create;
+use ocm_e2e::kubectl_exit_code as kubectl;
 use ocm_e2e::operator::IMAGE;
 use ocm_e2e::{WAIT, wait_for};
 use serde_json::json;
@@ -28,39 +29,6 @@ const CLUSTER: &str = "c1";
 const TICKER_IMAGE: &str = "registry.example.com/ticker:1";
 /// A program that says hello, then ticks until stopped.
 const TICKER: &str = "#!/bin/sh\necho \"started $GREETING\"\ni=0\nwhile true; do i=$((i+1)); echo \"tick $i\"; sleep 0.2; done\n";
-
-/// kubectl's exit code, stdout and stderr.
-async fn kubectl(
-    kubeconfig: &Path,
-    args: &[&str],
-    stdin: Option<&str>,
-) -> anyhow::Result<(i32, String, String)> {
-    let mut child = tokio::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("running kubectl")?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes()).await?;
-    }
-    let out = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .with_context(|| format!("kubectl {args:?} did not finish"))??;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
-}
 
 fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -102,20 +70,12 @@ async fn alice_through_the_proxy(
         json!({"metadata": {"name": "alice", "namespace": "team"}}),
     )
     .await?;
-    create(
-        &Api::<ClusterRole>::all(admin.clone()),
-        json!({"metadata": {"name": "proxy-c1"},
-               "rules": [{"apiGroups": ["cluster.open-cluster-management.io"],
-                          "resources": ["managedclusters/proxy"], "resourceNames": [CLUSTER],
-                          "verbs": ["*"]}]}),
-    )
-    .await?;
-    create(
-        &Api::<ClusterRoleBinding>::all(admin.clone()),
-        json!({"metadata": {"name": "alice-proxy-c1"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "proxy-c1"},
-               "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team"}]}),
+    ocm_e2e::allow_proxy(
+        admin,
+        ("proxy-c1", "alice-proxy-c1"),
+        CLUSTER,
+        ("team", "alice"),
+        &["*"],
     )
     .await?;
     let alice_hub =
