@@ -132,6 +132,12 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let parts_before = crate::support::rss_parts();
     let stored_before = hub.server.store().stats();
     let by_resource_before = hub.server.store().object_bytes_by_resource();
+    // Printed now, not only at the end: a rollout that does not finish still leaves the
+    // starting point of the hub's growth on record.
+    println!(
+        "  RSS of this process before the rollout: {:.0} MiB",
+        rss_before as f64 / 1024.0
+    );
 
     let addon_names = crate::addon::addon_names(args.addons);
     let expected: BTreeSet<(String, String)> = names
