@@ -162,7 +162,7 @@ impl EmbeddedHub {
         publish_cluster_info(&admin, &url, &tls.ca_cert).await?;
         crate::bootstrap::apply_bootstrap_rbac(&admin).await?;
         ensure_namespace(&admin, HUB_NAMESPACE).await?;
-        let admin_kubeconfig = options.data_dir.join("admin.kubeconfig");
+        let admin_kubeconfig = admin_kubeconfig_path(&options.data_dir);
         write_file(&admin_kubeconfig, &tls.admin_kubeconfig(&url), true)?;
 
         let shutdown = Shutdown::new();
