@@ -94,6 +94,10 @@ pub struct JoinArgs {
     /// the Klusterlet's `registrationConfiguration.addOnKubeClientRegistrationDriver` says).
     #[command(flatten)]
     pub addon_auth: super::agent::AddonAuthArgs,
+    /// The agent's work agent (not with --operator: there the Klusterlet's
+    /// `workConfiguration.appliedManifestWorkEvictionGracePeriod` says).
+    #[command(flatten)]
+    pub eviction: super::agent_flags::EvictionArgs,
 }
 
 /// Installs the klusterlet operator, the bootstrap kubeconfig and (unless `--no-klusterlet`) a
@@ -342,7 +346,14 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     } else {
         prepare_spoke(&spoke, &bootstrap).await?;
     }
-    let result = super::agent::run_agent(spoke, options, args.metrics_addr, shutdown).await;
+    let result = super::agent::run_agent(
+        spoke,
+        options,
+        args.eviction.grace,
+        args.metrics_addr,
+        shutdown,
+    )
+    .await;
     if let Some(cluster) = simulated {
         cluster.stop().await;
     }
