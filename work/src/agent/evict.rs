@@ -126,18 +126,33 @@ mod tests {
         }
     }
 
+    /// A record of hub A, unmanaged for an agent on `agent_hub` with a grace of `minutes`: marked
+    /// when first seen, kept until the grace is over, then evicted.
+    fn marked_then_evicted(agent_hub: &str, minutes: u32, work_on_hub: bool) {
+        let agent = on(agent_hub, minutes * MINUTE);
+        let fresh = record(HUB_A, "agent-1", None);
+        assert_eq!(decide(&fresh, agent, work_on_hub, at(0)), Action::Mark);
+        let marked = record(HUB_A, "agent-1", Some(0));
+        let grace = i64::from(minutes);
+        assert_eq!(
+            decide(&marked, agent, work_on_hub, at(grace - 1)),
+            Action::Nothing
+        );
+        assert_eq!(
+            decide(&marked, agent, work_on_hub, at(grace)),
+            Action::Evict
+        );
+        assert_eq!(
+            decide(&marked, agent, work_on_hub, at(grace * 10)),
+            Action::Evict
+        );
+    }
+
     #[test]
     fn a_record_of_the_hub_the_agent_left_is_marked_then_evicted_after_the_grace() {
-        let agent = on(HUB_B, 60 * MINUTE);
         // Whether A's work exists says nothing: the agent no longer serves A.
-        for work_on_hub in [true, false] {
-            let fresh = record(HUB_A, "agent-1", None);
-            assert_eq!(decide(&fresh, agent, work_on_hub, at(0)), Action::Mark);
-            let marked = record(HUB_A, "agent-1", Some(0));
-            assert_eq!(decide(&marked, agent, work_on_hub, at(59)), Action::Nothing);
-            assert_eq!(decide(&marked, agent, work_on_hub, at(60)), Action::Evict);
-            assert_eq!(decide(&marked, agent, work_on_hub, at(600)), Action::Evict);
-        }
+        marked_then_evicted(HUB_B, 60, true);
+        marked_then_evicted(HUB_B, 60, false);
     }
 
     #[test]
@@ -156,14 +171,13 @@ mod tests {
 
     #[test]
     fn a_record_whose_work_left_the_current_hub_is_evicted_after_the_grace() {
-        let agent = on(HUB_A, 10 * MINUTE);
-        let fresh = record(HUB_A, "agent-1", None);
-        assert_eq!(decide(&fresh, agent, false, at(0)), Action::Mark);
-        let marked = record(HUB_A, "agent-1", Some(0));
-        assert_eq!(decide(&marked, agent, false, at(9)), Action::Nothing);
-        assert_eq!(decide(&marked, agent, false, at(10)), Action::Evict);
+        marked_then_evicted(HUB_A, 10, false);
         // The work re-created in time: unmarked.
-        assert_eq!(decide(&marked, agent, true, at(9)), Action::Unmark);
+        let marked = record(HUB_A, "agent-1", Some(0));
+        assert_eq!(
+            decide(&marked, on(HUB_A, 10 * MINUTE), true, at(9)),
+            Action::Unmark
+        );
     }
 
     #[test]
