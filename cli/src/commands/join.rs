@@ -94,8 +94,8 @@ pub struct JoinArgs {
     /// the Klusterlet's `registrationConfiguration.addOnKubeClientRegistrationDriver` says).
     #[command(flatten)]
     pub addon_auth: super::agent::AddonAuthArgs,
-    /// The agent's work agent (not with --operator: there the Klusterlet's
-    /// `workConfiguration.appliedManifestWorkEvictionGracePeriod` says).
+    /// The agent's work agent (with --operator, the Klusterlet's
+    /// `workConfiguration.appliedManifestWorkEvictionGracePeriod`).
     #[command(flatten)]
     pub eviction: super::agent_flags::EvictionArgs,
 }
@@ -142,6 +142,9 @@ async fn join_with_operator(
                 bootstrap_kubeconfigs: hubs,
                 hub_connection_timeout_seconds: args.hub_connection_timeout_seconds,
             }),
+            // Written only when not the default, as a user would leave the field out.
+            eviction_grace: Some(args.eviction.grace)
+                .filter(|g| *g != ocm_work::agent::WorkAgentOptions::default().eviction_grace),
         },
     )
     .await?;
