@@ -352,47 +352,54 @@ async fn sweep_once(ctx: &Ctx) -> Result<(), kube::Error> {
         if !evict::ours(&amw, agent) {
             continue;
         }
-        // Only the current hub can say whether a work exists; another hub's record is
-        // unmanaged whatever its work.
-        let present = amw.spec.hub_hash != ctx.hub_hash
-            || work_on_hub(ctx, &amw.spec.manifest_work_name).await?;
-        let name = amw.name_any();
-        let mark = |at: Option<String>| json!({"status": {"evictionStartTime": at}});
-        match evict::decide(&amw, agent, present, jiff::Timestamp::now()) {
-            evict::Action::Nothing => {}
-            evict::Action::FinishDeletion => {
-                clean_up(ctx, &amw, false, &[]).await?;
-            }
-            evict::Action::Mark => {
-                let now = jiff::Timestamp::now().to_string();
-                tracing::info!(%name, hub_hash = %amw.spec.hub_hash, "AppliedManifestWork no longer managed; evicting it after the grace period");
-                api.patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&mark(Some(now))),
-                )
-                .await?;
-            }
-            evict::Action::Unmark => {
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&mark(None)))
-                    .await?;
-            }
-            evict::Action::Evict => {
-                tracing::info!(%name, hub_hash = %amw.spec.hub_hash, "evicting an AppliedManifestWork no longer managed");
-                match api.delete(&name, &DeleteParams::default()).await {
-                    // Held by its finalizer: start releasing what it applied at once.
-                    Ok(outcome) => {
-                        if let Some(deleting) = outcome.left() {
-                            clean_up(ctx, &deleting, false, &[]).await?;
-                        }
-                    }
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
-            }
+        // One record that cannot be handled now does not hold the others up.
+        if let Err(err) = sweep_one(ctx, &api, agent, &amw).await {
+            tracing::debug!(%err, name = %amw.name_any(), "sweeping an AppliedManifestWork");
         }
     }
     Ok(())
+}
+
+async fn sweep_one(
+    ctx: &Ctx,
+    api: &Api<AppliedManifestWork>,
+    agent: evict::Agent<'_>,
+    amw: &AppliedManifestWork,
+) -> Result<(), kube::Error> {
+    // Only the current hub can say whether a work exists; another hub's record is unmanaged
+    // whatever its work.
+    let present =
+        amw.spec.hub_hash != ctx.hub_hash || work_on_hub(ctx, &amw.spec.manifest_work_name).await?;
+    let name = amw.name_any();
+    let mark = |at: Option<String>| async move {
+        let patch = json!({"status": {"evictionStartTime": at}});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+    };
+    match evict::decide(amw, agent, present, jiff::Timestamp::now()) {
+        evict::Action::Nothing => Ok(()),
+        evict::Action::FinishDeletion => clean_up(ctx, amw, false, &[]).await.map(drop),
+        evict::Action::Mark => {
+            tracing::info!(name = %amw.name_any(), hub_hash = %amw.spec.hub_hash,
+                "AppliedManifestWork no longer managed; evicting it after the grace period");
+            mark(Some(jiff::Timestamp::now().to_string())).await
+        }
+        evict::Action::Unmark => mark(None).await,
+        evict::Action::Evict => {
+            tracing::info!(name = %amw.name_any(), hub_hash = %amw.spec.hub_hash,
+                "evicting an AppliedManifestWork no longer managed");
+            match api.delete(&amw.name_any(), &DeleteParams::default()).await {
+                // Held by its finalizer: start releasing what it applied at once.
+                Ok(outcome) => match outcome.left() {
+                    Some(deleting) => clean_up(ctx, &deleting, false, &[]).await.map(drop),
+                    None => Ok(()),
+                },
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
