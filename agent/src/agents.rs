@@ -60,6 +60,8 @@ pub struct AgentArgs {
     status_sync_interval: Duration,
     #[command(flatten)]
     addon_auth: AddonAuthArgs,
+    #[command(flatten)]
+    eviction: crate::flags::EvictionArgs,
     /// Several hubs to choose from (upstream's `MultipleHubs`): bootstrap kubeconfig secrets in
     /// the agent namespace, in order of preference (comma-separated or repeated). The agent
     /// registers with the first whose hub answers, and moves to the next that answers when its
@@ -159,6 +161,7 @@ async fn run_body(args: AgentArgs) -> anyhow::Result<()> {
         cluster_name: args.cluster_name.clone(),
         agent_namespace: args.agent_namespace.clone(),
         status_sync_interval: args.status_sync_interval,
+        eviction_grace: args.eviction.grace,
         ..Default::default()
     });
     let secrets = if args.hosted {
@@ -188,27 +191,37 @@ struct Clients {
     secrets: Option<kube::Client>,
 }
 
-/// Runs an agent (registration, and beside it the work agent) with a health endpoint,
-/// printing its progress in plain words.
+/// Runs an agent (registration, and beside it the work agent, which evicts AppliedManifestWorks
+/// no longer managed after `eviction_grace`) with a health endpoint, printing its progress in
+/// plain words.
 #[inline(never)]
 pub fn run_agent(
     spoke: kube::Client,
     options: AgentOptions,
+    eviction_grace: Duration,
     metrics_addr: SocketAddr,
     shutdown: Shutdown,
 ) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
-    Box::pin(run_agent_body(spoke, options, metrics_addr, shutdown))
+    Box::pin(run_agent_body(
+        spoke,
+        options,
+        eviction_grace,
+        metrics_addr,
+        shutdown,
+    ))
 }
 
 async fn run_agent_body(
     spoke: kube::Client,
     options: AgentOptions,
+    eviction_grace: Duration,
     metrics_addr: SocketAddr,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let work = ocm_work::agent::WorkAgentOptions {
         cluster_name: options.cluster_name.clone(),
         agent_namespace: options.agent_namespace.clone(),
+        eviction_grace,
         ..Default::default()
     };
     let clients = Clients {

@@ -1,9 +1,27 @@
 //! What the agent commands (`ocm agent`, `ocm work agent`, `ocm join`, `ocm unjoin`) check
-//! and parse alike: the cluster name and durations.
+//! and parse alike: the cluster name, durations and the work agent's eviction flag.
 
 use std::time::Duration;
 
 use anyhow::bail;
+use clap::Args;
+
+/// The work agent's eviction grace, the same flag in `ocm agent`, `ocm join` and `ocm work
+/// agent` (upstream's work agent flag).
+#[derive(Clone, Debug, Args)]
+pub struct EvictionArgs {
+    /// How long the work agent keeps one of its AppliedManifestWorks that is no longer managed
+    /// (of a hub the agent moved away from, or whose ManifestWork is gone from the hub) before
+    /// deleting it and the objects only it applied (e.g. 60m; 876000h, 100 years, or more:
+    /// never).
+    #[arg(
+        long = "appliedmanifestwork-eviction-grace-period",
+        alias = "applied-manifest-work-eviction-grace-period",
+        default_value = "60m",
+        value_parser = parse_duration
+    )]
+    pub grace: Duration,
+}
 
 /// Checks a cluster name the way the hub will (it names a namespace).
 pub fn check_cluster_name(name: &str) -> anyhow::Result<()> {

@@ -41,9 +41,8 @@ pub struct WorkAgentArgs {
     /// holds the hub kubeconfig secret; the managed cluster is --spoke-kubeconfig.
     #[arg(long, requires = "spoke_kubeconfig")]
     hosted: bool,
-    /// How long an AppliedManifestWork whose ManifestWork is gone is kept (e.g. 60m).
-    #[arg(long, default_value = "60m", value_parser = crate::flags::parse_duration)]
-    applied_manifest_work_eviction_grace_period: Duration,
+    #[command(flatten)]
+    eviction: crate::flags::EvictionArgs,
 }
 
 /// Runs until SIGINT/SIGTERM.
@@ -66,7 +65,7 @@ async fn run_body(args: WorkArgs) -> anyhow::Result<()> {
             cluster_name: args.cluster_name,
             agent_namespace: args.agent_namespace,
             status_sync_interval: args.status_sync_interval,
-            eviction_grace: args.applied_manifest_work_eviction_grace_period,
+            eviction_grace: args.eviction.grace,
             ..WorkAgentOptions::default()
         },
     );

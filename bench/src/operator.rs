@@ -147,6 +147,7 @@ pub async fn bench(args: BenchOperatorArgs) -> anyhow::Result<()> {
                 singleton: false,
                 client_cert_expiration_seconds: None,
                 several_hubs: None,
+                eviction_grace: None,
             },
         )
         .await?;

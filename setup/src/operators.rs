@@ -122,6 +122,8 @@ pub struct KlusterletRequest<'a> {
     pub client_cert_expiration_seconds: Option<i64>,
     /// Several hubs to choose from (then `bootstrap` is the first of them).
     pub several_hubs: Option<SeveralHubs<'a>>,
+    /// `workConfiguration.appliedManifestWorkEvictionGracePeriod`; `None` = the agent's default.
+    pub eviction_grace: Option<Duration>,
 }
 
 /// Several hubs for one Klusterlet (upstream's `MultipleHubs`, done by the klusterlet
@@ -192,6 +194,10 @@ pub async fn create_klusterlet(
     if !registration.is_empty() {
         spec["registrationConfiguration"] = registration.into();
     }
+    if let Some(grace) = request.eviction_grace {
+        spec["workConfiguration"] =
+            serde_json::json!({"appliedManifestWorkEvictionGracePeriod": go_duration(grace)});
+    }
     let klusterlet = serde_json::json!({
         "apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet",
         "metadata": {"name": KLUSTERLET}, "spec": spec});
@@ -219,9 +225,29 @@ fn operator_crd(
         .ok_or_else(|| anyhow::anyhow!("the CRD {name} is missing from ocm-api"))
 }
 
+/// `duration` as the Klusterlet API writes durations (`90s`, `10m`, `2h`), in whole seconds
+/// (a fraction rounds up).
+fn go_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    match seconds {
+        s if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_written_in_the_largest_whole_unit() {
+        assert_eq!(go_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(go_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(go_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "2s");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+    }
 
     #[test]
     fn both_operator_crds_are_found_among_the_api_crds() {

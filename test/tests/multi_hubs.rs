@@ -3,11 +3,14 @@
 //! `ocm join` naming both, back to back as processes; bad input to `ocm join` fails clearly
 //! and leaves nothing on either hub. The cluster joins A and gets a ManifestWork; A is killed
 //! (`kill -9`); the agent registers with B by itself, B's admin accepts it, and the workload
-//! on the managed cluster (a plain `ocm apiserver` process) is the same object throughout. A
-//! comes back: the agent stays on B across further lease renewals, and asks nothing more of
-//! A; `ocm join` run again keeps it on B; with A down again, `ocm agent` restarted with the
-//! listed secrets carries on with B. A back, B's admin withdraws B's acceptance: the agent goes
-//! back to A at once.
+//! on the managed cluster (a plain `ocm apiserver` process) is the same object throughout:
+//! B's same work takes it over, and after the eviction grace (`ocm join
+//! --appliedmanifestwork-eviction-grace-period`) the agent deletes A's AppliedManifestWork and
+//! the object only A's work applied. A comes back: the agent stays on B across further lease
+//! renewals, and asks nothing more of A; `ocm join` run again keeps it on B; with A down
+//! again, `ocm agent` restarted with the listed secrets carries on with B. A back, B's admin
+//! withdraws B's acceptance: the agent goes back to A at once, A's work takes the workload
+//! over, and B's AppliedManifestWork is evicted in turn.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,10 +24,13 @@ use kube::api::{Api, ListParams};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::process::{HubProcess, ManagedApiserver, Process, run_ocm, start_apiserver};
-use ocm_e2e::{joined_and_available, wait_for};
+use ocm_e2e::{joined_and_available, wait_for, wait_gone};
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 const AGENT_NS: &str = "open-cluster-management-agent";
+/// The eviction grace the agent is given: long enough for a work to take over what the
+/// evicted record shares with it (the new hub's work is in place when the agent gets there).
+const GRACE: &str = "10s";
 
 fn ocm(home: &Path, args: &[&str]) -> (i32, String, String) {
     run_ocm(OCM, home, args)
@@ -113,6 +119,22 @@ fn accept_new(home: &Path, kubeconfig: &Path, cluster: &str) {
         stdout.contains(&format!("cluster {cluster} accepted")),
         "{stdout}"
     );
+}
+
+/// The owners' names of an object.
+fn owner_names(meta: &kube::api::ObjectMeta) -> Vec<String> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// Whether an AppliedManifestWork is marked for eviction.
+fn marked_for_eviction(amw: &AppliedManifestWork) -> bool {
+    amw.status
+        .as_ref()
+        .is_some_and(|s| s.eviction_start_time.is_some())
 }
 
 /// `ocm create work app --cluster c1 -f MANIFESTS` on the hub of `kubeconfig`.
@@ -256,6 +278,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         &token_b,
         "--hub-connection-timeout-seconds",
         "5",
+        "--appliedmanifestwork-eviction-grace-period",
+        GRACE,
         "--cluster-name",
         "c1",
         "--spoke-kubeconfig",
@@ -275,13 +299,19 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .unwrap();
     // A short lease, so that the agent finds out soon that A is gone.
     patch_c1_spec(home, &kubeconfig_a, r#"{"leaseDurationSeconds":5}"#);
+    // A's work: `settings`, which B's work will share, and `only-a`.
+    let settings_yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {a: '1'}\n";
     let manifests = home.join("app.yaml");
+    std::fs::write(&manifests, settings_yaml).unwrap();
+    let manifests_a = home.join("app-a.yaml");
     std::fs::write(
-        &manifests,
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {a: '1'}\n",
+        &manifests_a,
+        format!(
+            "{settings_yaml}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: only-a, namespace: default}}\ndata: {{a: '1'}}\n"
+        ),
     )
     .unwrap();
-    create_work(home, &kubeconfig_a, &manifests);
+    create_work(home, &kubeconfig_a, &manifests_a);
     let works_a: Api<ManifestWork> = Api::namespaced(admin_a.clone(), "c1");
     wait_for(
         &works_a,
@@ -295,10 +325,11 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     let configmaps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
     let uid = configmaps.get("settings").await.unwrap().metadata.uid;
     assert!(uid.is_some());
+    configmaps.get("only-a").await.unwrap();
     let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
     let hash_a = ocm_work::agent::hub_hash(&url_a);
     let applied_a = ocm_work::agent::applied_work_name(&hash_a, "app");
-    applied.get(&applied_a).await.unwrap();
+    let record_a = applied.get(&applied_a).await.unwrap();
     let csrs_on_a = csrs_of_c1(&admin_a).await;
 
     // Hub A dies. The agent registers with B by itself; B's admin accepts the cluster.
@@ -307,6 +338,10 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     wait_for(&clusters_b, "c1", "the cluster asking to join B", |_| true)
         .await
         .unwrap();
+    // B's admin stages the same work (`settings` only) before accepting the cluster, so that
+    // it is there when the agent arrives.
+    kubectl(home, &kubeconfig_b, &["create", "namespace", "c1"]);
+    create_work(home, &kubeconfig_b, &manifests);
     accept_new(home, &kubeconfig_b, "c1");
     wait_for(
         &clusters_b,
@@ -320,11 +355,7 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     assert_eq!(moved.len(), 1, "{moved:?}");
     assert!(moved[0].contains(&url_b), "{moved:?}");
 
-    // The workload is the same object; A's record of it stays.
-    assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
-    applied.get(&applied_a).await.unwrap();
-    // B's admin sends the same work: it takes over the same object.
-    create_work(home, &kubeconfig_b, &manifests);
+    // B's work takes over the same object; A's record of it is marked for eviction.
     let works_b: Api<ManifestWork> = Api::namespaced(admin_b.clone(), "c1");
     wait_for(
         &works_b,
@@ -335,21 +366,35 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     .await
     .unwrap();
     let applied_b = ocm_work::agent::applied_work_name(&ocm_work::agent::hub_hash(&url_b), "app");
-    applied.get(&applied_b).await.unwrap();
-    applied.get(&applied_a).await.unwrap();
+    let record_b = applied.get(&applied_b).await.unwrap();
     let settings = configmaps.get("settings").await.unwrap();
     assert_eq!(settings.metadata.uid, uid);
-    let owners: Vec<String> = settings
-        .metadata
-        .owner_references
-        .unwrap_or_default()
-        .into_iter()
-        .map(|o| o.name)
-        .collect();
     assert!(
-        owners.contains(&applied_a) && owners.contains(&applied_b),
-        "{owners:?}"
+        owner_names(&settings.metadata).contains(&applied_b),
+        "{:?}",
+        settings.metadata.owner_references
     );
+    // After the grace, A's record is evicted: `only-a`, which only it owned, goes with it;
+    // `settings` stays, the same object, owned by B's record alone. Both records name the
+    // same agent id, which the move did not change.
+    wait_gone(&applied, &applied_a).await.unwrap();
+    wait_gone(&configmaps, "only-a").await.unwrap();
+    let settings = configmaps.get("settings").await.unwrap();
+    assert_eq!(settings.metadata.uid, uid);
+    assert_eq!(owner_names(&settings.metadata), vec![applied_b.clone()]);
+    let agent_name = Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
+        .get("hub-kubeconfig-secret")
+        .await
+        .unwrap()
+        .data
+        .unwrap()["agent-name"]
+        .0
+        .clone();
+    assert_eq!(record_b.spec.agent_id.as_bytes(), agent_name.as_slice());
+    assert_eq!(record_a.spec.agent_id, record_b.spec.agent_id);
+    assert!(!marked_for_eviction(
+        &applied.get(&applied_b).await.unwrap()
+    ));
 
     // Hub A comes back (same data, same address). The agent stays on B: B's lease is renewed
     // twice more while the cluster stays Available there, and A hears nothing from it.
@@ -437,6 +482,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
             "bootstrap-hub-kubeconfig-1,bootstrap-hub-kubeconfig-2",
             "--hub-connection-timeout-seconds",
             "5",
+            "--appliedmanifestwork-eviction-grace-period",
+            GRACE,
         ],
     );
     agent.wait_line("[c1] joined the hub and available");
@@ -481,7 +528,16 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     )
     .await
     .unwrap();
-    assert_eq!(configmaps.get("settings").await.unwrap().metadata.uid, uid);
+    // Back on A, A's work applies again (`only-a` anew) and takes `settings` over; B's record
+    // is evicted in turn after the grace, and `settings` is still the same object.
+    wait_for(&applied, &applied_a, "A's record again", |_| true)
+        .await
+        .unwrap();
+    wait_gone(&applied, &applied_b).await.unwrap();
+    configmaps.get("only-a").await.unwrap();
+    let settings = configmaps.get("settings").await.unwrap();
+    assert_eq!(settings.metadata.uid, uid);
+    assert_eq!(owner_names(&settings.metadata), vec![applied_a.clone()]);
 
     agent.stop();
     spoke_process.stop();

@@ -406,8 +406,8 @@ fn the_operator_demo_runs_a_local_image_as_its_executable() {
 
 /// `ocm join --operator` naming two hubs (embedded `ocm hub` processes): the Klusterlet lists a
 /// bootstrap kubeconfig secret per hub (`bootstrapKubeConfigs` of type LocalSecrets) and the
-/// cluster joins the first; a connection timeout below the Klusterlet API's 180 s is refused
-/// before anything is installed.
+/// cluster joins the first, its eviction grace in `workConfiguration`; a connection timeout
+/// below the Klusterlet API's 180 s is refused before anything is installed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
     use ocm_api::operator::v1::Klusterlet;
@@ -460,6 +460,8 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
             "--operator".into(),
             "--image".into(),
             IMAGE.into(),
+            "--appliedmanifestwork-eviction-grace-period".into(),
+            "90m".into(),
         ]
     };
 
@@ -488,6 +490,10 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
             "kubeConfigSecrets": [{"name": "bootstrap-hub-kubeconfig-1"},
                                   {"name": "bootstrap-hub-kubeconfig-2"}],
             "hubConnectionTimeoutSeconds": 180}}),
+        "{spec}"
+    );
+    assert_eq!(
+        spec["workConfiguration"]["appliedManifestWorkEvictionGracePeriod"], "90m",
         "{spec}"
     );
     let (code, out, err) = ocm(

@@ -113,10 +113,16 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
         "{refused}"
     );
 
-    // Without a bootstrap secret: installed, and the condition says what is missing.
-    create_klusterlet(&spoke.client(), "klusterlet", json!({"clusterName": "c1"}))
-        .await
-        .unwrap();
+    // Without a bootstrap secret: installed, and the condition says what is missing. The
+    // eviction grace reaches the work agent (which then runs and applies works with it).
+    create_klusterlet(
+        &spoke.client(),
+        "klusterlet",
+        json!({"clusterName": "c1",
+               "workConfiguration": {"appliedManifestWorkEvictionGracePeriod": "90m"}}),
+    )
+    .await
+    .unwrap();
     wait_condition(
         &klusterlets,
         "HubConnectionDegraded",
@@ -127,10 +133,15 @@ async fn a_klusterlet_installs_agents_that_join_and_its_deletion_leaves_nothing_
     wait_condition(&klusterlets, "Applied", "True", "KlusterletApplied").await;
     let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
     let work = deployments.get("klusterlet-work-agent").await.unwrap();
-    assert_eq!(
-        work.spec.unwrap().replicas,
-        Some(0),
-        "no hub credentials yet"
+    let spec = work.spec.unwrap();
+    assert_eq!(spec.replicas, Some(0), "no hub credentials yet");
+    let args = spec.template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        args.contains(&"--appliedmanifestwork-eviction-grace-period=90m".to_owned()),
+        "{args:?}"
     );
     wait_condition(
         &klusterlets,
@@ -346,7 +357,8 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
     create_klusterlet(
         &spoke.client(),
         "klusterlet",
-        json!({"clusterName": "c2", "deployOption": {"mode": "Singleton"}}),
+        json!({"clusterName": "c2", "deployOption": {"mode": "Singleton"},
+               "workConfiguration": {"appliedManifestWorkEvictionGracePeriod": "2h"}}),
     )
     .await
     .unwrap();

@@ -1133,6 +1133,32 @@ async fn an_applied_work_whose_work_vanished_is_evicted_after_the_grace() {
         .name
         .clone();
 
+    // The record names the registration agent's id (kept in the hub kubeconfig secret, the
+    // same on every hub); one recorded under another id (an earlier default) takes it again.
+    let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+        spoke.clone(),
+        "open-cluster-management-agent",
+    )
+    .get("hub-kubeconfig-secret")
+    .await
+    .unwrap();
+    let agent_name = String::from_utf8(secret.data.unwrap()["agent-name"].0.clone()).unwrap();
+    assert_eq!(applied.get(&owner).await.unwrap().spec.agent_id, agent_name);
+    applied
+        .patch(
+            &owner,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"agentID": "older-id"}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&applied, &owner, "the agent's id again", |a| {
+        a.spec.agent_id == agent_name
+    })
+    .await
+    .unwrap();
+
     // The work disappears from the hub while the agent is away (its finalizer removed by
     // force), so the agent never sees it being deleted.
     work_agent.stop().await;
@@ -1153,7 +1179,6 @@ async fn an_applied_work_whose_work_vanished_is_evicted_after_the_grace() {
     // Back, the agent marks the AppliedManifestWork for eviction, and after the grace (2 s
     // here) deletes it together with what it applied.
     let work_agent = RunningWorkAgent::start(spoke, "c1");
-    let applied: Api<AppliedManifestWork> = Api::all(spoke.clone());
     wait_for(
         &applied,
         &owner,

@@ -125,6 +125,7 @@ pub async fn run(args: OperatorDemo, data_dir: &Path) -> anyhow::Result<()> {
                 singleton: false,
                 client_cert_expiration_seconds: None,
                 several_hubs: None,
+                eviction_grace: None,
             },
         )
         .await?;

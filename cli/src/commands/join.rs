@@ -94,6 +94,10 @@ pub struct JoinArgs {
     /// the Klusterlet's `registrationConfiguration.addOnKubeClientRegistrationDriver` says).
     #[command(flatten)]
     pub addon_auth: super::agent::AddonAuthArgs,
+    /// The agent's work agent (with --operator, the Klusterlet's
+    /// `workConfiguration.appliedManifestWorkEvictionGracePeriod`).
+    #[command(flatten)]
+    pub eviction: super::agent_flags::EvictionArgs,
 }
 
 /// Installs the klusterlet operator, the bootstrap kubeconfig and (unless `--no-klusterlet`) a
@@ -138,6 +142,9 @@ async fn join_with_operator(
                 bootstrap_kubeconfigs: hubs,
                 hub_connection_timeout_seconds: args.hub_connection_timeout_seconds,
             }),
+            // Written only when not the default, as a user would leave the field out.
+            eviction_grace: Some(args.eviction.grace)
+                .filter(|g| *g != ocm_work::agent::WorkAgentOptions::default().eviction_grace),
         },
     )
     .await?;
@@ -342,7 +349,14 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     } else {
         prepare_spoke(&spoke, &bootstrap).await?;
     }
-    let result = super::agent::run_agent(spoke, options, args.metrics_addr, shutdown).await;
+    let result = super::agent::run_agent(
+        spoke,
+        options,
+        args.eviction.grace,
+        args.metrics_addr,
+        shutdown,
+    )
+    .await;
     if let Some(cluster) = simulated {
         cluster.stop().await;
     }

@@ -178,11 +178,9 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
         if let Some(interval) = &work.status_sync_interval {
             args.push(format!("--status-sync-interval={interval}"));
         }
-        if agent == Agent::Work
-            && let Some(grace) = &work.applied_manifest_work_eviction_grace_period
-        {
+        if let Some(grace) = &work.applied_manifest_work_eviction_grace_period {
             args.push(format!(
-                "--applied-manifest-work-eviction-grace-period={grace}"
+                "--appliedmanifestwork-eviction-grace-period={grace}"
             ));
         }
     }
@@ -441,7 +439,8 @@ mod tests {
             "registrationImagePullSpec": "quay.io/open-cluster-management/registration",
             "registrationConfiguration": {"clusterLabels": {"env": "dev"},
                                           "clientCertExpirationSeconds": 3600},
-            "workConfiguration": {"statusSyncInterval": "30s"},
+            "workConfiguration": {"statusSyncInterval": "30s",
+                                  "appliedManifestWorkEvictionGracePeriod": "10m"},
             "hubApiServerHostAlias": {"ip": "10.0.0.1", "hostname": "hub.example"},
             "priorityClassName": "system-cluster-critical"}));
         let secret = HubSecret {
@@ -494,7 +493,8 @@ mod tests {
                 "agent",
                 "--agent-namespace=open-cluster-management-agent",
                 "--cluster-name=cluster1",
-                "--status-sync-interval=30s"
+                "--status-sync-interval=30s",
+                "--appliedmanifestwork-eviction-grace-period=10m"
             ])
         );
         // Every object carries the Klusterlet's label; none is a CRD.
@@ -642,7 +642,8 @@ mod tests {
     fn singleton_mode_runs_one_agent_as_the_work_account() {
         let k = klusterlet(
             json!({"clusterName": "c1", "deployOption": {"mode": "Singleton"},
-                                  "imagePullSpec": "example.com/ocm:2"}),
+                   "imagePullSpec": "example.com/ocm:2",
+                   "workConfiguration": {"appliedManifestWorkEvictionGracePeriod": "2h"}}),
         );
         let secret = HubSecret::default();
         let objects = render(&RenderInput {
@@ -659,6 +660,15 @@ mod tests {
         assert_eq!(pod["containers"][0]["image"], "example.com/ocm:2");
         assert_eq!(pod["containers"][0]["command"], json!(["ocm-agent"]));
         assert_eq!(pod["containers"][0]["args"][0], "agent");
+        // The one agent evicts too, after the Klusterlet's grace.
+        assert!(
+            pod["containers"][0]["args"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("--appliedmanifestwork-eviction-grace-period=2h")),
+            "{}",
+            pod["containers"][0]["args"]
+        );
         assert_eq!(found[0]["spec"]["replicas"], 1);
         let accounts = objects
             .iter()

@@ -1,6 +1,6 @@
 //! AppliedManifestWork bookkeeping on the managed cluster: its name, the owner reference it
 //! puts on applied objects, removing what a work no longer applies, and the sweep that
-//! finishes deleted AppliedManifestWorks and evicts those whose ManifestWork is gone.
+//! finishes deleted AppliedManifestWorks and evicts those no longer managed (see [`evict`]).
 
 use std::sync::Arc;
 
@@ -16,6 +16,7 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
 use super::context::Ctx;
+use super::evict;
 
 /// `<hubHash>-<work>`.
 pub fn applied_work_name(hub_hash: &str, work: &str) -> String {
@@ -32,7 +33,9 @@ pub(crate) fn owner_reference(amw: &AppliedManifestWork) -> Value {
     })
 }
 
-/// Gets (or creates) the AppliedManifestWork of `work`.
+/// Gets (or creates) the AppliedManifestWork of `work`; one recorded under another agent id
+/// (an earlier default) is given this agent's, so that it stays this agent's after a move to
+/// another hub.
 pub(crate) async fn ensure(
     ctx: &Ctx,
     work: &str,
@@ -41,7 +44,14 @@ pub(crate) async fn ensure(
     let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
     let name = applied_work_name(&ctx.hub_hash, work);
     if let Some(existing) = api.get_opt(&name).await? {
-        return Ok(existing);
+        if existing.spec.agent_id == ctx.agent_id {
+            return Ok(existing);
+        }
+        let patch = json!({"metadata": {"resourceVersion": existing.resource_version()},
+                           "spec": {"agentID": ctx.agent_id}});
+        return api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
     }
     let amw: AppliedManifestWork = serde_json::from_value(json!({
         "apiVersion": "work.open-cluster-management.io/v1",
@@ -295,9 +305,9 @@ pub(crate) async fn clean_up(
     }
 }
 
-/// Every status-sync interval: finishes AppliedManifestWorks being deleted (by a cluster
-/// admin, or by eviction), and evicts those of this hub whose ManifestWork is gone for longer
-/// than the grace period.
+/// Every status-sync interval: finishes this agent's AppliedManifestWorks being deleted (by a
+/// cluster admin, or by eviction), and marks, unmarks or evicts those no longer managed (of a
+/// hub the agent left, or whose ManifestWork is gone) as [`evict::decide`] says.
 pub(crate) async fn sweep(ctx: Arc<Ctx>, shutdown: Shutdown) {
     let mut tick = tokio::time::interval(ctx.options.status_sync_interval);
     loop {
@@ -317,62 +327,79 @@ fn synced_works(ctx: &Ctx) -> Option<&Store<ocm_api::work::v1::ManifestWork>> {
     matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))).then_some(store)
 }
 
+/// Whether the ManifestWork `name` exists on the current hub.
+async fn work_on_hub(ctx: &Ctx, name: &str) -> Result<bool, kube::Error> {
+    Ok(match synced_works(ctx) {
+        Some(store) => store
+            .get(&ObjectRef::new(name).within(&ctx.options.cluster_name))
+            .is_some(),
+        None => {
+            let works: Api<ocm_api::work::v1::ManifestWork> =
+                Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
+            works.get_opt(name).await?.is_some()
+        }
+    })
+}
+
 async fn sweep_once(ctx: &Ctx) -> Result<(), kube::Error> {
     let api: Api<AppliedManifestWork> = Api::all(ctx.spoke.clone());
-    let works: Api<ocm_api::work::v1::ManifestWork> =
-        Api::namespaced(ctx.hub.clone(), &ctx.options.cluster_name);
+    let agent = evict::Agent {
+        hub_hash: &ctx.hub_hash,
+        agent_id: &ctx.agent_id,
+        grace: ctx.options.eviction_grace,
+    };
     for amw in api.list(&Default::default()).await?.items {
-        if amw.spec.hub_hash != ctx.hub_hash {
+        if !evict::ours(&amw, agent) {
             continue;
         }
-        if amw.metadata.deletion_timestamp.is_some() {
-            clean_up(ctx, &amw, false, &[]).await?;
-            continue;
-        }
-        let gone = match synced_works(ctx) {
-            Some(store) => {
-                let key =
-                    ObjectRef::new(&amw.spec.manifest_work_name).within(&ctx.options.cluster_name);
-                store.get(&key).is_none()
-            }
-            None => works.get_opt(&amw.spec.manifest_work_name).await?.is_none(),
-        };
-        let started = amw
-            .status
-            .as_ref()
-            .and_then(|s| s.eviction_start_time.clone());
-        match (gone, started) {
-            (false, Some(_)) => {
-                let patch = json!({"status": {"evictionStartTime": null}});
-                api.patch_status(
-                    &amw.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await?;
-            }
-            (true, None) => {
-                let patch =
-                    json!({"status": {"evictionStartTime": jiff::Timestamp::now().to_string()}});
-                api.patch_status(
-                    &amw.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await?;
-            }
-            (true, Some(since)) => {
-                let elapsed = jiff::Timestamp::now().duration_since(since.0);
-                if elapsed.as_secs() >= ctx.options.eviction_grace.as_secs() as i64 {
-                    tracing::info!(name = %amw.name_any(), "evicting an AppliedManifestWork whose ManifestWork is gone");
-                    api.delete(&amw.name_any(), &DeleteParams::default())
-                        .await?;
-                }
-            }
-            (false, None) => {}
+        // One record that cannot be handled now does not hold the others up.
+        if let Err(err) = sweep_one(ctx, &api, agent, &amw).await {
+            tracing::debug!(%err, name = %amw.name_any(), "sweeping an AppliedManifestWork");
         }
     }
     Ok(())
+}
+
+async fn sweep_one(
+    ctx: &Ctx,
+    api: &Api<AppliedManifestWork>,
+    agent: evict::Agent<'_>,
+    amw: &AppliedManifestWork,
+) -> Result<(), kube::Error> {
+    // Only the current hub can say whether a work exists; another hub's record is unmanaged
+    // whatever its work.
+    let present =
+        amw.spec.hub_hash != ctx.hub_hash || work_on_hub(ctx, &amw.spec.manifest_work_name).await?;
+    let name = amw.name_any();
+    let mark = |at: Option<String>| async move {
+        let patch = json!({"status": {"evictionStartTime": at}});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+    };
+    match evict::decide(amw, agent, present, jiff::Timestamp::now()) {
+        evict::Action::Nothing => Ok(()),
+        evict::Action::FinishDeletion => clean_up(ctx, amw, false, &[]).await.map(drop),
+        evict::Action::Mark => {
+            tracing::info!(name = %amw.name_any(), hub_hash = %amw.spec.hub_hash,
+                "AppliedManifestWork no longer managed; evicting it after the grace period");
+            mark(Some(jiff::Timestamp::now().to_string())).await
+        }
+        evict::Action::Unmark => mark(None).await,
+        evict::Action::Evict => {
+            tracing::info!(name = %amw.name_any(), hub_hash = %amw.spec.hub_hash,
+                "evicting an AppliedManifestWork no longer managed");
+            match api.delete(&amw.name_any(), &DeleteParams::default()).await {
+                // Held by its finalizer: start releasing what it applied at once.
+                Ok(outcome) => match outcome.left() {
+                    Some(deleting) => clean_up(ctx, &deleting, false, &[]).await.map(drop),
+                    None => Ok(()),
+                },
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

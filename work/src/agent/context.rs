@@ -27,16 +27,35 @@ pub(crate) struct Ctx {
     pub(crate) hub_works: std::sync::OnceLock<kube::runtime::reflector::Store<ManifestWork>>,
 }
 
+/// What the agent knows of the hub it works for.
+pub(crate) struct Hub<'a> {
+    /// The hub's API server URL.
+    pub(crate) url: &'a str,
+    /// The registration agent's id stored beside the hub credentials, if any.
+    pub(crate) agent_name: Option<&'a str>,
+}
+
+/// The agent id recorded in AppliedManifestWorks: the one configured, else the registration
+/// agent's (the same on every hub the agent moves to), else the hub hash (upstream's default
+/// for a work agent given no id).
+pub(crate) fn agent_id(configured: Option<&str>, stored: Option<&str>, hub_hash: &str) -> String {
+    configured
+        .filter(|id| !id.is_empty())
+        .or(stored.filter(|id| !id.is_empty()))
+        .unwrap_or(hub_hash)
+        .to_owned()
+}
+
 impl Ctx {
     pub(crate) fn new(
         hub: kube::Client,
         spoke: kube::Client,
-        hub_url: &str,
+        seen: Hub<'_>,
         options: WorkAgentOptions,
         stats: Arc<tokio::sync::watch::Sender<super::WorkAgentStats>>,
     ) -> Ctx {
-        let hub_hash = super::hashes::hub_hash(hub_url);
-        let agent_id = options.agent_id.clone().unwrap_or_else(|| hub_hash.clone());
+        let hub_hash = super::hashes::hub_hash(seen.url);
+        let agent_id = agent_id(options.agent_id.as_deref(), seen.agent_name, &hub_hash);
         Ctx {
             hub,
             spoke,
@@ -48,5 +67,19 @@ impl Ctx {
             last_applied: std::sync::Mutex::default(),
             hub_works: std::sync::OnceLock::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_id_is_the_configured_one_else_the_registration_agents_else_the_hub_hash() {
+        assert_eq!(agent_id(Some("uid-1"), Some("abcde"), "hash"), "uid-1");
+        assert_eq!(agent_id(None, Some("abcde"), "hash"), "abcde");
+        assert_eq!(agent_id(Some(""), Some("abcde"), "hash"), "abcde");
+        assert_eq!(agent_id(None, None, "hash"), "hash");
+        assert_eq!(agent_id(None, Some(""), "hash"), "hash");
     }
 }

@@ -12,6 +12,7 @@ use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
 
 use super::WorkAgentOptions;
+use super::context::Hub;
 use super::reconcile::{self, Ctx};
 
 /// Name of the secret holding the hub kubeconfig.
@@ -19,12 +20,14 @@ const HUB_KUBECONFIG_SECRET: &str = "hub-kubeconfig-secret";
 
 /// The hub credentials in the secret: its kubeconfig (for the server and CA) and the client
 /// certificate and key the kubeconfig refers to as files (`tls.crt`, `tls.key`), as upstream
-/// mounts them.
+/// mounts them; and the registration agent's id (`agent-name`), which it keeps when it moves
+/// to another hub.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Credentials {
     kubeconfig: String,
     cert_pem: String,
     key_pem: String,
+    agent_name: Option<String>,
 }
 
 fn credentials_of(secret: &Secret) -> Option<Credentials> {
@@ -40,6 +43,7 @@ fn credentials_of(secret: &Secret) -> Option<Credentials> {
         kubeconfig: text("kubeconfig")?,
         cert_pem: text("tls.crt")?,
         key_pem: text("tls.key")?,
+        agent_name: text(ocm_api::operator::names::secrets::KEY_AGENT_NAME),
     })
 }
 
@@ -108,7 +112,10 @@ pub(crate) async fn run_with_hub_credentials(
         let ctx = Arc::new(Ctx::new(
             client,
             spoke.clone(),
-            &url,
+            Hub {
+                url: &url,
+                agent_name: credentials.agent_name.as_deref(),
+            },
             options.clone(),
             stats.clone(),
         ));

@@ -21,6 +21,10 @@
 //! 6. on deletion sets `Deleting`, removes what it applied (Foreground) or leaves it
 //!    (Orphan / SelectivelyOrphan), then releases the finalizer.
 //!
+//! Beside it a sweep evicts this agent's AppliedManifestWorks no longer managed — those of a
+//! hub the agent left (MultipleHubs), or whose ManifestWork is gone — after a grace period
+//! (rules in `evict`).
+//!
 //! Every pass re-reads the applied objects, so drift (an object deleted or edited on the
 //! managed cluster) is repaired at the next pass, every status-sync interval. While the hub is
 //! unreachable the agent keeps working from the last ManifestWorks it saw.
@@ -29,6 +33,7 @@ mod applied;
 mod apply;
 pub mod compare;
 mod context;
+mod evict;
 mod hashes;
 mod hub;
 mod ignore;
@@ -51,12 +56,16 @@ pub struct WorkAgentOptions {
     pub cluster_name: String,
     /// Namespace of the hub kubeconfig secret on the managed cluster.
     pub agent_namespace: String,
-    /// Agent id recorded in AppliedManifestWorks; `None` = the hub hash.
+    /// Agent id recorded in AppliedManifestWorks (upstream's `--agent-id`); `None` = the
+    /// registration agent's id stored in the hub kubeconfig secret (`agent-name`, kept across
+    /// a move to another hub), else the hub hash.
     pub agent_id: Option<String>,
     /// How often each work's objects are read back, repaired and reported (upstream: 10 s).
     pub status_sync_interval: Duration,
-    /// AppliedManifestWorks whose ManifestWork is gone are deleted after this long (upstream:
-    /// 60 min).
+    /// This agent's AppliedManifestWorks no longer managed — of a hub the agent left, or whose
+    /// ManifestWork is gone — are deleted this long after the agent first finds them so
+    /// (upstream's `--appliedmanifestwork-eviction-grace-period`, 60 min); 100 years or more
+    /// turns eviction off.
     pub eviction_grace: Duration,
     /// Works reconciled at the same time (upstream: 10 workers).
     pub concurrency: u16,

@@ -373,8 +373,10 @@ pub struct WorkAgentConfiguration {
     #[schemars(extend("default" = 100))]
     pub hub_kube_api_burst: Option<i32>,
 
-    /// How long an AppliedManifestWork whose ManifestWork vanished from the hub is kept before
-    /// its resources are evicted (Go duration, e.g. `60m`); absent means the agent default.
+    /// How long the work agent keeps an AppliedManifestWork no longer managed (its ManifestWork
+    /// gone from the hub, or of a hub the agent moved away from) before deleting it and what
+    /// only it applied (Go duration, e.g. `60m`; 100 years or more: never); absent means the
+    /// agent default, 60 minutes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub applied_manifest_work_eviction_grace_period: Option<String>,

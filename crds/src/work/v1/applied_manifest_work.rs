@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
     group = "work.open-cluster-management.io",
     version = "v1",
     kind = "AppliedManifestWork",
-    doc = "The managed cluster's record of a ManifestWork its agent applied, named `<hubHash>-<work name>`. It owns the applied objects; deleting it deletes them, which lets a cluster admin clean up after the agent is gone.",
+    doc = "The managed cluster's record of a ManifestWork its agent applied, named `<hubHash>-<work name>`. It owns the applied objects; deleting it deletes those only it owns, which lets a cluster admin clean up after the agent is gone. The agent evicts (deletes) its records no longer managed — of another hub than the one it now works for, or whose ManifestWork is gone — after its eviction grace period.",
     plural = "appliedmanifestworks",
     status = "AppliedManifestWorkStatus"
 )]
@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 pub struct AppliedManifestWorkSpec {
     /// Hash of the hub's API server URL, identifying the hub the work came from.
     pub hub_hash: String,
-    /// ID of the work agent handling this record. Always serialized.
+    /// ID of the work agent handling this record; the same on every hub the agent moves to,
+    /// so that it evicts the records of a hub it left. Always serialized.
     #[serde(default, rename = "agentID")]
     #[schemars(transform = crate::schema::no_default)]
     pub agent_id: String,
@@ -35,8 +36,9 @@ pub struct AppliedManifestWorkStatus {
     /// then dropped from this list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applied_resources: Vec<AppliedManifestResourceMeta>,
-    /// When the agent found this record orphaned (work gone from the hub, or another hub);
-    /// it is deleted once the eviction grace period has passed.
+    /// When the agent found this record no longer managed (its ManifestWork gone from the
+    /// hub, or the agent now working for another hub); it is deleted once the eviction grace
+    /// period has passed since, and the mark is cleared if it is managed again before that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction_start_time: Option<Time>,
 }
