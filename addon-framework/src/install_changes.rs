@@ -94,7 +94,9 @@ fn plan_view(mca: &ManagedClusterAddOn) -> impl PartialEq + '_ {
             .collect::<Vec<_>>(),
         mca.metadata.deletion_timestamp.is_some(),
         &mca.spec.configs,
-        mca.status.as_ref().map(|s| &s.config_references),
+        mca.status
+            .as_ref()
+            .map_or(&[][..], |s| s.config_references.as_slice()),
         condition_of(mca, PROGRESSING),
     )
 }
@@ -110,7 +112,9 @@ fn own_view(mca: &ManagedClusterAddOn) -> impl PartialEq + '_ {
             &mca.metadata.owner_references,
             mca.metadata.deletion_timestamp.is_some(),
         ),
-        mca.status.as_ref().map(|s| &s.registrations),
+        mca.status
+            .as_ref()
+            .map_or(&[][..], |s| s.registrations.as_slice()),
         condition_of(mca, CONFIGURED),
         condition_of(mca, TOKEN_INFRASTRUCTURE_READY),
     )
@@ -210,8 +214,9 @@ pub(crate) fn decision_change(
 
 /// A ManagedCluster added, changed or deleted, with `addons` the names of its
 /// ManagedClusterAddOns and `cmas` every ClusterManagementAddOn: every addon whole when it
-/// came, went or started deleting (install strategies create no addon on a deleting cluster);
-/// its addons' own steps when its addon annotations changed; else nothing.
+/// started deleting or, deleting, went (install strategies create no addon on a deleting
+/// cluster); its addons' own steps when its addon annotations changed; else nothing (which
+/// clusters a placement selects reaches the controller as PlacementDecisions).
 pub(crate) fn cluster_change(
     cmas: &[Arc<ClusterManagementAddOn>],
     addons: &[String],
@@ -221,7 +226,8 @@ pub(crate) fn cluster_change(
     let Some(cluster) = new.or(old).and_then(|c| c.metadata.name.as_deref()) else {
         return Dirty::default();
     };
-    let deleting = |c: Option<&ManagedCluster>| c.map(|c| c.metadata.deletion_timestamp.is_some());
+    let deleting =
+        |c: Option<&ManagedCluster>| c.is_some_and(|c| c.metadata.deletion_timestamp.is_some());
     if deleting(old) != deleting(new) {
         return Dirty::addons(cmas.iter().filter_map(|c| c.metadata.name.clone()));
     }
@@ -430,6 +436,11 @@ mod tests {
 
     #[test]
     fn an_agents_status_write_plans_nothing() {
+        // The first status an addon gets is not a change of what the passes read.
+        let mut first = mca(json!({}));
+        first.status = None;
+        let available = mca(json!({"conditions": [condition("Available", "True", "Ready")]}));
+        assert!(addon_change(Some(&first), Some(&available)).is_empty());
         let before = mca(json!({"conditions": [condition("Available", "True", "Ready")]}));
         let mut after = mca(
             json!({"conditions": [condition("Available", "False", "Gone")],
@@ -547,10 +558,14 @@ mod tests {
             Dirty::single("a", "c1")
         );
         let deleting = cluster(json!({}), true);
+        let every = Dirty::addons(["a".to_owned(), "b".to_owned()]);
         assert_eq!(
             cluster_change(&cmas, &addons, Some(&plain), Some(&deleting)),
-            Dirty::addons(["a".to_owned(), "b".to_owned()])
+            every
         );
+        assert_eq!(cluster_change(&cmas, &addons, Some(&deleting), None), every);
+        // A cluster joining plans nothing until a placement selects it.
+        assert!(cluster_change(&cmas, &addons, None, Some(&plain)).is_empty());
     }
 
     #[test]
