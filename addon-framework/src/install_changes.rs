@@ -333,10 +333,17 @@ impl AddonIndex {
         let (Some(name), Some(cluster)) = (&mca.metadata.name, &mca.metadata.namespace) else {
             return;
         };
-        self.clusters
-            .entry(name.clone())
-            .or_default()
-            .insert(cluster.clone());
+        // Most events are of addons already indexed: no allocation for them.
+        match self.clusters.get_mut(name) {
+            Some(clusters) if clusters.contains(cluster) => {}
+            Some(clusters) => {
+                clusters.insert(cluster.clone());
+            }
+            None => {
+                self.clusters
+                    .insert(name.clone(), BTreeSet::from([cluster.clone()]));
+            }
+        }
         for config in crate::configs::desired(&[], &[], &mca.spec.configs) {
             if is_deployment_config(&config) {
                 self.config_users

@@ -101,7 +101,7 @@ pub(crate) struct Configured {
     /// When the answer changes by the clock alone (a soak time or a deadline ends).
     pub(crate) recheck: Option<Duration>,
     /// A config was read from the hub rather than from a watched cache: no event says when
-    /// it changes, so the addon is looked at again every [`crate::install_controller`] poll.
+    /// it changes, so the controller looks at the addon again on a timer.
     pub(crate) read_live: bool,
 }
 
