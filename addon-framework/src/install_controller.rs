@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use ocm_api::addon::v1alpha1::AddOnDeploymentConfig;
@@ -106,52 +105,45 @@ async fn run_install_strategies_body(
 ) {
     let shared = Arc::new(Changes::default());
     let config = watcher::Config::default;
-    let (cmas, cma_feed) = watch(
-        Api::<ClusterManagementAddOn>::all(client.clone()),
-        config(),
-        shared.clone(),
-        shutdown.clone(),
-        |_, seen| match seen {
-            Seen::Changed { old, new } => changes::cma_change(old, new),
-            Seen::Relisted(_) => everything(),
-        },
-    );
-    let (mcas, mca_feed) = watch(
-        Api::<ManagedClusterAddOn>::all(client.clone()),
-        config(),
-        shared.clone(),
-        shutdown.clone(),
-        |pending, seen| match seen {
-            Seen::Changed { old, new } => {
-                match new {
-                    Some(new) => pending.index.insert(new),
-                    None => old.into_iter().for_each(|o| pending.index.remove(o)),
+    let (cmas, cma_feed) =
+        watch::<ClusterManagementAddOn, _>(&client, config(), &shared, &shutdown, |_, seen| {
+            match seen {
+                Seen::Changed { old, new } => changes::cma_change(old, new),
+                Seen::Relisted(_) => everything(),
+            }
+        });
+    let (mcas, mca_feed) =
+        watch::<ManagedClusterAddOn, _>(&client, config(), &shared, &shutdown, |pending, seen| {
+            match seen {
+                Seen::Changed { old, new } => {
+                    match new {
+                        Some(new) => pending.index.insert(new),
+                        None => old.into_iter().for_each(|o| pending.index.remove(o)),
+                    }
+                    changes::addon_change(old, new)
                 }
-                changes::addon_change(old, new)
+                Seen::Relisted(store) => {
+                    pending.index.rebuild(store);
+                    everything()
+                }
             }
-            Seen::Relisted(store) => {
-                pending.index.rebuild(store);
-                everything()
+        });
+    let cmas_seen = cmas.clone();
+    let (decisions, decision_feed) =
+        watch::<PlacementDecision, _>(&client, config(), &shared, &shutdown, move |_, seen| {
+            match seen {
+                Seen::Changed { old, new } => {
+                    changes::decision_change(&all_cmas(&cmas_seen), old, new)
+                }
+                Seen::Relisted(_) => everything(),
             }
-        },
-    );
+        });
     let cmas_seen = cmas.clone();
-    let (decisions, decision_feed) = watch(
-        Api::<PlacementDecision>::all(client.clone()),
+    let (clusters, cluster_feed) = watch::<ManagedCluster, _>(
+        &client,
         config(),
-        shared.clone(),
-        shutdown.clone(),
-        move |_, seen| match seen {
-            Seen::Changed { old, new } => changes::decision_change(&all_cmas(&cmas_seen), old, new),
-            Seen::Relisted(_) => everything(),
-        },
-    );
-    let cmas_seen = cmas.clone();
-    let (clusters, cluster_feed) = watch(
-        Api::<ManagedCluster>::all(client.clone()),
-        config(),
-        shared.clone(),
-        shutdown.clone(),
+        &shared,
+        &shutdown,
         move |pending, seen| match seen {
             Seen::Changed { old, new } => {
                 let cluster = new.or(old).and_then(|c| c.metadata.name.as_deref());
@@ -164,11 +156,11 @@ async fn run_install_strategies_body(
         },
     );
     let cmas_seen = cmas.clone();
-    let (deployment_configs, config_feed) = watch(
-        Api::<AddOnDeploymentConfig>::all(client.clone()),
+    let (deployment_configs, config_feed) = watch::<AddOnDeploymentConfig, _>(
+        &client,
         config(),
-        shared.clone(),
-        shutdown.clone(),
+        &shared,
+        &shutdown,
         move |pending, seen| match seen {
             Seen::Changed { old, new } => {
                 let users = new
@@ -185,14 +177,14 @@ async fn run_install_strategies_body(
             Seen::Relisted(_) => everything(),
         },
     );
-    let (token_accounts, account_feed) = watch(
-        Api::<ServiceAccount>::all(client.clone()),
+    let (token_accounts, account_feed) = watch::<ServiceAccount, _>(
+        &client,
         config().labels(&format!(
             "{}=true",
             ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
         )),
-        shared.clone(),
-        shutdown.clone(),
+        &shared,
+        &shutdown,
         |_, seen| match seen {
             Seen::Changed { old, new } => changes::account_change(old, new),
             Seen::Relisted(_) => everything(),

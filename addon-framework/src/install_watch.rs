@@ -59,22 +59,23 @@ where
     Relisted(&'a Store<K>),
 }
 
-/// A cache of every `K` that `api` and `config` select (managed fields left out), kept by a
-/// task until `shutdown`: each event is applied to the cache, then `what` says what it changes
-/// (with the pending work locked, so that the ManagedClusterAddOn index and the cache move
-/// together) and the controller is woken when that is anything.
+/// A cache of every `K` that `config` selects in all namespaces (managed fields left out),
+/// kept by a task until `shutdown`: each event is applied to the cache, then `what` says what
+/// it changes (with the pending work locked, so that the ManagedClusterAddOn index and the
+/// cache move together) and the controller is woken when that is anything.
 pub(crate) fn watch<K, F>(
-    api: Api<K>,
+    client: &kube::Client,
     config: watcher::Config,
-    changes: Arc<Changes>,
-    shutdown: Shutdown,
+    changes: &Arc<Changes>,
+    shutdown: &Shutdown,
     mut what: F,
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Unpin,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     F: FnMut(&mut Pending, Seen<'_, K>) -> Dirty + Send + 'static,
 {
+    let api = Api::<K>::all(client.clone());
+    let (changes, shutdown) = (changes.clone(), shutdown.clone());
     let (store, mut writer) = reflector::store();
     let reader = store.clone();
     let task = tokio::spawn(async move {
