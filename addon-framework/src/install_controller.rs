@@ -67,7 +67,8 @@ impl InstallStats {
         self.full_passes.load(Ordering::Relaxed)
     }
 
-    /// ManagedClusterAddOns the passes looked at so far (one addon in two passes counts twice).
+    /// ManagedClusterAddOns the passes looked at so far (one addon in two passes counts twice),
+    /// counted when a pass starts, before it writes anything.
     pub fn examined(&self) -> u64 {
         self.examined.load(Ordering::Relaxed)
     }
@@ -377,25 +378,28 @@ impl Controller<'_> {
                     .filter_map(|c| c.metadata.name.clone()),
             );
         }
-        let mut examined = 0;
-        let mut retry = Dirty::default();
-        let clock = jiff::Timestamp::now();
-        for name in &work.addons {
-            let mcas = self.shared.lock().index.named(&self.caches.mcas, name);
-            examined += mcas.len();
-            self.plan_addon(name, &mcas, now, clock, &mut retry).await;
-        }
-        for (name, cluster) in &work.single {
-            if work.addons.contains(name) {
-                continue;
-            }
-            let Some(mca) = self.caches.mcas.get(&ObjectRef::new(name).within(cluster)) else {
-                continue;
-            };
-            examined += 1;
-            self.addon_steps(name, &[mca], &mut retry).await;
-        }
-        self.timers.retry = retry;
+        // What the pass looks at, read and counted before it writes anything: whoever sees
+        // a write of this pass sees it counted.
+        let whole: Vec<(String, Vec<Arc<ManagedClusterAddOn>>)> = {
+            let pending = self.shared.lock();
+            work.addons
+                .iter()
+                .map(|name| (name.clone(), pending.index.named(&self.caches.mcas, name)))
+                .collect()
+        };
+        let single: Vec<(String, Arc<ManagedClusterAddOn>)> = work
+            .single
+            .iter()
+            .filter(|(name, _)| !work.addons.contains(name))
+            .filter_map(|(name, cluster)| {
+                let mca = self
+                    .caches
+                    .mcas
+                    .get(&ObjectRef::new(name).within(cluster))?;
+                Some((name.clone(), mca))
+            })
+            .collect();
+        let examined = whole.iter().map(|(_, m)| m.len()).sum::<usize>() + single.len();
         self.stats.passes.fetch_add(1, Ordering::Relaxed);
         if full {
             self.stats.full_passes.fetch_add(1, Ordering::Relaxed);
@@ -403,6 +407,15 @@ impl Controller<'_> {
         self.stats
             .examined
             .fetch_add(examined as u64, Ordering::Relaxed);
+        let mut retry = Dirty::default();
+        let clock = jiff::Timestamp::now();
+        for (name, mcas) in &whole {
+            self.plan_addon(name, mcas, now, clock, &mut retry).await;
+        }
+        for (name, mca) in single {
+            self.addon_steps(&name, &[mca], &mut retry).await;
+        }
+        self.timers.retry = retry;
         tracing::debug!(
             full,
             addons = work.addons.len(),

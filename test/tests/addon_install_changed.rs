@@ -125,6 +125,7 @@ async fn a_status_write_of_one_addon_plans_nothing_of_the_fleet() {
         .unwrap();
     probe(&client, &fleet[1]).await;
     let examined = stats.examined() - before;
+    println!("a status write and a probe: {examined} addons looked at of a fleet of {FLEET}");
     assert!(stats.passes() > passes);
     assert!(
         examined < FLEET as u64 / 2,
@@ -152,6 +153,10 @@ async fn a_status_write_of_one_addon_plans_nothing_of_the_fleet() {
     })
     .await
     .unwrap();
+    println!(
+        "a config change: {} addons looked at",
+        stats.examined() - before
+    );
     assert!(
         stats.examined() - before >= FLEET as u64,
         "a config change re-plans the addon on all {FLEET} clusters: {}",
