@@ -12,8 +12,9 @@
 //! affects ([`crate::install_changes`]) — none for fields no step reads, such as an agent's
 //! `Available` — and a pass re-plans those addons whole, or only the steps of a single
 //! ManagedClusterAddOn. A full pass runs at the start, after a watch lost and listed again, and
-//! every [`FULL_RESYNC`] as a safety net; rollouts waiting on the clock, addons whose configs
-//! are read without a watch, and failed writes are looked at again on their own timers.
+//! every [`FULL_RESYNC`] as a safety net; rollouts waiting on the clock and addons whose configs
+//! are read without a watch are looked at again on their own timers, and failed writes at the
+//! next event of any kind (a conflict's newer version) or after [`RETRY`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -44,7 +45,7 @@ const POLL: Duration = Duration::from_secs(30);
 /// missed.
 pub const FULL_RESYNC: Duration = Duration::from_secs(300);
 
-/// How soon a failed write (a conflict with a newer version, say) is tried again.
+/// How soon a failed write is tried again at the latest (without an event before).
 const RETRY: Duration = Duration::from_secs(2);
 
 /// Counts of the install controller's passes: how much of the fleet each looked at.
@@ -231,9 +232,13 @@ async fn run_install_strategies_body(
             controller.pass(started).await;
             let took = started.elapsed();
             let wake = controller.timers.next_wake(started + took);
+            // A failed write (most often a conflict: a newer version is on its way) is
+            // retried on the next event of any kind, or after RETRY.
+            let retrying = !controller.timers.retry.is_empty();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = shared.changed.notified() => {}
+                _ = shared.seen.notified(), if retrying => {}
                 _ = tokio::time::sleep_until(wake) => {}
             }
             // While a large fleet's addons keep changing, the next pass waits so that the

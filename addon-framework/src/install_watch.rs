@@ -33,6 +33,9 @@ pub(crate) struct Changes {
     pending: Mutex<Pending>,
     /// Notified when something became dirty.
     pub(crate) changed: tokio::sync::Notify,
+    /// Notified on every event, whether it changed anything or not: a write that failed on a
+    /// conflict is retried once the newer object arrived, whatever changed in it.
+    pub(crate) seen: tokio::sync::Notify,
 }
 
 impl Changes {
@@ -124,6 +127,7 @@ where
             if woke {
                 changes.changed.notify_one();
             }
+            changes.seen.notify_one();
         }
     });
     (store, task)
