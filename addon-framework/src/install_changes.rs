@@ -40,6 +40,14 @@ impl Dirty {
         !self.all && self.addons.is_empty() && self.single.is_empty()
     }
 
+    /// Everything: a full pass.
+    pub(crate) fn everything() -> Dirty {
+        Dirty {
+            all: true,
+            ..Dirty::default()
+        }
+    }
+
     /// The addon `name`, whole.
     pub(crate) fn addon(name: &str) -> Dirty {
         Dirty {

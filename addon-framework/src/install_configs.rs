@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::configs::ConfigRef;
 use crate::install_changes::{Dirty, is_deployment_config};
-use crate::install_steps::{Caches, decisions_of};
+use crate::install_steps::{Caches, decisions_of, placements_of};
 
 /// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
 /// Progressive `maxConcurrency`.
@@ -188,13 +188,7 @@ pub(crate) async fn configure_addon(
         .map(|p| p.cluster.clone())
         .collect();
     let mut progressions = Vec::new();
-    let strategies = cma
-        .spec
-        .install_strategy
-        .as_ref()
-        .map(|s| s.placements.clone())
-        .unwrap_or_default();
-    for strategy in &strategies {
+    for strategy in placements_of(cma) {
         let key = format!("{}/{}", strategy.namespace, strategy.name);
         let governed: Vec<&AddonPlan> = plans
             .iter()

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use ocm_api::addon::v1alpha1::AddOnDeploymentConfig;
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::install_changes::{self as changes, Dirty};
 use crate::install_steps::{Caches, UnknownAddonEvents};
-use crate::install_watch::{Changes, Seen, watch};
+use crate::install_watch::{Changes, Watches};
 
 pub use crate::install_steps::UNKNOWN_ADDON;
 
@@ -95,102 +95,63 @@ pub fn run_install_strategies_counted(
     Box::pin(run_install_strategies_body(client, shutdown, stats))
 }
 
-/// Every ClusterManagementAddOn as cached.
-fn all_cmas(cmas: &Store<ClusterManagementAddOn>) -> Vec<Arc<ClusterManagementAddOn>> {
-    cmas.state()
-}
-
 async fn run_install_strategies_body(
     client: kube::Client,
     shutdown: Shutdown,
     stats: Arc<InstallStats>,
 ) {
     let shared = Arc::new(Changes::default());
-    let config = watcher::Config::default;
+    let watches = Watches {
+        client: &client,
+        changes: &shared,
+        shutdown: &shutdown,
+    };
     let (cmas, cma_feed) =
-        watch::<ClusterManagementAddOn, _>(&client, config(), &shared, &shutdown, |_, seen| {
-            match seen {
-                Seen::Changed { old, new } => changes::cma_change(old, new),
-                Seen::Relisted(_) => everything(),
+        watches.all::<ClusterManagementAddOn, _>(|_, old, new| changes::cma_change(old, new));
+    let (mcas, mca_feed) = watches.watch::<ManagedClusterAddOn, _>(
+        watcher::Config::default(),
+        |pending, store| pending.index.rebuild(store),
+        |pending, old, new| {
+            match new {
+                Some(new) => pending.index.insert(new),
+                None => old.into_iter().for_each(|o| pending.index.remove(o)),
             }
-        });
-    let (mcas, mca_feed) =
-        watch::<ManagedClusterAddOn, _>(&client, config(), &shared, &shutdown, |pending, seen| {
-            match seen {
-                Seen::Changed { old, new } => {
-                    match new {
-                        Some(new) => pending.index.insert(new),
-                        None => old.into_iter().for_each(|o| pending.index.remove(o)),
-                    }
-                    changes::addon_change(old, new)
-                }
-                Seen::Relisted(store) => {
-                    pending.index.rebuild(store);
-                    everything()
-                }
-            }
-        });
-    let cmas_seen = cmas.clone();
-    let (decisions, decision_feed) =
-        watch::<PlacementDecision, _>(&client, config(), &shared, &shutdown, move |_, seen| {
-            match seen {
-                Seen::Changed { old, new } => {
-                    changes::decision_change(&all_cmas(&cmas_seen), old, new)
-                }
-                Seen::Relisted(_) => everything(),
-            }
-        });
-    let cmas_seen = cmas.clone();
-    let (clusters, cluster_feed) = watch::<ManagedCluster, _>(
-        &client,
-        config(),
-        &shared,
-        &shutdown,
-        move |pending, seen| match seen {
-            Seen::Changed { old, new } => {
-                let cluster = new.or(old).and_then(|c| c.metadata.name.as_deref());
-                let addons = cluster
-                    .map(|c| pending.index.names_on(c))
-                    .unwrap_or_default();
-                changes::cluster_change(&all_cmas(&cmas_seen), &addons, old, new)
-            }
-            Seen::Relisted(_) => everything(),
+            changes::addon_change(old, new)
         },
     );
     let cmas_seen = cmas.clone();
-    let (deployment_configs, config_feed) = watch::<AddOnDeploymentConfig, _>(
-        &client,
-        config(),
-        &shared,
-        &shutdown,
-        move |pending, seen| match seen {
-            Seen::Changed { old, new } => {
-                let users = new
-                    .or(old)
-                    .map(|c| {
-                        pending.index.config_users(
-                            c.metadata.namespace.as_deref().unwrap_or_default(),
-                            c.metadata.name.as_deref().unwrap_or_default(),
-                        )
-                    })
-                    .unwrap_or_default();
-                changes::deployment_config_change(&all_cmas(&cmas_seen), &users, old, new)
-            }
-            Seen::Relisted(_) => everything(),
-        },
-    );
-    let (token_accounts, account_feed) = watch::<ServiceAccount, _>(
-        &client,
-        config().labels(&format!(
+    let (decisions, decision_feed) = watches.all::<PlacementDecision, _>(move |_, old, new| {
+        changes::decision_change(&cmas_seen.state(), old, new)
+    });
+    let cmas_seen = cmas.clone();
+    let (clusters, cluster_feed) = watches.all::<ManagedCluster, _>(move |pending, old, new| {
+        let cluster = new.or(old).and_then(|c| c.metadata.name.as_deref());
+        let addons = cluster
+            .map(|c| pending.index.names_on(c))
+            .unwrap_or_default();
+        changes::cluster_change(&cmas_seen.state(), &addons, old, new)
+    });
+    let cmas_seen = cmas.clone();
+    let (deployment_configs, config_feed) =
+        watches.all::<AddOnDeploymentConfig, _>(move |pending, old, new| {
+            let users = new
+                .or(old)
+                .map(|c| {
+                    pending.index.config_users(
+                        c.metadata.namespace.as_deref().unwrap_or_default(),
+                        c.metadata.name.as_deref().unwrap_or_default(),
+                    )
+                })
+                .unwrap_or_default();
+            changes::deployment_config_change(&cmas_seen.state(), &users, old, new)
+        });
+    let (token_accounts, account_feed) = watches.watch::<ServiceAccount, _>(
+        watcher::Config::default().labels(&format!(
             "{}=true",
             ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
         )),
-        &shared,
-        &shutdown,
-        |_, seen| match seen {
-            Seen::Changed { old, new } => changes::account_change(old, new),
-            Seen::Relisted(_) => everything(),
-        },
+        |_, _| {},
+        |_, old, new| changes::account_change(old, new),
     );
     let feeds = [
         cma_feed,
@@ -256,14 +217,6 @@ async fn run_install_strategies_body(
     }
 }
 
-/// What a relist makes dirty: everything (objects deleted meanwhile had no event).
-fn everything() -> Dirty {
-    Dirty {
-        all: true,
-        ..Dirty::default()
-    }
-}
-
 /// The clock-driven work of the controller: the next full pass, addons whose rollout changes
 /// at a time, addons polled for configs read without a watch, and failed writes.
 #[derive(Debug)]
@@ -286,7 +239,7 @@ impl Timers {
             rechecks: BTreeMap::new(),
             polled: BTreeSet::new(),
             next_poll: now + POLL,
-            retry: everything(),
+            retry: Dirty::everything(),
         }
     }
 

@@ -34,19 +34,23 @@ pub(crate) struct Caches {
     pub(crate) token_accounts: Store<ServiceAccount>,
 }
 
+/// The placements of `cma`'s install strategy.
+pub(crate) fn placements_of(
+    cma: &ClusterManagementAddOn,
+) -> &[ocm_api::addon::v1alpha1::PlacementStrategy] {
+    cma.spec
+        .install_strategy
+        .as_ref()
+        .map_or(&[], |s| s.placements.as_slice())
+}
+
 /// The clusters each placement of `cma`'s strategy selects.
 pub(crate) fn decisions_of(
     caches: &Caches,
     cma: &ClusterManagementAddOn,
 ) -> BTreeMap<String, Option<BTreeSet<String>>> {
     let mut out = BTreeMap::new();
-    let placements = cma
-        .spec
-        .install_strategy
-        .as_ref()
-        .map(|s| s.placements.clone())
-        .unwrap_or_default();
-    for placement in placements {
+    for placement in placements_of(cma) {
         let key = format!("{}/{}", placement.namespace, placement.name);
         let decisions = caches.decisions.state_filter(|d| {
             d.metadata.namespace.as_deref() == Some(placement.namespace.as_str())

@@ -45,37 +45,64 @@ impl Changes {
     }
 }
 
-/// One event of a watch as the controller sees it.
-pub(crate) enum Seen<'a, K: Resource + Clone + 'static>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    /// An object added (`old` None), changed, or deleted (`new` None).
-    Changed {
-        /// As cached before the event.
-        old: Option<&'a K>,
-        /// As the event has it.
-        new: Option<&'a K>,
-    },
-    /// The watch listed every object again (at its start, or after it was lost): objects
-    /// deleted meanwhile are gone from `store` without an event of their own.
-    Relisted(&'a Store<K>),
+/// The watches of one controller: its client, the [`Changes`] they add to, and when they
+/// stop.
+pub(crate) struct Watches<'a> {
+    pub(crate) client: &'a kube::Client,
+    pub(crate) changes: &'a Arc<Changes>,
+    pub(crate) shutdown: &'a Shutdown,
+}
+
+impl Watches<'_> {
+    /// [`watch`] of every `K`, for a kind that keeps no index.
+    pub(crate) fn all<K, F>(&self, what: F) -> (Store<K>, tokio::task::JoinHandle<()>)
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        F: FnMut(&mut Pending, Option<&K>, Option<&K>) -> Dirty + Send + 'static,
+    {
+        self.watch(watcher::Config::default(), |_, _| {}, what)
+    }
+
+    /// [`watch`] with this controller's client, changes and shutdown.
+    pub(crate) fn watch<K, F>(
+        &self,
+        config: watcher::Config,
+        relisted: fn(&mut Pending, &Store<K>),
+        what: F,
+    ) -> (Store<K>, tokio::task::JoinHandle<()>)
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        F: FnMut(&mut Pending, Option<&K>, Option<&K>) -> Dirty + Send + 'static,
+    {
+        watch(
+            self.client,
+            config,
+            self.changes,
+            self.shutdown,
+            relisted,
+            what,
+        )
+    }
 }
 
 /// A cache of every `K` that `config` selects in all namespaces (managed fields left out),
 /// kept by a task until `shutdown`: each event is applied to the cache, then `what` says what
-/// it changes (with the pending work locked, so that the ManagedClusterAddOn index and the
-/// cache move together) and the controller is woken when that is anything.
-pub(crate) fn watch<K, F>(
+/// an object added (old None), changed or deleted (new None) changes — with the pending work
+/// locked, so that the ManagedClusterAddOn index and the cache move together — and the
+/// controller is woken when that is anything. When the watch listed every object again (at
+/// its start, or after it was lost) `relisted` is told and everything is dirty: objects
+/// deleted meanwhile left the cache without an event.
+fn watch<K, F>(
     client: &kube::Client,
     config: watcher::Config,
     changes: &Arc<Changes>,
     shutdown: &Shutdown,
+    relisted: fn(&mut Pending, &Store<K>),
     mut what: F,
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    F: FnMut(&mut Pending, Seen<'_, K>) -> Dirty + Send + 'static,
+    F: FnMut(&mut Pending, Option<&K>, Option<&K>) -> Dirty + Send + 'static,
 {
     let api = Api::<K>::all(client.clone());
     let (changes, shutdown) = (changes.clone(), shutdown.clone());
@@ -107,19 +134,17 @@ where
                     _ => None,
                 };
                 writer.apply_watcher_event(&event);
-                let seen = match &event {
-                    watcher::Event::Apply(new) => Seen::Changed {
-                        old: old.as_deref(),
-                        new: Some(new),
-                    },
-                    watcher::Event::Delete(gone) => Seen::Changed {
-                        old: Some(old.as_deref().unwrap_or(gone)),
-                        new: None,
-                    },
-                    watcher::Event::InitDone => Seen::Relisted(&reader),
+                let dirty = match &event {
+                    watcher::Event::Apply(new) => what(&mut pending, old.as_deref(), Some(new)),
+                    watcher::Event::Delete(gone) => {
+                        what(&mut pending, Some(old.as_deref().unwrap_or(gone)), None)
+                    }
+                    watcher::Event::InitDone => {
+                        relisted(&mut pending, &reader);
+                        Dirty::everything()
+                    }
                     watcher::Event::Init | watcher::Event::InitApply(_) => continue,
                 };
-                let dirty = what(&mut pending, seen);
                 let woke = !dirty.is_empty();
                 pending.dirty.merge(dirty);
                 woke
