@@ -6,818 +6,152 @@
 //! ([`crate::install::annotation_changes`]), and addons whose agents use the token driver their
 //! ServiceAccount ([`crate::token_infra`]).
 //!
-//! Both passes read caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
-//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs) and write only differences:
-//! on a large fleet every addon status write wakes them.
+//! The controller reads caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
+//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs, token ServiceAccounts), writes
+//! only differences, and plans only what changed: each watch event names the addons it
+//! affects ([`crate::install_changes`]) — none for fields no step reads, such as an agent's
+//! `Available` — and a pass re-plans those addons whole, or only the steps of a single
+//! ManagedClusterAddOn. A full pass runs at the start, after a watch lost and listed again, and
+//! every [`FULL_RESYNC`] as a safety net; rollouts waiting on the clock and addons whose configs
+//! are read without a watch are looked at again on their own timers, and failed writes at the
+//! next event of any kind (a conflict's newer version) or after [`RETRY`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::Resource;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use ocm_api::addon::v1alpha1::{AddOnDeploymentConfig, InstallConfigReference, InstallProgression};
-use ocm_api::addon::v1beta1::{
-    ClusterManagementAddOn, ConfigReference, ConfigSpecHash, ManagedClusterAddOn,
-};
+use ocm_api::addon::v1alpha1::AddOnDeploymentConfig;
+use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::PlacementDecision;
-use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
-use ocm_work::hub::replicaset::placement_groups;
-use ocm_work::hub::rollout::{ClusterGroups, ClusterRolloutStatus, RolloutStatus, plan_rollout};
-use serde_json::{Value, json};
+use tokio::time::Instant;
 
-use crate::configs::ConfigRef;
-use crate::error::ManagerError;
+use crate::install_changes::{self as changes, Dirty};
+use crate::install_steps::{Caches, UnknownAddonEvents};
+use crate::install_watch::{Changes, Watches};
 
-/// How often the passes run without a change.
-const RESYNC: Duration = Duration::from_secs(30);
+pub use crate::install_steps::UNKNOWN_ADDON;
 
-/// The hub objects the passes read.
-struct Caches {
-    cmas: Store<ClusterManagementAddOn>,
-    mcas: Store<ManagedClusterAddOn>,
-    decisions: Store<PlacementDecision>,
-    clusters: Store<ManagedCluster>,
-    deployment_configs: Store<AddOnDeploymentConfig>,
-    /// The addon agents' ServiceAccounts of the token driver (label-selected: only those).
-    token_accounts: Store<ServiceAccount>,
-}
+/// How often addons whose configs are read from the hub without a watch (any config kind but
+/// AddOnDeploymentConfig, e.g. AddOnTemplate) are looked at again.
+const POLL: Duration = Duration::from_secs(30);
 
-/// The ManagedClusterAddOns of one pass, indexed by addon name: each pass reads the cache once
-/// instead of scanning every addon of the fleet once per ClusterManagementAddOn and step.
-struct AddonIndex {
-    by_name: BTreeMap<String, Vec<Arc<ManagedClusterAddOn>>>,
-}
+/// How often every addon is planned again, whatever changed: the safety net for an event
+/// missed.
+pub const FULL_RESYNC: Duration = Duration::from_secs(300);
 
-impl AddonIndex {
-    /// Indexes the cache's current addons.
-    fn of(mcas: &Store<ManagedClusterAddOn>) -> AddonIndex {
-        let mut by_name: BTreeMap<String, Vec<Arc<ManagedClusterAddOn>>> = BTreeMap::new();
-        for mca in mcas.state() {
-            if let Some(name) = mca.metadata.name.clone() {
-                by_name.entry(name).or_default().push(mca);
-            }
-        }
-        AddonIndex { by_name }
-    }
+/// How soon a failed write is tried again at the latest (without an event before).
+const RETRY: Duration = Duration::from_secs(2);
 
-    /// The addons named `name`, on every cluster.
-    fn named(&self, name: &str) -> &[Arc<ManagedClusterAddOn>] {
-        self.by_name.get(name).map_or(&[], Vec::as_slice)
-    }
-
-    /// Every addon.
-    fn all(&self) -> impl Iterator<Item = &Arc<ManagedClusterAddOn>> {
-        self.by_name.values().flatten()
-    }
-}
-
-/// The clusters each placement of `cma`'s strategy selects.
-fn decisions_of(
-    caches: &Caches,
-    cma: &ClusterManagementAddOn,
-) -> BTreeMap<String, Option<BTreeSet<String>>> {
-    let mut out = BTreeMap::new();
-    let placements = cma
-        .spec
-        .install_strategy
-        .as_ref()
-        .map(|s| s.placements.clone())
-        .unwrap_or_default();
-    for placement in placements {
-        let key = format!("{}/{}", placement.namespace, placement.name);
-        let decisions = caches.decisions.state_filter(|d| {
-            d.metadata.namespace.as_deref() == Some(placement.namespace.as_str())
-                && d.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("cluster.open-cluster-management.io/placement"))
-                    == Some(&placement.name)
-        });
-        let clusters = decisions
-            .iter()
-            .filter_map(|d| d.status.as_ref())
-            .flat_map(|s| s.decisions.iter().map(|d| d.cluster_name.clone()))
-            .collect();
-        out.insert(key, Some(clusters));
-    }
-    out
-}
-
-/// One pass over every ClusterManagementAddOn's install strategy.
-async fn install_pass(
-    client: &kube::Client,
-    caches: &Caches,
-    index: &AddonIndex,
-) -> Result<(), ManagerError> {
-    let deleting: BTreeSet<String> = caches
-        .clusters
-        .state_filter(|c| c.metadata.deletion_timestamp.is_some())
-        .iter()
-        .filter_map(|c| c.metadata.name.clone())
-        .collect();
-    for cma in caches.cmas.state() {
-        let name = cma.metadata.name.clone().unwrap_or_default();
-        let uid = cma.metadata.uid.clone().unwrap_or_default();
-        let strategy = cma
-            .spec
-            .install_strategy
-            .as_ref()
-            .and_then(|s| s.type_)
-            .map(|t| match t {
-                ocm_api::addon::v1alpha1::InstallStrategyType::Placements => {
-                    ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS
-                }
-                ocm_api::addon::v1alpha1::InstallStrategyType::Manual => {
-                    ocm_api::addon::names::INSTALL_STRATEGY_MANUAL
-                }
-            })
-            .unwrap_or_default();
-        let existing: Vec<crate::install::Existing> = index
-            .named(&name)
-            .iter()
-            .map(|m| crate::install::Existing {
-                cluster: m.metadata.namespace.clone().unwrap_or_default(),
-                owned: m
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| o.uid == uid),
-            })
-            .collect();
-        let decisions = decisions_of(caches, &cma);
-        let planned = match crate::install::plan(strategy, &decisions, &deleting, &existing) {
-            Ok(planned) => planned,
-            Err(err) => {
-                tracing::warn!(addon = name, %err, "install strategy not followed");
-                continue;
-            }
-        };
-        // Up to 16 creates in flight: a new addon on a large fleet is thousands of them.
-        let creates = planned.create.into_iter().map(|cluster| {
-            let name = name.clone();
-            let uid = uid.clone();
-            // The cluster's addon annotations come along (none: no annotations at all).
-            let annotations = crate::install::addon_annotations(
-                caches
-                    .clusters
-                    .get(&ObjectRef::new(&cluster))
-                    .and_then(|c| c.metadata.annotations.clone())
-                    .as_ref(),
-            );
-            async move {
-                let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-                let mut metadata = json!({"name": name, "namespace": cluster, "ownerReferences": [{
-                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                    "kind": "ClusterManagementAddOn", "name": name, "uid": uid}]});
-                if !annotations.is_empty() {
-                    metadata["annotations"] = json!(annotations);
-                }
-                let mca: ManagedClusterAddOn = serde_json::from_value(json!({
-                    "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                    "kind": "ManagedClusterAddOn",
-                    "metadata": metadata,
-                    "spec": {},
-                }))?;
-                match api.create(&PostParams::default(), &mca).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 409 => {}
-                    Err(err) => tracing::warn!(addon = name, cluster, %err, "creating the addon"),
-                }
-                Ok::<(), ManagerError>(())
-            }
-        });
-        let created: Vec<Result<(), ManagerError>> = futures::stream::iter(creates)
-            .buffer_unordered(16)
-            .collect()
-            .await;
-        created
-            .into_iter()
-            .collect::<Result<Vec<()>, ManagerError>>()?;
-        for cluster in planned.delete {
-            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-            let _ = api.delete(&name, &DeleteParams::default()).await;
-        }
-        adopt_addons(client, index, &cma).await;
-        if strategy == ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS {
-            sync_addon_annotations(client, caches, index, &name).await;
-        }
-    }
-    Ok(())
-}
-
-/// Gives every ManagedClusterAddOn named `addon` its cluster's addon annotations
-/// ([`crate::install::annotation_changes`]), one merge patch per addon that needs it.
-async fn sync_addon_annotations(
-    client: &kube::Client,
-    caches: &Caches,
-    index: &AddonIndex,
-    addon: &str,
-) {
-    let mcas = index
-        .named(addon)
-        .iter()
-        .filter(|m| m.metadata.deletion_timestamp.is_none());
-    for mca in mcas {
-        let cluster = mca.metadata.namespace.clone().unwrap_or_default();
-        let Some(managed) = caches.clusters.get(&ObjectRef::new(&cluster)) else {
-            continue;
-        };
-        let wanted = crate::install::addon_annotations(managed.metadata.annotations.as_ref());
-        let changes =
-            crate::install::annotation_changes(mca.metadata.annotations.as_ref(), &wanted);
-        if changes.is_empty() {
-            continue;
-        }
-        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version,
-                                        "annotations": changes}});
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-        match api
-            .patch(addon, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => tracing::info!(addon, cluster, "synced addon annotations from the cluster"),
-            Err(err) => {
-                tracing::debug!(addon, cluster, %err, "addon annotations not synced yet; retrying later")
-            }
-        }
-    }
-}
-
-/// Whether the central addon manager runs `cma`: its lifecycle annotation says so, or it has
-/// none and is a template addon (which no manager of its own runs). Upstream treats every
-/// addon without the annotation as the addon manager's; ours leaves such code addons to their
-/// own managers, which do not write `self` on their ClusterManagementAddOns.
-fn managed_by_addon_manager(cma: &ClusterManagementAddOn) -> bool {
-    use ocm_api::addon::names::annotations::{LIFECYCLE, LIFECYCLE_ADDON_MANAGER};
-    match cma
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(LIFECYCLE))
-    {
-        Some(value) => value == LIFECYCLE_ADDON_MANAGER,
-        None => crate::configs::is_template_addon(cma),
-    }
-}
-
-/// Makes the ClusterManagementAddOn the owner of each of its ManagedClusterAddOns, when the
-/// central addon manager runs it (as upstream): deleting the ClusterManagementAddOn then
-/// removes the addon from every cluster, whoever enabled it.
-async fn adopt_addons(client: &kube::Client, index: &AddonIndex, cma: &ClusterManagementAddOn) {
-    let (Some(name), Some(uid)) = (cma.metadata.name.as_deref(), cma.metadata.uid.as_deref())
-    else {
-        return;
-    };
-    if !managed_by_addon_manager(cma) || cma.metadata.deletion_timestamp.is_some() {
-        return;
-    }
-    let orphans = index.named(name).iter().filter(|m| {
-        m.metadata.deletion_timestamp.is_none()
-            && !m
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.uid == uid)
-    });
-    for mca in orphans {
-        let cluster = mca.metadata.namespace.clone().unwrap_or_default();
-        let mut owners = mca.metadata.owner_references.clone().unwrap_or_default();
-        owners.push(
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-                api_version: "addon.open-cluster-management.io/v1beta1".into(),
-                kind: "ClusterManagementAddOn".into(),
-                name: name.to_owned(),
-                uid: uid.to_owned(),
-                controller: Some(true),
-                // Blocking would need the finalizers permission on the owner; nothing waits on it.
-                block_owner_deletion: None,
-            },
-        );
-        let patch = json!({"metadata": {
-            "resourceVersion": mca.metadata.resource_version,
-            "ownerReferences": owners}});
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
-        if let Err(err) = api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(addon = name, cluster, %err, "adopting the addon failed; retrying later");
-        }
-    }
-}
-
-/// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
-/// Progressive `maxConcurrency`.
-fn placement_of<'a>(
-    cma: &'a ClusterManagementAddOn,
-    decisions: &BTreeMap<String, Option<BTreeSet<String>>>,
-    cluster: &str,
-) -> Option<&'a ocm_api::addon::v1alpha1::PlacementStrategy> {
-    cma.spec
-        .install_strategy
-        .as_ref()?
-        .placements
-        .iter()
-        .find(|p| {
-            decisions
-                .get(&format!("{}/{}", p.namespace, p.name))
-                .and_then(Option::as_ref)
-                .is_some_and(|clusters| clusters.contains(cluster))
-        })
-}
-
-/// Config references as the status records them, for the desired configs with their hashes
-/// (keeping each kind's `lastAppliedConfig` from `existing`).
-fn config_references(
-    desired: &[(ConfigRef, Option<String>)],
-    existing: &[ConfigReference],
-) -> Vec<ConfigReference> {
-    desired
-        .iter()
-        .map(|(config, hash)| ConfigReference {
-            group: Some(config.group.clone()),
-            resource: config.resource.clone(),
-            last_observed_generation: None,
-            desired_config: Some(ConfigSpecHash {
-                namespace: config.namespace.clone(),
-                name: config.name.clone(),
-                spec_hash: hash.clone(),
-            }),
-            last_applied_config: existing
-                .iter()
-                .find(|e| {
-                    e.group.clone().unwrap_or_default() == config.group
-                        && e.resource == config.resource
-                })
-                .and_then(|e| e.last_applied_config.clone()),
-        })
-        .collect()
-}
-
-/// (group, resource, desired) of each reference: what a rollout compares.
-fn desired_of(refs: &[ConfigReference]) -> Vec<(String, String, Option<ConfigSpecHash>)> {
-    refs.iter()
-        .map(|r| {
-            (
-                r.group.clone().unwrap_or_default(),
-                r.resource.clone(),
-                r.desired_config.clone(),
-            )
-        })
-        .collect()
-}
-
-/// One addon on one cluster in a config pass.
-struct AddonPlan {
-    mca: Arc<ManagedClusterAddOn>,
-    cluster: String,
-    /// The install-strategy placement that governs it (`namespace/name`), if any.
-    placement: Option<String>,
-    references: Vec<ConfigReference>,
-    /// Its status already names the new desired configs.
-    has_new: bool,
-}
-
-/// One pass of the configs every ManagedClusterAddOn should run: its desired configs (own >
-/// placement > default) with their spec hashes in `status.configReferences`, handed out per
-/// each placement's rollout strategy (addons outside any placement get them at once); the
-/// ClusterManagementAddOn's `defaultConfigReferences` and `installProgressions`. Returns when
-/// the answer changes by the clock alone (a soak time or a deadline ends).
-async fn config_pass(
-    client: &kube::Client,
-    caches: &Caches,
-    index: &AddonIndex,
-) -> Result<Option<Duration>, ManagerError> {
-    let cmas: Api<ClusterManagementAddOn> = Api::all(client.clone());
-    let now = jiff::Timestamp::now();
-    let mut recheck: Option<Duration> = None;
-    for cma in caches.cmas.state() {
-        let name = cma.metadata.name.clone().unwrap_or_default();
-        let decisions = decisions_of(caches, &cma);
-        let mut hash_cache: BTreeMap<ConfigRef, Option<String>> = BTreeMap::new();
-        let mut hash_of = async |config: &ConfigRef| -> Option<String> {
-            if let Some(hash) = hash_cache.get(config) {
-                return hash.clone();
-            }
-            let object = if config.group == ocm_api::addon::GROUP
-                && config.resource == "addondeploymentconfigs"
-            {
-                caches
-                    .deployment_configs
-                    .get(&ObjectRef::new(&config.name).within(&config.namespace))
-                    .and_then(|c| serde_json::to_value(c.as_ref()).ok())
-            } else {
-                crate::config_fetch::fetch_config(client, config).await
-            };
-            let hash = object.map(|o| crate::configs::spec_hash(&o));
-            hash_cache.insert(config.clone(), hash.clone());
-            hash
-        };
-        let mut default_refs = Vec::new();
-        for config in &crate::configs::desired(&cma.spec.default_configs, &[], &[]) {
-            default_refs.push(json!({
-                "group": config.group, "resource": config.resource,
-                "desiredConfig": {"namespace": config.namespace, "name": config.name,
-                                  "specHash": hash_of(config).await.unwrap_or_default()},
-            }));
-        }
-        // Per addon: its desired configs.
-        let mut plans = Vec::new();
-        for mca in index.named(&name).iter().cloned() {
-            let cluster = mca.metadata.namespace.clone().unwrap_or_default();
-            let placement = placement_of(&cma, &decisions, &cluster);
-            let placement_configs = placement.map(|p| p.configs.clone()).unwrap_or_default();
-            let desired = crate::configs::desired(
-                &cma.spec.default_configs,
-                &placement_configs,
-                &mca.spec.configs,
-            );
-            let mut hashed = Vec::new();
-            for config in desired {
-                let hash = hash_of(&config).await;
-                hashed.push((config, hash));
-            }
-            let existing = mca
-                .status
-                .as_ref()
-                .map(|s| s.config_references.clone())
-                .unwrap_or_default();
-            let references = config_references(&hashed, &existing);
-            let has_new = desired_of(&existing) == desired_of(&references);
-            plans.push(AddonPlan {
-                placement: placement.map(|p| format!("{}/{}", p.namespace, p.name)),
-                cluster,
-                mca,
-                references,
-                has_new,
-            });
-        }
-        // Addons outside any placement get their configs at once; each placement's addons
-        // per its rollout strategy.
-        let mut admitted: BTreeSet<String> = plans
-            .iter()
-            .filter(|p| p.placement.is_none())
-            .map(|p| p.cluster.clone())
-            .collect();
-        let mut progressions = Vec::new();
-        let strategies = cma
-            .spec
-            .install_strategy
-            .as_ref()
-            .map(|s| s.placements.clone())
-            .unwrap_or_default();
-        for strategy in &strategies {
-            let key = format!("{}/{}", strategy.namespace, strategy.name);
-            let governed: Vec<&AddonPlan> = plans
-                .iter()
-                .filter(|p| p.placement.as_deref() == Some(key.as_str()))
-                .collect();
-            let progress = roll_out_placement(caches, strategy, &governed, now, &mut admitted);
-            if let Some(after) = progress.recheck_after {
-                recheck = Some(recheck.map_or(after, |r| r.min(after)));
-            }
-            let mut hashed = Vec::new();
-            for config in crate::configs::desired(&cma.spec.default_configs, &strategy.configs, &[])
-            {
-                let hash = hash_of(&config).await;
-                hashed.push((config, hash));
-            }
-            progressions.push(install_progression(&cma, strategy, &hashed, &progress));
-        }
-        write_cma_status(&cmas, &cma, default_refs, progressions).await;
-        for plan in plans {
-            if plan.has_new || !admitted.contains(&plan.cluster) {
-                continue;
-            }
-            let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
-            let patch = json!({"metadata": {"resourceVersion": plan.mca.metadata.resource_version},
-                               "status": {"configReferences": plan.references}});
-            if let Err(err) = api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                tracing::debug!(addon = name, cluster = plan.cluster, %err,
-                    "config references not written yet");
-            }
-        }
-    }
-    Ok(recheck)
-}
-
-/// How one placement's rollout stands.
+/// Counts of the install controller's passes: how much of the fleet each looked at.
 #[derive(Debug, Default)]
-struct PlacementProgress {
-    total: usize,
-    succeeded: usize,
-    failed: usize,
-    timed_out: usize,
-    breached: bool,
-    /// The strategy cannot be followed.
-    error: Option<String>,
-    recheck_after: Option<Duration>,
+pub struct InstallStats {
+    passes: AtomicU64,
+    full_passes: AtomicU64,
+    examined: AtomicU64,
 }
 
-/// Plans one placement's rollout of new configs over the addons it governs, adding the
-/// clusters that get them now to `admitted`.
-fn roll_out_placement(
-    caches: &Caches,
-    strategy: &ocm_api::addon::v1alpha1::PlacementStrategy,
-    governed: &[&AddonPlan],
-    now: jiff::Timestamp,
-    admitted: &mut BTreeSet<String>,
-) -> PlacementProgress {
-    let decisions: Vec<PlacementDecision> = caches
-        .decisions
-        .state_filter(|d| d.metadata.namespace.as_deref() == Some(strategy.namespace.as_str()))
-        .iter()
-        .map(|d| d.as_ref().clone())
-        .collect();
-    let decided = placement_groups(&strategy.name, &decisions);
-    let group_of = decided.group_of();
-    let mut groups = ClusterGroups::default();
-    for plan in governed {
-        if let Some(key) = group_of.get(plan.cluster.as_str()) {
-            groups.insert((*key).clone(), [plan.cluster.clone()]);
-        }
+impl InstallStats {
+    /// Passes run so far.
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Relaxed)
     }
-    let existing: Vec<ClusterRolloutStatus> = governed
-        .iter()
-        .filter_map(|p| crate::configs::rollout_status(&p.cluster, &p.mca, p.has_new))
-        .collect();
-    let mut progress = PlacementProgress {
-        total: governed.len(),
-        succeeded: existing
-            .iter()
-            .filter(|s| s.status == RolloutStatus::Succeeded)
-            .count(),
-        failed: existing
-            .iter()
-            .filter(|s| s.status == RolloutStatus::Failed)
-            .count(),
-        ..PlacementProgress::default()
-    };
-    let rollout_strategy = strategy.rollout_strategy.clone().unwrap_or_default();
-    match plan_rollout(&rollout_strategy, &groups, &existing, now) {
-        Ok(result) => {
-            admitted.extend(
-                result
-                    .to_rollout
-                    .iter()
-                    .filter(|s| s.status == RolloutStatus::ToApply)
-                    .map(|s| s.cluster.clone()),
-            );
-            progress.timed_out = result.timed_out.len();
-            progress.breached = result.max_failure_breach;
-            progress.recheck_after = result.recheck_after;
-        }
-        Err(err) => progress.error = Some(err.to_string()),
+
+    /// Of those, full passes (at the start, after a watch listed again, every
+    /// [`FULL_RESYNC`]).
+    pub fn full_passes(&self) -> u64 {
+        self.full_passes.load(Ordering::Relaxed)
     }
-    progress
-}
 
-/// A placement's `installProgressions` entry.
-fn install_progression(
-    cma: &ClusterManagementAddOn,
-    strategy: &ocm_api::addon::v1alpha1::PlacementStrategy,
-    desired: &[(ConfigRef, Option<String>)],
-    progress: &PlacementProgress,
-) -> InstallProgression {
-    let previous = cma.status.as_ref().and_then(|s| {
-        s.install_progressions
-            .iter()
-            .find(|p| p.namespace == strategy.namespace && p.name == strategy.name)
-    });
-    let complete =
-        progress.error.is_none() && progress.total > 0 && progress.succeeded >= progress.total;
-    let config_references = desired
-        .iter()
-        .map(|(config, hash)| {
-            let wanted = ConfigSpecHash {
-                namespace: config.namespace.clone(),
-                name: config.name.clone(),
-                spec_hash: hash.clone(),
-            };
-            let before = previous.and_then(|p| {
-                p.config_references.iter().find(|r| {
-                    r.group.clone().unwrap_or_default() == config.group
-                        && r.resource == config.resource
-                })
-            });
-            let kept =
-                |f: fn(&InstallConfigReference) -> Option<ConfigSpecHash>| before.and_then(f);
-            InstallConfigReference {
-                group: Some(config.group.clone()),
-                resource: config.resource.clone(),
-                desired_config: Some(wanted.clone()),
-                last_known_good_config: if complete {
-                    Some(wanted.clone())
-                } else {
-                    kept(|r| r.last_known_good_config.clone())
-                },
-                last_applied_config: if complete {
-                    Some(wanted)
-                } else {
-                    kept(|r| r.last_applied_config.clone())
-                },
-            }
-        })
-        .collect();
-    let (status, reason, message) = match &progress.error {
-        Some(err) => (
-            "False",
-            ocm_api::addon::names::conditions::progressing::FAILED,
-            format!("the rollout strategy cannot be followed: {err}"),
-        ),
-        None => crate::configs::progression_condition(
-            progress.total,
-            progress.succeeded,
-            progress.failed,
-            progress.timed_out,
-            progress.breached,
-        ),
-    };
-    let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
-    set_condition(
-        &mut conditions,
-        condition(
-            ocm_api::addon::names::conditions::PROGRESSING,
-            status,
-            reason,
-            &message,
-            None,
-        ),
-    );
-    InstallProgression {
-        namespace: strategy.namespace.clone(),
-        name: strategy.name.clone(),
-        config_references,
-        conditions,
-    }
-}
-
-/// Writes a ClusterManagementAddOn's `defaultConfigReferences` and `installProgressions` when
-/// they changed (conditionally on its resourceVersion; a conflict is retried next pass).
-async fn write_cma_status(
-    cmas: &Api<ClusterManagementAddOn>,
-    cma: &ClusterManagementAddOn,
-    default_refs: Vec<Value>,
-    progressions: Vec<InstallProgression>,
-) {
-    let current = cma.status.as_ref();
-    let current_defaults = current
-        .map(|s| serde_json::to_value(&s.default_config_references).unwrap_or(Value::Null))
-        .unwrap_or(json!([]));
-    let current_progressions = current
-        .map(|s| s.install_progressions.clone())
-        .unwrap_or_default();
-    if current_defaults == json!(default_refs) && current_progressions == progressions {
-        return;
-    }
-    let patch = json!({"metadata": {"resourceVersion": cma.metadata.resource_version},
-                       "status": {"defaultConfigReferences": default_refs,
-                                  "installProgressions": progressions}});
-    let name = cma.metadata.name.as_deref().unwrap_or_default();
-    if let Err(err) = cmas
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        tracing::debug!(addon = name, %err, "addon status not written yet");
-    }
-}
-
-/// The reason of the Warning Event on a ManagedClusterAddOn whose addon this hub does not know
-/// (an ocm-rs addition: without it such an addon just never does anything). An Event, not a
-/// condition: upstream's hub writes no condition on such an addon, and clients (upstream's own
-/// tests among them) expect its first condition to be the agent's `Available`.
-pub const UNKNOWN_ADDON: &str = "ClusterManagementAddOnNotFound";
-
-/// The Events of the install controller: who reports them, and which addons were told.
-struct UnknownAddonEvents {
-    recorder: Recorder,
-    /// UIDs of the ManagedClusterAddOns already given the Event by this process.
-    told: BTreeSet<String>,
-}
-
-impl UnknownAddonEvents {
-    fn new(client: &kube::Client) -> UnknownAddonEvents {
-        UnknownAddonEvents {
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "addon-install-controller".into(),
-                    instance: None,
-                },
-            ),
-            told: BTreeSet::new(),
-        }
-    }
-}
-
-/// Gives every ManagedClusterAddOn without a ClusterManagementAddOn of its name a Warning Event
-/// ([`UNKNOWN_ADDON`]), once per addon and process; removes the `Configured` condition earlier
-/// versions wrote instead.
-async fn mark_unknown_addons(
-    client: &kube::Client,
-    caches: &Caches,
-    index: &AddonIndex,
-    events: &mut UnknownAddonEvents,
-) {
-    use ocm_api::addon::names::conditions::CONFIGURED;
-    let known: BTreeSet<String> = caches
-        .cmas
-        .state()
-        .iter()
-        .filter_map(|c| c.metadata.name.clone())
-        .collect();
-    for mca in index.all() {
-        let (Some(name), Some(namespace)) = (&mca.metadata.name, &mca.metadata.namespace) else {
-            continue;
-        };
-        let uid = mca.metadata.uid.clone().unwrap_or_default();
-        let unknown = !known.contains(name) && mca.metadata.deletion_timestamp.is_none();
-        if unknown && !events.told.contains(&uid) {
-            let event = Event {
-                type_: EventType::Warning,
-                reason: UNKNOWN_ADDON.into(),
-                note: Some(format!(
-                    "there is no ClusterManagementAddOn {name} on this hub: no addon manager installs an addon of this name"
-                )),
-                action: "Install".into(),
-                secondary: None,
-            };
-            match events.recorder.publish(&event, &mca.object_ref(&())).await {
-                Ok(()) => {
-                    events.told.insert(uid);
-                }
-                Err(err) => {
-                    tracing::debug!(addon = name, cluster = namespace, %err, "addon event not published yet")
-                }
-            }
-        } else if !unknown {
-            events.told.remove(&uid);
-        }
-        let conditions = mca
-            .status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default();
-        if !conditions
-            .iter()
-            .any(|c| c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON)
-        {
-            continue;
-        }
-        let mut updated = conditions.to_vec();
-        updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
-        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
-                           "status": {"conditions": updated}});
-        if let Err(err) = api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not removed yet");
-        }
+    /// ManagedClusterAddOns the passes looked at so far (one addon in two passes counts twice),
+    /// counted when a pass starts, before it writes anything.
+    pub fn examined(&self) -> u64 {
+        self.examined.load(Ordering::Relaxed)
     }
 }
 
 /// Follows every ClusterManagementAddOn's install strategy and hands out its configs until
-/// `shutdown`: a pass whenever a ClusterManagementAddOn, PlacementDecision, ManagedClusterAddOn,
-/// ManagedCluster or AddOnDeploymentConfig changes (and every 30 s).
+/// `shutdown`, planning what each change affects.
 #[inline(never)]
 pub fn run_install_strategies(
     client: kube::Client,
     shutdown: Shutdown,
 ) -> futures::future::BoxFuture<'static, ()> {
-    Box::pin(run_install_strategies_body(client, shutdown))
+    run_install_strategies_counted(client, shutdown, Arc::default())
 }
 
-async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
-    let changed = Arc::new(tokio::sync::Notify::new());
-    let (cmas, cma_feed) = cache::<ClusterManagementAddOn>(&client, &changed, &shutdown);
-    let (mcas, mca_feed) = cache::<ManagedClusterAddOn>(&client, &changed, &shutdown);
-    let (decisions, decision_feed) = cache::<PlacementDecision>(&client, &changed, &shutdown);
-    let (clusters, cluster_feed) = cache::<ManagedCluster>(&client, &changed, &shutdown);
+/// [`run_install_strategies`], counting its passes in `stats`.
+#[inline(never)]
+pub fn run_install_strategies_counted(
+    client: kube::Client,
+    shutdown: Shutdown,
+    stats: Arc<InstallStats>,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(run_install_strategies_body(client, shutdown, stats))
+}
+
+async fn run_install_strategies_body(
+    client: kube::Client,
+    shutdown: Shutdown,
+    stats: Arc<InstallStats>,
+) {
+    let shared = Arc::new(Changes::default());
+    let watches = Watches {
+        client: &client,
+        changes: &shared,
+        shutdown: &shutdown,
+    };
+    let (cmas, cma_feed) =
+        watches.all::<ClusterManagementAddOn, _>(|_, old, new| changes::cma_change(old, new));
+    let (mcas, mca_feed) = watches.watch::<ManagedClusterAddOn, _>(
+        watcher::Config::default(),
+        |pending, store| pending.index.rebuild(store),
+        |pending, old, new| {
+            match new {
+                Some(new) => pending.index.insert(new),
+                None => old.into_iter().for_each(|o| pending.index.remove(o)),
+            }
+            changes::addon_change(old, new)
+        },
+    );
+    let cmas_seen = cmas.clone();
+    let (decisions, decision_feed) = watches.all::<PlacementDecision, _>(move |_, old, new| {
+        changes::decision_change(&cmas_seen.state(), old, new)
+    });
+    let cmas_seen = cmas.clone();
+    let (clusters, cluster_feed) = watches.all::<ManagedCluster, _>(move |pending, old, new| {
+        let cluster = new.or(old).and_then(|c| c.metadata.name.as_deref());
+        let addons = cluster
+            .map(|c| pending.index.names_on(c))
+            .unwrap_or_default();
+        changes::cluster_change(&cmas_seen.state(), &addons, old, new)
+    });
+    let cmas_seen = cmas.clone();
     let (deployment_configs, config_feed) =
-        cache::<AddOnDeploymentConfig>(&client, &changed, &shutdown);
-    let (token_accounts, account_feed) = ocm_runtime::cache::notifying_store(
-        Api::<ServiceAccount>::all(client.clone()),
+        watches.all::<AddOnDeploymentConfig, _>(move |pending, old, new| {
+            let users = new
+                .or(old)
+                .map(|c| {
+                    pending.index.config_users(
+                        c.metadata.namespace.as_deref().unwrap_or_default(),
+                        c.metadata.name.as_deref().unwrap_or_default(),
+                    )
+                })
+                .unwrap_or_default();
+            changes::deployment_config_change(&cmas_seen.state(), &users, old, new)
+        });
+    let (token_accounts, account_feed) = watches.watch::<ServiceAccount, _>(
         watcher::Config::default().labels(&format!(
             "{}=true",
             ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
         )),
-        changed.clone(),
-        shutdown.clone(),
+        |_, _| {},
+        |_, old, new| changes::account_change(old, new),
     );
     let feeds = [
         cma_feed,
@@ -843,36 +177,30 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
         let _ = caches.deployment_configs.wait_until_ready().await;
         let _ = caches.token_accounts.wait_until_ready().await;
     };
-    let mut unknown_events = UnknownAddonEvents::new(&client);
-    let mut token_infra = crate::token_infra::TokenInfra::default();
+    let mut controller = Controller {
+        client: &client,
+        caches: &caches,
+        shared: &shared,
+        stats: &stats,
+        unknown_events: UnknownAddonEvents::new(&client),
+        token_infra: crate::token_infra::TokenInfra::default(),
+        timers: Timers::new(Instant::now()),
+    };
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = ready => loop {
-            let started = tokio::time::Instant::now();
-            let index = AddonIndex::of(&caches.mcas);
-            if let Err(err) = install_pass(&client, &caches, &index).await {
-                tracing::debug!(%err, "install strategy pass failed; retrying");
-            }
-            mark_unknown_addons(&client, &caches, &index, &mut unknown_events).await;
-            token_infra
-                .pass(&client, index.all(), &caches.token_accounts)
-                .await;
-            let recheck = match config_pass(&client, &caches, &index).await {
-                Ok(recheck) => recheck,
-                Err(err) => {
-                    tracing::debug!(%err, "addon config pass failed; retrying");
-                    None
-                }
-            };
-            drop(index);
+            let started = Instant::now();
+            controller.pass(started).await;
             let took = started.elapsed();
-            tracing::debug!(seconds = took.as_secs_f64(), "addon install and config pass");
-            // A soak time or deadline ending changes the rollout without any event.
-            let wait = recheck.map_or(RESYNC, |r| r.min(RESYNC));
+            let wake = controller.timers.next_wake(started + took);
+            // A failed write (most often a conflict: a newer version is on its way) is
+            // retried on the next event of any kind, or after RETRY.
+            let retrying = !controller.timers.retry.is_empty();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = changed.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = shared.changed.notified() => {}
+                _ = shared.seen.notified(), if retrying => {}
+                _ = tokio::time::sleep_until(wake) => {}
             }
             // While a large fleet's addons keep changing, the next pass waits so that the
             // passes take at most about a fifth of a core: the changes meanwhile are
@@ -889,6 +217,259 @@ async fn run_install_strategies_body(client: kube::Client, shutdown: Shutdown) {
     }
 }
 
+/// The clock-driven work of the controller: the next full pass, addons whose rollout changes
+/// at a time, addons polled for configs read without a watch, and failed writes.
+#[derive(Debug)]
+struct Timers {
+    next_full: Instant,
+    /// Per addon: when its rollout changes by the clock alone.
+    rechecks: BTreeMap<String, Instant>,
+    /// Addons with configs read without a watch, and when they are next looked at.
+    polled: BTreeSet<String>,
+    next_poll: Instant,
+    /// What failed in the last pass.
+    retry: Dirty,
+}
+
+impl Timers {
+    /// The timers of a controller starting at `now`: its first pass is a full one.
+    fn new(now: Instant) -> Timers {
+        Timers {
+            next_full: now + FULL_RESYNC,
+            rechecks: BTreeMap::new(),
+            polled: BTreeSet::new(),
+            next_poll: now + POLL,
+            retry: Dirty::everything(),
+        }
+    }
+
+    /// Adds to `work` what is due at `now` (and the failures of the last pass).
+    fn due(&mut self, now: Instant, work: &mut Dirty) {
+        work.merge(std::mem::take(&mut self.retry));
+        if now >= self.next_full {
+            work.all = true;
+        }
+        if work.all {
+            self.next_full = now + FULL_RESYNC;
+        }
+        work.addons.extend(
+            self.rechecks
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .map(|(name, _)| name.clone()),
+        );
+        if now >= self.next_poll {
+            work.addons.extend(self.polled.iter().cloned());
+            self.next_poll = now + POLL;
+        }
+    }
+
+    /// Records what planning addon `name` at `now` came to.
+    fn planned(
+        &mut self,
+        name: &str,
+        now: Instant,
+        configured: &crate::install_configs::Configured,
+    ) {
+        match configured.recheck {
+            Some(after) => self.rechecks.insert(name.to_owned(), now + after),
+            None => self.rechecks.remove(name),
+        };
+        if configured.read_live {
+            self.polled.insert(name.to_owned());
+        } else {
+            self.polled.remove(name);
+        }
+    }
+
+    /// Forgets addon `name` (its ClusterManagementAddOn is gone).
+    fn forget(&mut self, name: &str) {
+        self.rechecks.remove(name);
+        self.polled.remove(name);
+    }
+
+    /// When the controller wakes without an event, after a pass that ended at `ended`.
+    fn next_wake(&self, ended: Instant) -> Instant {
+        let mut wake = self.next_full;
+        if let Some(at) = self.rechecks.values().min() {
+            wake = wake.min(*at);
+        }
+        if !self.polled.is_empty() {
+            wake = wake.min(self.next_poll);
+        }
+        if !self.retry.is_empty() {
+            wake = wake.min(ended + RETRY);
+        }
+        wake
+    }
+}
+
+/// The install controller's state between passes.
+struct Controller<'a> {
+    client: &'a kube::Client,
+    caches: &'a Caches,
+    shared: &'a Changes,
+    stats: &'a InstallStats,
+    unknown_events: UnknownAddonEvents,
+    token_infra: crate::token_infra::TokenInfra,
+    timers: Timers,
+}
+
+impl Controller<'_> {
+    /// One pass at `now` over what changed and what is due.
+    async fn pass(&mut self, now: Instant) {
+        let mut work = std::mem::take(&mut self.shared.lock().dirty);
+        self.timers.due(now, &mut work);
+        if work.is_empty() {
+            return;
+        }
+        let full = work.all;
+        if full {
+            let pending = self.shared.lock();
+            work.addons.extend(pending.index.names().cloned());
+            drop(pending);
+            work.addons.extend(
+                self.caches
+                    .cmas
+                    .state()
+                    .iter()
+                    .filter_map(|c| c.metadata.name.clone()),
+            );
+        }
+        // What the pass looks at, read and counted before it writes anything: whoever sees
+        // a write of this pass sees it counted.
+        let whole: Vec<(String, Vec<Arc<ManagedClusterAddOn>>)> = {
+            let pending = self.shared.lock();
+            work.addons
+                .iter()
+                .map(|name| (name.clone(), pending.index.named(&self.caches.mcas, name)))
+                .collect()
+        };
+        let single: Vec<(String, Arc<ManagedClusterAddOn>)> = work
+            .single
+            .iter()
+            .filter(|(name, _)| !work.addons.contains(name))
+            .filter_map(|(name, cluster)| {
+                let mca = self
+                    .caches
+                    .mcas
+                    .get(&ObjectRef::new(name).within(cluster))?;
+                Some((name.clone(), mca))
+            })
+            .collect();
+        let examined = whole.iter().map(|(_, m)| m.len()).sum::<usize>() + single.len();
+        self.stats.passes.fetch_add(1, Ordering::Relaxed);
+        if full {
+            self.stats.full_passes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats
+            .examined
+            .fetch_add(examined as u64, Ordering::Relaxed);
+        let mut retry = Dirty::default();
+        let clock = jiff::Timestamp::now();
+        for (name, mcas) in &whole {
+            self.plan_addon(name, mcas, now, clock, &mut retry).await;
+        }
+        for (name, mca) in single {
+            self.addon_steps(&name, &[mca], &mut retry).await;
+        }
+        self.timers.retry = retry;
+        tracing::debug!(
+            full,
+            addons = work.addons.len(),
+            single = work.single.len(),
+            examined,
+            seconds = now.elapsed().as_secs_f64(),
+            "addon install and config pass"
+        );
+    }
+
+    /// Plans addon `name` whole, with `mcas` all of its ManagedClusterAddOns: its install
+    /// strategy, each addon's own steps, and its configs.
+    async fn plan_addon(
+        &mut self,
+        name: &str,
+        mcas: &[Arc<ManagedClusterAddOn>],
+        now: Instant,
+        clock: jiff::Timestamp,
+        retry: &mut Dirty,
+    ) {
+        let Some(cma) = self.caches.cmas.get(&ObjectRef::new(name)) else {
+            self.timers.forget(name);
+            self.addon_steps(name, mcas, retry).await;
+            return;
+        };
+        match crate::install_steps::install_addon(self.client, self.caches, &cma, mcas, retry).await
+        {
+            Ok(true) => self.addon_steps(name, mcas, retry).await,
+            // As before a strategy it cannot follow: no owner references or annotations.
+            Ok(false) => self.unmanaged_steps(true, mcas, retry).await,
+            Err(err) => {
+                tracing::debug!(addon = name, %err, "install strategy not followed; retrying");
+                retry.merge(Dirty::addon(name));
+                self.unmanaged_steps(true, mcas, retry).await;
+            }
+        }
+        let configured = crate::install_configs::configure_addon(
+            self.client,
+            self.caches,
+            &cma,
+            mcas,
+            clock,
+            retry,
+        )
+        .await;
+        self.timers.planned(name, now, &configured);
+    }
+
+    /// The steps of each of `mcas` (ManagedClusterAddOns of addon `name`) on its own: owner
+    /// reference and cluster annotations from the ClusterManagementAddOn, or the unknown-addon
+    /// Event without one; token infrastructure.
+    async fn addon_steps(
+        &mut self,
+        name: &str,
+        mcas: &[Arc<ManagedClusterAddOn>],
+        retry: &mut Dirty,
+    ) {
+        let cma = self.caches.cmas.get(&ObjectRef::new(name));
+        if let Some(cma) = &cma {
+            crate::install_steps::adopt_addons(self.client, mcas, cma, retry).await;
+            if crate::install_steps::strategy_type(cma)
+                == ocm_api::addon::names::INSTALL_STRATEGY_PLACEMENTS
+            {
+                crate::install_steps::sync_addon_annotations(self.client, self.caches, mcas, retry)
+                    .await;
+            }
+        }
+        self.unmanaged_steps(cma.is_some(), mcas, retry).await;
+    }
+
+    /// The steps of `mcas` that need no install strategy: the unknown-addon Event (when not
+    /// `known`), token infrastructure.
+    async fn unmanaged_steps(
+        &mut self,
+        known: bool,
+        mcas: &[Arc<ManagedClusterAddOn>],
+        retry: &mut Dirty,
+    ) {
+        crate::install_steps::mark_unknown_addons(
+            self.client,
+            known,
+            mcas,
+            &mut self.unknown_events,
+            retry,
+        )
+        .await;
+        let failed = self
+            .token_infra
+            .pass(self.client, mcas.iter(), &self.caches.token_accounts)
+            .await;
+        for (addon, cluster) in failed {
+            retry.merge(Dirty::single(&addon, &cluster));
+        }
+    }
+}
+
 /// How long after a pass that took `took` the next one may start: four times as long (so that
 /// back-to-back passes use at most a fifth of a core), at most 5 s; nothing for a pass under
 /// 10 ms (a small fleet's changes are handled at once).
@@ -897,29 +478,6 @@ fn pass_pause(took: Duration) -> Duration {
         return Duration::ZERO;
     }
     (took * 4).min(Duration::from_secs(5))
-}
-
-/// A cache of every `K`, and the task that keeps it (notifying `changed` on every event).
-fn cache<K>(
-    client: &kube::Client,
-    changed: &Arc<tokio::sync::Notify>,
-    shutdown: &Shutdown,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    ocm_runtime::cache::notifying_store(
-        Api::<K>::all(client.clone()),
-        watcher::Config::default(),
-        changed.clone(),
-        shutdown.clone(),
-    )
 }
 
 #[cfg(test)]
@@ -937,23 +495,42 @@ mod tests {
     }
 
     #[test]
-    fn the_addon_manager_runs_template_addons_unless_they_say_self() {
-        let cma = |annotations: Value, spec: Value| -> ClusterManagementAddOn {
-            serde_json::from_value(json!({
-                "apiVersion": "addon.open-cluster-management.io/v1beta1",
-                "kind": "ClusterManagementAddOn",
-                "metadata": {"name": "a", "annotations": annotations}, "spec": spec}))
-            .unwrap_or_else(|e| panic!("{e}"))
-        };
-        let template = json!({"defaultConfigs": [{"group": "addon.open-cluster-management.io",
-                                                  "resource": "addontemplates", "name": "t"}]});
-        let lifecycle = ocm_api::addon::names::annotations::LIFECYCLE;
-        // Without the annotation: a template addon is the addon manager's, a code addon not.
-        assert!(managed_by_addon_manager(&cma(json!({}), template.clone())));
-        assert!(!managed_by_addon_manager(&cma(json!({}), json!({}))));
-        let manager = json!({lifecycle: "addon-manager"});
-        assert!(managed_by_addon_manager(&cma(manager, json!({}))));
-        let own = json!({lifecycle: "self"});
-        assert!(!managed_by_addon_manager(&cma(own, template)));
+    fn timers_bring_back_what_is_due_and_nothing_else() {
+        let start = Instant::now();
+        let mut timers = Timers::new(start);
+        let mut work = Dirty::default();
+        timers.due(start, &mut work);
+        assert!(work.all, "the first pass is a full one");
+
+        let configured =
+            |recheck, read_live| crate::install_configs::Configured { recheck, read_live };
+        timers.planned(
+            "soaking",
+            start,
+            &configured(Some(Duration::from_secs(10)), false),
+        );
+        timers.planned("templated", start, &configured(None, true));
+        timers.planned("settled", start, &configured(None, false));
+        assert_eq!(timers.next_wake(start), start + Duration::from_secs(10));
+
+        let mut work = Dirty::default();
+        timers.due(start + Duration::from_secs(1), &mut work);
+        assert!(work.is_empty(), "{work:?}");
+        timers.due(start + Duration::from_secs(10), &mut work);
+        assert_eq!(work, Dirty::addon("soaking"));
+        let mut work = Dirty::default();
+        timers.due(start + POLL, &mut work);
+        assert!(work.addons.contains("templated") && !work.addons.contains("settled"));
+        let mut work = Dirty::default();
+        timers.due(start + FULL_RESYNC, &mut work);
+        assert!(work.all);
+
+        // Planned again with nothing waiting on the clock: a failure is retried first.
+        timers.planned("soaking", start + FULL_RESYNC, &configured(None, false));
+        timers.retry = Dirty::single("a", "c1");
+        assert_eq!(
+            timers.next_wake(start + FULL_RESYNC),
+            start + FULL_RESYNC + RETRY
+        );
     }
 }

@@ -10,7 +10,10 @@
 //! [`run_install_strategies`] is the generic controller `ocm hub` runs for every addon:
 //! ClusterManagementAddOn install strategies ([`crate::install::plan`]).
 
-pub use crate::install_controller::{UNKNOWN_ADDON, run_install_strategies};
+pub use crate::install_controller::{
+    FULL_RESYNC, InstallStats, UNKNOWN_ADDON, run_install_strategies,
+    run_install_strategies_counted,
+};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};

@@ -107,13 +107,15 @@ pub(crate) struct TokenInfra {
 }
 
 impl TokenInfra {
-    /// One pass over `mcas`, with `accounts` the token infrastructure ServiceAccounts.
+    /// One pass over `mcas`, with `accounts` the token infrastructure ServiceAccounts; the
+    /// (addon, cluster) of those whose objects or condition could not be written.
     pub(crate) async fn pass<'a>(
         &mut self,
         client: &kube::Client,
         mcas: impl Iterator<Item = &'a std::sync::Arc<ManagedClusterAddOn>>,
         accounts: &Store<ServiceAccount>,
-    ) {
+    ) -> Vec<(String, String)> {
+        let mut failed = Vec::new();
         for mca in mcas {
             let (Some(addon), Some(cluster)) = (&mca.metadata.name, &mca.metadata.namespace) else {
                 continue;
@@ -132,12 +134,15 @@ impl TokenInfra {
                     // that stopped using tokens loses them here.
                     if let Err(err) = delete(client, cluster, addon).await {
                         tracing::debug!(addon, cluster, %err, "token infrastructure not removed yet");
+                        failed.push((addon.clone(), cluster.clone()));
                         continue;
                     }
                     if mca.metadata.deletion_timestamp.is_none() {
                         let mut kept = conditions.clone();
                         kept.retain(|c| c.type_ != TOKEN_INFRASTRUCTURE_READY);
-                        write_conditions(client, mca, kept).await;
+                        if !write_conditions(client, mca, kept).await {
+                            failed.push((addon.clone(), cluster.clone()));
+                        }
                     }
                 }
                 continue;
@@ -160,19 +165,24 @@ impl TokenInfra {
                         None,
                     )
                 }
-                Err(err) => condition(
-                    TOKEN_INFRASTRUCTURE_READY,
-                    "False",
-                    "TokenInfrastructureApplyFailed",
-                    &format!("Failed to apply token infrastructure: {err}"),
-                    None,
-                ),
+                Err(err) => {
+                    failed.push((addon.clone(), cluster.clone()));
+                    condition(
+                        TOKEN_INFRASTRUCTURE_READY,
+                        "False",
+                        "TokenInfrastructureApplyFailed",
+                        &format!("Failed to apply token infrastructure: {err}"),
+                        None,
+                    )
+                }
             };
             let mut updated = conditions.clone();
-            if set_condition(&mut updated, wanted) {
-                write_conditions(client, mca, updated).await;
+            if set_condition(&mut updated, wanted) && !write_conditions(client, mca, updated).await
+            {
+                failed.push((addon.clone(), cluster.clone()));
             }
         }
+        failed
     }
 }
 
@@ -224,12 +234,13 @@ async fn delete(client: &kube::Client, cluster: &str, addon: &str) -> Result<(),
     )
 }
 
-/// Writes `conditions` as the addon's (conditional on the resourceVersion read).
+/// Writes `conditions` as the addon's (conditional on the resourceVersion read); false when
+/// that failed.
 async fn write_conditions(
     client: &kube::Client,
     mca: &ManagedClusterAddOn,
     conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
-) {
+) -> bool {
     let name = mca.metadata.name.as_deref().unwrap_or_default();
     let namespace = mca.metadata.namespace.as_deref().unwrap_or_default();
     let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
@@ -240,7 +251,9 @@ async fn write_conditions(
         .await
     {
         tracing::debug!(addon = name, cluster = namespace, %err, "token infrastructure condition not written yet");
+        return false;
     }
+    true
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! cluster, judged by Deployment availability). Printed: the time until every
 //! ManagedClusterAddOn exists and until every one is `Available`, and the process RSS before
 //! and after (hub, API server, simulated clusters and agents share this process, unless
-//! `--fleet-process` puts the clusters and agents in processes of their own).
+//! `--fleet-process` puts the clusters and agents in processes of their own), and how many
+//! passes the hub's addon install controller ran and how many ManagedClusterAddOns they
+//! looked at, during the rollout and during `--settle-seconds` after it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use clap::Args;
 use futures::StreamExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use ocm_addon_framework::manager::AddonManager;
+use ocm_addon_framework::manager::{AddonManager, InstallStats};
 use ocm_api::addon::v1beta1::{ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_runtime::backoff::WatchBackoffExt;
 use ocm_runtime::shutdown::Shutdown;
@@ -87,9 +89,10 @@ fn scoped_request_counts(metrics: &str) -> std::collections::BTreeMap<(String, S
 /// Runs the benchmark.
 pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("ocm-bench-addons-{}", std::process::id()));
+    let install_stats = Arc::new(InstallStats::default());
     let BenchHub { hub, bootstrap, .. } = start_bench_hub(EmbeddedHubOptions {
         memory: true,
-        extra_controllers: ocm_setup::controllers::addon_controllers(),
+        extra_controllers: ocm_setup::controllers::addon_controllers_counted(install_stats.clone()),
         ..EmbeddedHubOptions::new(&dir)
     })
     .await?;
@@ -146,6 +149,7 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         .collect();
     let waiter = tokio::spawn(watch_addons(admin.clone(), expected.clone()));
     let started = Instant::now();
+    let install_before = InstallCounts::of(&install_stats);
     let cmas: Api<ClusterManagementAddOn> = Api::all(admin.clone());
     for name in &addon_names {
         let cma: ClusterManagementAddOn = serde_json::from_value(json!({
@@ -188,9 +192,19 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         created.as_secs_f64(),
         available.as_secs_f64()
     );
+    let install_rolled = InstallCounts::of(&install_stats);
+    println!(
+        "  install controller during the rollout: {}",
+        install_rolled.since(&install_before)
+    );
     if args.settle_seconds > 0 {
         // A deliberate wait: the figure asked for is the RSS some time after the rollout.
         tokio::time::sleep(std::time::Duration::from_secs(args.settle_seconds)).await;
+        println!(
+            "  install controller in the {} s after (agents' status writes only): {}",
+            args.settle_seconds,
+            InstallCounts::of(&install_stats).since(&install_rolled)
+        );
         let (rss_settled, _) = process_usage();
         println!(
             "  RSS of this process {} s after all Available: {:.0} MiB ({:+.0} MiB from before)",
@@ -298,6 +312,34 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
     hub.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// The install controller's counts at one moment.
+struct InstallCounts {
+    passes: u64,
+    full: u64,
+    examined: u64,
+}
+
+impl InstallCounts {
+    fn of(stats: &InstallStats) -> InstallCounts {
+        InstallCounts {
+            passes: stats.passes(),
+            full: stats.full_passes(),
+            examined: stats.examined(),
+        }
+    }
+
+    /// What happened since `before`, as printed.
+    fn since(&self, before: &InstallCounts) -> String {
+        let passes = self.passes - before.passes;
+        let examined = self.examined - before.examined;
+        format!(
+            "{passes} passes ({} full), {examined} ManagedClusterAddOns looked at ({:.0} per pass)",
+            self.full - before.full,
+            examined as f64 / passes.max(1) as f64
+        )
+    }
 }
 
 /// Namespace `addons` bound to the `global` set, with Placement `all` selecting every cluster.

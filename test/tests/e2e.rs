@@ -5,6 +5,7 @@
 
 mod addon_admission;
 mod addon_hub;
+mod addon_install_changed;
 mod addon_registration;
 mod addon_rollout;
 mod addon_templates;

@@ -725,6 +725,8 @@ fn addons_benchmark_runs_and_prints_its_figures() {
         "3 clusters joined",
         "6 ManagedClusterAddOns: all created after",
         "all Available after",
+        "install controller during the rollout:",
+        "ManagedClusterAddOns looked at",
         "MiB before",
     ] {
         assert!(
