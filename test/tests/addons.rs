@@ -201,11 +201,17 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         );
         let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
         let cm: Api<ConfigMap> = Api::namespaced(spoke, "hello-agent");
+        // The agent may first run without its config (the addon opts into no config check,
+        // as upstream's default): its ConfigMap then says "hello" until the config reaches it.
         let cm = wait_for(
             &cm,
             "hello-config",
-            "the addon's ConfigMap on the cluster",
-            |_| true,
+            "the addon's ConfigMap on the cluster, with the config's greeting",
+            |cm| {
+                cm.data
+                    .as_ref()
+                    .is_some_and(|d| d.get("greeting").map(String::as_str) == Some("hi"))
+            },
         )
         .await
         .unwrap();
