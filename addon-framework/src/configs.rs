@@ -257,7 +257,11 @@ mod tests {
 
     #[test]
     fn configured_is_true_in_the_batch_or_once_done_false_while_held_back() {
-        let done = Some(("True", "ConfigurationsConfigured", "Configurations configured"));
+        let done = Some((
+            "True",
+            "ConfigurationsConfigured",
+            "Configurations configured",
+        ));
         let waiting = Some((
             "False",
             "ConfigurationsNotConfigured",
@@ -265,14 +269,26 @@ mod tests {
         ));
         // In the current batch: configured, whatever its state.
         assert_eq!(configured_condition(true, None), done);
-        assert_eq!(configured_condition(true, Some(RolloutStatus::Progressing)), done);
+        assert_eq!(
+            configured_condition(true, Some(RolloutStatus::Progressing)),
+            done
+        );
         // Held back by the rollout strategy.
         assert_eq!(configured_condition(false, None), waiting);
         // Rolled out (or nothing to roll out).
-        assert_eq!(configured_condition(false, Some(RolloutStatus::Succeeded)), done);
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Succeeded)),
+            done
+        );
         // Handed its configs in an earlier batch, still applying them: left as it is.
-        assert_eq!(configured_condition(false, Some(RolloutStatus::Progressing)), None);
-        assert_eq!(configured_condition(false, Some(RolloutStatus::Failed)), None);
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Progressing)),
+            None
+        );
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Failed)),
+            None
+        );
     }
 
     fn config(resource: &str, ns: &str, name: &str) -> AddOnConfig {

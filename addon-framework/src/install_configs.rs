@@ -211,16 +211,7 @@ pub(crate) async fn configure_addon(
     }
     for plan in plans {
         let in_batch = admitted.contains(&plan.cluster);
-        let Some(status) = addon_status_patch(&plan, in_batch) else {
-            continue;
-        };
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
-        let patch = json!({"metadata": {"resourceVersion": plan.mca.metadata.resource_version},
-                           "status": status});
-        if let Err(err) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        if let Err(err) = write_addon_status(client, &plan, in_batch).await {
             tracing::debug!(addon = name, cluster = plan.cluster, %err,
                 "config references or Configured condition not written yet");
             retry.merge(Dirty::addon(&name));
@@ -229,14 +220,53 @@ pub(crate) async fn configure_addon(
     outcome
 }
 
+/// Writes one addon's status of this pass ([`addon_status_patch`]), conditionally on the
+/// version the pass read. When that version is outdated by a write that changed nothing the
+/// plan reads (this very pass's owner reference, an agent's condition), the status is computed
+/// again on the current version and written once more; otherwise the conflict is returned and
+/// the addon re-planned.
+async fn write_addon_status(
+    client: &kube::Client,
+    plan: &AddonPlan,
+    in_batch: bool,
+) -> Result<(), kube::Error> {
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
+    let name = plan.mca.metadata.name.as_deref().unwrap_or_default();
+    let patch_on = async |mca: &ManagedClusterAddOn| -> Result<(), kube::Error> {
+        let Some(status) = addon_status_patch(plan, mca, in_batch) else {
+            return Ok(());
+        };
+        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                           "status": status});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+    };
+    match patch_on(&plan.mca).await {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let current = api.get(name).await?;
+            if !crate::install_changes::addon_change(Some(&plan.mca), Some(&current))
+                .addons
+                .is_empty()
+            {
+                return Err(kube::Error::Api(status));
+            }
+            patch_on(&current).await
+        }
+        other => other,
+    }
+}
+
 /// The status one addon's config pass writes, `None` when nothing changes: its new
 /// `configReferences` when its rollout batch (`in_batch`) hands them out now, and its
-/// `Configured` condition when that changed.
-fn addon_status_patch(plan: &AddonPlan, in_batch: bool) -> Option<Value> {
-    let state = crate::configs::rollout_status(&plan.cluster, &plan.mca, plan.has_new)
-        .map(|s| s.status);
-    let mut conditions = plan
-        .mca
+/// `Configured` condition (on `mca`, the plan's addon as read) when that changed.
+fn addon_status_patch(
+    plan: &AddonPlan,
+    mca: &ManagedClusterAddOn,
+    in_batch: bool,
+) -> Option<Value> {
+    let state = crate::configs::rollout_status(&plan.cluster, mca, plan.has_new).map(|s| s.status);
+    let mut conditions = mca
         .status
         .as_ref()
         .map(|s| s.conditions.clone())

@@ -28,8 +28,8 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
-    AVAILABLE, CONFIGURED, HOOK_MANIFEST_COMPLETED, HOSTING_CLUSTER_VALIDITY, MANIFEST_APPLIED, PROGRESSING,
-    REGISTRATION_APPLIED, hosting_cluster_validity, manifest_applied, progressing,
+    AVAILABLE, CONFIGURED, HOOK_MANIFEST_COMPLETED, HOSTING_CLUSTER_VALIDITY, MANIFEST_APPLIED,
+    PROGRESSING, REGISTRATION_APPLIED, hosting_cluster_validity, manifest_applied, progressing,
     registration_applied,
 };
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
@@ -391,7 +391,11 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     // Config check: nothing rendered until the hub's config pass says the addon is configured
     // (its status change wakes this pass). Works already written stay as they are.
     if options.config_check_enabled && !deleting && !is_true(&outcome.conditions, CONFIGURED) {
-        tracing::debug!(addon = options.name, cluster = namespace, "addon not configured yet");
+        tracing::debug!(
+            addon = options.name,
+            cluster = namespace,
+            "addon not configured yet"
+        );
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::await_change());
     }

@@ -339,8 +339,7 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
             // Held back by maxConcurrency: not configured yet.
             let held_back = seen.values().filter(|m| {
                 old_hash(m).as_ref() == Some(&before)
-                    && configured(m)
-                        == Some(("False".into(), "ConfigurationsNotConfigured".into()))
+                    && configured(m) == Some(("False".into(), "ConfigurationsNotConfigured".into()))
             });
             max_held_back = max_held_back.max(held_back.count());
             if seen.len() == names.len() && seen.values().all(done) {
