@@ -171,11 +171,12 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         .await
         .unwrap();
     let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
-    cmas.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
+    // An addon configured by hello-config, installed through the placement one cluster at a
+    // time.
+    let rolled_out = |name: &str| {
+        serde_json::from_value::<ocm_api::addon::v1beta1::ClusterManagementAddOn>(json!({
         "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
-        "metadata": {"name": "hello"},
+        "metadata": {"name": name},
         "spec": {
             "defaultConfigs": [{"group": "addon.open-cluster-management.io",
                                 "resource": "addondeploymentconfigs",
@@ -184,10 +185,11 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
                  "placements": [{"namespace": "addons", "name": "hello",
                                  "rolloutStrategy": {"type": "Progressive",
                                                      "progressive": {"maxConcurrency": 1}}}]}}}))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+        .unwrap()
+    };
+    cmas.create(&PostParams::default(), &rolled_out("hello"))
+        .await
+        .unwrap();
 
     let stop = ocm_runtime::shutdown::Shutdown::new();
     tokio::spawn(run_install_strategies(client.clone(), stop.child()));
@@ -599,23 +601,9 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
             break;
         }
     }
-    cmas.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-        "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
-        "metadata": {"name": "greeter"},
-        "spec": {
-            "defaultConfigs": [{"group": "addon.open-cluster-management.io",
-                                "resource": "addondeploymentconfigs",
-                                "namespace": "addons", "name": "hello-config"}],
-            "installStrategy": {"type": "Placements",
-                 "placements": [{"namespace": "addons", "name": "hello",
-                                 "rolloutStrategy": {"type": "Progressive",
-                                                     "progressive": {"maxConcurrency": 1}}}]}}}))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+    cmas.create(&PostParams::default(), &rolled_out("greeter"))
+        .await
+        .unwrap();
     let mut deployed = std::collections::BTreeSet::new();
     tokio::time::timeout(ocm_e2e::WAIT, async {
         while deployed.len() < 2 {
