@@ -249,6 +249,11 @@ pub struct AddonOptions {
     /// `addon.open-cluster-management.io/hosting-cluster-name` annotation (see
     /// [`crate::hosted`]); default `false`: the annotation is ignored.
     pub hosted_mode: bool,
+    /// Whether the framework waits for the ManagedClusterAddOn's `Configured` condition to be
+    /// True before it renders manifests (writes no ManifestWork until then), so that the agent
+    /// is first deployed with its configs, not with defaults; default `false`, as upstream's
+    /// `ConfigCheckEnabled`.
+    pub config_check_enabled: bool,
 }
 
 impl std::fmt::Debug for AddonOptions {
@@ -258,6 +263,7 @@ impl std::fmt::Debug for AddonOptions {
             .field("registration", &self.registration)
             .field("health", &self.health)
             .field("install_namespace", &self.install_namespace)
+            .field("config_check_enabled", &self.config_check_enabled)
             .finish_non_exhaustive()
     }
 }

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use ocm_api::addon::names::RESERVED_NO_DEFAULT_CONFIG_NAME;
-use ocm_api::addon::names::conditions::{PROGRESSING, progressing};
+use ocm_api::addon::names::conditions::{PROGRESSING, configured, progressing};
 use ocm_api::addon::v1beta1::{AddOnConfig, ClusterManagementAddOn, ManagedClusterAddOn};
 use ocm_work::hub::rollout::{ClusterRolloutStatus, RolloutStatus};
 use serde_json::Value;
@@ -212,6 +212,33 @@ pub fn progression_condition(
     )
 }
 
+/// The `Configured` condition of one addon in a config pass: (status, reason, message), or
+/// `None` to leave it as it is. `in_batch`: its rollout hands it the desired configs now (or
+/// it is outside any placement); `state`: its rollout state ([`rollout_status`]; `None` while it
+/// still waits for the new configs). True when in the batch or its rollout succeeded (an addon
+/// without configs succeeds at once); False while it waits outside the batch; untouched while
+/// it is still applying configs handed out in an earlier batch.
+pub fn configured_condition(
+    in_batch: bool,
+    state: Option<RolloutStatus>,
+) -> Option<(&'static str, &'static str, &'static str)> {
+    const DONE: (&str, &str, &str) = (
+        "True",
+        configured::CONFIGURATIONS_CONFIGURED,
+        "Configurations configured",
+    );
+    match state {
+        _ if in_batch => Some(DONE),
+        None => Some((
+            "False",
+            configured::CONFIGURATIONS_NOT_CONFIGURED,
+            "Configurations updated and not configured yet",
+        )),
+        Some(RolloutStatus::Succeeded) => Some(DONE),
+        Some(_) => None,
+    }
+}
+
 /// The config kind of templates: the resource of `addon.open-cluster-management.io` a template addon's `defaultConfigs` name.
 pub const TEMPLATE_RESOURCE: &str = "addontemplates";
 
@@ -227,6 +254,42 @@ pub fn is_template_addon(cma: &ClusterManagementAddOn) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn configured_is_true_in_the_batch_or_once_done_false_while_held_back() {
+        let done = Some((
+            "True",
+            "ConfigurationsConfigured",
+            "Configurations configured",
+        ));
+        let waiting = Some((
+            "False",
+            "ConfigurationsNotConfigured",
+            "Configurations updated and not configured yet",
+        ));
+        // In the current batch: configured, whatever its state.
+        assert_eq!(configured_condition(true, None), done);
+        assert_eq!(
+            configured_condition(true, Some(RolloutStatus::Progressing)),
+            done
+        );
+        // Held back by the rollout strategy.
+        assert_eq!(configured_condition(false, None), waiting);
+        // Rolled out (or nothing to roll out).
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Succeeded)),
+            done
+        );
+        // Handed its configs in an earlier batch, still applying them: left as it is.
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Progressing)),
+            None
+        );
+        assert_eq!(
+            configured_condition(false, Some(RolloutStatus::Failed)),
+            None
+        );
+    }
 
     fn config(resource: &str, ns: &str, name: &str) -> AddOnConfig {
         AddOnConfig {

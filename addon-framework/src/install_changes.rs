@@ -110,7 +110,8 @@ fn plan_view(mca: &ManagedClusterAddOn) -> impl PartialEq + '_ {
 }
 
 /// What the addon's own steps read: its annotations, owners, registrations, and the
-/// conditions `Configured` (the unknown-addon mark earlier versions wrote) and
+/// conditions `Configured` (only the unknown-addon mark earlier versions wrote, not the config
+/// pass's own condition, whose writes must not wake another pass) and
 /// `TokenInfrastructureReady`.
 fn own_view(mca: &ManagedClusterAddOn) -> impl PartialEq + '_ {
     (
@@ -123,9 +124,19 @@ fn own_view(mca: &ManagedClusterAddOn) -> impl PartialEq + '_ {
         mca.status
             .as_ref()
             .map_or(&[][..], |s| s.registrations.as_slice()),
-        condition_of(mca, CONFIGURED),
+        condition_of(mca, CONFIGURED).filter(|c| !is_config_pass_reason(&c.reason)),
         condition_of(mca, TOKEN_INFRASTRUCTURE_READY),
     )
+}
+
+/// Whether `reason` is one the config pass gives its `Configured` condition.
+fn is_config_pass_reason(reason: &str) -> bool {
+    use ocm_api::addon::names::conditions::configured;
+    [
+        configured::CONFIGURATIONS_CONFIGURED,
+        configured::CONFIGURATIONS_NOT_CONFIGURED,
+    ]
+    .contains(&reason)
 }
 
 /// A ManagedClusterAddOn added (`old` None), changed or deleted (`new` None): its addon whole
@@ -463,6 +474,23 @@ mod tests {
         );
         after.metadata.resource_version = Some("2".into());
         assert!(addon_change(Some(&before), Some(&after)).is_empty());
+    }
+
+    #[test]
+    fn the_config_pass_own_configured_condition_plans_nothing() {
+        let before = mca(json!({}));
+        for reason in ["ConfigurationsConfigured", "ConfigurationsNotConfigured"] {
+            let configured = mca(json!({"conditions": [condition("Configured", "True", reason)]}));
+            assert!(addon_change(Some(&before), Some(&configured)).is_empty());
+        }
+        // The unknown-addon mark earlier versions wrote is the addon's own step to remove.
+        let marked = mca(
+            json!({"conditions": [condition("Configured", "False", "ClusterManagementAddOnNotFound")]}),
+        );
+        assert_eq!(
+            addon_change(Some(&before), Some(&marked)),
+            Dirty::single("hello", "c1")
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
+use ocm_api::addon::names::conditions::CONFIGURED;
 use ocm_api::addon::v1alpha1::{InstallConfigReference, InstallProgression};
 use ocm_api::addon::v1beta1::{
     ClusterManagementAddOn, ConfigReference, ConfigSpecHash, ManagedClusterAddOn,
@@ -209,22 +210,83 @@ pub(crate) async fn configure_addon(
         retry.merge(Dirty::addon(&name));
     }
     for plan in plans {
-        if plan.has_new || !admitted.contains(&plan.cluster) {
-            continue;
-        }
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
-        let patch = json!({"metadata": {"resourceVersion": plan.mca.metadata.resource_version},
-                           "status": {"configReferences": plan.references}});
-        if let Err(err) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        let in_batch = admitted.contains(&plan.cluster);
+        if let Err(err) = write_addon_status(client, &plan, in_batch).await {
             tracing::debug!(addon = name, cluster = plan.cluster, %err,
-                "config references not written yet");
+                "config references or Configured condition not written yet");
             retry.merge(Dirty::addon(&name));
         }
     }
     outcome
+}
+
+/// Writes one addon's status of this pass ([`addon_status_patch`]), conditionally on the
+/// version the pass read. When that version is outdated by a write that changed nothing the
+/// plan reads (this very pass's owner reference, an agent's condition), the status is computed
+/// again on the current version and written once more; otherwise the conflict is returned and
+/// the addon re-planned.
+async fn write_addon_status(
+    client: &kube::Client,
+    plan: &AddonPlan,
+    in_batch: bool,
+) -> Result<(), kube::Error> {
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &plan.cluster);
+    let name = plan.mca.metadata.name.as_deref().unwrap_or_default();
+    let patch_on = async |mca: &ManagedClusterAddOn| -> Result<(), kube::Error> {
+        let Some(status) = addon_status_patch(plan, mca, in_batch) else {
+            return Ok(());
+        };
+        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                           "status": status});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+    };
+    match patch_on(&plan.mca).await {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let current = api.get(name).await?;
+            if !crate::install_changes::addon_change(Some(&plan.mca), Some(&current))
+                .addons
+                .is_empty()
+            {
+                return Err(kube::Error::Api(status));
+            }
+            patch_on(&current).await
+        }
+        other => other,
+    }
+}
+
+/// The status one addon's config pass writes, `None` when nothing changes: its new
+/// `configReferences` when its rollout batch (`in_batch`) hands them out now, and its
+/// `Configured` condition (on `mca`, the plan's addon as read) when that changed.
+fn addon_status_patch(
+    plan: &AddonPlan,
+    mca: &ManagedClusterAddOn,
+    in_batch: bool,
+) -> Option<Value> {
+    let state = crate::configs::rollout_status(&plan.cluster, mca, plan.has_new).map(|s| s.status);
+    let mut conditions = mca
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let configured = crate::configs::configured_condition(in_batch, state).is_some_and(
+        |(status, reason, message)| {
+            set_condition(
+                &mut conditions,
+                condition(CONFIGURED, status, reason, message, None),
+            )
+        },
+    );
+    let mut patch = serde_json::Map::new();
+    if in_batch && !plan.has_new {
+        patch.insert("configReferences".into(), json!(plan.references));
+    }
+    if configured {
+        patch.insert("conditions".into(), json!(conditions));
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
 }
 
 /// How one placement's rollout stands.
@@ -241,7 +303,8 @@ struct PlacementProgress {
 }
 
 /// Plans one placement's rollout of new configs over the addons it governs, adding the
-/// clusters that get them now to `admitted`.
+/// clusters of its current batch to `admitted` (those still to be handed the new configs get
+/// them now).
 fn roll_out_placement(
     caches: &Caches,
     strategy: &ocm_api::addon::v1alpha1::PlacementStrategy,
@@ -282,13 +345,7 @@ fn roll_out_placement(
     let rollout_strategy = strategy.rollout_strategy.clone().unwrap_or_default();
     match plan_rollout(&rollout_strategy, &groups, &existing, now) {
         Ok(result) => {
-            admitted.extend(
-                result
-                    .to_rollout
-                    .iter()
-                    .filter(|s| s.status == RolloutStatus::ToApply)
-                    .map(|s| s.cluster.clone()),
-            );
+            admitted.extend(result.to_rollout.iter().map(|s| s.cluster.clone()));
             progress.timed_out = result.timed_out.len();
             progress.breached = result.max_failure_breach;
             progress.recheck_after = result.recheck_after;

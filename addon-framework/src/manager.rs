@@ -28,8 +28,8 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::addon::names::DEFAULT_INSTALL_NAMESPACE;
 use ocm_api::addon::names::annotations::V1ALPHA1_INSTALL_NAMESPACE;
 use ocm_api::addon::names::conditions::{
-    AVAILABLE, HOOK_MANIFEST_COMPLETED, HOSTING_CLUSTER_VALIDITY, MANIFEST_APPLIED, PROGRESSING,
-    REGISTRATION_APPLIED, hosting_cluster_validity, manifest_applied, progressing,
+    AVAILABLE, CONFIGURED, HOOK_MANIFEST_COMPLETED, HOSTING_CLUSTER_VALIDITY, MANIFEST_APPLIED,
+    PROGRESSING, REGISTRATION_APPLIED, hosting_cluster_validity, manifest_applied, progressing,
     registration_applied,
 };
 use ocm_api::addon::names::labels::{ADDON_NAME, ADDON_NAMESPACE};
@@ -37,7 +37,7 @@ use ocm_api::addon::v1beta1::ManagedClusterAddOn;
 use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::work::v1::ManifestWork;
 use ocm_runtime::backoff::WatchBackoffExt;
-use ocm_runtime::conditions::{condition, set_condition};
+use ocm_runtime::conditions::{condition, is_true, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
@@ -387,6 +387,17 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
             write_status(&ctx, &mca, &outcome).await?;
             return Ok(Action::requeue(RESYNC));
         }
+    }
+    // Config check: nothing rendered until the hub's config pass says the addon is configured
+    // (its status change wakes this pass). Works already written stay as they are.
+    if options.config_check_enabled && !deleting && !is_true(&outcome.conditions, CONFIGURED) {
+        tracing::debug!(
+            addon = options.name,
+            cluster = namespace,
+            "addon not configured yet"
+        );
+        write_status(&ctx, &mca, &outcome).await?;
+        return Ok(Action::await_change());
     }
     let (configs, hashes) = load_configs(&ctx.client, &mca).await;
     // The addon's choice, else its AddOnDeploymentConfig's, else the addon's preference for

@@ -83,6 +83,46 @@ impl AgentAddon for Broken {
     }
 }
 
+/// An addon of one ConfigMap holding its configured greeting, deployed only once it is
+/// configured (`config_check_enabled`).
+struct Greeter {
+    options: AddonOptions,
+}
+
+#[async_trait::async_trait]
+impl AgentAddon for Greeter {
+    fn options(&self) -> &AddonOptions {
+        &self.options
+    }
+
+    async fn manifests(
+        &self,
+        _cluster: &ManagedCluster,
+        _addon: &ManagedClusterAddOn,
+        configs: &AddonConfigs,
+    ) -> Result<Vec<Value>, AddonError> {
+        let greeting = configs.variable("greeting").unwrap_or("hello");
+        Ok(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "greeter-agent"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "greeter-config", "namespace": "greeter-agent"},
+                   "data": {"greeting": greeting}}),
+        ])
+    }
+}
+
+/// The `greeting` of the ConfigMap a work carries.
+fn work_greeting(work: &ManifestWork) -> Option<String> {
+    let work = serde_json::to_value(work).ok()?;
+    work.pointer("/spec/workload/manifests")?
+        .as_array()?
+        .iter()
+        .find(|m| m["kind"] == "ConfigMap")?
+        .pointer("/data/greeting")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_addon_installed_by_placement_reaches_available_and_follows_the_placement() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,11 +171,12 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         .await
         .unwrap();
     let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
-    cmas.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
+    // An addon configured by hello-config, installed through the placement one cluster at a
+    // time.
+    let rolled_out = |name: &str| {
+        serde_json::from_value::<ocm_api::addon::v1beta1::ClusterManagementAddOn>(json!({
         "apiVersion": "addon.open-cluster-management.io/v1beta1", "kind": "ClusterManagementAddOn",
-        "metadata": {"name": "hello"},
+        "metadata": {"name": name},
         "spec": {
             "defaultConfigs": [{"group": "addon.open-cluster-management.io",
                                 "resource": "addondeploymentconfigs",
@@ -144,10 +185,11 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
                  "placements": [{"namespace": "addons", "name": "hello",
                                  "rolloutStrategy": {"type": "Progressive",
                                                      "progressive": {"maxConcurrency": 1}}}]}}}))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+        .unwrap()
+    };
+    cmas.create(&PostParams::default(), &rolled_out("hello"))
+        .await
+        .unwrap();
 
     let stop = ocm_runtime::shutdown::Shutdown::new();
     tokio::spawn(run_install_strategies(client.clone(), stop.child()));
@@ -168,10 +210,23 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
             ..AddonOptions::new("broken")
         },
     };
+    let greeter = Greeter {
+        options: AddonOptions {
+            health: HealthProber::None,
+            install_namespace: Some("greeter-agent".into()),
+            supported_configs: vec![(
+                "addon.open-cluster-management.io".into(),
+                "addondeploymentconfigs".into(),
+            )],
+            config_check_enabled: true,
+            ..AddonOptions::new("greeter")
+        },
+    };
     tokio::spawn(
         AddonManager::new(client.clone())
             .with_addon(Arc::new(hello))
             .with_addon(Arc::new(broken))
+            .with_addon(Arc::new(greeter))
             .run(stop.child()),
     );
 
@@ -273,13 +328,28 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
                     && r.desired_config == r.last_applied_config
             })
     };
+    let configured = |m: &ManagedClusterAddOn| condition(m, "Configured").map(|(s, r, _)| (s, r));
+    let is_configured = |m: &ManagedClusterAddOn| {
+        configured(m) == Some(("True".into(), "ConfigurationsConfigured".into()))
+    };
     let mut max_in_flight = 0;
+    let mut max_held_back = 0;
     tokio::time::timeout(ocm_e2e::WAIT, async {
         while let Some(event) = events.next().await {
             if let kube::runtime::watcher::Event::Apply(m) = event.unwrap() {
                 seen.insert(m.metadata.namespace.clone().unwrap(), m);
             }
             max_in_flight = max_in_flight.max(seen.values().filter(|m| in_flight(m)).count());
+            // Handed the new config: Configured in the same write.
+            for m in seen.values().filter(|m| in_flight(m)) {
+                assert!(is_configured(m), "{:?}", m.status);
+            }
+            // Held back by maxConcurrency: not configured yet.
+            let held_back = seen.values().filter(|m| {
+                old_hash(m).as_ref() == Some(&before)
+                    && configured(m) == Some(("False".into(), "ConfigurationsNotConfigured".into()))
+            });
+            max_held_back = max_held_back.max(held_back.count());
             if seen.len() == names.len() && seen.values().all(done) {
                 break;
             }
@@ -291,6 +361,12 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         max_in_flight, 1,
         "more than one cluster ran an unapplied new config at once"
     );
+    assert_eq!(
+        max_held_back,
+        names.len() - 1,
+        "the clusters waiting for the rollout were not marked ConfigurationsNotConfigured"
+    );
+    assert!(seen.values().all(is_configured), "{seen:?}");
     for name in &names {
         let spoke = ocm_e2e::simulated_spoke(&hub, name).await.unwrap();
         let cm: Api<ConfigMap> = Api::namespaced(spoke, "hello-agent");
@@ -516,6 +592,52 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
     );
     let nobody = c01.get("nobody").await.unwrap();
     assert!(condition(&nobody, "Configured").is_none());
+
+    // Config check: an addon that waits for Configured gets its first ManifestWork on a
+    // cluster only once its configs are handed out there (one cluster at a time), rendered
+    // with them from the start.
+    let greeter_works: Api<ManifestWork> = Api::all(client.clone());
+    let mut work_events = std::pin::pin!(kube::runtime::watcher(
+        greeter_works,
+        kube::runtime::watcher::Config::default()
+            .labels("open-cluster-management.io/addon-name=greeter"),
+    ));
+    while let Some(event) = work_events.next().await {
+        if let kube::runtime::watcher::Event::InitDone = event.unwrap() {
+            break;
+        }
+    }
+    cmas.create(&PostParams::default(), &rolled_out("greeter"))
+        .await
+        .unwrap();
+    let mut deployed = std::collections::BTreeSet::new();
+    tokio::time::timeout(ocm_e2e::WAIT, async {
+        while deployed.len() < 2 {
+            let Some(event) = work_events.next().await else {
+                break;
+            };
+            let kube::runtime::watcher::Event::Apply(work) = event.unwrap() else {
+                continue;
+            };
+            let cluster = work.metadata.namespace.clone().unwrap();
+            if !deployed.insert(cluster.clone()) {
+                continue;
+            }
+            assert_eq!(work_greeting(&work).as_deref(), Some("hola"), "{work:?}");
+            let mca = Api::<ManagedClusterAddOn>::namespaced(client.clone(), &cluster)
+                .get("greeter")
+                .await
+                .unwrap();
+            assert!(is_configured(&mca), "{:?}", mca.status);
+        }
+    })
+    .await
+    .expect("the greeter addon deployed on both clusters");
+    assert_eq!(
+        deployed,
+        ["c01", "c02"].map(str::to_owned).into(),
+        "the greeter's works"
+    );
 
     stop.cancel();
     agents.cancel();

@@ -192,7 +192,8 @@ pub mod conditions {
     /// The addon agent works but with reduced function.
     pub const DEGRADED: &str = "Degraded";
 
-    /// The addon's configs (defaults, placement configs, own configs) have been resolved.
+    /// The addon's desired configs (defaults, placement configs, own configs) are handed out
+    /// to it per its rollout strategy (written by the hub's install controller).
     pub const CONFIGURED: &str = "Configured";
 
     /// The addon is being installed or upgraded to new configs.
@@ -256,6 +257,14 @@ pub mod conditions {
         pub const APPLIED: &str = "AddonManifestApplied";
         /// Applying the manifests on the managed cluster failed.
         pub const APPLY_FAILED: &str = "AddonManifestAppliedFailed";
+    }
+
+    /// Reasons of [`CONFIGURED`].
+    pub mod configured {
+        /// The addon's desired configs are handed out to it (or its rollout is done).
+        pub const CONFIGURATIONS_CONFIGURED: &str = "ConfigurationsConfigured";
+        /// The addon waits on its rollout to be handed its new configs.
+        pub const CONFIGURATIONS_NOT_CONFIGURED: &str = "ConfigurationsNotConfigured";
     }
 
     /// Reasons of [`PROGRESSING`].
