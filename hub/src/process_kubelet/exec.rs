@@ -183,13 +183,7 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             ),
         );
     };
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let header = |name: &str| websocket::header_text(req.headers(), name);
     if !header("upgrade").eq_ignore_ascii_case("websocket") {
         return reply(
             StatusCode::BAD_REQUEST,
@@ -204,13 +198,10 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             format!("no WebSocket protocol offered is served (want one of {PROTOCOLS:?})"),
         );
     };
-    let key = header("sec-websocket-key");
-    if key.is_empty() {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            "Sec-WebSocket-Key is missing".into(),
-        );
-    }
+    let key = match websocket::client_key(req.headers()) {
+        Ok(key) => key,
+        Err(refusal) => return *refusal,
+    };
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {

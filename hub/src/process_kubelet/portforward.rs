@@ -98,13 +98,7 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             format!("pod {pod} is not running: it has no process to forward to"),
         );
     }
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let header = |name: &str| websocket::header_text(req.headers(), name);
     let upgrade_to = header("upgrade");
     let websocket = upgrade_to.eq_ignore_ascii_case("websocket");
     let offered = if websocket {
@@ -128,13 +122,14 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             ),
         );
     }
-    let key = header("sec-websocket-key");
-    if websocket && key.is_empty() {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            "Sec-WebSocket-Key is missing".into(),
-        );
-    }
+    let key = if websocket {
+        match websocket::client_key(req.headers()) {
+            Ok(key) => key,
+            Err(refusal) => return *refusal,
+        }
+    } else {
+        String::new()
+    };
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {

@@ -23,6 +23,26 @@ pub fn accept_key(key: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
 }
 
+/// Header `name` of a request as text: empty when it is absent or not text.
+pub fn header_text(headers: &http::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The client's `Sec-WebSocket-Key`, or the `400` answer saying it is missing.
+pub fn client_key(headers: &http::HeaderMap) -> Result<String, Box<Response<Full<Bytes>>>> {
+    let key = header_text(headers, "sec-websocket-key");
+    if key.is_empty() {
+        let mut response = Response::new(Full::new(Bytes::from("Sec-WebSocket-Key is missing")));
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        return Err(Box::new(response));
+    }
+    Ok(key)
+}
+
 /// The `101 Switching Protocols` answer accepting a WebSocket of `protocol` for the client's
 /// `Sec-WebSocket-Key` `key`.
 pub fn switching_protocols(key: &str, protocol: &'static str) -> Response<Full<Bytes>> {
@@ -155,6 +175,18 @@ pub async fn write_close<W: AsyncWrite + Unpin>(writer: &mut W) -> std::io::Resu
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_handshake_without_a_key_is_refused_naming_it() {
+        let mut headers = http::HeaderMap::new();
+        let refusal = client_key(&headers).unwrap_err();
+        assert_eq!(refusal.status(), StatusCode::BAD_REQUEST);
+        headers.insert(
+            "sec-websocket-key",
+            HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="),
+        );
+        assert_eq!(client_key(&headers).unwrap(), "dGhlIHNhbXBsZSBub25jZQ==");
+    }
 
     #[test]
     fn the_accept_key_is_rfc_6455s_example() {
