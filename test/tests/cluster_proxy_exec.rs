@@ -277,6 +277,14 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     .await
     .context("the proxy server did not start")??;
     tokio::spawn(async move { while let Ok(Some(_)) = said.next_line().await {} });
+    // `ocm accept` returns once the cluster is accepted; the hub makes its namespace after.
+    wait_for(
+        &Api::<Namespace>::all(admin.clone()),
+        CLUSTER,
+        "the accepted cluster's namespace on the hub",
+        |_| true,
+    )
+    .await?;
     create(
         &Api::<ManagedClusterAddOn>::namespaced(admin.clone(), CLUSTER),
         json!({"metadata": {"name": "cluster-proxy", "namespace": CLUSTER}, "spec": {}}),
