@@ -170,6 +170,9 @@ async fn init_join_accept_as_processes_then_kubectl_shows_the_cluster() {
     );
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("cluster c1 accepted"), "{stdout}");
+    // The next step of a script writes into the cluster's namespace: it is there already.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+    assert!(namespaces.get_opt("c1").await.unwrap().is_some());
     wait_for(
         &clusters,
         "c1",

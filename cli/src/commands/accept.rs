@@ -16,7 +16,7 @@ pub struct AcceptArgs {
     /// Wait (up to --timeout seconds) for each cluster to ask to join.
     #[arg(long)]
     wait: bool,
-    /// Seconds to wait with --wait.
+    /// Seconds to wait with --wait, and for the hub to make each accepted cluster's namespace.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
     /// Approve even when several identities ask for one cluster, or when the request does not
@@ -53,6 +53,31 @@ pub async fn run(args: AcceptArgs) -> anyhow::Result<()> {
         } else {
             println!("cluster {cluster} was already accepted");
         }
+        wait_for_cluster_namespace(&client, cluster, Duration::from_secs(args.timeout)).await;
     }
     Ok(())
+}
+
+/// Waits until the hub has made `cluster`'s namespace, which it does once the cluster is
+/// accepted: a script's next step (enabling an addon, creating a ManifestWork) writes there.
+/// Only warns when it does not come within `timeout` (the hub's registration controller not
+/// running) or when these credentials may not watch namespaces: the acceptance itself is done.
+async fn wait_for_cluster_namespace(client: &kube::Client, cluster: &str, timeout: Duration) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let namespaces: kube::Api<Namespace> = kube::Api::all(client.clone());
+    let made =
+        kube::runtime::wait::await_condition(namespaces, cluster, |ns: Option<&Namespace>| {
+            ns.is_some()
+        });
+    match tokio::time::timeout(timeout, made).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => {
+            tracing::debug!(%err, cluster, "not waiting for the cluster namespace");
+        }
+        Err(_) => eprintln!(
+            "warning: the hub has not made namespace {cluster} within {}s of accepting the \
+             cluster (is its registration controller running?)",
+            timeout.as_secs()
+        ),
+    }
 }
