@@ -110,7 +110,13 @@ impl Dashboard {
             permissions: PermissionCache::default(),
             shutdown: shutdown.clone(),
         });
-        tokio::spawn(accept_loop(listener, app, shutdown));
+        let connections = shutdown.clone();
+        tokio::spawn(ocm_runtime::accept::accept_until(
+            "dashboard",
+            listener,
+            shutdown,
+            move |stream, _| serve_connection(stream, app.clone(), connections.clone()),
+        ));
         let host = match local_addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
             IpAddr::V6(ip) => format!("[{ip}]"),
@@ -123,36 +129,21 @@ impl Dashboard {
     }
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, app: Arc<App>, shutdown: Shutdown) {
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(err) => {
-                    tracing::warn!(%err, "dashboard accept failed");
-                    continue;
-                }
-            },
-        };
+/// Serves one connection until it ends, or ends it gracefully at `shutdown`.
+async fn serve_connection(stream: tokio::net::TcpStream, app: Arc<App>, shutdown: Shutdown) {
+    let service = hyper::service::service_fn(move |req| {
         let app = app.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let app = app.clone();
-                async move { Ok::<_, Infallible>(with_security_headers(handle(app, req).await)) }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = shutdown.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
+        async move { Ok::<_, Infallible>(with_security_headers(handle(app, req).await)) }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
     }
 }
 

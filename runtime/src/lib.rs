@@ -1,10 +1,12 @@
-//! What every ocm-rs controller process needs, and nothing more: clients built from
+//! What every ocm-rs controller process needs, and nothing more: the accept loop of its HTTP
+//! endpoints ([`accept`]), clients built from
 //! kubeconfigs ([`kubeconfig`]), watch backoff that grows while a watch keeps failing
 //! ([`backoff`]), condition helpers ([`conditions`]), lease-based leader election
 //! ([`leader`]), reconcile metrics and the health/metrics endpoint ([`metrics`]), tracing setup
 //! ([`telemetry`]) and cooperative shutdown ([`shutdown`]); for the commands that print
 //! them, plain-text tables as kubectl prints them ([`text_table`]).
 
+pub mod accept;
 pub mod backoff;
 pub mod cache;
 pub mod client;

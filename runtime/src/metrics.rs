@@ -149,16 +149,14 @@ pub async fn serve_health(
 ) -> std::io::Result<HealthServer> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local_addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((stream, _)) = accepted else { continue };
+    tokio::spawn(crate::accept::accept_until(
+        "health",
+        listener,
+        shutdown,
+        move |stream, _| {
             let metrics = metrics.clone();
             let ready = ready.clone();
-            tokio::spawn(async move {
+            async move {
                 let service =
                     hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                         let response = respond(req.uri().path(), &metrics, *ready.borrow());
@@ -168,9 +166,9 @@ pub async fn serve_health(
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(io, service)
                     .await;
-            });
-        }
-    });
+            }
+        },
+    ));
     Ok(HealthServer { local_addr })
 }
 

@@ -211,53 +211,51 @@ async fn accept_loop(
     acceptor: tokio_rustls::TlsAcceptor,
     shared: Arc<Shared>,
 ) {
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(err) => {
-                    tracing::warn!(%err, "accept failed");
-                    continue;
-                }
-            },
-            _ = shared.stop.cancelled() => break,
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
+    let stop = shared.stop.clone();
+    ocm_runtime::accept::accept_until("cluster proxy", listener, stop, move |tcp, peer| {
+        serve_connection(tcp, peer, acceptor.clone(), shared.clone())
+    })
+    .await;
+}
+
+/// Serves one client or agent connection: TLS (handshake within 10 s), then HTTP/1 or
+/// HTTP/2 with upgrades, until it ends or the server stops.
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    shared: Arc<Shared>,
+) {
+    let _ = tcp.set_nodelay(true);
+    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, %err, "TLS handshake failed");
+            return;
+        }
+        Err(_) => return,
+    };
+    let cert_user = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| certificate_user(leaf));
+    let stop = shared.stop.clone();
+    let service = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(err)) => {
-                        tracing::debug!(%peer, %err, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => return,
-                };
-            let cert_user = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|chain| chain.first())
-                .and_then(|leaf| certificate_user(leaf));
-            let stop = shared.stop.clone();
-            let service = hyper::service::service_fn(move |req| {
-                let shared = shared.clone();
-                let cert_user = cert_user.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&shared, cert_user, req).await) }
-            });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            tokio::select! {
-                result = conn => {
-                    if let Err(err) = result {
-                        tracing::debug!(%peer, %err, "connection ended");
-                    }
-                }
-                _ = stop.cancelled() => {}
+        let cert_user = cert_user.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(&shared, cert_user, req).await) }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    tokio::select! {
+        result = conn => {
+            if let Err(err) = result {
+                tracing::debug!(%peer, %err, "connection ended");
             }
-        });
+        }
+        _ = stop.cancelled() => {}
     }
 }
 

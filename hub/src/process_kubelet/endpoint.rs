@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use ocm_runtime::accept::accept_until;
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
@@ -34,15 +35,13 @@ fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
 pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let port = listener.local_addr()?.port();
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = shutdown.cancelled() => break,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((stream, _)) = accepted else { continue };
+    tokio::spawn(accept_until(
+        "process kubelet",
+        listener,
+        shutdown,
+        move |stream, _| {
             let work_dir = work_dir.clone();
-            tokio::spawn(async move {
+            async move {
                 let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                     let response = answer(&work_dir, req);
                     async move { Ok::<_, Infallible>(response) }
@@ -51,9 +50,9 @@ pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                     .with_upgrades()
                     .await;
-            });
-        }
-    });
+            }
+        },
+    ));
     Ok(port)
 }
 

@@ -29,6 +29,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1alpha1::AddOnPlacementScore;
 use ocm_api::cluster::v1beta1::{Placement, PlacementDecision};
 use ocm_api::cluster::v1beta2::{ManagedClusterSet, ManagedClusterSetBinding};
+use ocm_runtime::accept::accept_until;
 use ocm_runtime::shutdown::Shutdown;
 use serde::de::DeserializeOwned;
 
@@ -90,16 +91,14 @@ async fn serve_body(
             source,
         })?;
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = shutdown.cancelled() => break,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((stream, _)) = accepted else { continue };
+    tokio::spawn(accept_until(
+        "placement debugger",
+        listener,
+        shutdown,
+        move |stream, _| {
             let acceptor = acceptor.clone();
             let client = client.clone();
-            tokio::spawn(async move {
+            async move {
                 let Ok(tls) = acceptor.accept(stream).await else {
                     return;
                 };
@@ -112,9 +111,9 @@ async fn serve_body(
                 )
                 .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                 .await;
-            });
-        }
-    });
+            }
+        },
+    ));
     tracing::info!(addr = %local_addr, "placement debugger serving {DEBUG_PATH}");
     Ok(DebugServer { local_addr })
 }
