@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use futures::StreamExt;
 use ocm_apiserver::ApiServer;
 use ocm_runtime::shutdown::Shutdown;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -43,20 +42,7 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
     let names: Vec<String> = (args.first..args.first + args.clusters)
         .map(|i| format!("bench-{i}"))
         .collect();
-    let spokes: Vec<(String, kube::Client)> = futures::stream::iter(names)
-        .map(|name| {
-            let (server, bootstrap) = (server.clone(), bootstrap.clone());
-            async move {
-                let spoke = ocm_hub::simulated::logical_spoke(&server, &name).await?;
-                ocm_hub::join::prepare_spoke(&spoke, &bootstrap).await?;
-                anyhow::Ok((name, spoke))
-            }
-        })
-        .buffer_unordered(64)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<anyhow::Result<_>>()?;
+    let spokes = crate::support::prepare_fleet(&server, &bootstrap, names.into_iter()).await?;
     let mut stdout = tokio::io::stdout();
     stdout.write_all(b"prepared\n").await?;
     stdout.flush().await?;
@@ -80,20 +66,20 @@ pub async fn fleet(args: FleetArgs) -> anyhow::Result<()> {
 /// Starts a work agent for each spoke (each follows its cluster's hub kubeconfig secret, so it
 /// waits for its registration agent); they run until `shutdown`.
 pub(crate) fn start_work_agents(
-    spokes: &[(String, kube::Client)],
+    spokes: &[crate::support::Spoke],
     status_sync_interval: std::time::Duration,
     shutdown: &Shutdown,
 ) {
-    for (name, spoke) in spokes {
+    for spoke in spokes {
         let agent = ocm_work::agent::WorkAgent::new(
-            spoke.clone(),
+            spoke.client.clone(),
             ocm_work::agent::WorkAgentOptions {
-                cluster_name: name.clone(),
+                cluster_name: spoke.name.clone(),
                 status_sync_interval,
                 ..Default::default()
             },
         )
-        .with_shared_hub_client(crate::support::hub_client_of(name));
+        .with_shared_hub_client(spoke.hub.clone());
         let token = shutdown.child();
         tokio::spawn(async move { agent.run(token).await });
     }

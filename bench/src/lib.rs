@@ -252,7 +252,7 @@ async fn registration(args: RegistrationArgs) -> anyhow::Result<()> {
         }
         started
     } else {
-        let prepared = prepare_fleet(&hub, &bootstrap, expected.iter().cloned()).await?;
+        let prepared = prepare_fleet(&hub.server, &bootstrap, expected.iter().cloned()).await?;
         println!(
             "  {} simulated clusters prepared in {:.1} s",
             args.clusters,

@@ -222,33 +222,56 @@ async fn first_line(
     Ok(line)
 }
 
+/// A simulated cluster of a benchmark: its name, an admin client of its API server, and the
+/// hub connection its agents share (as the agents of one `ocm agent` process do).
+#[derive(Clone)]
+pub(crate) struct Spoke {
+    /// The cluster's name.
+    pub name: String,
+    /// An admin client of the cluster's API server.
+    pub client: kube::Client,
+    /// The hub connection its registration and work agents share.
+    pub hub: ocm_runtime::kubeconfig::SharedClient,
+}
+
+impl Spoke {
+    /// The cluster `name` served through `client`, with a hub connection of its own.
+    pub(crate) fn new(name: String, client: kube::Client) -> Spoke {
+        Spoke {
+            name,
+            client,
+            hub: ocm_runtime::kubeconfig::SharedClient::new(),
+        }
+    }
+}
+
 /// Prepares `names` as simulated clusters of `hub`'s server with `bootstrap` in place, and
-/// joins them (see [`join_fleet_with`]); returns each cluster's admin client.
+/// joins them (see [`join_fleet_with`]).
 pub(crate) async fn join_fleet(
     hub: &EmbeddedHub,
     bootstrap: &str,
     names: &[String],
     shutdown: &Shutdown,
-) -> anyhow::Result<Vec<(String, kube::Client)>> {
-    let spokes = prepare_fleet(hub, bootstrap, names.iter().cloned()).await?;
+) -> anyhow::Result<Vec<Spoke>> {
+    let spokes = prepare_fleet(&hub.server, bootstrap, names.iter().cloned()).await?;
     join_fleet_with(hub, &spokes, shutdown).await?;
     Ok(spokes)
 }
 
-/// Creates the simulated clusters `names` on `hub`'s server (many at a time) with the
-/// bootstrap kubeconfig in place; returns each one's admin client.
+/// Creates the simulated clusters `names` on `server` (many at a time) with the bootstrap
+/// kubeconfig in place.
 pub(crate) async fn prepare_fleet(
-    hub: &EmbeddedHub,
+    server: &ocm_apiserver::ApiServer,
     bootstrap: &str,
     names: impl Iterator<Item = String>,
-) -> anyhow::Result<Vec<(String, kube::Client)>> {
+) -> anyhow::Result<Vec<Spoke>> {
     futures::stream::iter(names)
         .map(|name| {
-            let server = hub.server.clone();
+            let server = server.clone();
             async move {
                 let spoke = ocm_hub::simulated::logical_spoke(&server, &name).await?;
                 ocm_hub::join::prepare_spoke(&spoke, bootstrap).await?;
-                anyhow::Ok((name, spoke))
+                anyhow::Ok(Spoke::new(name, spoke))
             }
         })
         .buffer_unordered(64)
@@ -262,11 +285,11 @@ pub(crate) async fn prepare_fleet(
 /// cluster is Joined and Available; the hub must auto-approve their bootstrap user.
 pub(crate) async fn join_fleet_with(
     hub: &EmbeddedHub,
-    spokes: &[(String, kube::Client)],
+    spokes: &[Spoke],
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let clusters: Api<ManagedCluster> = Api::all(hub.admin_client());
-    let names: Vec<String> = spokes.iter().map(|(n, _)| n.clone()).collect();
+    let names: Vec<String> = spokes.iter().map(|s| s.name.clone()).collect();
     let waiter =
         tokio::spawn(async move { ocm_setup::wait::wait_all_available(&clusters, &names).await });
     drop(start_agents(spokes.to_vec(), shutdown));
@@ -275,21 +298,20 @@ pub(crate) async fn join_fleet_with(
 
 /// Starts a registration agent (default options) for each spoke; they run until `shutdown`.
 pub(crate) fn start_agents(
-    spokes: Vec<(String, kube::Client)>,
+    spokes: Vec<Spoke>,
     shutdown: &Shutdown,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     spokes
         .into_iter()
-        .map(|(name, spoke)| {
-            let hub_client = hub_client_of(&name);
+        .map(|spoke| {
             let agent = Agent::new(
-                spoke,
+                spoke.client,
                 AgentOptions {
-                    cluster_name: name,
+                    cluster_name: spoke.name,
                     ..AgentOptions::default()
                 },
             )
-            .with_shared_hub_client(hub_client);
+            .with_shared_hub_client(spoke.hub);
             let token = shutdown.child();
             tokio::spawn(async move {
                 if let Err(err) = agent.run(token).await {
@@ -298,20 +320,6 @@ pub(crate) fn start_agents(
             })
         })
         .collect()
-}
-
-/// The hub client slot of the simulated cluster `name` in this process: its registration and
-/// work agents share one connection to the hub, as they do in one `ocm agent` process.
-pub(crate) fn hub_client_of(name: &str) -> ocm_runtime::kubeconfig::SharedClient {
-    static SLOTS: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::HashMap<String, ocm_runtime::kubeconfig::SharedClient>>,
-    > = std::sync::LazyLock::new(Default::default);
-    SLOTS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(name.to_owned())
-        .or_default()
-        .clone()
 }
 
 /// A hub for benchmarks: it auto-approves the clusters of one bootstrap token.

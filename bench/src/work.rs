@@ -101,8 +101,10 @@ async fn fleet(args: &BenchWorkArgs) -> anyhow::Result<()> {
         names.len(),
         joining.elapsed().as_secs_f64()
     );
-    for (name, spoke) in &spokes {
-        let agent = ocm_work::agent::WorkAgent::new(spoke.clone(), work_options(name, args));
+    for spoke in &spokes {
+        let agent =
+            ocm_work::agent::WorkAgent::new(spoke.client.clone(), work_options(&spoke.name, args))
+                .with_shared_hub_client(spoke.hub.clone());
         let token = shutdown.child();
         tokio::spawn(async move { agent.run(token).await });
     }
@@ -238,7 +240,12 @@ async fn solo(args: &BenchWorkArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let name = "solo".to_owned();
     ocm_hub::join::prepare_spoke(&cluster.client(), &bootstrap).await?;
-    crate::support::join_fleet_with(&hub, &[(name.clone(), cluster.client())], &shutdown).await?;
+    crate::support::join_fleet_with(
+        &hub,
+        &[crate::support::Spoke::new(name.clone(), cluster.client())],
+        &shutdown,
+    )
+    .await?;
     println!(
         "ocm bench work (one agent): {} works x {} ConfigMaps, agent as a separate process",
         args.solo_works, args.solo_manifests
