@@ -14,6 +14,9 @@ use tokio::task::JoinHandle;
 
 use crate::server::ApiServer;
 
+/// How long the accept loop waits after a failed accept before it tries again.
+const PAUSE_AFTER_FAILED_ACCEPT: Duration = Duration::from_millis(100);
+
 /// A running listener.
 #[derive(Debug)]
 pub struct Serving {
@@ -58,8 +61,13 @@ async fn serve_tls_body(
                 accepted = listener.accept() => match accepted {
                     Ok(a) => a,
                     Err(err) => {
+                        // Out of file descriptors, mostly: wait for some to close rather
+                        // than spin on a core retrying.
                         tracing::warn!(%err, "accept failed");
-                        continue;
+                        tokio::select! {
+                            _ = stopped.changed() => break,
+                            () = tokio::time::sleep(PAUSE_AFTER_FAILED_ACCEPT) => continue,
+                        }
                     }
                 },
                 _ = stopped.changed() => break,

@@ -124,7 +124,18 @@ async fn serve_body(
                 }
                 accepted = listener.accept() => accepted,
             };
-            let Ok((stream, _)) = accepted else { continue };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of file descriptors, mostly: wait for some to close rather than
+                    // spin on a core retrying.
+                    tracing::warn!(%err, "webhook: accepting a connection failed");
+                    tokio::select! {
+                        _ = stopped.changed() => break,
+                        () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                    }
+                }
+            };
             let acceptor = acceptor.clone();
             let state = state.clone();
             tokio::spawn(async move {
