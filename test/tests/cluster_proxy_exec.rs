@@ -30,6 +30,12 @@ const TICKER_IMAGE: &str = "registry.example.com/ticker:1";
 /// A program that says hello, then ticks until stopped.
 const TICKER: &str = "#!/bin/sh\necho \"started $GREETING\"\ni=0\nwhile true; do i=$((i+1)); echo \"tick $i\"; sleep 0.2; done\n";
 
+/// The image of the pod that reads its stdin, as the local executable [`READER`].
+const READER_IMAGE: &str = "registry.example.com/reader:1";
+/// A program that answers each line it reads, and says so when its input ends.
+const READER: &str =
+    "#!/bin/sh\necho ready\nwhile read line; do echo \"got $line\"; done\necho \"input ended\"\n";
+
 fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text)?;
@@ -346,12 +352,20 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     // The cluster's process kubelet runs the ticker.
     let ticker = home.join("ticker");
     write_executable(&ticker, TICKER)?;
-    let local = ocm::process_kubelet::LocalImage {
-        image: TICKER_IMAGE.into(),
-        executable: ticker.clone(),
-    };
+    let reader = home.join("reader");
+    write_executable(&reader, READER)?;
+    let locals = vec![
+        ocm::process_kubelet::LocalImage {
+            image: TICKER_IMAGE.into(),
+            executable: ticker.clone(),
+        },
+        ocm::process_kubelet::LocalImage {
+            image: READER_IMAGE.into(),
+            executable: reader,
+        },
+    ];
     let _kubelet =
-        ocm_e2e::start_process_kubelet_with_local(OCM, spoke_kubeconfig, IMAGE, home, vec![local])
+        ocm_e2e::start_process_kubelet_with_local(OCM, spoke_kubeconfig, IMAGE, home, locals)
             .await?;
     create(
         &Api::<Deployment>::namespaced(spoke.clone(), "default"),
@@ -384,8 +398,19 @@ async fn exec_logs_and_port_forward_through_the_proxy(
                                          "ports": [{"name": "metrics", "containerPort": 8080}]}]}}}}),
     )
     .await?;
+    // A pod whose process reads its stdin, closed after the first attach (`stdinOnce`).
+    create(
+        &Api::<Pod>::namespaced(spoke.clone(), "default"),
+        json!({"metadata": {"name": "reader", "labels": {"app": "reader"}},
+               "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": READER_IMAGE,
+                                        "command": ["reader"],
+                                        "stdin": true, "stdinOnce": true}]}}),
+    )
+    .await?;
     let pod = running_pod(&pods, "ticker").await?;
     let web = running_pod(&pods, "web").await?;
+    let reader = running_pod(&pods, "reader").await?;
 
     let alice = alice_through_the_proxy(admin, hub_kubeconfig, home).await?;
     grant(
@@ -517,10 +542,22 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     assert!(line.starts_with("tick "), "{line}");
     attached.kill().await?;
 
+    // attach -i: the input reaches the process's stdin; with stdinOnce its end ends the
+    // input for good, so the process finishes and the session with it.
+    let (code, out, err) = kubectl(&alice, &["attach", "-i", &reader], Some("hello\n")).await?;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("got hello\ninput ended\n"), "{out}");
+    let (code, _, err) = kubectl(&alice, &["attach", "-i", &reader], Some("again\n")).await?;
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("not running") || err.contains("completed pod"),
+        "{err}"
+    );
+
     // Refusals, each clear and leaving nothing behind.
     let (code, _, err) = kubectl(&alice, &["attach", "-i", &pod], None).await?;
     assert_ne!(code, 0);
-    assert!(err.contains("attach with stdin is not served"), "{err}");
+    assert!(err.contains("does not set stdin: true"), "{err}");
     let (code, _, err) = kubectl(&alice, &["exec", "nope", "--", "true"], None).await?;
     assert_ne!(code, 0);
     assert!(err.contains("pods \"nope\" not found"), "{err}");

@@ -236,6 +236,7 @@ pub fn with_routes(argv: &[String], routes: &[(ServiceUrl, u16)]) -> Vec<String>
 pub(super) async fn run(
     client: kube::Client,
     options: Arc<ProcessKubeletOptions>,
+    stdins: super::stdin::Stdins,
     shutdown: Shutdown,
 ) {
     let tools: HashMap<&str, PathBuf> = TOOLS
@@ -289,6 +290,7 @@ pub(super) async fn run(
         let taken = Taken {
             client: client.clone(),
             options: options.clone(),
+            stdins: stdins.clone(),
             pod,
             value,
             stop,
@@ -304,6 +306,7 @@ pub(super) async fn run(
 struct Taken {
     client: kube::Client,
     options: Arc<ProcessKubeletOptions>,
+    stdins: super::stdin::Stdins,
     pod: Pod,
     value: Value,
     stop: Shutdown,
@@ -330,6 +333,7 @@ impl Taken {
                     pod: self.pod,
                     ready: Arc::new(AtomicBool::new(false)),
                     changed: None,
+                    stdins: self.stdins,
                     stop: self.stop,
                 })
                 .await;

@@ -18,12 +18,13 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::json;
 
 use super::logs::Answer;
+use super::stdin::Stdins;
 
 /// Sends a request to the endpoint that serves its path.
-fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
+fn answer(work_dir: &Path, stdins: &Stdins, req: Request<Incoming>) -> Answer {
     let path = req.uri().path();
     if path.starts_with("/exec/") || path.starts_with("/attach/") {
-        return super::exec::answer(work_dir, req).map(BodyExt::boxed_unsync);
+        return super::exec::answer(work_dir, stdins, req).map(BodyExt::boxed_unsync);
     }
     if path.starts_with("/portForward/") {
         return super::portforward::answer(work_dir, req).map(BodyExt::boxed_unsync);
@@ -31,8 +32,9 @@ fn answer(work_dir: &Path, req: Request<Incoming>) -> Answer {
     super::logs::answer(work_dir, req)
 }
 
-/// Serves the endpoint on a free loopback port until `shutdown`; returns the port.
-pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16> {
+/// Serves the endpoint on a free loopback port until `shutdown`; returns the port. Attach
+/// sessions write to the pod processes' stdins kept in `stdins`.
+pub async fn serve(work_dir: PathBuf, stdins: Stdins, shutdown: Shutdown) -> std::io::Result<u16> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let port = listener.local_addr()?.port();
     tokio::spawn(accept_until(
@@ -41,9 +43,10 @@ pub async fn serve(work_dir: PathBuf, shutdown: Shutdown) -> std::io::Result<u16
         shutdown,
         move |stream, _| {
             let work_dir = work_dir.clone();
+            let stdins = stdins.clone();
             async move {
                 let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let response = answer(&work_dir, req);
+                    let response = answer(&work_dir, &stdins, req);
                     async move { Ok::<_, Infallible>(response) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()

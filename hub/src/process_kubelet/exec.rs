@@ -11,9 +11,11 @@
 //! supervisor records that environment while the process runs ([`super::record::record`]), so a pod whose
 //! process is not running refuses exec before any upgrade. SPDY is not served.
 //!
-//! `GET /attach/<namespace>/<pod>/<container>?stdout=…&stderr=…` (same protocols) streams what
-//! the pod's process writes from then on, on stdout, until it ends (the final Status is then
-//! `Success`); the process reads no input (its stdin is closed), so `stdin=true` is refused.
+//! `GET /attach/<namespace>/<pod>/<container>?stdin=…&stdout=…&stderr=…` (same protocols)
+//! streams what the pod's process writes from then on, on stdout, until it ends (the final
+//! Status is then `Success`); with `stdin=true` the session's input goes to the process's
+//! stdin, which it has only when its container sets `stdin: true` ([`super::stdin`]; else the
+//! request is refused before the upgrade, naming why).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -29,6 +31,7 @@ use tokio::sync::mpsc;
 
 use super::logs::is_plain_name;
 use super::record::PROCESS_FILE;
+use super::stdin::Stdins;
 use super::websocket::{self, Message};
 
 /// The channel protocols served, preferred first.
@@ -129,12 +132,6 @@ pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, St
     if !(request.stdin || request.stdout || request.stderr) {
         return Err("you must specify at least 1 of stdin, stdout, stderr".into());
     }
-    if attach && request.stdin {
-        return Err(format!(
-            "attach with stdin is not served: the process of container {container:?} reads no \
-             input (its stdin is closed)"
-        ));
-    }
     Ok(request)
 }
 
@@ -167,7 +164,11 @@ pub(super) fn reply(status: StatusCode, body: String) -> Response<Full<Bytes>> {
 
 /// Answers an exec request: refusals before the upgrade, else `101 Switching Protocols` and
 /// the command runs over the upgraded connection.
-pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub fn answer(
+    work_dir: &Path,
+    stdins: &Stdins,
+    mut req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let query = req.uri().query().unwrap_or_default().to_owned();
     let exec = match parse(work_dir, req.uri().path(), &query) {
         Ok(exec) => exec,
@@ -183,6 +184,13 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
             ),
         );
     };
+    // Refused before the protocol checks, so that kubectl's SPDY retry hears the same.
+    if exec.attach
+        && exec.stdin
+        && let Err(why) = stdins.check(&exec.pod_dir)
+    {
+        return no_stdin(&exec.container, &why);
+    }
     let header = |name: &str| websocket::header_text(req.headers(), name);
     if !header("upgrade").eq_ignore_ascii_case("websocket") {
         return reply(
@@ -202,15 +210,28 @@ pub fn answer(work_dir: &Path, mut req: Request<Incoming>) -> Response<Full<Byte
         Ok(key) => key,
         Err(refusal) => return *refusal,
     };
+    let input = match (exec.attach && exec.stdin).then(|| stdins.attach(&exec.pod_dir)) {
+        Some(Err(why)) => return no_stdin(&exec.container, &why),
+        Some(Ok(writer)) => Some(writer),
+        None => None,
+    };
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec).await,
+            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec, input).await,
             Ok(upgraded) => session(TokioIo::new(upgraded), exec, process).await,
             Err(err) => tracing::debug!(%err, "exec upgrade failed"),
         }
     });
     websocket::switching_protocols(&key, protocol)
+}
+
+/// The refusal of an attach session's stdin.
+fn no_stdin(container: &str, why: &super::stdin::NoStdin) -> Response<Full<Bytes>> {
+    reply(
+        StatusCode::BAD_REQUEST,
+        format!("cannot attach to the stdin of container {container:?}: {why}"),
+    )
 }
 
 /// A channel message: the channel byte, then the data.
@@ -279,7 +300,7 @@ where
 /// end), pings are answered through `frames`.
 async fn read_input<R>(
     mut reader: R,
-    mut stdin: Option<tokio::process::ChildStdin>,
+    mut stdin: Option<mpsc::Sender<Vec<u8>>>,
     frames: mpsc::Sender<Vec<u8>>,
 ) where
     R: tokio::io::AsyncRead + Unpin,
@@ -288,8 +309,8 @@ async fn read_input<R>(
         match websocket::read_message(&mut reader).await {
             Ok(Some(Message::Data(data))) => match data.split_first() {
                 Some((&STDIN, rest)) => {
-                    if let Some(pipe) = stdin.as_mut()
-                        && pipe.write_all(rest).await.is_err()
+                    if let Some(pipe) = stdin.as_ref()
+                        && pipe.send(rest.to_vec()).await.is_err()
                     {
                         stdin = None;
                     }
@@ -314,8 +335,9 @@ async fn finish(frames: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<(
     let _ = writer.await;
 }
 
-/// Streams the pod process's output from now on until it ends or the client goes.
-async fn attach<S>(io: S, exec: ExecRequest)
+/// Streams the pod process's output from now on until it ends or the client goes; the
+/// client's input goes to `input`, the process's stdin, when the session has it.
+async fn attach<S>(io: S, exec: ExecRequest, input: Option<mpsc::Sender<Vec<u8>>>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
@@ -324,8 +346,8 @@ where
     let log = exec.pod_dir.join("container.log");
     let end = std::fs::metadata(&log).map_or(0, |m| m.len());
     let mut output = super::logs::follow(log, end);
-    let input = read_input(reader, None, frames.clone());
-    let mut input = std::pin::pin!(input);
+    // Boxed so it can go (with its handle on `frames`) before the session finishes.
+    let mut input = Box::pin(read_input(reader, input, frames.clone()));
     let channel = if exec.stdout { STDOUT } else { STDERR };
     loop {
         tokio::select! {
@@ -340,6 +362,7 @@ where
             () = &mut input => return,
         }
     }
+    drop(input);
     finish(frames, written, exit_status(0)).await;
 }
 
@@ -393,7 +416,8 @@ where
             if let Some(err) = child.stderr.take() {
                 pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
             }
-            let input = tokio::spawn(read_input(reader, child.stdin.take(), frames.clone()));
+            let stdin = child.stdin.take().map(|pipe| byte_writer(pipe, false).0);
+            let input = tokio::spawn(read_input(reader, stdin, frames.clone()));
             let code = match child.wait().await {
                 Ok(status) => status.code().unwrap_or(-1),
                 Err(_) => -1,
@@ -443,8 +467,8 @@ mod tests {
         assert!(parse(dir, "/exec/../p/main", "command=ls&stdout=true").is_err());
         let attach = parse(dir, "/attach/ns/p/main", "stdout=true").unwrap();
         assert!(attach.attach && attach.command.is_empty());
-        let err = parse(dir, "/attach/ns/p/main", "stdin=true&stdout=true").unwrap_err();
-        assert!(err.contains("reads no input"), "{err}");
+        let attach = parse(dir, "/attach/ns/p/main", "stdin=true&stdout=true").unwrap();
+        assert!(attach.attach && attach.stdin);
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod pod;
 pub mod portforward;
 mod record;
 mod spdy;
+pub mod stdin;
 mod supervisor;
 pub mod websocket;
 
@@ -200,6 +201,7 @@ struct Kubelet {
     managed: HashMap<(String, String), Managed>,
     changed: mpsc::UnboundedSender<()>,
     counter: AtomicU64,
+    stdins: stdin::Stdins,
     shutdown: Shutdown,
 }
 
@@ -230,13 +232,15 @@ async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown
                 .await;
         }
     }
-    let port = match endpoint::serve(options.work_dir.clone(), shutdown.child()).await {
-        Ok(port) => Some(port),
-        Err(err) => {
-            tracing::warn!(%err, "cannot serve the pods' logs");
-            None
-        }
-    };
+    let stdins = stdin::Stdins::default();
+    let port =
+        match endpoint::serve(options.work_dir.clone(), stdins.clone(), shutdown.child()).await {
+            Ok(port) => Some(port),
+            Err(err) => {
+                tracing::warn!(%err, "cannot serve the pods' logs");
+                None
+            }
+        };
     if let Err(err) =
         endpoint::register_node(&client, &options.node_name, port, options.node_images()).await
     {
@@ -246,6 +250,7 @@ async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown
     tokio::spawn(command::run(
         client.clone(),
         options.clone(),
+        stdins.clone(),
         shutdown.child(),
     ));
     let (reader, writer) = reflector::store::<Deployment>();
@@ -271,6 +276,7 @@ async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown
         managed: HashMap::new(),
         changed,
         counter: AtomicU64::new(0),
+        stdins,
         shutdown: shutdown.child(),
     };
     let mut deployments = deployments;
@@ -475,6 +481,7 @@ impl Kubelet {
             pod: created,
             ready: ready.clone(),
             changed: Some(self.changed.clone()),
+            stdins: self.stdins.clone(),
             stop: stop.clone(),
         }));
         Ok(RunningPod {

@@ -38,6 +38,8 @@ pub(super) struct PodRun {
     pub(super) ready: Arc<AtomicBool>,
     /// Told when readiness changes (a Deployment's pods: its status counts them).
     pub(super) changed: Option<mpsc::UnboundedSender<()>>,
+    /// Where the process's stdin is kept when its container asks for one.
+    pub(super) stdins: super::stdin::Stdins,
     pub(super) stop: Shutdown,
 }
 
@@ -479,23 +481,35 @@ pub(super) async fn supervise(run: PodRun) {
             "OCM_HOME".into(),
             pod_dir.join("home").display().to_string(),
         ));
+        let wants_stdin = spec["containers"][0]["stdin"].as_bool() == Some(true);
         let spawned = tokio::process::Command::new(executable)
             .args(&args)
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if wants_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn();
+        // The process's stdin, for attach sessions, while this run of it lives.
+        let mut _stdin_slot = None;
+        let mut copies = Vec::new();
         let mut child = match spawned {
             Ok(mut child) => {
+                if let Some(pipe) = child.stdin.take() {
+                    let once = spec["containers"][0]["stdinOnce"].as_bool() == Some(true);
+                    _stdin_slot = Some(run.stdins.open(&pod_dir, pipe, once));
+                }
                 let log = pod_dir.join("container.log");
                 let label = run.options.echo_logs.then(|| format!("{namespace}/{name}"));
                 if let Some(out) = child.stdout.take() {
-                    tokio::spawn(copy_lines(out, log.clone(), label.clone()));
+                    copies.push(tokio::spawn(copy_lines(out, log.clone(), label.clone())));
                 }
                 if let Some(err) = child.stderr.take() {
-                    tokio::spawn(copy_lines(err, log, label));
+                    copies.push(tokio::spawn(copy_lines(err, log, label)));
                 }
                 if let Err(err) = super::record::record(&pod_dir, executable, &env, &ports) {
                     tracing::warn!(pod = %name, %err, "cannot record the process for exec");
@@ -566,6 +580,10 @@ pub(super) async fn supervise(run: PodRun) {
                 }
             }
         };
+        // The last output reaches the log before followers (logs -f, attach) learn the
+        // process ended; a descendant still holding its pipes is not waited for long.
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(copies)).await;
         super::record::forget(&pod_dir);
         run.ready.store(false, Ordering::SeqCst);
         notify(&run);
