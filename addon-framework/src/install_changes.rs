@@ -1,6 +1,7 @@
 //! What a change of a watched object means for the next pass of the addon install controller
 //! (`install_controller`): which addons it re-plans whole, which single ManagedClusterAddOns
-//! only their own steps — or nothing, when no field a pass reads changed (an agent's
+//! only their own steps (or only get back the `Configured` condition an agent's status write
+//! dropped) — or nothing, when no field a pass reads changed (an agent's
 //! `Available` or health write, a cluster's status). Pure functions of the old and new object,
 //! so that a pass on a large fleet plans what changed, not every addon.
 
@@ -8,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use ocm_api::addon::names::conditions::{CONFIGURED, PROGRESSING, TOKEN_INFRASTRUCTURE_READY};
 use ocm_api::addon::v1alpha1::AddOnDeploymentConfig;
@@ -22,7 +25,7 @@ use crate::configs::ConfigRef;
 const PLACEMENT_LABEL: &str = "cluster.open-cluster-management.io/placement";
 
 /// What the next pass looks at again.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Dirty {
     /// Everything: the next pass is a full one.
     pub(crate) all: bool,
@@ -32,12 +35,16 @@ pub(crate) struct Dirty {
     /// Single ManagedClusterAddOns (addon name, cluster): their own steps only — owner
     /// reference, cluster annotations, unknown-addon Event, token infrastructure.
     pub(crate) single: BTreeSet<(String, String)>,
+    /// Single ManagedClusterAddOns (addon name, cluster) whose status lost the `Configured`
+    /// condition the config pass wrote (an agent replaced its conditions): that condition,
+    /// to put back.
+    pub(crate) configured: BTreeMap<(String, String), Condition>,
 }
 
 impl Dirty {
     /// Nothing to look at.
     pub(crate) fn is_empty(&self) -> bool {
-        !self.all && self.addons.is_empty() && self.single.is_empty()
+        !self.all && self.addons.is_empty() && self.single.is_empty() && self.configured.is_empty()
     }
 
     /// Everything: a full pass.
@@ -72,11 +79,20 @@ impl Dirty {
         }
     }
 
+    /// The addon `name` on `cluster`: its lost `Configured` condition `lost` put back.
+    pub(crate) fn configured(name: &str, cluster: &str, lost: Condition) -> Dirty {
+        Dirty {
+            configured: BTreeMap::from([((name.to_owned(), cluster.to_owned()), lost)]),
+            ..Dirty::default()
+        }
+    }
+
     /// Adds `other`.
     pub(crate) fn merge(&mut self, other: Dirty) {
         self.all |= other.all;
         self.addons.extend(other.addons);
         self.single.extend(other.single);
+        self.configured.extend(other.configured);
     }
 }
 
@@ -139,9 +155,21 @@ fn is_config_pass_reason(reason: &str) -> bool {
     .contains(&reason)
 }
 
+/// The `Configured` condition the config pass wrote on `old` when `new` (not deleting) has
+/// none: a writer of the status (an addon agent replacing the conditions with its own) dropped
+/// it. The controller's own writes never drop it, so putting it back wakes nothing again.
+fn lost_configured(old: &ManagedClusterAddOn, new: &ManagedClusterAddOn) -> Option<Condition> {
+    if new.metadata.deletion_timestamp.is_some() || condition_of(new, CONFIGURED).is_some() {
+        return None;
+    }
+    condition_of(old, CONFIGURED)
+        .filter(|c| is_config_pass_reason(&c.reason))
+        .cloned()
+}
+
 /// A ManagedClusterAddOn added (`old` None), changed or deleted (`new` None): its addon whole
 /// when it came or went or what the plan reads changed; else itself when what its own steps
-/// read changed; else nothing.
+/// read changed, and its `Configured` condition put back when that was dropped; else nothing.
 pub(crate) fn addon_change(
     old: Option<&ManagedClusterAddOn>,
     new: Option<&ManagedClusterAddOn>,
@@ -154,11 +182,14 @@ pub(crate) fn addon_change(
     };
     match (old, new) {
         (Some(old), Some(new)) if plan_view(old) == plan_view(new) => {
-            if own_view(old) == own_view(new) {
-                Dirty::default()
-            } else {
-                Dirty::single(name, cluster)
+            let mut dirty = Dirty::default();
+            if own_view(old) != own_view(new) {
+                dirty.merge(Dirty::single(name, cluster));
             }
+            if let Some(lost) = lost_configured(old, new) {
+                dirty.merge(Dirty::configured(name, cluster, lost));
+            }
+            dirty
         }
         _ => Dirty::addon(name),
     }
@@ -312,6 +343,19 @@ pub(crate) fn deployment_config_change(
     Dirty::addons(by_cma.chain(users.iter().cloned()))
 }
 
+/// The addon (by its label) and cluster (namespace) of a token infrastructure object: that
+/// ManagedClusterAddOn's own steps.
+fn token_object_owner(meta: &ObjectMeta) -> Dirty {
+    let addon = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE_ADDON));
+    match (addon, &meta.namespace) {
+        (Some(addon), Some(cluster)) => Dirty::single(addon, cluster),
+        _ => Dirty::default(),
+    }
+}
+
 /// A token infrastructure ServiceAccount added, changed or deleted: its addon's own steps on
 /// its cluster (the `TokenInfrastructureReady` condition names its UID).
 pub(crate) fn account_change(old: Option<&ServiceAccount>, new: Option<&ServiceAccount>) -> Dirty {
@@ -320,18 +364,35 @@ pub(crate) fn account_change(old: Option<&ServiceAccount>, new: Option<&ServiceA
     {
         return Dirty::default();
     }
-    let Some(any) = new.or(old) else {
-        return Dirty::default();
-    };
-    let addon = any
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE_ADDON));
-    match (addon, &any.metadata.namespace) {
-        (Some(addon), Some(cluster)) => Dirty::single(addon, cluster),
-        _ => Dirty::default(),
+    new.or(old)
+        .map_or_else(Dirty::default, |a| token_object_owner(&a.metadata))
+}
+
+/// A token infrastructure Role or RoleBinding deleted (or no longer labelled, which leaves
+/// the selected watch the same way), or changed in what the hub writes of it (`view`): its
+/// addon's own steps on its cluster, which make it again. One added is no change: the pass
+/// that wants it made it.
+fn token_rbac_change<K: Resource, V: PartialEq>(
+    old: Option<&K>,
+    new: Option<&K>,
+    view: impl Fn(&K) -> V,
+) -> Dirty {
+    match (old, new) {
+        (Some(old), Some(new)) if view(old) == view(new) => Dirty::default(),
+        (Some(old), _) => token_object_owner(old.meta()),
+        (None, _) => Dirty::default(),
     }
+}
+
+/// A token infrastructure Role deleted or its rules changed: see [`token_rbac_change`].
+pub(crate) fn role_change(old: Option<&Role>, new: Option<&Role>) -> Dirty {
+    token_rbac_change(old, new, |r| r.rules.clone())
+}
+
+/// A token infrastructure RoleBinding deleted or its role or subjects changed: see
+/// [`token_rbac_change`].
+pub(crate) fn binding_change(old: Option<&RoleBinding>, new: Option<&RoleBinding>) -> Dirty {
+    token_rbac_change(old, new, |b| (b.role_ref.clone(), b.subjects.clone()))
 }
 
 /// The ManagedClusterAddOns by addon name (their clusters), and the addons whose
@@ -490,6 +551,43 @@ mod tests {
         assert_eq!(
             addon_change(Some(&before), Some(&marked)),
             Dirty::single("hello", "c1")
+        );
+    }
+
+    #[test]
+    fn a_dropped_configured_condition_is_put_back_once() {
+        let configured = condition("Configured", "True", "ConfigurationsConfigured");
+        let agents = condition("Available", "True", "Ready");
+        let written = mca(json!({"conditions": [configured.clone(), agents.clone()]}));
+        // An agent replaces the conditions with its own.
+        let replaced = mca(json!({"conditions": [agents.clone()]}));
+        let lost: Condition = serde_json::from_value(configured).unwrap();
+        assert_eq!(
+            addon_change(Some(&written), Some(&replaced)),
+            Dirty::configured("hello", "c1", lost)
+        );
+        let cleared = mca(json!({}));
+        assert!(!addon_change(Some(&written), Some(&cleared)).is_empty());
+        // Putting it back (the controller's own write) plans nothing, nor does an agent's
+        // write that keeps it.
+        assert!(addon_change(Some(&replaced), Some(&written)).is_empty());
+        let kept = mca(json!({"conditions": [
+            condition("Configured", "True", "ConfigurationsConfigured"),
+            condition("Available", "False", "Gone")]}));
+        assert!(addon_change(Some(&written), Some(&kept)).is_empty());
+        // Only the config pass's condition is put back, and not on a deleting addon.
+        let marked = mca(json!({"conditions": [
+            condition("Configured", "False", "ClusterManagementAddOnNotFound")]}));
+        assert_eq!(
+            addon_change(Some(&marked), Some(&cleared)),
+            Dirty::single("hello", "c1")
+        );
+        let mut deleting = serde_json::to_value(&replaced).unwrap();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-11-30T00:00:00Z");
+        let deleting: ManagedClusterAddOn = serde_json::from_value(deleting).unwrap();
+        assert_eq!(
+            addon_change(Some(&written), Some(&deleting)),
+            Dirty::addon("hello")
         );
     }
 
@@ -673,5 +771,34 @@ mod tests {
             account_change(Some(&account("1")), None),
             Dirty::single("hello", "c1")
         );
+    }
+
+    #[test]
+    fn a_deleted_or_changed_token_role_or_binding_plans_its_addon_on_its_cluster() {
+        let [_, role, binding] = crate::token_infra::objects("c1", "hello", "u1");
+        let role: Role = serde_json::from_value(role).unwrap();
+        let binding: RoleBinding = serde_json::from_value(binding).unwrap();
+        let own = Dirty::single("hello", "c1");
+        // Made by the pass, or written again unchanged: nothing to repair.
+        assert!(role_change(None, Some(&role)).is_empty());
+        let mut touched = role.clone();
+        touched.metadata.resource_version = Some("7".into());
+        touched.metadata.annotations = Some([("a".to_owned(), "b".to_owned())].into());
+        assert!(role_change(Some(&role), Some(&touched)).is_empty());
+        assert!(binding_change(None, Some(&binding)).is_empty());
+        assert!(binding_change(Some(&binding), Some(&binding.clone())).is_empty());
+        // Deleted (or unlabelled: it leaves the selected watch) or changed by hand.
+        assert_eq!(role_change(Some(&role), None), own);
+        assert_eq!(binding_change(Some(&binding), None), own);
+        let mut widened = role.clone();
+        widened.rules.as_mut().unwrap()[0].verbs.push("get".into());
+        assert_eq!(role_change(Some(&role), Some(&widened)), own);
+        let mut narrowed = binding.clone();
+        narrowed.subjects.as_mut().unwrap().pop();
+        assert_eq!(binding_change(Some(&binding), Some(&narrowed)), own);
+        // Without the addon label it names no addon.
+        let mut unnamed = role.clone();
+        unnamed.metadata.labels = None;
+        assert!(role_change(Some(&unnamed), None).is_empty());
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use ocm_api::addon::names::conditions::CONFIGURED;
@@ -257,6 +258,47 @@ async fn write_addon_status(
     }
 }
 
+/// The conditions of `mca` with `lost` (the `Configured` condition the config pass wrote and
+/// a writer of the status dropped) put back; `None` when it has a `Configured` condition.
+fn with_configured(mca: &ManagedClusterAddOn, lost: &Condition) -> Option<Vec<Condition>> {
+    let conditions = mca
+        .status
+        .as_ref()
+        .map_or(&[][..], |s| s.conditions.as_slice());
+    if conditions.iter().any(|c| c.type_ == CONFIGURED) {
+        return None;
+    }
+    let mut restored = conditions.to_vec();
+    restored.push(lost.clone());
+    Some(restored)
+}
+
+/// Puts `lost` back on `mca` (as cached) when it still has no `Configured` condition
+/// ([`with_configured`]), conditionally on the version read: a conflict is returned, and the
+/// newer version is looked at again.
+pub(crate) async fn restore_configured(
+    client: &kube::Client,
+    mca: &ManagedClusterAddOn,
+    lost: &Condition,
+) -> Result<(), kube::Error> {
+    let Some(conditions) = with_configured(mca, lost) else {
+        return Ok(());
+    };
+    let api: Api<ManagedClusterAddOn> = Api::namespaced(
+        client.clone(),
+        mca.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
+                       "status": {"conditions": conditions}});
+    api.patch_status(
+        mca.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(drop)
+}
+
 /// The status one addon's config pass writes, `None` when nothing changes: its new
 /// `configReferences` when its rollout batch (`in_batch`) hands them out now, and its
 /// `Configured` condition (on `mca`, the plan's addon as read) when that changed.
@@ -465,4 +507,38 @@ async fn write_cma_status(
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_lost_configured_condition_is_added_to_the_others_unless_one_is_back() {
+        let lost = condition(
+            CONFIGURED,
+            "True",
+            "ConfigurationsConfigured",
+            "Configurations configured",
+            None,
+        );
+        let available = condition("Available", "True", "Ready", "m", None);
+        let mca = |conditions: Vec<&Condition>| -> ManagedClusterAddOn {
+            serde_json::from_value(json!({
+                "apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ManagedClusterAddOn", "metadata": {"name": "hello", "namespace": "c1"},
+                "spec": {}, "status": {"conditions": conditions}}))
+            .unwrap()
+        };
+        let replaced = mca(vec![&available]);
+        let mut restored = replaced.status.as_ref().unwrap().conditions.clone();
+        restored.push(lost.clone());
+        assert_eq!(with_configured(&replaced, &lost), Some(restored));
+        let written_again = condition(CONFIGURED, "False", "Other", "m", None);
+        assert_eq!(
+            with_configured(&mca(vec![&available, &written_again]), &lost),
+            None
+        );
+    }
 }

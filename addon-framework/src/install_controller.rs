@@ -4,17 +4,19 @@
 //!
 //! Strategy-governed addons also get their cluster's addon annotations
 //! ([`crate::install::annotation_changes`]), and addons whose agents use the token driver their
-//! ServiceAccount ([`crate::token_infra`]).
+//! ServiceAccount, Role and RoleBinding ([`crate::token_infra`]).
 //!
 //! The controller reads caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
-//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs, token ServiceAccounts), writes
-//! only differences, and plans only what changed: each watch event names the addons it
-//! affects ([`crate::install_changes`]) — none for fields no step reads, such as an agent's
-//! `Available` — and a pass re-plans those addons whole, or only the steps of a single
-//! ManagedClusterAddOn. A full pass runs at the start, after a watch lost and listed again, and
-//! every [`FULL_RESYNC`] as a safety net; rollouts waiting on the clock and addons whose configs
-//! are read without a watch are looked at again on their own timers, and failed writes at the
-//! next event of any kind (a conflict's newer version) or after [`RETRY`].
+//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs, and the token infrastructure's
+//! ServiceAccounts, Roles and RoleBindings), writes only differences, and plans only what
+//! changed: each watch event names the addons it affects ([`crate::install_changes`]) — none
+//! for fields no step reads, such as an agent's `Available` — and a pass re-plans those addons
+//! whole, or only the steps of a single ManagedClusterAddOn, or puts back the `Configured`
+//! condition a writer of its status (an addon agent replacing the conditions) dropped. A full
+//! pass runs at the start, after a watch lost and listed again, and every [`FULL_RESYNC`] as a
+//! safety net; rollouts waiting on the clock and addons whose configs are read without a watch
+//! are looked at again on their own timers, and failed writes at the next event of any kind (a
+//! conflict's newer version) or after [`RETRY`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use ocm_api::addon::v1alpha1::AddOnDeploymentConfig;
@@ -145,13 +149,26 @@ async fn run_install_strategies_body(
                 .unwrap_or_default();
             changes::deployment_config_change(&cmas_seen.state(), &users, old, new)
         });
+    // The token infrastructure's objects only, by their label: each kind holds one object
+    // per ManagedClusterAddOn of the token driver.
+    let token_objects = watcher::Config::default().labels(&format!(
+        "{}=true",
+        ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
+    ));
     let (token_accounts, account_feed) = watches.watch::<ServiceAccount, _>(
-        watcher::Config::default().labels(&format!(
-            "{}=true",
-            ocm_api::addon::names::labels::TOKEN_INFRASTRUCTURE
-        )),
+        token_objects.clone(),
         |_, _| {},
         |_, old, new| changes::account_change(old, new),
+    );
+    let (token_roles, role_feed) = watches.watch::<Role, _>(
+        token_objects.clone(),
+        |_, _| {},
+        |_, old, new| changes::role_change(old, new),
+    );
+    let (token_bindings, binding_feed) = watches.watch::<RoleBinding, _>(
+        token_objects,
+        |_, _| {},
+        |_, old, new| changes::binding_change(old, new),
     );
     let feeds = [
         cma_feed,
@@ -160,6 +177,8 @@ async fn run_install_strategies_body(
         cluster_feed,
         config_feed,
         account_feed,
+        role_feed,
+        binding_feed,
     ];
     let caches = Caches {
         cmas,
@@ -168,6 +187,8 @@ async fn run_install_strategies_body(
         clusters,
         deployment_configs,
         token_accounts,
+        token_roles,
+        token_bindings,
     };
     let ready = async {
         let _ = caches.cmas.wait_until_ready().await;
@@ -176,6 +197,8 @@ async fn run_install_strategies_body(
         let _ = caches.clusters.wait_until_ready().await;
         let _ = caches.deployment_configs.wait_until_ready().await;
         let _ = caches.token_accounts.wait_until_ready().await;
+        let _ = caches.token_roles.wait_until_ready().await;
+        let _ = caches.token_bindings.wait_until_ready().await;
     };
     let mut controller = Controller {
         client: &client,
@@ -357,7 +380,21 @@ impl Controller<'_> {
                 Some((name.clone(), mca))
             })
             .collect();
-        let examined = whole.iter().map(|(_, m)| m.len()).sum::<usize>() + single.len();
+        // Dropped `Configured` conditions, put back after the addons' plans (a plan that
+        // wrote one meanwhile makes that a conflict, and the next pass sees it there).
+        let restore: Vec<(Arc<ManagedClusterAddOn>, &Condition)> = work
+            .configured
+            .iter()
+            .filter_map(|((name, cluster), lost)| {
+                let mca = self
+                    .caches
+                    .mcas
+                    .get(&ObjectRef::new(name).within(cluster))?;
+                Some((mca, lost))
+            })
+            .collect();
+        let examined =
+            whole.iter().map(|(_, m)| m.len()).sum::<usize>() + single.len() + restore.len();
         self.stats.passes.fetch_add(1, Ordering::Relaxed);
         if full {
             self.stats.full_passes.fetch_add(1, Ordering::Relaxed);
@@ -373,11 +410,22 @@ impl Controller<'_> {
         for (name, mca) in single {
             self.addon_steps(&name, &[mca], &mut retry).await;
         }
+        for (mca, lost) in restore {
+            if let Err(err) =
+                crate::install_configs::restore_configured(self.client, &mca, lost).await
+            {
+                let name = mca.metadata.name.as_deref().unwrap_or_default();
+                let cluster = mca.metadata.namespace.as_deref().unwrap_or_default();
+                tracing::debug!(addon = name, cluster, %err, "Configured condition not put back yet");
+                retry.merge(Dirty::configured(name, cluster, lost.clone()));
+            }
+        }
         self.timers.retry = retry;
         tracing::debug!(
             full,
             addons = work.addons.len(),
             single = work.single.len(),
+            configured = work.configured.len(),
             examined,
             seconds = now.elapsed().as_secs_f64(),
             "addon install and config pass"
@@ -462,7 +510,7 @@ impl Controller<'_> {
         .await;
         let failed = self
             .token_infra
-            .pass(self.client, mcas.iter(), &self.caches.token_accounts)
+            .pass(self.client, mcas.iter(), &self.caches.token())
             .await;
         for (addon, cluster) in failed {
             retry.merge(Dirty::single(&addon, &cluster));

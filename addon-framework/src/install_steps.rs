@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -32,6 +33,21 @@ pub(crate) struct Caches {
     pub(crate) deployment_configs: Store<AddOnDeploymentConfig>,
     /// The addon agents' ServiceAccounts of the token driver (label-selected: only those).
     pub(crate) token_accounts: Store<ServiceAccount>,
+    /// The token driver's Roles (label-selected: only those).
+    pub(crate) token_roles: Store<Role>,
+    /// The token driver's RoleBindings (label-selected: only those).
+    pub(crate) token_bindings: Store<RoleBinding>,
+}
+
+impl Caches {
+    /// The token infrastructure objects, for [`crate::token_infra`].
+    pub(crate) fn token(&self) -> crate::token_infra::TokenCaches<'_> {
+        crate::token_infra::TokenCaches {
+            accounts: &self.token_accounts,
+            roles: &self.token_roles,
+            bindings: &self.token_bindings,
+        }
+    }
 }
 
 /// The placements of `cma`'s install strategy.

@@ -12,15 +12,19 @@
 //! using tokens the objects and the condition go; a deleted addon's go with it.
 //!
 //! Objects are applied when the condition is not True yet, this process has not applied
-//! them yet (a restart repairs objects deleted by hand), or the ServiceAccount the condition
-//! names is gone or replaced: deleting it (`kubectl delete serviceaccount <addon>-agent -n
-//! <cluster>`) revokes every token of it at once, the hub makes a new one and the condition
-//! names its UID, and the agent requests a token of the new one.
+//! them yet, the ServiceAccount the condition names is gone or replaced, or the Role or
+//! RoleBinding is gone or no longer grants what the hub wrote ([`in_place`]). The install
+//! controller watches the three kinds (selected by the token-infrastructure label), so an
+//! object deleted or changed by hand is repaired at once: deleting the ServiceAccount
+//! (`kubectl delete serviceaccount <addon>-agent -n <cluster>`) revokes every token of it, the
+//! hub makes a new one and the condition names its UID, and the agent requests a token of the
+//! new one; a deleted Role or RoleBinding is made again.
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use ocm_api::addon::names::conditions::TOKEN_INFRASTRUCTURE_READY;
@@ -99,6 +103,45 @@ pub fn account_current(message: &str, account: Option<&ServiceAccount>) -> bool 
         .is_some_and(|uid| message.contains(&format!("(UID: {uid})")))
 }
 
+/// Whether `addon`'s token infrastructure in `cluster`'s namespace is as the hub wants it —
+/// pure: `ready` (its `TokenInfrastructureReady` condition) True and naming `account`, the
+/// ServiceAccount on the hub, and `role` and `binding` (those on the hub, if any) granting
+/// what [`objects`] writes.
+pub fn in_place(
+    cluster: &str,
+    addon: &str,
+    ready: Option<&Condition>,
+    account: Option<&ServiceAccount>,
+    role: Option<&Role>,
+    binding: Option<&RoleBinding>,
+) -> bool {
+    let [_, wanted_role, wanted_binding] = objects(cluster, addon, "");
+    let same =
+        |value: Result<Value, serde_json::Error>, wanted: &Value| value.is_ok_and(|v| v == *wanted);
+    ready.is_some_and(|c| c.status == "True" && account_current(&c.message, account))
+        && role.is_some_and(|r| same(serde_json::to_value(&r.rules), &wanted_role["rules"]))
+        && binding.is_some_and(|b| {
+            same(
+                serde_json::to_value(&b.role_ref),
+                &wanted_binding["roleRef"],
+            ) && same(
+                serde_json::to_value(&b.subjects),
+                &wanted_binding["subjects"],
+            )
+        })
+}
+
+/// The hub's token infrastructure objects the pass reads: label-selected caches of the
+/// ServiceAccounts, Roles and RoleBindings.
+pub(crate) struct TokenCaches<'a> {
+    /// The addon agents' ServiceAccounts.
+    pub(crate) accounts: &'a Store<ServiceAccount>,
+    /// The Roles that may create their tokens.
+    pub(crate) roles: &'a Store<Role>,
+    /// The bindings of those Roles to the clusters' agents.
+    pub(crate) bindings: &'a Store<RoleBinding>,
+}
+
 /// What the token infrastructure pass remembers.
 #[derive(Debug, Default)]
 pub(crate) struct TokenInfra {
@@ -107,13 +150,13 @@ pub(crate) struct TokenInfra {
 }
 
 impl TokenInfra {
-    /// One pass over `mcas`, with `accounts` the token infrastructure ServiceAccounts; the
+    /// One pass over `mcas`, with `caches` the token infrastructure objects on the hub; the
     /// (addon, cluster) of those whose objects or condition could not be written.
     pub(crate) async fn pass<'a>(
         &mut self,
         client: &kube::Client,
         mcas: impl Iterator<Item = &'a std::sync::Arc<ManagedClusterAddOn>>,
-        accounts: &Store<ServiceAccount>,
+        caches: &TokenCaches<'_>,
     ) -> Vec<(String, String)> {
         let mut failed = Vec::new();
         for mca in mcas {
@@ -147,10 +190,24 @@ impl TokenInfra {
                 }
                 continue;
             }
-            let account = accounts.get(&ObjectRef::new(&account(addon)).within(cluster));
-            if reported.is_some_and(|c| {
-                c.status == "True" && account_current(&c.message, account.as_deref())
-            }) && self.applied.contains(&uid)
+            let account = caches
+                .accounts
+                .get(&ObjectRef::new(&account(addon)).within(cluster));
+            let role_object = caches
+                .roles
+                .get(&ObjectRef::new(&role(addon)).within(cluster));
+            let binding = caches
+                .bindings
+                .get(&ObjectRef::new(&role(addon)).within(cluster));
+            if self.applied.contains(&uid)
+                && in_place(
+                    cluster,
+                    addon,
+                    reported,
+                    account.as_deref(),
+                    role_object.as_deref(),
+                    binding.as_deref(),
+                )
             {
                 continue;
             }
@@ -239,7 +296,7 @@ async fn delete(client: &kube::Client, cluster: &str, addon: &str) -> Result<(),
 async fn write_conditions(
     client: &kube::Client,
     mca: &ManagedClusterAddOn,
-    conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    conditions: Vec<Condition>,
 ) -> bool {
     let name = mca.metadata.name.as_deref().unwrap_or_default();
     let namespace = mca.metadata.namespace.as_deref().unwrap_or_default();
@@ -298,6 +355,59 @@ mod tests {
         assert!(account_current(&message, Some(&account("uid-1"))));
         assert!(!account_current(&message, Some(&account("uid-2"))));
         assert!(!account_current(&message, None));
+    }
+
+    #[test]
+    fn a_missing_or_changed_role_or_binding_is_not_in_place() {
+        let [account, role, binding] = objects("c1", "tok", "uid-1");
+        let mut account: ServiceAccount = serde_json::from_value(account).unwrap();
+        account.metadata.uid = Some("sa-1".into());
+        let role: Role = serde_json::from_value(role).unwrap();
+        let binding: RoleBinding = serde_json::from_value(binding).unwrap();
+        let ready = |status: &str| {
+            condition(
+                TOKEN_INFRASTRUCTURE_READY,
+                status,
+                "TokenInfrastructureReady",
+                &ready_message("c1", "tok", "sa-1"),
+                None,
+            )
+        };
+        let check = |ready: &Condition, role: Option<&Role>, binding: Option<&RoleBinding>| {
+            in_place("c1", "tok", Some(ready), Some(&account), role, binding)
+        };
+        assert!(check(&ready("True"), Some(&role), Some(&binding)));
+        assert!(!check(&ready("False"), Some(&role), Some(&binding)));
+        assert!(!in_place(
+            "c1",
+            "tok",
+            None,
+            Some(&account),
+            Some(&role),
+            Some(&binding)
+        ));
+        // Deleted by hand.
+        assert!(!check(&ready("True"), None, Some(&binding)));
+        assert!(!check(&ready("True"), Some(&role), None));
+        // Changed by hand: another verb, another ServiceAccount, a subject less.
+        let mut widened = role.clone();
+        widened.rules.as_mut().unwrap()[0].verbs.push("get".into());
+        assert!(!check(&ready("True"), Some(&widened), Some(&binding)));
+        let mut other = role.clone();
+        other.rules.as_mut().unwrap()[0].resource_names = Some(vec!["other-agent".into()]);
+        assert!(!check(&ready("True"), Some(&other), Some(&binding)));
+        let mut narrowed = binding.clone();
+        narrowed.subjects.as_mut().unwrap().pop();
+        assert!(!check(&ready("True"), Some(&role), Some(&narrowed)));
+        // Another cluster's or addon's objects are not this one's.
+        assert!(!in_place(
+            "c2",
+            "tok",
+            Some(&ready("True")),
+            Some(&account),
+            Some(&role),
+            Some(&binding)
+        ));
     }
 
     #[test]

@@ -754,6 +754,12 @@ async fn token_driver(
         other => panic!("another cluster's namespace must be forbidden: {other:?}"),
     }
 
+    token_rbac_repaired(client, kubeconfig, spoke, cluster).await;
+    Api::<ConfigMap>::namespaced(addon_client.clone(), cluster)
+        .list(&ListParams::default())
+        .await
+        .expect("the addon's token still works after its Role and RoleBinding were repaired");
+
     // Revoking a token by hand, as a user would: deleting the ServiceAccount stops its tokens
     // at once; the hub makes a new ServiceAccount, names its UID, and the agent rotates the
     // addon's token to it (the secret's token changes; the new one works).
@@ -840,6 +846,75 @@ async fn token_driver(
         }
         other => panic!("a token of a disabled addon must be refused: {other:?}"),
     }
+}
+
+/// Deletes the addon `tok`'s token Role and RoleBinding in `cluster` with kubectl, as a hub
+/// admin would, and waits for the hub (admin `client`) to make both again (new UIDs) with
+/// `TokenInfrastructureReady` True; through them the cluster's agent (of `spoke`) may request
+/// a token of the addon's ServiceAccount again.
+async fn token_rbac_repaired(
+    client: &kube::Client,
+    kubeconfig: &std::path::Path,
+    spoke: &kube::Client,
+    cluster: &str,
+) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let roles: Api<Role> = Api::namespaced(client.clone(), cluster);
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), cluster);
+    let role = roles.get("tok-token-role").await.unwrap();
+    let binding = bindings.get("tok-token-role").await.unwrap();
+    for kind in ["rolebinding", "role"] {
+        let (ok, _, err) = ocm_e2e::kubectl(
+            kubeconfig,
+            &["delete", kind, "tok-token-role", "-n", cluster],
+            None,
+        )
+        .await
+        .unwrap();
+        assert!(ok, "{err}");
+    }
+    let repaired_role = wait_for(&roles, "tok-token-role", "the Role made again", |r| {
+        r.metadata.uid != role.metadata.uid
+    })
+    .await
+    .unwrap();
+    assert_eq!(repaired_role.rules, role.rules);
+    let repaired_binding = wait_for(
+        &bindings,
+        "tok-token-role",
+        "the RoleBinding made again",
+        |b| b.metadata.uid != binding.metadata.uid,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (repaired_binding.role_ref, repaired_binding.subjects),
+        (binding.role_ref, binding.subjects)
+    );
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), cluster);
+    wait_for(&mcas, "tok", "the token infrastructure ready", |m| {
+        has_condition(
+            m,
+            "TokenInfrastructureReady",
+            "True",
+            "TokenInfrastructureReady",
+        )
+    })
+    .await
+    .unwrap();
+    let agent_mounts = tempfile::tempdir().unwrap();
+    let agent_client = agent_hub_client(spoke, agent_mounts.path()).await;
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))
+            .unwrap();
+    let granted = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
+        agent_client,
+        cluster,
+    )
+    .create_token_request("tok-agent", &PostParams::default(), &request)
+    .await
+    .expect("the repaired Role and RoleBinding let the cluster's agent request the addon's token");
+    assert!(!granted.status.unwrap().token.is_empty());
 }
 
 /// A hub client with the cluster agent's own credentials, from its `hub-kubeconfig-secret`

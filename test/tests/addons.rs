@@ -412,6 +412,30 @@ async fn an_addon_installed_by_placement_reaches_available_and_follows_the_place
         ("addons", "hello")
     );
 
+    // A writer of the status that replaces the conditions with its own (as an addon agent
+    // might) drops `Configured`: the hub puts it back, without waiting for a full pass.
+    let c01: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    loop {
+        let mut mca = c01.get("hello").await.unwrap();
+        let status = mca.status.as_mut().unwrap();
+        status.conditions.retain(|c| c.type_ != "Configured");
+        match c01
+            .replace_status("hello", &PostParams::default(), &mca)
+            .await
+        {
+            Ok(written) => {
+                assert_eq!(configured(&written), None);
+                break;
+            }
+            // The agent wrote meanwhile: again on the newer version.
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(err) => panic!("{err}"),
+        }
+    }
+    wait_for(&c01, "hello", "Configured put back", is_configured)
+        .await
+        .unwrap();
+
     // c03 leaves the placement: its pre-delete hook Job runs first, then its addon, works and
     // the agent's objects go.
     let mca = Api::<ManagedClusterAddOn>::namespaced(client.clone(), "c03")

@@ -294,7 +294,9 @@ pub fn cluster_rules(component: Component) -> Value {
             rule(
                 &["rbac.authorization.k8s.io"],
                 &["rolebindings"],
-                &["get", "list", "create", "update", "patch", "delete"],
+                &[
+                    "get", "list", "watch", "create", "update", "patch", "delete",
+                ],
             ),
             rule(
                 &["rbac.authorization.k8s.io"],
@@ -303,17 +305,18 @@ pub fn cluster_rules(component: Component) -> Value {
             ),
             // Token-based addon registration: each such addon agent's ServiceAccount in its
             // cluster namespace, and a Role (with its binding) letting the cluster's agent
-            // request its tokens — which the addon manager may grant only holding it.
+            // request its tokens — which the addon manager may grant only holding it. It
+            // watches the three kinds (label-selected) to repair them when they are deleted.
             rule(
                 &[""],
                 &["serviceaccounts"],
-                &["get", "create", "patch", "delete"],
+                &["get", "list", "watch", "create", "patch", "delete"],
             ),
             rule(&[""], &["serviceaccounts/token"], &["create"]),
             rule(
                 &["rbac.authorization.k8s.io"],
                 &["roles"],
-                &["get", "create", "patch", "delete"],
+                &["get", "list", "watch", "create", "patch", "delete"],
             ),
         ],
         Component::Webhook(_) => vec![
@@ -488,6 +491,22 @@ mod tests {
         // Token-based addon registration.
         assert!(allows(&addons, "", "serviceaccounts", "create"));
         assert!(allows(&addons, "", "serviceaccounts/token", "create"));
+        // The token infrastructure's watches.
+        assert!(allows(&addons, "", "serviceaccounts", "watch"));
+        for resource in ["roles", "rolebindings"] {
+            assert!(allows(
+                &addons,
+                "rbac.authorization.k8s.io",
+                resource,
+                "list"
+            ));
+            assert!(allows(
+                &addons,
+                "rbac.authorization.k8s.io",
+                resource,
+                "watch"
+            ));
+        }
         assert!(allows(
             &addons,
             "rbac.authorization.k8s.io",
