@@ -116,7 +116,31 @@ pub async fn discover_ca(url: &str, token: &str) -> anyhow::Result<String> {
     cluster_info_ca(&cm)
 }
 
-/// Turns a client error against the hub into a message a user can act on.
+/// The hub did not answer (connection refused, no route, TLS handshake failed, timed out), as
+/// opposed to a hub that answered and refused.
+#[derive(Debug)]
+pub struct HubUnreachable {
+    /// The hub's URL.
+    pub url: String,
+    /// What the client said.
+    pub reason: String,
+}
+
+impl std::fmt::Display for HubUnreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot reach the hub at {}: {}", self.url, self.reason)
+    }
+}
+
+impl std::error::Error for HubUnreachable {}
+
+/// Whether `err` (or what caused it) is a [`HubUnreachable`].
+pub fn is_unreachable(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.is::<HubUnreachable>())
+}
+
+/// Turns a client error against the hub into a message a user can act on; a hub that does not
+/// answer gives a [`HubUnreachable`].
 pub fn describe_hub_error(url: &str, err: kube::Error) -> anyhow::Error {
     match &err {
         kube::Error::Api(status) if status.code == 401 => {
@@ -127,7 +151,10 @@ pub fn describe_hub_error(url: &str, err: kube::Error) -> anyhow::Error {
             status.message
         ),
         kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            anyhow::anyhow!("cannot reach the hub at {url}: {err}")
+            anyhow::Error::new(HubUnreachable {
+                url: url.to_owned(),
+                reason: err.to_string(),
+            })
         }
         _ => anyhow::anyhow!("hub at {url}: {err}"),
     }
@@ -206,6 +233,22 @@ mod tests {
         assert!(
             forbidden.contains("may not register clusters"),
             "{forbidden}"
+        );
+        for code in [401, 403] {
+            assert!(!is_unreachable(&describe_hub_error(
+                "https://hub",
+                status(code)
+            )));
+        }
+        let refused_connection = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        let down =
+            describe_hub_error("https://hub", refused_connection).context("reading the hub CA");
+        assert!(is_unreachable(&down));
+        assert!(
+            format!("{down:#}").contains("cannot reach the hub at https://hub"),
+            "{down:#}"
         );
     }
 }

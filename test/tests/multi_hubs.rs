@@ -7,10 +7,13 @@
 //! B's same work takes it over, and after the eviction grace (`ocm join
 //! --appliedmanifestwork-eviction-grace-period`) the agent deletes A's AppliedManifestWork and
 //! the object only A's work applied. A comes back: the agent stays on B across further lease
-//! renewals, and asks nothing more of A; `ocm join` run again keeps it on B; with A down
-//! again, `ocm agent` restarted with the listed secrets carries on with B. A back, B's admin
-//! withdraws B's acceptance: the agent goes back to A at once, A's work takes the workload
-//! over, and B's AppliedManifestWork is evicted in turn.
+//! renewals, and asks nothing more of A; `ocm join` run again keeps it on B. With A down
+//! again, the same `ocm join` run again at once starts (A's earlier bootstrap kubeconfig kept,
+//! with a warning) and the cluster stays Available on B; with another token for A it fails
+//! naming A and writes nothing; `ocm agent` restarted with the listed secrets carries on with
+//! B too. A back, B's admin withdraws B's acceptance: the agent goes back to A at once, A's
+//! work takes the workload over, and B's AppliedManifestWork is evicted in turn. Both hubs
+//! down: `ocm join` run again still starts the registered agent, which keeps asking them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -168,6 +171,16 @@ fn applied_and_available(work: &ManifestWork) -> bool {
 
 fn renew_time(lease: &Lease) -> Option<jiff::Timestamp> {
     lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
+}
+
+/// Waits until the cluster lease in `leases` is renewed after `after`; the renewal's time.
+async fn renewed_after(leases: &Api<Lease>, after: jiff::Timestamp, what: &str) -> jiff::Timestamp {
+    let lease = wait_for(leases, "managed-cluster-lease", what, |l| {
+        renew_time(l).is_some_and(|t| t > after)
+    })
+    .await
+    .unwrap();
+    renew_time(&lease).unwrap()
 }
 
 /// The CSRs of cluster `c1` on a hub.
@@ -411,20 +424,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         .unwrap();
     let leases_b: Api<Lease> = Api::namespaced(admin_b.clone(), "c1");
     let back = jiff::Timestamp::now();
-    let first = wait_for(&leases_b, "managed-cluster-lease", "renewed on B", |l| {
-        renew_time(l).is_some_and(|t| t > back)
-    })
-    .await
-    .unwrap();
-    let first = renew_time(&first).unwrap();
-    wait_for(
-        &leases_b,
-        "managed-cluster-lease",
-        "renewed on B again",
-        |l| renew_time(l).is_some_and(|t| t > first),
-    )
-    .await
-    .unwrap();
+    let first = renewed_after(&leases_b, back, "renewed on B").await;
+    renewed_after(&leases_b, first, "renewed on B again").await;
     let cluster_b = clusters_b.get("c1").await.unwrap();
     assert!(joined_and_available(&cluster_b), "{:?}", cluster_b.status);
     assert!(unknown_on_a(&clusters_a.get("c1").await.unwrap()));
@@ -462,13 +463,70 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     );
     assert_eq!(csrs_of_c1(&admin_a).await, csrs_on_a, "no new CSR on A");
 
-    // With hub A down, `ocm join` refuses to run (it checks every hub); the agent restarted on
-    // its own with the secrets `ocm join` left carries on with B.
-    join.stop();
+    // Hub A dies again, and the very same `ocm join` runs again at once (a restart): this
+    // cluster joined A before with these credentials, so A's bootstrap kubeconfig is kept with
+    // a warning, and the agent carries on with B.
     hub_a.process.kill_9();
-    let (code, _, stderr) = ocm(home, &join_args);
-    assert_ne!(code, 0);
-    assert!(stderr.contains("hub 1 of 2"), "{stderr}");
+    join.stop();
+    let join = Process::spawn(OCM, home, &join_args);
+    let warning = join.wait_line("not reachable now");
+    assert!(
+        warning.contains(&format!(
+            "hub 1 of 2 ({url_a}): not reachable now; keeping its bootstrap kubeconfig from the \
+             earlier join"
+        )),
+        "{warning}"
+    );
+    join.wait_line(&format!("hub {url_b} reachable, token accepted"));
+    join.wait_line("[c1] joined the hub and available");
+    let now = jiff::Timestamp::now();
+    renewed_after(&leases_b, now, "renewed by the agent of ocm join run again").await;
+    let cluster_b = clusters_b.get("c1").await.unwrap();
+    assert!(joined_and_available(&cluster_b), "{:?}", cluster_b.status);
+    assert!(
+        join.lines_containing("[c1] registering").is_empty(),
+        "{:?}",
+        join.lines_containing("[c1]")
+    );
+    // With another token for A (down), `ocm join` cannot tell it is the hub joined before: it
+    // fails naming A, and writes nothing.
+    let bootstrap_secrets = || async {
+        Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|s| {
+                s.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("bootstrap-hub-kubeconfig"))
+            })
+            .map(|s| (s.metadata.name, s.metadata.resource_version, s.data))
+            .collect::<Vec<_>>()
+    };
+    let before = bootstrap_secrets().await;
+    assert_eq!(before.len(), 3, "{before:?}");
+    let other_token = "zzzzzz.0123456789abcdef";
+    assert_ne!(token_a, other_token);
+    let changed: Vec<&str> = join_args
+        .iter()
+        .map(|a| if *a == token_a { other_token } else { *a })
+        .collect();
+    let (code, _, stderr) = ocm(home, &changed);
+    assert_ne!(code, 0, "{stderr}");
+    for message in [
+        &format!("hub 1 of 2 ({url_a})"),
+        "cannot reach the hub",
+        "has not joined it before with this URL, CA and token",
+    ] {
+        assert!(stderr.contains(message), "{message}: {stderr}");
+    }
+    assert_eq!(bootstrap_secrets().await, before, "nothing written");
+
+    // `ocm agent` restarted on its own with the secrets `ocm join` left carries on with B too.
+    join.stop();
     let agent = Process::spawn(
         OCM,
         home,
@@ -487,15 +545,8 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
         ],
     );
     agent.wait_line("[c1] joined the hub and available");
-    let renewed = jiff::Timestamp::now();
-    wait_for(
-        &leases_b,
-        "managed-cluster-lease",
-        "renewed by ocm agent",
-        |l| renew_time(l).is_some_and(|t| t > renewed),
-    )
-    .await
-    .unwrap();
+    let now = jiff::Timestamp::now();
+    renewed_after(&leases_b, now, "renewed by ocm agent").await;
     assert!(
         agent.lines_containing("[c1] registering").is_empty(),
         "{:?}",
@@ -539,8 +590,19 @@ async fn a_cluster_joined_to_two_hubs_moves_to_the_second_when_the_first_dies() 
     assert_eq!(settings.metadata.uid, uid);
     assert_eq!(owner_names(&settings.metadata), vec![applied_a.clone()]);
 
+    // Both hubs down: the agent registered before, so the same `ocm join` run again still
+    // starts it, with a warning naming each hub, and the agent keeps asking them.
     agent.stop();
-    spoke_process.stop();
-    hub_a.process.stop();
+    hub_a.process.kill_9();
     hub_b.stop();
+    let join = Process::spawn(OCM, home, &join_args);
+    for hub in [
+        format!("hub 1 of 2 ({url_a})"),
+        format!("hub 2 of 2 ({url_b})"),
+    ] {
+        join.wait_line(&format!("{hub}: not reachable now"));
+    }
+    join.wait_line("no listed bootstrap kubeconfig reaches a hub that answers");
+    join.stop();
+    spoke_process.stop();
 }

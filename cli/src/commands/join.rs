@@ -1,5 +1,6 @@
 //! `ocm join`: the managed cluster's half of the double opt-in. Checks everything it can
-//! before anything is written to the hub (cluster name, hub URL, hub CA, token), installs the
+//! before anything is written to the hub (cluster name, hub URL, hub CA, token; a hub this
+//! cluster joined before that does not answer now is kept, see [`super::join_plan`]), installs the
 //! klusterlet CRDs and the bootstrap kubeconfig on the managed cluster, then runs the
 //! registration agent in the foreground and shows its progress. With `--operator` it installs
 //! the klusterlet operator and a Klusterlet instead, whose agents then run as Deployments of
@@ -202,78 +203,6 @@ pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The least `hubConnectionTimeoutSeconds` the Klusterlet API takes.
-const MIN_OPERATOR_TIMEOUT: u64 = 180;
-
-/// Reads the hub CA from `ca_file`, or from the hub's `kube-public/cluster-info`: anonymously
-/// (as kubeadm hubs and `ocm init` allow), else with the bootstrap token.
-async fn hub_ca(
-    ca_file: Option<&std::path::Path>,
-    url: &str,
-    token: &str,
-) -> anyhow::Result<String> {
-    if let Some(path) = ca_file {
-        return std::fs::read_to_string(path)
-            .with_context(|| format!("reading CA file {}", path.display()));
-    }
-    ocm_setup::discovery::discover_ca(url, token).await
-}
-
-/// The bootstrap kubeconfig of each hub named with --hub-apiserver/--hub-token (and
-/// --ca-file), checked in order: URL, token, CA, and that the hub accepts the token. Nothing
-/// is written anywhere before every hub passed.
-async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(String, String)>> {
-    let hubs = args.hub_apiserver.len();
-    if hubs == 0 || args.hub_token.len() != hubs {
-        bail!(
-            "--hub-apiserver and --hub-token go in pairs (got {hubs} --hub-apiserver and {} --hub-token), or use --bootstrap-kubeconfig",
-            args.hub_token.len()
-        );
-    }
-    if !args.ca_file.is_empty() && args.ca_file.len() != hubs {
-        bail!(
-            "--ca-file: give one per --hub-apiserver ({hubs}) or none (got {})",
-            args.ca_file.len()
-        );
-    }
-    if hubs > 1 && args.operator && args.hub_connection_timeout_seconds < MIN_OPERATOR_TIMEOUT {
-        bail!(
-            "--hub-connection-timeout-seconds {} is below {MIN_OPERATOR_TIMEOUT}, the least the \
-             Klusterlet's hubConnectionTimeoutSeconds takes (with --operator)",
-            args.hub_connection_timeout_seconds
-        );
-    }
-    let mut out = Vec::new();
-    for (i, (url, token)) in args.hub_apiserver.iter().zip(&args.hub_token).enumerate() {
-        let which = |e: anyhow::Error| {
-            if hubs > 1 {
-                e.context(format!("hub {} of {hubs} ({url})", i + 1))
-            } else {
-                e
-            }
-        };
-        check_hub_url(url).map_err(which)?;
-        if token.trim().is_empty() || token.contains(char::is_whitespace) {
-            return Err(which(anyhow::anyhow!(
-                "invalid hub token: empty or contains whitespace"
-            )));
-        }
-        if out.iter().any(|(u, _)| u == url) {
-            bail!("hub {url} is named twice");
-        }
-        let ca = hub_ca(args.ca_file.get(i).map(PathBuf::as_path), url, token)
-            .await
-            .map_err(which)?;
-        let bootstrap = bootstrap_kubeconfig(url, &ca, token);
-        ocm_setup::discovery::check_token(url, &bootstrap, args.cluster_name.as_deref())
-            .await
-            .map_err(which)?;
-        println!("hub {url} reachable, token accepted");
-        out.push((url.clone(), bootstrap));
-    }
-    Ok(out)
-}
-
 /// Runs `ocm join` until SIGINT/SIGTERM.
 pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     if let Some(name) = &args.cluster_name {
@@ -292,7 +221,7 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             println!("hub {url} reachable, bootstrap kubeconfig accepted");
             vec![(url, text)]
         }
-        None => hub_bootstrap_kubeconfigs(&args).await?,
+        None => super::join_hubs::hub_bootstrap_kubeconfigs(&args).await?,
     };
     let Some((_, bootstrap)) = hubs.first().cloned() else {
         bail!("no hub to join");

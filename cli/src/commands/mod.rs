@@ -18,6 +18,8 @@ pub mod hub;
 pub mod hub_access;
 pub mod init;
 pub mod join;
+pub mod join_hubs;
+pub mod join_plan;
 pub mod operator;
 pub mod placement;
 pub mod proxy;
