@@ -11,7 +11,6 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=symbol-order.txt");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let lld_target = std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu");
     if !(release && lld_target) {
@@ -20,6 +19,8 @@ fn main() {
     let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
         return;
     };
+    // Only here, so that a new order file rebuilds release builds alone.
+    println!("cargo:rerun-if-changed=symbol-order.txt");
     let order = Path::new(&dir).join("symbol-order.txt");
     // Symbols of the file that this build does not have (code changed since the profile) are
     // skipped without a warning for each.
