@@ -5,5 +5,6 @@
 static GLOBAL: ocm::Allocator = ocm::ALLOCATOR;
 
 fn main() -> std::process::ExitCode {
+    ocm::purge_freed_memory_promptly();
     ocm::commands::main()
 }
