@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use super::join_hubs::check_hub_url;
 use anyhow::{Context, bail};
 use clap::Args;
 use kube::api::Api;
@@ -192,17 +193,6 @@ fn read_bootstrap_kubeconfig(path: &std::path::Path) -> anyhow::Result<(String, 
     Ok((text, server.server))
 }
 
-/// Checks the hub URL: absolute https with a host.
-pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
-    let uri: http::Uri = url
-        .parse()
-        .with_context(|| format!("invalid hub URL {url:?}"))?;
-    if uri.scheme_str() != Some("https") || uri.host().is_none() {
-        bail!("invalid hub URL {url:?}: must be https://host[:port]");
-    }
-    Ok(())
-}
-
 /// Runs `ocm join` until SIGINT/SIGTERM.
 pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
     if let Some(name) = &args.cluster_name {
@@ -221,7 +211,18 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             println!("hub {url} reachable, bootstrap kubeconfig accepted");
             vec![(url, text)]
         }
-        None => super::join_hubs::hub_bootstrap_kubeconfigs(&args).await?,
+        None => {
+            super::join_hubs::hub_bootstrap_kubeconfigs(&super::join_hubs::HubFlags {
+                urls: &args.hub_apiserver,
+                tokens: &args.hub_token,
+                ca_files: &args.ca_file,
+                cluster_name: args.cluster_name.as_deref(),
+                spoke_kubeconfig: args.spoke_kubeconfig.as_deref(),
+                operator: args.operator,
+                hub_connection_timeout_seconds: args.hub_connection_timeout_seconds,
+            })
+            .await?
+        }
     };
     let Some((_, bootstrap)) = hubs.first().cloned() else {
         bail!("no hub to join");

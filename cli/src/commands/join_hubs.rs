@@ -11,24 +11,50 @@ use kube::api::{Api, ListParams};
 use ocm_hub::join::{AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig};
 use ocm_registration::agent::HUB_KUBECONFIG_SECRET;
 
-use super::join::{JoinArgs, check_hub_url};
 use super::join_plan::{self, CheckedHub, EarlierJoin, HubCheck, hub_label};
+
+/// The flags of `ocm join` that name the hubs, and what their checks need besides.
+pub struct HubFlags<'a> {
+    /// `--hub-apiserver`, in order.
+    pub urls: &'a [String],
+    /// `--hub-token`, one per URL.
+    pub tokens: &'a [String],
+    /// `--ca-file`, one per URL or none.
+    pub ca_files: &'a [PathBuf],
+    /// `--cluster-name`.
+    pub cluster_name: Option<&'a str>,
+    /// `--spoke-kubeconfig`: where an earlier join is looked for.
+    pub spoke_kubeconfig: Option<&'a Path>,
+    /// `--operator`.
+    pub operator: bool,
+    /// `--hub-connection-timeout-seconds`.
+    pub hub_connection_timeout_seconds: u64,
+}
+
+/// Checks the hub URL: absolute https with a host.
+pub fn check_hub_url(url: &str) -> anyhow::Result<()> {
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| format!("invalid hub URL {url:?}"))?;
+    if uri.scheme_str() != Some("https") || uri.host().is_none() {
+        bail!("invalid hub URL {url:?}: must be https://host[:port]");
+    }
+    Ok(())
+}
 
 /// The least `hubConnectionTimeoutSeconds` the Klusterlet API takes.
 const MIN_OPERATOR_TIMEOUT: u64 = 180;
 
 /// The bootstrap kubeconfig of each hub named with --hub-apiserver/--hub-token (and
 /// --ca-file), in order, as [`join_plan::plan`] decides; its warnings go to stderr.
-pub async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(String, String)>> {
+pub async fn hub_bootstrap_kubeconfigs(
+    args: &HubFlags<'_>,
+) -> anyhow::Result<Vec<(String, String)>> {
     let ca_pems = check_flags(args)?;
-    let total = args.hub_apiserver.len();
+    let total = args.urls.len();
     let mut checked = Vec::new();
-    for (url, (token, ca)) in args
-        .hub_apiserver
-        .iter()
-        .zip(args.hub_token.iter().zip(&ca_pems))
-    {
-        let check = check_hub(url, token, ca.as_deref(), args.cluster_name.as_deref()).await;
+    for (url, (token, ca)) in args.urls.iter().zip(args.tokens.iter().zip(&ca_pems)) {
+        let check = check_hub(url, token, ca.as_deref(), args.cluster_name).await;
         let refused = matches!(check, HubCheck::Refused(_));
         checked.push(CheckedHub {
             url: url.clone(),
@@ -43,8 +69,8 @@ pub async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(S
         .iter()
         .any(|h| matches!(h.check, HubCheck::Unreachable { .. }))
     {
-        earlier = read_earlier_join(args.spoke_kubeconfig.as_deref()).await?;
-        for (hub, (token, ca)) in checked.iter_mut().zip(args.hub_token.iter().zip(&ca_pems)) {
+        earlier = read_earlier_join(args.spoke_kubeconfig).await?;
+        for (hub, (token, ca)) in checked.iter_mut().zip(args.tokens.iter().zip(&ca_pems)) {
             if let HubCheck::Unreachable { earlier: known, .. } = &mut hub.check {
                 *known = join_plan::earlier_kubeconfig(
                     &earlier.bootstrap_kubeconfigs,
@@ -64,18 +90,18 @@ pub async fn hub_bootstrap_kubeconfigs(args: &JoinArgs) -> anyhow::Result<Vec<(S
 
 /// Checks the flags naming the hubs before any hub is asked anything: URL and token pairs,
 /// well-formed, no hub twice, one CA file per hub or none (returned read, per hub).
-fn check_flags(args: &JoinArgs) -> anyhow::Result<Vec<Option<String>>> {
-    let hubs = args.hub_apiserver.len();
-    if hubs == 0 || args.hub_token.len() != hubs {
+fn check_flags(args: &HubFlags<'_>) -> anyhow::Result<Vec<Option<String>>> {
+    let hubs = args.urls.len();
+    if hubs == 0 || args.tokens.len() != hubs {
         bail!(
             "--hub-apiserver and --hub-token go in pairs (got {hubs} --hub-apiserver and {} --hub-token), or use --bootstrap-kubeconfig",
-            args.hub_token.len()
+            args.tokens.len()
         );
     }
-    if !args.ca_file.is_empty() && args.ca_file.len() != hubs {
+    if !args.ca_files.is_empty() && args.ca_files.len() != hubs {
         bail!(
             "--ca-file: give one per --hub-apiserver ({hubs}) or none (got {})",
-            args.ca_file.len()
+            args.ca_files.len()
         );
     }
     if hubs > 1 && args.operator && args.hub_connection_timeout_seconds < MIN_OPERATOR_TIMEOUT {
@@ -86,7 +112,7 @@ fn check_flags(args: &JoinArgs) -> anyhow::Result<Vec<Option<String>>> {
         );
     }
     let mut ca_pems = Vec::new();
-    for (i, (url, token)) in args.hub_apiserver.iter().zip(&args.hub_token).enumerate() {
+    for (i, (url, token)) in args.urls.iter().zip(args.tokens).enumerate() {
         let which = |e: anyhow::Error| {
             if hubs > 1 {
                 e.context(hub_label(i, hubs, url))
@@ -100,11 +126,11 @@ fn check_flags(args: &JoinArgs) -> anyhow::Result<Vec<Option<String>>> {
                 "invalid hub token: empty or contains whitespace"
             )));
         }
-        if args.hub_apiserver[..i].contains(url) {
+        if args.urls[..i].contains(url) {
             bail!("hub {url} is named twice");
         }
         let ca = args
-            .ca_file
+            .ca_files
             .get(i)
             .map(PathBuf::as_path)
             .map(read_ca_file)

@@ -26,7 +26,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::logs::is_plain_name;
@@ -269,31 +269,7 @@ pub(super) fn frame_writer<W>(writer: W) -> (mpsc::Sender<Vec<u8>>, tokio::task:
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    byte_writer(writer, true)
-}
-
-/// The writing half of a connection: bytes sent to the channel are written in order; once all
-/// senders are gone the connection ends (with a WebSocket close first when `websocket`).
-pub(super) fn byte_writer<W>(
-    mut writer: W,
-    websocket: bool,
-) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)
-where
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (frames, mut outgoing) = mpsc::channel::<Vec<u8>>(16);
-    let task = tokio::spawn(async move {
-        while let Some(frame) = outgoing.recv().await {
-            if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
-                return;
-            }
-        }
-        if websocket {
-            let _ = websocket::write_close(&mut writer).await;
-        }
-        let _ = writer.shutdown().await;
-    });
-    (frames, task)
+    websocket::byte_writer(writer, true)
 }
 
 /// Reads the client's messages until it closes: stdin data goes to `stdin` (dropped at its
@@ -416,7 +392,10 @@ where
             if let Some(err) = child.stderr.take() {
                 pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
             }
-            let stdin = child.stdin.take().map(|pipe| byte_writer(pipe, false).0);
+            let stdin = child
+                .stdin
+                .take()
+                .map(|pipe| websocket::byte_writer(pipe, false).0);
             let input = tokio::spawn(read_input(reader, stdin, frames.clone()));
             let code = match child.wait().await {
                 Ok(status) => status.code().unwrap_or(-1),

@@ -30,10 +30,11 @@ use ocm_runtime::shutdown::Shutdown;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
-use super::exec::{byte_writer, reply};
+use super::exec::reply;
 use super::logs::is_plain_name;
 use super::record::recorded_ports;
 use super::spdy::{self, Frame};
+use super::websocket::byte_writer;
 use super::websocket::{self, Message};
 
 /// The WebSocket protocol served.

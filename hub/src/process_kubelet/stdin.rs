@@ -62,7 +62,7 @@ impl Stdins {
     /// Opens the slot of the process of `pod_dir`, writing into `pipe` (`once`: the
     /// container's `stdinOnce`); the slot lives as long as the returned guard.
     pub fn open(&self, pod_dir: &Path, pipe: ChildStdin, once: bool) -> OpenStdin {
-        let (writer, _) = super::exec::byte_writer(pipe, false);
+        let (writer, _) = super::websocket::byte_writer(pipe, false);
         self.lock()
             .insert(pod_dir.to_path_buf(), Slot::Open { writer, once });
         OpenStdin {

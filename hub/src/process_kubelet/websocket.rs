@@ -171,6 +171,33 @@ pub async fn write_close<W: AsyncWrite + Unpin>(writer: &mut W) -> std::io::Resu
     writer.flush().await
 }
 
+/// The writing half of a connection: bytes sent to the channel are written in order; once all
+/// senders are gone the connection ends (with a WebSocket close first when `websocket`).
+pub(super) fn byte_writer<W>(
+    mut writer: W,
+    websocket: bool,
+) -> (
+    tokio::sync::mpsc::Sender<Vec<u8>>,
+    tokio::task::JoinHandle<()>,
+)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (frames, mut outgoing) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let task = tokio::spawn(async move {
+        while let Some(frame) = outgoing.recv().await {
+            if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+        }
+        if websocket {
+            let _ = write_close(&mut writer).await;
+        }
+        let _ = writer.shutdown().await;
+    });
+    (frames, task)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
