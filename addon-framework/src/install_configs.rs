@@ -281,22 +281,10 @@ pub(crate) async fn restore_configured(
     mca: &ManagedClusterAddOn,
     lost: &Condition,
 ) -> Result<(), kube::Error> {
-    let Some(conditions) = with_configured(mca, lost) else {
-        return Ok(());
-    };
-    let api: Api<ManagedClusterAddOn> = Api::namespaced(
-        client.clone(),
-        mca.metadata.namespace.as_deref().unwrap_or_default(),
-    );
-    let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
-                       "status": {"conditions": conditions}});
-    api.patch_status(
-        mca.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(drop)
+    match with_configured(mca, lost) {
+        Some(conditions) => crate::mca_status::patch_conditions(client, mca, &conditions).await,
+        None => Ok(()),
+    }
 }
 
 /// The status one addon's config pass writes, `None` when nothing changes: its new

@@ -400,13 +400,7 @@ pub(crate) async fn mark_unknown_addons(
         }
         let mut updated = conditions.to_vec();
         updated.retain(|c| !(c.type_ == CONFIGURED && c.reason == UNKNOWN_ADDON));
-        let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
-        let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
-                           "status": {"conditions": updated}});
-        if let Err(err) = api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        if let Err(err) = crate::mca_status::patch_conditions(client, mca, &updated).await {
             tracing::debug!(addon = name, cluster = namespace, %err, "addon condition not removed yet");
             retry.merge(Dirty::single(name, namespace));
         }

@@ -24,6 +24,7 @@ mod install_controller;
 mod install_steps;
 mod install_watch;
 pub mod manager;
+mod mca_status;
 pub mod registration;
 pub mod template;
 #[cfg(feature = "testing")]

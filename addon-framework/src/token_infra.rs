@@ -300,13 +300,7 @@ async fn write_conditions(
 ) -> bool {
     let name = mca.metadata.name.as_deref().unwrap_or_default();
     let namespace = mca.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), namespace);
-    let patch = json!({"metadata": {"resourceVersion": mca.metadata.resource_version},
-                       "status": {"conditions": conditions}});
-    if let Err(err) = api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
+    if let Err(err) = crate::mca_status::patch_conditions(client, mca, &conditions).await {
         tracing::debug!(addon = name, cluster = namespace, %err, "token infrastructure condition not written yet");
         return false;
     }
