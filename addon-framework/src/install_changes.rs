@@ -20,6 +20,7 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::PlacementDecision;
 
 use crate::configs::ConfigRef;
+use crate::stored_template::StoredTemplate;
 
 /// The label naming a PlacementDecision's Placement.
 const PLACEMENT_LABEL: &str = "cluster.open-cluster-management.io/placement";
@@ -294,53 +295,91 @@ pub(crate) fn cluster_change(
     dirty
 }
 
-/// The AddOnDeploymentConfigs `cma` names (defaults and per placement), as (namespace, name).
-fn deployment_configs_of(cma: &ClusterManagementAddOn) -> impl Iterator<Item = (String, String)> {
+/// The configs of the cached kind `resource` that `cma` names (defaults and per placement), as
+/// (namespace, name).
+fn configs_of<'a>(
+    cma: &ClusterManagementAddOn,
+    resource: &'a str,
+) -> impl Iterator<Item = (String, String)> + use<'a> {
     let defaults = crate::configs::desired(&cma.spec.default_configs, &[], &[]);
-    let placements = cma
+    let placements: Vec<ConfigRef> = cma
         .spec
         .install_strategy
         .iter()
         .flat_map(|s| s.placements.iter())
-        .flat_map(|p| crate::configs::desired(&[], &p.configs, &[]));
+        .flat_map(|p| crate::configs::desired(&[], &p.configs, &[]))
+        .collect();
     defaults
         .into_iter()
         .chain(placements)
-        .filter(is_deployment_config)
+        .filter(move |c| c.group == ocm_api::addon::GROUP && c.resource == resource)
         .map(|c| (c.namespace, c.name))
 }
 
-/// Whether `config` is an AddOnDeploymentConfig (the config kind the controller caches).
+/// The resource of AddOnDeploymentConfigs.
+pub(crate) const DEPLOYMENT_CONFIGS: &str = "addondeploymentconfigs";
+
+/// The resource of AddOnTemplates.
+pub(crate) const TEMPLATES: &str = crate::stored_template::RESOURCE;
+
+/// Whether `config` is an AddOnDeploymentConfig (a config kind the controller caches).
 pub(crate) fn is_deployment_config(config: &ConfigRef) -> bool {
-    config.group == ocm_api::addon::GROUP && config.resource == "addondeploymentconfigs"
+    config.group == ocm_api::addon::GROUP && config.resource == DEPLOYMENT_CONFIGS
 }
 
-/// An AddOnDeploymentConfig added, changed or deleted: when its spec changed, the addons whose
-/// ClusterManagementAddOn names it and those of `users` (the addons whose
-/// ManagedClusterAddOns name it).
+/// Whether `config` is an AddOnTemplate (a config kind the controller caches).
+pub(crate) fn is_template(config: &ConfigRef) -> bool {
+    config.group == ocm_api::addon::GROUP && config.resource == TEMPLATES
+}
+
+/// A config object of the cached kind `resource` added, changed or deleted: when its spec
+/// (`spec`) changed, the addons whose ClusterManagementAddOn names it and those of `users`
+/// (the addons whose ManagedClusterAddOns name it).
+fn config_change<K: Resource, S: PartialEq + ?Sized>(
+    cmas: &[Arc<ClusterManagementAddOn>],
+    users: &BTreeSet<String>,
+    resource: &str,
+    (old, new): (Option<&K>, Option<&K>),
+    spec: fn(&K) -> &S,
+) -> Dirty {
+    let Some(any) = new.or(old) else {
+        return Dirty::default();
+    };
+    if let (Some(old), Some(new)) = (old, new)
+        && spec(old) == spec(new)
+    {
+        return Dirty::default();
+    }
+    let meta = any.meta();
+    let key = (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    );
+    let by_cma = cmas
+        .iter()
+        .filter(|c| configs_of(c, resource).any(|k| k == key))
+        .filter_map(|c| c.metadata.name.clone());
+    Dirty::addons(by_cma.chain(users.iter().cloned()))
+}
+
+/// An AddOnDeploymentConfig added, changed or deleted: [`config_change`].
 pub(crate) fn deployment_config_change(
     cmas: &[Arc<ClusterManagementAddOn>],
     users: &BTreeSet<String>,
     old: Option<&AddOnDeploymentConfig>,
     new: Option<&AddOnDeploymentConfig>,
 ) -> Dirty {
-    if let (Some(old), Some(new)) = (old, new)
-        && old.spec == new.spec
-    {
-        return Dirty::default();
-    }
-    let Some(any) = new.or(old) else {
-        return Dirty::default();
-    };
-    let key = (
-        any.metadata.namespace.clone().unwrap_or_default(),
-        any.metadata.name.clone().unwrap_or_default(),
-    );
-    let by_cma = cmas
-        .iter()
-        .filter(|c| deployment_configs_of(c).any(|k| k == key))
-        .filter_map(|c| c.metadata.name.clone());
-    Dirty::addons(by_cma.chain(users.iter().cloned()))
+    config_change(cmas, users, DEPLOYMENT_CONFIGS, (old, new), |c| &c.spec)
+}
+
+/// An AddOnTemplate added, changed or deleted: [`config_change`].
+pub(crate) fn template_change(
+    cmas: &[Arc<ClusterManagementAddOn>],
+    users: &BTreeSet<String>,
+    old: Option<&StoredTemplate>,
+    new: Option<&StoredTemplate>,
+) -> Dirty {
+    config_change(cmas, users, TEMPLATES, (old, new), |t| &t.spec)
 }
 
 /// The addon (by its label) and cluster (namespace) of a token infrastructure object: that
@@ -396,15 +435,16 @@ pub(crate) fn binding_change(old: Option<&RoleBinding>, new: Option<&RoleBinding
 }
 
 /// The ManagedClusterAddOns by addon name (their clusters), and the addons whose
-/// ManagedClusterAddOns name each AddOnDeploymentConfig: kept up to date from watch events,
-/// so that a pass finds an addon's ManagedClusterAddOns without scanning the fleet.
+/// ManagedClusterAddOns name each cached config (AddOnDeploymentConfig, AddOnTemplate): kept
+/// up to date from watch events, so that a pass finds an addon's ManagedClusterAddOns without
+/// scanning the fleet.
 #[derive(Debug, Default)]
 pub(crate) struct AddonIndex {
     clusters: BTreeMap<String, BTreeSet<String>>,
-    /// (namespace, name) of an AddOnDeploymentConfig → addon names. Names are not removed
+    /// (resource, namespace, name) of a cached config → addon names. Names are not removed
     /// when an addon stops naming the config (that only re-plans an addon more than needed)
     /// until the index is rebuilt.
-    config_users: BTreeMap<(String, String), BTreeSet<String>>,
+    config_users: BTreeMap<(String, String, String), BTreeSet<String>>,
 }
 
 impl AddonIndex {
@@ -425,9 +465,9 @@ impl AddonIndex {
             }
         }
         for config in crate::configs::desired(&[], &[], &mca.spec.configs) {
-            if is_deployment_config(&config) {
+            if is_deployment_config(&config) || is_template(&config) {
                 self.config_users
-                    .entry((config.namespace, config.name))
+                    .entry((config.resource, config.namespace, config.name))
                     .or_default()
                     .insert(name.clone());
             }
@@ -483,10 +523,16 @@ impl AddonIndex {
             .collect()
     }
 
-    /// The addons whose ManagedClusterAddOns name the AddOnDeploymentConfig `namespace/name`.
-    pub(crate) fn config_users(&self, namespace: &str, name: &str) -> BTreeSet<String> {
+    /// The addons whose ManagedClusterAddOns name the config `namespace/name` of the cached
+    /// kind `resource`.
+    pub(crate) fn config_users(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> BTreeSet<String> {
         self.config_users
-            .get(&(namespace.to_owned(), name.to_owned()))
+            .get(&(resource.to_owned(), namespace.to_owned(), name.to_owned()))
             .cloned()
             .unwrap_or_default()
     }
@@ -709,11 +755,10 @@ mod tests {
         assert!(cluster_change(&cmas, &addons, None, Some(&plain)).is_empty());
     }
 
-    #[test]
-    fn a_deployment_config_plans_the_addons_that_name_it() {
-        let config = json!([{"group": "addon.open-cluster-management.io",
-                             "resource": "addondeploymentconfigs", "namespace": "ns", "name": "d"}]);
-        let cmas = [
+    /// Three ClusterManagementAddOns: one naming `config` by default, one through a
+    /// placement, one not at all.
+    fn cmas_naming(config: &Value) -> [Arc<ClusterManagementAddOn>; 3] {
+        [
             cma("by-default", json!({"defaultConfigs": config})),
             cma(
                 "by-placement",
@@ -721,7 +766,14 @@ mod tests {
                 "placements": [{"namespace": "ns", "name": "p", "configs": config}]}}),
             ),
             cma("neither", json!({})),
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_deployment_config_plans_the_addons_that_name_it() {
+        let config = json!([{"group": "addon.open-cluster-management.io",
+                             "resource": "addondeploymentconfigs", "namespace": "ns", "name": "d"}]);
+        let cmas = cmas_naming(&config);
         let adc = |replicas: u32| -> AddOnDeploymentConfig {
             serde_json::from_value(json!({
                 "apiVersion": "addon.open-cluster-management.io/v1alpha1",
@@ -738,20 +790,69 @@ mod tests {
     }
 
     #[test]
+    fn a_template_plans_the_addons_that_name_it_when_its_spec_changes() {
+        let config = json!([{"group": "addon.open-cluster-management.io",
+                             "resource": "addontemplates", "name": "t"}]);
+        let cmas = cmas_naming(&config);
+        let template = |image: &str, version: &str| -> StoredTemplate {
+            serde_json::from_value(json!({
+                "metadata": {"name": "t", "resourceVersion": version},
+                "spec": {"addonName": "by-default", "image": image}}))
+            .unwrap()
+        };
+        let users = BTreeSet::from(["by-own".to_owned()]);
+        let every = Dirty::addons(["by-default", "by-placement", "by-own"].map(String::from));
+        assert_eq!(
+            template_change(
+                &cmas,
+                &users,
+                Some(&template("a", "1")),
+                Some(&template("b", "2"))
+            ),
+            every
+        );
+        assert_eq!(
+            template_change(&cmas, &users, None, Some(&template("a", "1"))),
+            every
+        );
+        assert_eq!(
+            template_change(&cmas, &users, Some(&template("a", "1")), None),
+            every
+        );
+        // Metadata only (labels, a resourceVersion): nothing to plan.
+        assert!(
+            template_change(
+                &cmas,
+                &users,
+                Some(&template("a", "1")),
+                Some(&template("a", "2"))
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
     fn the_index_finds_an_addons_clusters_and_config_users() {
         let mut index = AddonIndex::default();
         let mut own = mca(json!({}));
         own.spec.configs = serde_json::from_value(json!([{
             "group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs",
-            "namespace": "c1", "name": "mine"}]))
+            "namespace": "c1", "name": "mine"}, {
+            "group": "addon.open-cluster-management.io", "resource": "addontemplates",
+            "name": "mine"}]))
         .unwrap();
         index.insert(&own);
         assert_eq!(index.names_on("c1"), ["hello"]);
         assert!(index.names_on("c2").is_empty());
         assert_eq!(
-            index.config_users("c1", "mine"),
+            index.config_users(DEPLOYMENT_CONFIGS, "c1", "mine"),
             BTreeSet::from(["hello".to_owned()])
         );
+        assert_eq!(
+            index.config_users(TEMPLATES, "", "mine"),
+            BTreeSet::from(["hello".to_owned()])
+        );
+        assert!(index.config_users(TEMPLATES, "c1", "mine").is_empty());
         index.remove(&own);
         assert_eq!(index.names().count(), 0);
     }

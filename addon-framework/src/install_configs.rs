@@ -22,7 +22,7 @@ use ocm_work::hub::rollout::{ClusterGroups, ClusterRolloutStatus, RolloutStatus,
 use serde_json::{Value, json};
 
 use crate::configs::ConfigRef;
-use crate::install_changes::{Dirty, is_deployment_config};
+use crate::install_changes::{Dirty, is_deployment_config, is_template};
 use crate::install_steps::{Caches, decisions_of, placements_of};
 
 /// The placement (of `cma`'s strategy) that selected `cluster` first, with its configs and
@@ -135,6 +135,11 @@ pub(crate) async fn configure_addon(
                 .deployment_configs
                 .get(&ObjectRef::new(&config.name).within(&config.namespace))
                 .and_then(|c| serde_json::to_value(c.as_ref()).ok())
+        } else if is_template(config) {
+            caches
+                .templates
+                .get(&ObjectRef::new(&config.name))
+                .and_then(|t| serde_json::to_value(t.as_ref()).ok())
         } else {
             *read_live = true;
             crate::config_fetch::fetch_config(client, config).await

@@ -7,7 +7,7 @@
 //! ServiceAccount, Role and RoleBinding ([`crate::token_infra`]).
 //!
 //! The controller reads caches fed by watches (ClusterManagementAddOns, ManagedClusterAddOns,
-//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs, and the token infrastructure's
+//! PlacementDecisions, ManagedClusters, AddOnDeploymentConfigs, AddOnTemplates, and the token infrastructure's
 //! ServiceAccounts, Roles and RoleBindings), writes only differences, and plans only what
 //! changed: each watch event names the addons it affects ([`crate::install_changes`]) — none
 //! for fields no step reads, such as an agent's `Available` — and a pass re-plans those addons
@@ -38,11 +38,12 @@ use tokio::time::Instant;
 use crate::install_changes::{self as changes, Dirty};
 use crate::install_steps::{Caches, UnknownAddonEvents};
 use crate::install_watch::{Changes, Watches};
+use crate::stored_template::StoredTemplate;
 
 pub use crate::install_steps::UNKNOWN_ADDON;
 
 /// How often addons whose configs are read from the hub without a watch (any config kind but
-/// AddOnDeploymentConfig, e.g. AddOnTemplate) are looked at again.
+/// AddOnDeploymentConfig and AddOnTemplate: an addon's own config CRD) are looked at again.
 const POLL: Duration = Duration::from_secs(30);
 
 /// How often every addon is planned again, whatever changed: the safety net for an event
@@ -142,6 +143,7 @@ async fn run_install_strategies_body(
                 .or(old)
                 .map(|c| {
                     pending.index.config_users(
+                        changes::DEPLOYMENT_CONFIGS,
                         c.metadata.namespace.as_deref().unwrap_or_default(),
                         c.metadata.name.as_deref().unwrap_or_default(),
                     )
@@ -149,6 +151,20 @@ async fn run_install_strategies_body(
                 .unwrap_or_default();
             changes::deployment_config_change(&cmas_seen.state(), &users, old, new)
         });
+    let cmas_seen = cmas.clone();
+    let (templates, template_feed) = watches.all::<StoredTemplate, _>(move |pending, old, new| {
+        let users = new
+            .or(old)
+            .map(|t| {
+                pending.index.config_users(
+                    changes::TEMPLATES,
+                    "",
+                    t.metadata.name.as_deref().unwrap_or_default(),
+                )
+            })
+            .unwrap_or_default();
+        changes::template_change(&cmas_seen.state(), &users, old, new)
+    });
     // The token infrastructure's objects only, by their label: each kind holds one object
     // per ManagedClusterAddOn of the token driver.
     let token_objects = watcher::Config::default().labels(&format!(
@@ -176,6 +192,7 @@ async fn run_install_strategies_body(
         decision_feed,
         cluster_feed,
         config_feed,
+        template_feed,
         account_feed,
         role_feed,
         binding_feed,
@@ -186,6 +203,7 @@ async fn run_install_strategies_body(
         decisions,
         clusters,
         deployment_configs,
+        templates,
         token_accounts,
         token_roles,
         token_bindings,
@@ -196,6 +214,7 @@ async fn run_install_strategies_body(
         let _ = caches.decisions.wait_until_ready().await;
         let _ = caches.clusters.wait_until_ready().await;
         let _ = caches.deployment_configs.wait_until_ready().await;
+        let _ = caches.templates.wait_until_ready().await;
         let _ = caches.token_accounts.wait_until_ready().await;
         let _ = caches.token_roles.wait_until_ready().await;
         let _ = caches.token_bindings.wait_until_ready().await;

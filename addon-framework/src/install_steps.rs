@@ -31,6 +31,8 @@ pub(crate) struct Caches {
     pub(crate) decisions: Store<PlacementDecision>,
     pub(crate) clusters: Store<ManagedCluster>,
     pub(crate) deployment_configs: Store<AddOnDeploymentConfig>,
+    /// AddOnTemplates, their specs as stored.
+    pub(crate) templates: Store<crate::stored_template::StoredTemplate>,
     /// The addon agents' ServiceAccounts of the token driver (label-selected: only those).
     pub(crate) token_accounts: Store<ServiceAccount>,
     /// The token driver's Roles (label-selected: only those).

@@ -26,6 +26,7 @@ mod install_watch;
 pub mod manager;
 mod mca_status;
 pub mod registration;
+mod stored_template;
 pub mod template;
 #[cfg(feature = "testing")]
 pub mod testing;

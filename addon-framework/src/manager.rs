@@ -60,8 +60,19 @@ const HOSTING_PRE_DELETE_FINALIZER: &str =
 const HOSTING_CLEANUP_FINALIZER: &str =
     ocm_api::addon::names::finalizers::HOSTING_MANIFESTS_CLEANUP;
 
-/// How often every addon is reconciled even without a change (works' status feeds health).
-const RESYNC: Duration = Duration::from_secs(30);
+/// How soon a pass that could not finish (a failed render, work write or permission write, a
+/// missing or invalid cluster) looks again without an event.
+const RETRY: Duration = Duration::from_secs(30);
+
+/// How often an addon that finished its pass is reconciled with no change seen, at the least
+/// (as upstream's informers resync every 10 minutes). Its own ManagedClusterAddOn, its works'
+/// status, its cluster's first sight and its configs (their spec hashes in the status) wake it
+/// at once; this only catches what an addon reads from elsewhere.
+const RESYNC: Duration = Duration::from_secs(600);
+
+/// Resyncs spread over this much more by the addon's namespace and name, so that a fleet
+/// reconciled together at the start does not come back as one wave.
+const RESYNC_SPREAD: Duration = Duration::from_secs(300);
 
 /// Runs addons' hub side: delivery, status and health.
 pub struct AddonManager {
@@ -385,7 +396,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         );
         if verdict.is_err() && !deleting {
             write_status(&ctx, &mca, &outcome).await?;
-            return Ok(Action::requeue(RESYNC));
+            return Ok(Action::requeue(RETRY));
         }
     }
     // Config check: nothing rendered until the hub's config pass says the addon is configured
@@ -673,7 +684,28 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         );
     }
     write_status(&ctx, &mca, &outcome).await?;
-    Ok(Action::requeue(RESYNC))
+    Ok(Action::requeue(next_pass_after(
+        &outcome.conditions,
+        &namespace,
+        &options.name,
+    )))
+}
+
+/// When a finished pass of the addon `name` on cluster `namespace` runs again without an
+/// event: soon ([`RETRY`]) when a step failed (its `ManifestApplied` or `RegistrationApplied`
+/// is False), else after [`RESYNC`] plus a share of [`RESYNC_SPREAD`] fixed by the names.
+fn next_pass_after(conditions: &[Condition], namespace: &str, name: &str) -> Duration {
+    let failed = conditions.iter().any(|c| {
+        (c.type_ == MANIFEST_APPLIED || c.type_ == REGISTRATION_APPLIED) && c.status == "False"
+    });
+    if failed {
+        return RETRY;
+    }
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (namespace, name).hash(&mut hasher);
+    let spread = u128::from(hasher.finish()) * RESYNC_SPREAD.as_millis() / u128::from(u64::MAX);
+    RESYNC + Duration::from_millis(u64::try_from(spread).unwrap_or_default())
 }
 
 /// The works of `manifests`: for the managed cluster, and (hosted mode, `hosting` named) for
@@ -1088,7 +1120,7 @@ async fn write_permissions(
 }
 
 /// Sets `condition` (one that stops this reconcile: nothing more is deployed), writes the
-/// status and comes back after the resync period.
+/// status and comes back after [`RETRY`].
 async fn settle(
     ctx: &Ctx,
     mca: &ManagedClusterAddOn,
@@ -1097,7 +1129,7 @@ async fn settle(
 ) -> Result<Action, ManagerError> {
     set_condition(&mut outcome.conditions, condition);
     write_status(ctx, mca, outcome).await?;
-    Ok(Action::requeue(RESYNC))
+    Ok(Action::requeue(RETRY))
 }
 
 /// Writes the manager's status fields when they changed, conditionally on the object's
@@ -1167,6 +1199,35 @@ mod tests {
                                       "spec": {}}),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_finished_pass_resyncs_late_and_spread_and_a_failed_one_soon() {
+        let applied = |status: &str| {
+            vec![condition(
+                MANIFEST_APPLIED,
+                status,
+                manifest_applied::APPLIED,
+                "",
+                None,
+            )]
+        };
+        let later = next_pass_after(&applied("True"), "c1", "hello");
+        assert!(later >= RESYNC && later < RESYNC + RESYNC_SPREAD);
+        assert_eq!(later, next_pass_after(&applied("True"), "c1", "hello"));
+        let spread: std::collections::BTreeSet<Duration> = (0..50)
+            .map(|i| next_pass_after(&[], &format!("cluster-{i}"), "hello"))
+            .collect();
+        assert!(spread.len() > 40, "{spread:?}");
+        assert_eq!(next_pass_after(&applied("False"), "c1", "hello"), RETRY);
+        let registration = vec![condition(
+            REGISTRATION_APPLIED,
+            "False",
+            registration_applied::SET_PERMISSION_FAILED,
+            "",
+            None,
+        )];
+        assert_eq!(next_pass_after(&registration, "c1", "hello"), RETRY);
     }
 
     #[test]

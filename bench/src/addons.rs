@@ -68,6 +68,25 @@ async fn list_and_watch_counts(
     Ok(scoped_request_counts(&metrics))
 }
 
+/// Every request the hub served so far, by verb and resource (with its subresource).
+async fn verb_counts(
+    admin: &kube::Client,
+) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+    let metrics = admin
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await
+        .context("reading the hub's /metrics")?;
+    let mut counts = std::collections::BTreeMap::new();
+    for sample in ocm_apiserver::metrics::request_counts(&metrics) {
+        let mut what = format!("{} {}", sample.label("verb"), sample.label("resource"));
+        if !sample.label("subresource").is_empty() {
+            what.push_str(&format!("/{}", sample.label("subresource")));
+        }
+        *counts.entry(what).or_default() += sample.value;
+    }
+    Ok(counts)
+}
+
 /// [`list_and_watch_counts`] of one `/metrics` document.
 fn scoped_request_counts(metrics: &str) -> std::collections::BTreeMap<(String, String), u64> {
     let mut counts = std::collections::BTreeMap::new();
@@ -198,12 +217,51 @@ pub async fn bench(args: BenchAddonsArgs) -> anyhow::Result<()> {
         install_rolled.since(&install_before)
     );
     if args.settle_seconds > 0 {
-        // A deliberate wait: the figure asked for is the RSS some time after the rollout.
+        let manager_pid = manager_process
+            .as_ref()
+            .and_then(crate::addon_manager::ManagerProcess::pid);
+        let manager_cpu = || manager_pid.map(crate::support::cpu_of);
+        let (_, hub_cpu_before) = process_usage();
+        let manager_cpu_before = manager_cpu();
+        let verbs_before = verb_counts(&admin).await?;
+        // A deliberate wait: the figures asked for are the RSS and the steady work some time
+        // after the rollout.
         tokio::time::sleep(std::time::Duration::from_secs(args.settle_seconds)).await;
         println!(
             "  install controller in the {} s after (agents' status writes only): {}",
             args.settle_seconds,
             InstallCounts::of(&install_stats).since(&install_rolled)
+        );
+        let seconds = args.settle_seconds as f64;
+        let (_, hub_cpu_after) = process_usage();
+        let share = |used: f64| used / seconds * 100.0;
+        let manager_share = match (manager_cpu_before, manager_cpu()) {
+            (Some(before), Some(after)) => {
+                format!(", addon manager {:.1} %", share(after - before))
+            }
+            _ => String::new(),
+        };
+        println!(
+            "  CPU in the {} s after, of one core: this process {:.1} %{manager_share}",
+            args.settle_seconds,
+            share(hub_cpu_after - hub_cpu_before),
+        );
+        let verbs_after = verb_counts(&admin).await?;
+        let served: Vec<String> = verbs_after
+            .iter()
+            .filter_map(|(verb, after)| {
+                let grown = after - verbs_before.get(verb).copied().unwrap_or(0);
+                (grown > 0).then(|| format!("{verb} {grown}"))
+            })
+            .collect();
+        println!(
+            "  requests the hub served in the {} s after: {}",
+            args.settle_seconds,
+            if served.is_empty() {
+                "none".to_owned()
+            } else {
+                served.join(", ")
+            }
         );
         let (rss_settled, _) = process_usage();
         println!(
