@@ -497,13 +497,11 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
         "{spec}"
     );
     // The operator hands the list to the registration agent, which chooses the hub.
-    let registration = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
-        spoke.client(),
-        AGENT_NS,
-    )
-    .get("klusterlet-registration-agent")
-    .await
-    .unwrap();
+    let registration =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(spoke.client(), AGENT_NS)
+            .get("klusterlet-registration-agent")
+            .await
+            .unwrap();
     let args = registration.spec.unwrap().template.spec.unwrap().containers[0]
         .args
         .clone()

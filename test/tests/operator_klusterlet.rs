@@ -834,11 +834,31 @@ async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
     }
     let work = deployment_args(&spoke.client(), AGENT_NS, "klusterlet-work-agent").await;
     assert!(
-        !work.iter().any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")),
+        !work
+            .iter()
+            .any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")),
         "{work:?}"
     );
-    // None works yet: the condition names each listed secret, and nothing is copied.
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+    // The API's least hubConnectionTimeoutSeconds is 180.
+    let short = json!({"spec": {"registrationConfiguration": {"bootstrapKubeConfigs": {
+        "type": "LocalSecrets",
+        "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                               "hubConnectionTimeoutSeconds": 60}}}}});
+    match klusterlets
+        .patch("klusterlet", &PatchParams::default(), &Patch::Merge(&short))
+        .await
+    {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            assert!(
+                status.message.contains("hubConnectionTimeoutSeconds"),
+                "{status:?}"
+            );
+        }
+        other => panic!("a 60 s timeout was not refused: {other:?}"),
+    }
+    // None works yet: the condition names each listed secret, and nothing is copied.
     let degraded = wait_for(&klusterlets, "klusterlet", "no listed secret works", |k| {
         k.status.as_ref().is_some_and(|s| {
             s.conditions.iter().any(|c| {

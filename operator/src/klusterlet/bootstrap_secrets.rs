@@ -155,7 +155,10 @@ mod tests {
         let (status, reason, message) = degraded_condition(&list, &Check::SecretMissing);
         assert_eq!(
             (status, reason.as_str()),
-            ("True", "BootstrapSecretFunctional,HubKubeConfigSecretMissing")
+            (
+                "True",
+                "BootstrapSecretFunctional,HubKubeConfigSecretMissing"
+            )
         );
         assert!(message.contains("secret hub-b: works"), "{message}");
         // Joined: no hub asked, the connection works, a missing listed secret is named.
@@ -169,7 +172,9 @@ mod tests {
             ("False", "HubConnectionFunctional")
         );
         assert!(
-            message.ends_with("listed in bootstrapKubeConfigs.localSecretsConfig but not found: hub-a"),
+            message.ends_with(
+                "listed in bootstrapKubeConfigs.localSecretsConfig but not found: hub-a"
+            ),
             "{message}"
         );
         let all_there = [listed("hub-b", None)];

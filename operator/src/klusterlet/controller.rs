@@ -42,12 +42,12 @@ use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
-use super::{bootstrap_secrets, hub_list};
 use super::render::{
     ADDON_NAMESPACE, Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, KLUSTERLET_LABEL, Mode,
     RenderInput, addon_namespace, addon_namespace_unused, agent_namespace, crds,
     hosted_managed_namespace, klusterlet_name, render, unwanted_managed_namespaces,
 };
+use super::{bootstrap_secrets, hub_list};
 use crate::apply::{
     apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
     settle_related,

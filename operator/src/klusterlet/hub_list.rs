@@ -80,14 +80,18 @@ mod tests {
     }
 
     fn listing(local: serde_json::Value) -> Klusterlet {
-        klusterlet(json!({"registrationConfiguration": {"bootstrapKubeConfigs": {
-            "type": "LocalSecrets", "localSecretsConfig": local}}}))
+        klusterlet(
+            json!({"registrationConfiguration": {"bootstrapKubeConfigs": {
+            "type": "LocalSecrets", "localSecretsConfig": local}}}),
+        )
     }
 
     #[test]
     fn the_list_and_the_timeout_become_the_agents_flags() {
-        let k = listing(json!({"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
-                               "hubConnectionTimeoutSeconds": 240}));
+        let k = listing(
+            json!({"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                               "hubConnectionTimeoutSeconds": 240}),
+        );
         assert_eq!(
             agent_args(&k),
             [
@@ -101,7 +105,10 @@ mod tests {
     fn the_timeout_defaults_to_600_and_never_goes_below_the_apis_minimum() {
         let unset = listing(json!({"kubeConfigSecrets": [{"name": "hub-a"}]}));
         assert_eq!(local_secrets(&unset).unwrap().timeout_seconds, 600);
-        assert_eq!(agent_args(&unset)[1], "--hub-connection-timeout-seconds=600");
+        assert_eq!(
+            agent_args(&unset)[1],
+            "--hub-connection-timeout-seconds=600"
+        );
         let below = listing(json!({"kubeConfigSecrets": [{"name": "hub-a"}],
                                    "hubConnectionTimeoutSeconds": 0}));
         assert_eq!(local_secrets(&below).unwrap().timeout_seconds, 180);
@@ -110,8 +117,10 @@ mod tests {
     #[test]
     fn no_list_no_flags() {
         assert!(agent_args(&klusterlet(json!({}))).is_empty());
-        let none = klusterlet(json!({"registrationConfiguration": {"bootstrapKubeConfigs": {
-            "type": "None", "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}]}}}}));
+        let none = klusterlet(
+            json!({"registrationConfiguration": {"bootstrapKubeConfigs": {
+            "type": "None", "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}]}}}}),
+        );
         assert!(local_secrets(&none).is_none());
         assert!(agent_args(&none).is_empty());
         // Asked for, but naming no secret: reported by the controller, nothing for the agent.

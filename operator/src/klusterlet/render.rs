@@ -439,12 +439,19 @@ mod tests {
                 "--agent-namespace=klusterlet",
                 "klusterlet-registration-agent",
             ),
-            ("SingletonHosted", "--agent-namespace=klusterlet", "klusterlet-agent"),
+            (
+                "SingletonHosted",
+                "--agent-namespace=klusterlet",
+                "klusterlet-agent",
+            ),
         ] {
             let k = klusterlet(json!({"clusterName": "c1", "deployOption": {"mode": mode},
                                       "registrationConfiguration": list}));
             for (name, args) in args_by_deployment(&k) {
-                assert!(args.contains(&namespace.to_owned()), "{mode} {name}: {args:?}");
+                assert!(
+                    args.contains(&namespace.to_owned()),
+                    "{mode} {name}: {args:?}"
+                );
                 let has = flags.map(|f| args.contains(&f.to_owned()));
                 if name == registering {
                     assert_eq!(has, [true, true], "{mode} {name}: {args:?}");
@@ -457,8 +464,10 @@ mod tests {
         let plain = klusterlet(json!({"clusterName": "c1"}));
         for (name, args) in args_by_deployment(&plain) {
             assert!(
-                !args.iter().any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")
-                    || a.starts_with("--hub-connection-timeout-seconds")),
+                !args
+                    .iter()
+                    .any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")
+                        || a.starts_with("--hub-connection-timeout-seconds")),
                 "{name}: {args:?}"
             );
         }
