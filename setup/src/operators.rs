@@ -126,8 +126,9 @@ pub struct KlusterletRequest<'a> {
     pub eviction_grace: Option<Duration>,
 }
 
-/// Several hubs for one Klusterlet (upstream's `MultipleHubs`, done by the klusterlet
-/// operator): `spec.registrationConfiguration.bootstrapKubeConfigs` of type `LocalSecrets`.
+/// Several hubs for one Klusterlet (upstream's `MultipleHubs`):
+/// `spec.registrationConfiguration.bootstrapKubeConfigs` of type `LocalSecrets`, which the
+/// klusterlet operator hands to the registration agent (the agent chooses the hub).
 #[derive(Clone, Copy, Debug)]
 pub struct SeveralHubs<'a> {
     /// The hubs' bootstrap kubeconfigs, in order of preference.

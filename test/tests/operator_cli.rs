@@ -405,8 +405,8 @@ fn the_operator_demo_runs_a_local_image_as_its_executable() {
 }
 
 /// `ocm join --operator` naming two hubs (embedded `ocm hub` processes): the Klusterlet lists a
-/// bootstrap kubeconfig secret per hub (`bootstrapKubeConfigs` of type LocalSecrets) and the
-/// cluster joins the first, its eviction grace in `workConfiguration`; a connection timeout
+/// bootstrap kubeconfig secret per hub (`bootstrapKubeConfigs` of type LocalSecrets), which
+/// the operator hands to the registration agent, and the cluster joins the first, its eviction grace in `workConfiguration`; a connection timeout
 /// below the Klusterlet API's 180 s is refused before anything is installed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
@@ -496,6 +496,22 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
         spec["workConfiguration"]["appliedManifestWorkEvictionGracePeriod"], "90m",
         "{spec}"
     );
+    // The operator hands the list to the registration agent, which chooses the hub.
+    let registration =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(spoke.client(), AGENT_NS)
+            .get("klusterlet-registration-agent")
+            .await
+            .unwrap();
+    let args = registration.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
+    for flag in [
+        "--bootstrap-kubeconfig-secrets=bootstrap-hub-kubeconfig-1,bootstrap-hub-kubeconfig-2",
+        "--hub-connection-timeout-seconds=180",
+    ] {
+        assert!(args.contains(&flag.to_owned()), "{args:?}");
+    }
     let (code, out, err) = ocm(
         home,
         &[

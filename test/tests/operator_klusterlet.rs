@@ -80,6 +80,36 @@ async fn wait_running(spoke: &SimulatedCluster, name: &str) {
         .unwrap();
 }
 
+/// A bootstrap kubeconfig naming a hub nobody answers at: a port that was free a moment ago.
+fn unreachable_bootstrap_kubeconfig() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let some_ca = rcgen::generate_simple_self_signed(vec!["hub".to_owned()])
+        .unwrap()
+        .cert
+        .pem();
+    ocm::commands::join::bootstrap_kubeconfig(
+        &format!("https://127.0.0.1:{port}"),
+        &some_ca,
+        "abcdef.0123456789abcdef",
+    )
+}
+
+/// The container args of Deployment `namespace/name`.
+async fn deployment_args(client: &kube::Client, namespace: &str, name: &str) -> Vec<String> {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap();
+    deployment.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default()
+}
+
 /// A hub, its bootstrap kubeconfig, and a simulated managed cluster with the klusterlet
 /// operator on it.
 async fn setup(
@@ -491,21 +521,7 @@ async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
     let home = dir.path();
     let operated = OperatedCluster::start(OCM, home, "c3").await.unwrap();
     let spoke = &operated.spoke;
-    // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let some_ca = rcgen::generate_simple_self_signed(vec!["hub".to_owned()])
-        .unwrap()
-        .cert
-        .pem();
-    let bootstrap = ocm::commands::join::bootstrap_kubeconfig(
-        &format!("https://127.0.0.1:{port}"),
-        &some_ca,
-        "abcdef.0123456789abcdef",
-    );
+    let bootstrap = unreachable_bootstrap_kubeconfig();
     write_bootstrap_secret(&spoke.client(), &bootstrap)
         .await
         .unwrap();
@@ -533,8 +549,9 @@ async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
 }
 
 /// A Hosted Klusterlet: its agents run on the management cluster (in the namespace named
-/// after the Klusterlet, with their secrets), reach the managed cluster through the external
-/// kubeconfig, join, apply a work there; deleting it cleans both clusters.
+/// after the Klusterlet, with their secrets — here two listed bootstrap kubeconfigs, of
+/// which the agent chooses the one whose hub answers), reach the managed cluster through the
+/// external kubeconfig, join, apply a work there; deleting it cleans both clusters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     let dir = tempfile::tempdir().unwrap();
@@ -561,18 +578,24 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
                                       "stringData": {"kubeconfig": kubeconfig}}))
         .unwrap()
     };
-    secrets
-        .create(
-            &PostParams::default(),
-            &secret("bootstrap-hub-kubeconfig", &bootstrap),
-        )
-        .await
-        .unwrap();
+    // Two hubs to choose from, listed in the agent namespace on the management cluster: the
+    // first answers nowhere.
+    for (name, kubeconfig) in [
+        ("hub-a", unreachable_bootstrap_kubeconfig()),
+        ("hub-b", bootstrap.clone()),
+    ] {
+        secrets
+            .create(&PostParams::default(), &secret(name, &kubeconfig))
+            .await
+            .unwrap();
+    }
     create_klusterlet(
         &mgmt,
         "klusterlet",
         json!({"clusterName": "c4", "deployOption": {"mode": "Hosted",
-            "reportHostingCluster": "Enable", "hosted": {"managementClusterName": "management"}}}),
+            "reportHostingCluster": "Enable", "hosted": {"managementClusterName": "management"}},
+            "registrationConfiguration": {"bootstrapKubeConfigs": {"type": "LocalSecrets",
+                "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}]}}}}),
     )
     .await
     .unwrap();
@@ -601,6 +624,21 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
         .await
         .unwrap();
     wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
+    // The agent got the list (and the default timeout) and chose the hub that answers, in
+    // its namespace on the management cluster.
+    let args = deployment_args(&mgmt, "klusterlet", "klusterlet-registration-agent").await;
+    for flag in [
+        "--agent-namespace=klusterlet",
+        "--bootstrap-kubeconfig-secrets=hub-a,hub-b",
+        "--hub-connection-timeout-seconds=600",
+    ] {
+        assert!(args.contains(&flag.to_owned()), "{args:?}");
+    }
+    let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
+    assert_eq!(
+        String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap(),
+        bootstrap
+    );
     // It reports where its agents run (the hub checks hosted addons against it).
     let clusters: Api<ocm_api::cluster::v1::ManagedCluster> = Api::all(hub.admin_client());
     wait_for(&clusters, "c4", "the hosting-cluster claim", |c| {
@@ -729,27 +767,17 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
 }
 
 /// `bootstrapKubeConfigs` LocalSecrets: of two listed bootstrap kubeconfigs, the first names
-/// a hub nobody answers at; the operator uses the second, and the cluster joins its hub.
+/// a hub nobody answers at. The operator hands the list and the timeout to the registration
+/// agent (its Deployment's args); while the second is missing the Klusterlet names both in
+/// `HubConnectionDegraded`; once it is there the agent chooses it, copies it into the
+/// bootstrap secret, and the cluster joins its hub.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
+async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let (hub, bootstrap, operated) = setup(home, "c5").await;
     let spoke = &operated.spoke;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let some_ca = rcgen::generate_simple_self_signed(vec!["hub".to_owned()])
-        .unwrap()
-        .cert
-        .pem();
-    let unreachable = ocm::commands::join::bootstrap_kubeconfig(
-        &format!("https://127.0.0.1:{port}"),
-        &some_ca,
-        "abcdef.0123456789abcdef",
-    );
+    let unreachable = unreachable_bootstrap_kubeconfig();
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
     Api::<Namespace>::all(spoke.client())
@@ -785,8 +813,52 @@ async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
     )
     .await
     .unwrap();
-    // None works yet: the condition names each listed secret, and nothing is copied.
+    // The registration agent gets the list and the timeout; the work agent does not.
+    let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
+    wait_for(
+        &deployments,
+        "klusterlet-work-agent",
+        "the agents' Deployments",
+        |_| true,
+    )
+    .await
+    .unwrap();
+    let registration =
+        deployment_args(&spoke.client(), AGENT_NS, "klusterlet-registration-agent").await;
+    for flag in [
+        "--bootstrap-kubeconfig-secrets=hub-a,hub-b",
+        "--hub-connection-timeout-seconds=180",
+        "--agent-namespace=open-cluster-management-agent",
+    ] {
+        assert!(registration.contains(&flag.to_owned()), "{registration:?}");
+    }
+    let work = deployment_args(&spoke.client(), AGENT_NS, "klusterlet-work-agent").await;
+    assert!(
+        !work
+            .iter()
+            .any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")),
+        "{work:?}"
+    );
     let klusterlets: Api<Klusterlet> = Api::all(spoke.client());
+    // The API's least hubConnectionTimeoutSeconds is 180.
+    let short = json!({"spec": {"registrationConfiguration": {"bootstrapKubeConfigs": {
+        "type": "LocalSecrets",
+        "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                               "hubConnectionTimeoutSeconds": 60}}}}});
+    match klusterlets
+        .patch("klusterlet", &PatchParams::default(), &Patch::Merge(&short))
+        .await
+    {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            assert!(
+                status.message.contains("hubConnectionTimeoutSeconds"),
+                "{status:?}"
+            );
+        }
+        other => panic!("a 60 s timeout was not refused: {other:?}"),
+    }
+    // None works yet: the condition names each listed secret, and nothing is copied.
     let degraded = wait_for(&klusterlets, "klusterlet", "no listed secret works", |k| {
         k.status.as_ref().is_some_and(|s| {
             s.conditions.iter().any(|c| {
@@ -820,9 +892,28 @@ async fn local_secrets_bootstrap_with_the_first_hub_that_works() {
     accept_and_wait_available(&hub.admin_client(), "c5")
         .await
         .unwrap();
+    // The agent copied the second one; the operator wrote no bootstrap secret of its own.
     let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
+    let writers: Vec<String> = chosen
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|f| f.manager.clone())
+        .collect();
+    assert!(
+        !writers.iter().any(|m| m == "klusterlet-operator"),
+        "{writers:?}"
+    );
     let chosen = String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert_eq!(chosen, bootstrap);
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "False",
+        "HubConnectionFunctional",
+    )
+    .await;
     operated.stop().await;
 }
 

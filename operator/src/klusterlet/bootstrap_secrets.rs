@@ -1,318 +1,186 @@
-//! `bootstrapKubeConfigs` of type LocalSecrets: an ordered list of bootstrap kubeconfig
-//! secrets in the agent namespace. The operator copies the first one that works (the hub
-//! lets it register) into `bootstrap-hub-kubeconfig`, and when the agent has lost its hub
-//! (its hub kubeconfig refused or unreachable) for `hubConnectionTimeoutSeconds` (default
-//! 600), switches to the next one that works and removes the hub kubeconfig secret, so the
-//! agent registers again with the other hub. "Lost" counts from when a connection that worked
-//! started failing ([`HUB_LOST_ANNOTATION`]): a cluster still waiting to be accepted is never
-//! moved.
-
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use ocm_api::operator::v1::{BootstrapKubeConfigsType, Klusterlet};
+//! What the Klusterlet says about its `bootstrapKubeConfigs` LocalSecrets list
+//! ([`super::hub_list`]). The registration agent chooses among the listed secrets and moves
+//! between their hubs; the operator only checks the list so that a bad one shows on the
+//! Klusterlet, in `HubConnectionDegraded`:
+//!
+//! - while the hub kubeconfig does not work, each listed secret is read and its hub asked
+//!   whether its credentials may register (as for `bootstrap-hub-kubeconfig` without a
+//!   list); the bootstrap half of the reason is `BootstrapSecretFunctional` when one works,
+//!   else `BootstrapSecretMissing` (none found), `BootstrapSecretUnauthorized` (a hub refused
+//!   or did not answer) or `BootstrapSecretError`, and the message names every listed secret
+//!   and what was found ("no secret of bootstrapKubeConfigs.localSecretsConfig works (secret
+//!   a: …; secret b: not found)");
+//! - once the hub kubeconfig works (`HubConnectionFunctional`), no hub is asked; listed
+//!   secrets that are missing are still named in the message.
 
 use super::hub_connection::{
-    BOOTSTRAP_SECRET, Check, HUB_SECRET, check_bootstrap_kubeconfig, read_kubeconfig,
+    Check, check_bootstrap_kubeconfig, degraded_condition_with, read_kubeconfig,
 };
 
-/// Default `hubConnectionTimeoutSeconds`.
-const DEFAULT_TIMEOUT_SECONDS: i32 = 600;
+/// Where the list is, in words.
+const LIST: &str = "bootstrapKubeConfigs.localSecretsConfig";
 
-/// The LocalSecrets list and timeout, when the Klusterlet asks for them.
-pub fn local_secrets(klusterlet: &Klusterlet) -> Option<(Vec<String>, Duration)> {
-    let configs = klusterlet
-        .spec
-        .registration_configuration
-        .as_ref()?
-        .bootstrap_kube_configs
-        .as_ref()?;
-    if configs.r#type != BootstrapKubeConfigsType::LocalSecrets {
-        return None;
-    }
-    let local = configs.local_secrets_config.as_ref()?;
-    let names: Vec<String> = local
-        .kube_config_secrets
-        .iter()
-        .map(|s| s.name.clone())
-        .filter(|n| !n.is_empty())
-        .collect();
-    let seconds = local
-        .hub_connection_timeout_seconds
-        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
-        .max(0);
-    Some((
-        names,
-        Duration::from_secs(u64::try_from(seconds).unwrap_or(600)),
-    ))
-}
+/// One listed secret as found: `None` when it holds a kubeconfig whose hub was not asked.
+pub type Listed = (String, Option<Check>);
 
-/// One listed secret as found: its kubeconfig, and whether its hub lets it register.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    /// The kubeconfig (`None`: the secret or its key is missing).
-    pub kubeconfig: Option<String>,
-    /// Whether it works.
-    pub works: bool,
-}
-
-/// Which candidate to copy into `bootstrap-hub-kubeconfig`, if any: the first working one
-/// when there is no bootstrap kubeconfig yet; the first working one other than the current
-/// once the hub has been lost for `timeout` (`lost_for`); else none (keep the current one).
-pub fn choose(
-    current: Option<&str>,
-    candidates: &[Candidate],
-    lost_for: Option<Duration>,
-    timeout: Duration,
-) -> Option<usize> {
-    let working = |c: &Candidate| c.works && c.kubeconfig.is_some();
-    match current {
-        None => candidates.iter().position(working),
-        Some(current) if lost_for.is_some_and(|d| d >= timeout) => candidates
-            .iter()
-            .position(|c| working(c) && c.kubeconfig.as_deref() != Some(current)),
-        Some(_) => None,
-    }
-}
-
-/// Annotation on the Klusterlet: since when the agent has been without the hub it was
-/// connected to (set when a working hub connection starts failing, removed when it works
-/// again or the operator moves the agent to another hub).
-pub const HUB_LOST_ANNOTATION: &str =
-    "operator.open-cluster-management.io/hub-connection-lost-since";
-
-/// What [`HUB_LOST_ANNOTATION`] should become: `Some(Some(t))` set to `t`, `Some(None)`
-/// removed, `None` left as it is. `was_connected`: the last status said the hub connection
-/// worked.
-pub fn lost_marker(
-    current: Option<&str>,
-    hub: &Check,
-    was_connected: bool,
-    now: jiff::Timestamp,
-) -> Option<Option<String>> {
-    let failing = matches!(hub, Check::Unauthorized(_) | Check::Error(_));
-    match (current, failing) {
-        (Some(_), false) if *hub == Check::Functional => Some(None),
-        (None, true) if was_connected => Some(Some(now.to_string())),
-        _ => None,
-    }
-}
-
-/// How long the agent has been without its hub, per [`HUB_LOST_ANNOTATION`].
-pub fn lost_for(klusterlet: &Klusterlet, now: jiff::Timestamp) -> Option<Duration> {
-    let since: jiff::Timestamp = klusterlet
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(HUB_LOST_ANNOTATION)?
-        .parse()
-        .ok()?;
-    Some(now.duration_since(since).unsigned_abs())
-}
-
-/// Keeps [`HUB_LOST_ANNOTATION`] up to date; `value` as [`lost_marker`] says.
-async fn mark_lost(
+/// Reads the listed secrets `names` in `namespace`; with `probe`, asks each one's hub whether
+/// it lets its credentials register.
+pub async fn check_list(
     client: &kube::Client,
-    klusterlet: &Klusterlet,
-    value: Option<String>,
-) -> Result<(), kube::Error> {
-    let name = klusterlet.metadata.name.clone().unwrap_or_default();
-    let patch = serde_json::json!({"metadata": {"annotations": {HUB_LOST_ANNOTATION: value}}});
-    Api::<Klusterlet>::all(client.clone())
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+    namespace: &str,
+    names: &[String],
+    probe: bool,
+) -> Result<Vec<Listed>, kube::Error> {
+    let mut found = Vec::new();
+    for name in names {
+        let check = match read_kubeconfig(client, namespace, name).await? {
+            None => Some(Check::SecretMissing),
+            Some(yaml) if probe => Some(check_bootstrap_kubeconfig(&yaml).await),
+            Some(_) => None,
+        };
+        found.push((name.clone(), check));
+    }
+    Ok(found)
 }
 
-/// What [`select`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selection {
-    /// Nothing to do (no LocalSecrets, or the current bootstrap kubeconfig stays).
-    Kept,
-    /// A listed secret was copied into `bootstrap-hub-kubeconfig`.
-    Switched,
-    /// A listed secret was needed (no bootstrap kubeconfig yet, or the hub lost for the
-    /// timeout) and none works: each secret and why, for the Klusterlet's condition.
-    NoneWorks(String),
+/// What was found about one listed secret, in words.
+fn describe(check: Option<&Check>) -> &str {
+    match check {
+        None => "present",
+        Some(Check::SecretMissing) => "not found, or no kubeconfig key",
+        Some(Check::KubeconfigMissing(m) | Check::Error(m) | Check::Unauthorized(m)) => m,
+        Some(Check::Functional) => "works",
+    }
 }
 
-/// "secret a: why; secret b: why" of the listed secrets that were probed and not chosen.
-pub fn describe(names: &[String], problems: &[Option<String>]) -> String {
-    names
+/// "secret a: …; secret b: …" for every listed secret.
+fn details(listed: &[Listed]) -> String {
+    listed
         .iter()
-        .zip(problems)
-        .map(|(name, problem)| {
-            format!(
-                "secret {name}: {}",
-                problem.as_deref().unwrap_or("the one in use")
-            )
-        })
+        .map(|(name, check)| format!("secret {name}: {}", describe(check.as_ref())))
         .collect::<Vec<_>>()
         .join("; ")
 }
 
-/// Applies the LocalSecrets choice in `namespace`.
-pub async fn select(
-    client: &kube::Client,
-    namespace: &str,
-    klusterlet: &Klusterlet,
-    hub: &Check,
-) -> Result<Selection, kube::Error> {
-    let Some((names, timeout)) = local_secrets(klusterlet) else {
-        return Ok(Selection::Kept);
-    };
-    let now = jiff::Timestamp::now();
-    let was_connected = klusterlet.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "HubConnectionDegraded" && c.status == "False")
-    });
-    let marker = klusterlet
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(HUB_LOST_ANNOTATION))
-        .map(String::as_str);
-    if let Some(value) = lost_marker(marker, hub, was_connected, now) {
-        // The change comes back as a new reconcile.
-        mark_lost(client, klusterlet, value).await?;
-        return Ok(Selection::Kept);
+/// The bootstrap half of `HubConnectionDegraded` for a probed list: `(reason, message)`.
+pub fn list_verdict(listed: &[Listed]) -> (&'static str, String) {
+    let checks: Vec<&Check> = listed.iter().filter_map(|(_, c)| c.as_ref()).collect();
+    if checks.contains(&&Check::Functional) {
+        return (
+            "BootstrapSecretFunctional",
+            format!("a secret of {LIST} works ({})", details(listed)),
+        );
     }
-    let current = read_kubeconfig(client, namespace, BOOTSTRAP_SECRET).await?;
-    let lost = lost_for(klusterlet, now);
-    if current.is_some() && lost.is_none_or(|d| d < timeout) {
-        return Ok(Selection::Kept);
-    }
-    let mut candidates = Vec::new();
-    let mut problems = Vec::new();
-    for name in &names {
-        let kubeconfig = read_kubeconfig(client, namespace, name).await?;
-        let problem = match &kubeconfig {
-            Some(yaml) if Some(yaml) == current.as_ref() => None,
-            Some(yaml) => match check_bootstrap_kubeconfig(yaml).await {
-                Check::Functional => None,
-                Check::Error(m) | Check::Unauthorized(m) | Check::KubeconfigMissing(m) => Some(m),
-                Check::SecretMissing => Some("not found".to_owned()),
-            },
-            None => Some("not found, or no kubeconfig key".to_owned()),
-        };
-        let works = kubeconfig.is_some() && problem.is_none();
-        candidates.push(Candidate { kubeconfig, works });
-        problems.push(problem);
-    }
-    let Some(chosen) = choose(current.as_deref(), &candidates, lost, timeout) else {
-        return Ok(Selection::NoneWorks(describe(&names, &problems)));
+    let reason = if checks.iter().all(|c| **c == Check::SecretMissing) {
+        "BootstrapSecretMissing"
+    } else if checks.iter().any(|c| matches!(c, Check::Unauthorized(_))) {
+        "BootstrapSecretUnauthorized"
+    } else {
+        "BootstrapSecretError"
     };
-    let Some(kubeconfig) = candidates[chosen].kubeconfig.clone() else {
-        return Ok(Selection::Kept);
+    let message = if listed.is_empty() {
+        format!("no secret of {LIST} works: the list names no secret")
+    } else {
+        format!("no secret of {LIST} works ({})", details(listed))
     };
-    tracing::info!(secret = %names[chosen], namespace, "using bootstrap kubeconfig");
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(BOOTSTRAP_SECRET.to_owned()),
-            namespace: Some(namespace.to_owned()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([(
-            "kubeconfig".to_owned(),
-            ByteString(kubeconfig.into_bytes()),
-        )])),
-        ..Default::default()
-    };
-    let mut value = serde_json::to_value(&secret).unwrap_or_default();
-    value["apiVersion"] = "v1".into();
-    value["kind"] = "Secret".into();
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    secrets
-        .patch(
-            BOOTSTRAP_SECRET,
-            &PatchParams::apply("klusterlet-operator").force(),
-            &Patch::Apply(&value),
-        )
-        .await?;
-    if current.is_some() {
-        match secrets.delete(HUB_SECRET, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(err) => return Err(err),
-        }
-        // The clock restarts once the agent has connected to the new hub.
-        mark_lost(client, klusterlet, None).await?;
+    (reason, message)
+}
+
+/// `HubConnectionDegraded` for a Klusterlet with a list: `listed` as [`check_list`] found it
+/// (probed unless `hub` is functional). `(status, reason, message)`.
+pub fn degraded_condition(listed: &[Listed], hub: &Check) -> (&'static str, String, String) {
+    let (status, reason, mut message) = degraded_condition_with(list_verdict(listed), hub);
+    let missing: Vec<&str> = listed
+        .iter()
+        .filter(|(_, check)| *check == Some(Check::SecretMissing))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if status == "False" && !missing.is_empty() {
+        message = format!(
+            "{message}; listed in {LIST} but not found: {}",
+            missing.join(", ")
+        );
     }
-    Ok(Selection::Switched)
+    (status, reason, message)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn candidate(kubeconfig: &str, works: bool) -> Candidate {
-        Candidate {
-            kubeconfig: Some(kubeconfig.to_owned()),
-            works,
-        }
+    fn listed(name: &str, check: Option<Check>) -> Listed {
+        (name.to_owned(), check)
     }
 
     #[test]
-    fn the_clock_starts_only_when_a_working_connection_fails() {
-        let now = jiff::Timestamp::now();
-        let refused = Check::Unauthorized("403".into());
-        // Never connected (waiting for acceptance): no clock.
-        assert_eq!(lost_marker(None, &refused, false, now), None);
-        assert_eq!(
-            lost_marker(None, &refused, true, now),
-            Some(Some(now.to_string()))
-        );
-        // Already running: left alone while failing, removed once it works again.
-        assert_eq!(lost_marker(Some("t"), &refused, true, now), None);
-        assert_eq!(
-            lost_marker(Some("t"), &Check::Functional, true, now),
-            Some(None)
-        );
-        assert_eq!(lost_marker(None, &Check::Functional, true, now), None);
-    }
-
-    #[test]
-    fn every_listed_secret_is_described() {
-        let names = ["a".to_owned(), "b".to_owned()];
-        assert_eq!(
-            describe(&names, &[Some("not found".into()), None]),
-            "secret a: not found; secret b: the one in use"
-        );
-    }
-
-    #[test]
-    fn the_first_working_secret_wins_and_a_lost_hub_moves_to_the_next() {
+    fn none_usable_names_every_listed_secret() {
         let list = [
-            candidate("a", false),
-            candidate("b", true),
-            candidate("c", true),
+            listed(
+                "hub-a",
+                Some(Check::Unauthorized("hub unreachable: refused".into())),
+            ),
+            listed("hub-b", Some(Check::SecretMissing)),
         ];
-        let timeout = Duration::from_secs(600);
-        assert_eq!(choose(None, &list, None, timeout), Some(1));
-        // Joined with b: kept while the hub answers or was lost for less than the timeout.
-        assert_eq!(choose(Some("b"), &list, None, timeout), None);
+        let (status, reason, message) = degraded_condition(&list, &Check::SecretMissing);
+        assert_eq!(status, "True");
         assert_eq!(
-            choose(Some("b"), &list, Some(Duration::from_secs(599)), timeout),
-            None
+            reason,
+            "BootstrapSecretUnauthorized,HubKubeConfigSecretMissing"
         );
+        assert!(
+            message.starts_with(
+                "no secret of bootstrapKubeConfigs.localSecretsConfig works (secret hub-a: hub \
+                 unreachable: refused; secret hub-b: not found"
+            ),
+            "{message}"
+        );
+        let gone = [listed("hub-a", Some(Check::SecretMissing))];
         assert_eq!(
-            choose(Some("b"), &list, Some(Duration::from_secs(600)), timeout),
-            Some(2)
+            degraded_condition(&gone, &Check::SecretMissing).1,
+            "BootstrapSecretMissing,HubKubeConfigSecretMissing"
         );
-        // Nothing else works: keep the current one.
-        let alone = [candidate("a", false), candidate("b", true)];
+        let malformed = [listed("hub-a", Some(Check::Error("bad yaml".into())))];
+        assert_eq!(list_verdict(&malformed).0, "BootstrapSecretError");
+        let (reason, message) = list_verdict(&[]);
+        assert_eq!(reason, "BootstrapSecretMissing");
+        assert!(message.contains("names no secret"), "{message}");
+    }
+
+    #[test]
+    fn one_working_secret_is_enough_and_missing_ones_are_still_named() {
+        let list = [
+            listed("hub-a", Some(Check::SecretMissing)),
+            listed("hub-b", Some(Check::Functional)),
+        ];
+        let (status, reason, message) = degraded_condition(&list, &Check::SecretMissing);
         assert_eq!(
-            choose(Some("b"), &alone, Some(Duration::from_secs(900)), timeout),
-            None
+            (status, reason.as_str()),
+            (
+                "True",
+                "BootstrapSecretFunctional,HubKubeConfigSecretMissing"
+            )
         );
-        let missing = [Candidate {
-            kubeconfig: None,
-            works: false,
-        }];
-        assert_eq!(choose(None, &missing, None, timeout), None);
+        assert!(message.contains("secret hub-b: works"), "{message}");
+        // Joined: no hub asked, the connection works, a missing listed secret is named.
+        let joined = [
+            listed("hub-a", Some(Check::SecretMissing)),
+            listed("hub-b", None),
+        ];
+        let (status, reason, message) = degraded_condition(&joined, &Check::Functional);
+        assert_eq!(
+            (status, reason.as_str()),
+            ("False", "HubConnectionFunctional")
+        );
+        assert!(
+            message.ends_with(
+                "listed in bootstrapKubeConfigs.localSecretsConfig but not found: hub-a"
+            ),
+            "{message}"
+        );
+        let all_there = [listed("hub-b", None)];
+        assert_eq!(
+            degraded_condition(&all_there, &Check::Functional).2,
+            "Hub kubeconfig secret works"
+        );
     }
 }

@@ -20,7 +20,9 @@
 //! deleted before that has nothing there and goes at once; after it, the cleanup there gives
 //! up on an unreachable managed cluster after 5 minutes.
 //!
-//! `bootstrapKubeConfigs` LocalSecrets: see [`super::bootstrap_secrets`].
+//! `bootstrapKubeConfigs` LocalSecrets: the registration agent is given the list and chooses
+//! the hub ([`super::hub_list`]); the controller reports on the list in
+//! `HubConnectionDegraded` ([`super::bootstrap_secrets`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,13 +41,13 @@ use ocm_runtime::conditions::{condition, set_condition};
 use ocm_runtime::shutdown::Shutdown;
 use serde_json::{Value, json};
 
-use super::bootstrap_secrets::Selection;
 use super::hub_connection::{self, BOOTSTRAP_SECRET, Check, HUB_SECRET};
 use super::render::{
     ADDON_NAMESPACE, Agent, EXTERNAL_MANAGED_KUBECONFIG, HubSecret, KLUSTERLET_LABEL, Mode,
     RenderInput, addon_namespace, addon_namespace_unused, agent_namespace, crds,
     hosted_managed_namespace, klusterlet_name, render, unwanted_managed_namespaces,
 };
+use super::{bootstrap_secrets, hub_list};
 use crate::apply::{
     apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
     settle_related,
@@ -544,14 +546,22 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         "KlusterletPrepared",
         "Klusterlet is ready to apply",
     );
-    let (mut hub, mut hub_secret) =
+    let (hub, hub_secret) =
         hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
-    let selection = super::bootstrap_secrets::select(&ctx.client, &namespace, &k, &hub).await?;
-    if selection == Selection::Switched {
-        (hub, hub_secret) =
-            hub_connection::check_hub(&ctx.client, &namespace, &k.spec.cluster_name).await?;
-    }
-    let bootstrap = hub_connection::check_bootstrap(&ctx.client, &namespace).await?;
+    // With a list of bootstrap secrets the agent chooses among them; the listed ones are
+    // checked instead of the one it copies into `bootstrap-hub-kubeconfig`.
+    let hub_degraded = match hub_list::local_secrets(&k) {
+        Some(list) => {
+            let probe = hub != Check::Functional;
+            let listed =
+                bootstrap_secrets::check_list(&ctx.client, &namespace, &list.names, probe).await?;
+            bootstrap_secrets::degraded_condition(&listed, &hub)
+        }
+        None => {
+            let bootstrap = hub_connection::check_bootstrap(&ctx.client, &namespace).await?;
+            hub_connection::degraded_condition(&bootstrap, &hub)
+        }
+    };
     let nodes = control_plane_nodes(&ctx.client).await;
     let objects = render(&RenderInput {
         klusterlet: &k,
@@ -596,12 +606,7 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
         }
         Some(err) => set("Applied", "False", "ManagedClusterResourceApplyFailed", err),
     }
-    let (status, reason, mut message) = hub_connection::degraded_condition(&bootstrap, &hub);
-    if let Selection::NoneWorks(problems) = &selection {
-        message = format!(
-            "{message}; no secret of bootstrapKubeConfigs.localSecretsConfig works ({problems})"
-        );
-    }
+    let (status, reason, message) = hub_degraded;
     set("HubConnectionDegraded", status, &reason, &message);
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let mut live = Vec::new();

@@ -41,14 +41,13 @@ pub enum Check {
 
 /// `HubConnectionDegraded` from the two checks: `(status, reason, message)`.
 pub fn degraded_condition(bootstrap: &Check, hub: &Check) -> (&'static str, String, String) {
-    if *hub == Check::Functional {
-        return (
-            "False",
-            "HubConnectionFunctional".into(),
-            "Hub kubeconfig secret works".into(),
-        );
-    }
-    let (bootstrap_reason, bootstrap_message) = match bootstrap {
+    degraded_condition_with(bootstrap_verdict(bootstrap), hub)
+}
+
+/// The bootstrap half of `HubConnectionDegraded` for the bootstrap secret: `(reason,
+/// message)`.
+pub fn bootstrap_verdict(bootstrap: &Check) -> (&'static str, String) {
+    match bootstrap {
         Check::SecretMissing => (
             "BootstrapSecretMissing",
             format!("the bootstrap secret {BOOTSTRAP_SECRET} does not exist"),
@@ -65,7 +64,22 @@ pub fn degraded_condition(bootstrap: &Check, hub: &Check) -> (&'static str, Stri
             "BootstrapSecretFunctional",
             "the bootstrap kubeconfig works".to_owned(),
         ),
-    };
+    }
+}
+
+/// `HubConnectionDegraded` from the bootstrap half (`(reason, message)`, from
+/// [`bootstrap_verdict`] or a list of bootstrap secrets) and the hub kubeconfig's check.
+pub fn degraded_condition_with(
+    (bootstrap_reason, bootstrap_message): (&'static str, String),
+    hub: &Check,
+) -> (&'static str, String, String) {
+    if *hub == Check::Functional {
+        return (
+            "False",
+            "HubConnectionFunctional".into(),
+            "Hub kubeconfig secret works".into(),
+        );
+    }
     let (hub_reason, hub_message) = match hub {
         Check::SecretMissing => (
             "HubKubeConfigSecretMissing",

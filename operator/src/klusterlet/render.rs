@@ -19,6 +19,9 @@
 //! kubeconfig in Secret `external-managed-kubeconfig` there (mounted, `--hosted
 //! --spoke-kubeconfig`), and on the management cluster they may only use their secrets.
 //!
+//! With `bootstrapKubeConfigs` of type LocalSecrets the registering agent is given the list of
+//! bootstrap kubeconfig secrets and the hub connection timeout ([`super::hub_list`]).
+//!
 //! The work agent needs the cluster's name: `spec.clusterName`, else the name the registration
 //! agent stored in the hub kubeconfig secret. Until that secret holds credentials the work
 //! agent runs no replicas (upstream does the same).
@@ -137,6 +140,8 @@ fn args(input: &RenderInput<'_>, agent: Agent, namespace: &str) -> Vec<String> {
     }
     if agent.registers() {
         args.push(format!("--metrics-addr=0.0.0.0:{METRICS_PORT}"));
+        // Several hubs: the agent chooses among the listed bootstrap kubeconfig secrets.
+        args.extend(super::hub_list::agent_args(input.klusterlet));
         if let Some(registration) = &spec.registration_configuration {
             if let Some(seconds) = registration.client_cert_expiration_seconds {
                 args.push(format!("--client-cert-expiration-seconds={seconds}"));
@@ -383,6 +388,89 @@ mod tests {
             .iter()
             .filter(|o| o["kind"] == "Deployment")
             .collect()
+    }
+
+    /// The container args of each rendered Deployment, by Deployment name.
+    fn args_by_deployment(k: &Klusterlet) -> Vec<(String, Vec<String>)> {
+        let objects = render(&RenderInput {
+            klusterlet: k,
+            image: "ocm:1",
+            control_plane_nodes: 1,
+            hub_secret: &HubSecret::default(),
+        });
+        deployments(&objects)
+            .iter()
+            .map(|d| {
+                let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect();
+                (d["metadata"]["name"].as_str().unwrap().to_owned(), args)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_registering_agent_gets_the_list_of_hubs_in_every_mode() {
+        let list = json!({"bootstrapKubeConfigs": {"type": "LocalSecrets",
+            "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                                   "hubConnectionTimeoutSeconds": 300}}});
+        let flags = [
+            "--bootstrap-kubeconfig-secrets=hub-a,hub-b",
+            "--hub-connection-timeout-seconds=300",
+        ];
+        for (mode, namespace, registering) in [
+            (
+                "Default",
+                "--agent-namespace=open-cluster-management-agent",
+                "klusterlet-registration-agent",
+            ),
+            (
+                "Singleton",
+                "--agent-namespace=open-cluster-management-agent",
+                "klusterlet-agent",
+            ),
+            // Hosted: the agent runs on the management cluster and reads the listed secrets
+            // in the namespace named after the Klusterlet, there.
+            (
+                "Hosted",
+                "--agent-namespace=klusterlet",
+                "klusterlet-registration-agent",
+            ),
+            (
+                "SingletonHosted",
+                "--agent-namespace=klusterlet",
+                "klusterlet-agent",
+            ),
+        ] {
+            let k = klusterlet(json!({"clusterName": "c1", "deployOption": {"mode": mode},
+                                      "registrationConfiguration": list}));
+            for (name, args) in args_by_deployment(&k) {
+                assert!(
+                    args.contains(&namespace.to_owned()),
+                    "{mode} {name}: {args:?}"
+                );
+                let has = flags.map(|f| args.contains(&f.to_owned()));
+                if name == registering {
+                    assert_eq!(has, [true, true], "{mode} {name}: {args:?}");
+                } else {
+                    assert_eq!(has, [false, false], "{mode} {name}: {args:?}");
+                }
+            }
+        }
+        // Without a list: none of these flags.
+        let plain = klusterlet(json!({"clusterName": "c1"}));
+        for (name, args) in args_by_deployment(&plain) {
+            assert!(
+                !args
+                    .iter()
+                    .any(|a| a.starts_with("--bootstrap-kubeconfig-secrets")
+                        || a.starts_with("--hub-connection-timeout-seconds")),
+                "{name}: {args:?}"
+            );
+        }
     }
 
     #[test]
