@@ -478,7 +478,11 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = ocm(home, &args).await;
     assert_eq!(code, 0, "ocm join --operator failed:\n{out}\n{err}");
-    assert!(out.contains("cluster c1 asked to join the hub"), "{out}");
+    // --wait watches both hubs; the agent chose the first, which answers.
+    assert!(
+        out.contains(&format!("cluster c1 asked to join the hub {}", hubs[0].0)),
+        "{out}"
+    );
     let klusterlet = Api::<Klusterlet>::all(spoke.client())
         .get("klusterlet")
         .await

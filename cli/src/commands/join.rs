@@ -113,7 +113,6 @@ async fn join_with_operator(
     use ocm_setup::operators::{
         KlusterletRequest, SeveralHubs, install_klusterlet, install_klusterlet_operator,
     };
-    use ocm_setup::wait::wait_until;
     let Some(bootstrap) = hubs.first() else {
         bail!("no hub to join");
     };
@@ -160,15 +159,39 @@ async fn join_with_operator(
         args.image
     );
     if args.wait {
-        let hub = ocm_runtime::kubeconfig::client_from_yaml(bootstrap).await?;
-        let clusters: Api<ManagedCluster> = Api::all(hub);
-        wait_until(clusters, cluster_name, std::time::Duration::from_secs(args.timeout), |_| true)
-            .await
-            .context("waiting for the agent to register (kubectl get klusterlet klusterlet -o yaml on the managed cluster)")?;
-        println!("cluster {cluster_name} asked to join the hub");
+        let timeout = std::time::Duration::from_secs(args.timeout);
+        let hub = registered_on(hubs, cluster_name, timeout).await.context(
+            "waiting for the agent to register (kubectl get klusterlet klusterlet -o yaml on the managed cluster)",
+        )?;
+        println!("cluster {cluster_name} asked to join the hub {hub}");
     }
     println!("On the hub, accept it with: ocm accept --clusters {cluster_name}");
     Ok(())
+}
+
+/// The server of the first of `hubs` (bootstrap kubeconfigs) on which ManagedCluster
+/// `cluster_name` appears within `timeout`: the agent registers with whichever hub it chose,
+/// so every hub is watched at once (one out of reach only fails its own watch).
+async fn registered_on(
+    hubs: &[String],
+    cluster_name: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<String> {
+    let mut waits = Vec::new();
+    for bootstrap in hubs {
+        let config = ocm_runtime::kubeconfig::parse(bootstrap)?;
+        let server = ocm_runtime::kubeconfig::current_server(&config)?.server;
+        let hub = ocm_runtime::kubeconfig::client_from_kubeconfig(config).await?;
+        let clusters: Api<ManagedCluster> = Api::all(hub);
+        waits.push(Box::pin(async move {
+            ocm_setup::wait::wait_until(clusters, cluster_name, timeout, |_| true)
+                .await
+                .with_context(|| format!("on hub {server}"))
+                .map(|()| server)
+        }));
+    }
+    let (server, _) = futures::future::select_ok(waits).await?;
+    Ok(server)
 }
 
 /// The bootstrap kubeconfig given with `--bootstrap-kubeconfig`, checked: it parses, carries its
