@@ -410,7 +410,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
         write_status(&ctx, &mca, &outcome).await?;
         return Ok(Action::await_change());
     }
-    let (configs, hashes) = load_configs(&ctx.client, &mca).await;
+    let (configs, hashes, unread) = load_configs(&ctx.client, &mca).await;
     // The addon's choice, else its AddOnDeploymentConfig's, else the addon's preference for
     // this cluster, else the namespace a v1alpha1 client set on this addon, else the default.
     let install_namespace = options
@@ -686,6 +686,7 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
     write_status(&ctx, &mca, &outcome).await?;
     Ok(Action::requeue(next_pass_after(
         &outcome.conditions,
+        unread,
         &namespace,
         &options.name,
     )))
@@ -693,12 +694,18 @@ async fn reconcile(mca: Arc<ManagedClusterAddOn>, ctx: Arc<Ctx>) -> Result<Actio
 
 /// When a finished pass of the addon `name` on cluster `namespace` runs again without an
 /// event: soon ([`RETRY`]) when a step failed (its `ManifestApplied` or `RegistrationApplied`
-/// is False), else after [`RESYNC`] plus a share of [`RESYNC_SPREAD`] fixed by the names.
-fn next_pass_after(conditions: &[Condition], namespace: &str, name: &str) -> Duration {
+/// is False) or some of its desired configs could not be read (`unread_configs`: it rendered
+/// without them), else after [`RESYNC`] plus a share of [`RESYNC_SPREAD`] fixed by the names.
+fn next_pass_after(
+    conditions: &[Condition],
+    unread_configs: usize,
+    namespace: &str,
+    name: &str,
+) -> Duration {
     let failed = conditions.iter().any(|c| {
         (c.type_ == MANIFEST_APPLIED || c.type_ == REGISTRATION_APPLIED) && c.status == "False"
     });
-    if failed {
+    if failed || unread_configs > 0 {
         return RETRY;
     }
     use std::hash::{Hash, Hasher};
@@ -995,14 +1002,15 @@ async fn release_hooks(ctx: &Ctx, mca: &ManagedClusterAddOn) -> Result<(), Manag
     Ok(())
 }
 
-/// The config objects named by `mca`'s `status.configReferences` (desired configs), and their
-/// spec hashes. Objects that cannot be read are left out.
+/// The config objects named by `mca`'s `status.configReferences` (desired configs), their
+/// spec hashes, and how many could not be read (left out).
 async fn load_configs(
     client: &kube::Client,
     mca: &ManagedClusterAddOn,
-) -> (AddonConfigs, Vec<(ConfigRef, String)>) {
+) -> (AddonConfigs, Vec<(ConfigRef, String)>, usize) {
     let mut configs = AddonConfigs::default();
     let mut hashes = Vec::new();
+    let mut unread = 0;
     let references = mca
         .status
         .as_ref()
@@ -1019,6 +1027,7 @@ async fn load_configs(
             name: desired.name,
         };
         let Some(object) = crate::config_fetch::fetch_config(client, &config).await else {
+            unread += 1;
             continue;
         };
         let hash = desired
@@ -1032,7 +1041,7 @@ async fn load_configs(
         hashes.push((config.clone(), hash));
         configs.objects.push((config, object));
     }
-    (configs, hashes)
+    (configs, hashes, unread)
 }
 
 /// Once every work is applied at its current generation, the desired configs are the applied
@@ -1212,14 +1221,14 @@ mod tests {
                 None,
             )]
         };
-        let later = next_pass_after(&applied("True"), "c1", "hello");
+        let later = next_pass_after(&applied("True"), 0, "c1", "hello");
         assert!(later >= RESYNC && later < RESYNC + RESYNC_SPREAD);
-        assert_eq!(later, next_pass_after(&applied("True"), "c1", "hello"));
+        assert_eq!(later, next_pass_after(&applied("True"), 0, "c1", "hello"));
         let spread: std::collections::BTreeSet<Duration> = (0..50)
-            .map(|i| next_pass_after(&[], &format!("cluster-{i}"), "hello"))
+            .map(|i| next_pass_after(&[], 0, &format!("cluster-{i}"), "hello"))
             .collect();
         assert!(spread.len() > 40, "{spread:?}");
-        assert_eq!(next_pass_after(&applied("False"), "c1", "hello"), RETRY);
+        assert_eq!(next_pass_after(&applied("False"), 0, "c1", "hello"), RETRY);
         let registration = vec![condition(
             REGISTRATION_APPLIED,
             "False",
@@ -1227,7 +1236,9 @@ mod tests {
             "",
             None,
         )];
-        assert_eq!(next_pass_after(&registration, "c1", "hello"), RETRY);
+        assert_eq!(next_pass_after(&registration, 0, "c1", "hello"), RETRY);
+        // A desired config it could not read: rendered without it, so soon again.
+        assert_eq!(next_pass_after(&applied("True"), 1, "c1", "hello"), RETRY);
     }
 
     #[test]
