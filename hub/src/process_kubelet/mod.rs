@@ -37,6 +37,7 @@ mod record;
 mod spdy;
 pub mod stdin;
 mod supervisor;
+pub mod terminal;
 pub mod websocket;
 
 use std::collections::{HashMap, HashSet};
