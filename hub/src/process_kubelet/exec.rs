@@ -40,7 +40,7 @@ use tokio::sync::mpsc;
 use super::logs::is_plain_name;
 use super::record::PROCESS_FILE;
 use super::stdin::Stdins;
-use super::terminal::{self, Leader};
+use super::terminal::{self, Sizer, Terminal};
 use super::websocket::{self, Message};
 
 /// The channel protocols served, preferred first.
@@ -291,7 +291,7 @@ where
 async fn read_input<R>(
     mut reader: R,
     mut stdin: Option<mpsc::Sender<Vec<u8>>>,
-    terminal: Option<Leader>,
+    terminal: Option<Sizer>,
     frames: mpsc::Sender<Vec<u8>>,
 ) where
     R: tokio::io::AsyncRead + Unpin,
@@ -489,22 +489,20 @@ async fn on_terminal<R>(
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
 {
-    let (mut leader, follower) = match terminal::open() {
+    let Terminal {
+        mut output,
+        input,
+        sizer,
+        follower,
+    } = match terminal::open() {
         Ok(terminal) => terminal,
         Err(err) => {
             tracing::warn!(%err, pod = %exec.pod_dir.display(), "exec -t");
             return internal_error(&err.to_string());
         }
     };
-    let stdin = exec
-        .stdin
-        .then(|| websocket::byte_writer(leader.clone(), false).0);
-    let input = tokio::spawn(read_input(
-        reader,
-        stdin,
-        Some(leader.clone()),
-        frames.clone(),
-    ));
+    let stdin = exec.stdin.then(|| websocket::byte_writer(input, false).0);
+    let input = tokio::spawn(read_input(reader, stdin, Some(sizer), frames.clone()));
     let spawned = terminal::command(&exec.command[0], &exec.command[1..], &follower).and_then(
         |mut command| {
             in_pod(&mut command, exec, process);
@@ -521,11 +519,11 @@ where
         }
     };
     let output = if exec.stdout {
-        tokio::spawn(pump(leader, STDOUT, frames.clone()))
+        tokio::spawn(pump(output, STDOUT, frames.clone()))
     } else {
         // Read and dropped, so that the command never waits on a full terminal.
         tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut leader, &mut tokio::io::sink()).await;
+            let _ = tokio::io::copy(&mut output, &mut tokio::io::sink()).await;
         })
     };
     let code = match child.wait().await {

@@ -11,16 +11,13 @@
 //! once.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, ready};
 
 use rustix::pty::OpenptFlags;
 use rustix::termios::Winsize;
-use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::unix::pipe;
 
 /// Why no pseudo-terminal could be had.
 #[derive(Debug, thiserror::Error)]
@@ -62,31 +59,59 @@ pub fn parse_resize(message: &[u8]) -> Option<WindowSize> {
     })
 }
 
-/// The leader side of a pseudo-terminal, shared by the session's output reader, its input
-/// writer and its resizes; the terminal closes when the last handle goes.
-#[derive(Clone)]
-pub struct Leader {
-    fd: Arc<AsyncFd<OwnedFd>>,
+/// A new pseudo-terminal: its leader side split in the ends a session uses (non-blocking,
+/// registered with the runtime), and its follower side for the command. Every descriptor is
+/// closed on exec and none is a controlling terminal of this process; the leader side closes
+/// when its last end goes.
+pub struct Terminal {
+    /// What the command writes to the terminal (and the terminal echoes).
+    pub output: pipe::Receiver,
+    /// What is typed into the terminal.
+    pub input: pipe::Sender,
+    /// Sets the terminal's window size.
+    pub sizer: Sizer,
+    /// The follower side, the command's stdin, stdout and stderr.
+    pub follower: OwnedFd,
 }
 
-/// A new pseudo-terminal: its leader (non-blocking, registered with the runtime) and its
-/// follower, both closed on exec, neither a controlling terminal of this process.
-pub fn open() -> Result<(Leader, OwnedFd), PtyError> {
+/// Sets the window size of a terminal (a handle on its leader side).
+#[derive(Clone)]
+pub struct Sizer(Arc<OwnedFd>);
+
+/// Opens a new pseudo-terminal.
+///
+/// The leader's read and write ends are tokio's pipe ends over it: the "unchecked" builders
+/// take any non-blocking descriptor that reads and writes bytes, which a terminal's leader is.
+pub fn open() -> Result<Terminal, PtyError> {
     let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
     let leader = rustix::pty::openpt(flags).map_err(step("open"))?;
     rustix::pty::grantpt(&leader).map_err(step("grant"))?;
     rustix::pty::unlockpt(&leader).map_err(step("unlock"))?;
     let follower = rustix::pty::ioctl_tiocgptpeer(&leader, flags).map_err(step("open peer"))?;
+    // On the open file description, so for every duplicate below too.
     rustix::io::ioctl_fionbio(&leader, true).map_err(step("set non-blocking"))?;
-    let fd = AsyncFd::new(leader).map_err(|source| PtyError {
+    let duplicate = |what| {
+        leader.try_clone().map_err(|source| PtyError {
+            step: what,
+            source,
+        })
+    };
+    let writer = duplicate("duplicate for input")?;
+    let sizer = Sizer(Arc::new(duplicate("duplicate for resizes")?));
+    let register = |source| PtyError {
         step: "register",
         source,
-    })?;
-    Ok((Leader { fd: Arc::new(fd) }, follower))
+    };
+    Ok(Terminal {
+        output: pipe::Receiver::from_owned_fd_unchecked(leader).map_err(register)?,
+        input: pipe::Sender::from_owned_fd_unchecked(writer).map_err(register)?,
+        sizer,
+        follower,
+    })
 }
 
-impl Leader {
-    /// Sets the terminal's window size (the foreground job hears `SIGWINCH`).
+impl Sizer {
+    /// Sets the terminal's window size (its foreground job hears `SIGWINCH`).
     pub fn resize(&self, size: WindowSize) {
         let winsize = Winsize {
             ws_row: size.height,
@@ -94,55 +119,9 @@ impl Leader {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        if let Err(err) = rustix::termios::tcsetwinsize(self.fd.get_ref(), winsize) {
+        if let Err(err) = rustix::termios::tcsetwinsize(&*self.0, winsize) {
             tracing::debug!(%err, "setting a terminal's window size failed");
         }
-    }
-}
-
-impl AsyncRead for Leader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        loop {
-            let mut guard = ready!(self.fd.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
-            match guard.try_io(|fd| Ok(rustix::io::read(fd.get_ref().as_fd(), &mut *unfilled)?)) {
-                Ok(Ok(n)) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Ok(Err(err)) => return Poll::Ready(Err(err)),
-                Err(_would_block) => {}
-            }
-        }
-    }
-}
-
-impl AsyncWrite for Leader {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        loop {
-            let mut guard = ready!(self.fd.poll_write_ready(cx))?;
-            match guard.try_io(|fd| Ok(rustix::io::write(fd.get_ref().as_fd(), data)?)) {
-                Ok(result) => return Poll::Ready(result),
-                Err(_would_block) => {}
-            }
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    /// The terminal stays open for the command's output; only this writer ends.
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 
@@ -216,12 +195,12 @@ mod tests {
         assert_eq!(parse_resize(b"not json"), None);
     }
 
-    /// Reads from `leader` until `want` has appeared; all read.
-    async fn read_until(leader: &mut Leader, want: &str) -> String {
+    /// Reads from `output` until `want` has appeared; all read.
+    async fn read_until(output: &mut pipe::Receiver, want: &str) -> String {
         let mut seen = Vec::new();
         let mut buf = [0u8; 1024];
         while !String::from_utf8_lossy(&seen).contains(want) {
-            let n = leader.read(&mut buf).await.unwrap();
+            let n = output.read(&mut buf).await.unwrap();
             assert!(n > 0, "the terminal ended before {want:?}: {seen:?}");
             seen.extend_from_slice(&buf[..n]);
         }
@@ -230,8 +209,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_runs_on_the_terminal_with_its_size_and_as_its_session() {
-        let (mut leader, follower) = open().unwrap();
-        leader.resize(WindowSize {
+        let Terminal {
+            mut output,
+            mut input,
+            sizer,
+            follower,
+        } = open().unwrap();
+        sizer.resize(WindowSize {
             width: 91,
             height: 27,
         });
@@ -240,31 +224,38 @@ mod tests {
         let mut child = command.env("TERM", TERM).kill_on_drop(true).spawn().unwrap();
         drop(command);
         drop(follower);
-        let seen = read_until(&mut leader, "term=xterm").await;
+        let seen = read_until(&mut output, "term=xterm").await;
         assert!(seen.contains("/dev/pts/"), "{seen}");
         assert!(seen.contains("27 91"), "{seen}");
-        leader.write_all(b"hello\n").await.unwrap();
+        input.write_all(b"hello\n").await.unwrap();
         // The terminal echoes the input, then the command answers.
-        let seen = read_until(&mut leader, "got hello").await;
+        let seen = read_until(&mut output, "got hello").await;
         assert!(seen.contains("hello\r\n"), "{seen}");
         assert_eq!(child.wait().await.unwrap().code(), Some(4));
         // Once the command and its terminal are gone, reading ends (with an error, as Linux
         // reports a leader whose follower is closed).
         let mut rest = Vec::new();
-        assert!(leader.read_to_end(&mut rest).await.is_err());
+        assert!(output.read_to_end(&mut rest).await.is_err());
     }
 
     #[tokio::test]
     async fn control_c_interrupts_the_foreground_job() {
-        let (mut leader, follower) = open().unwrap();
-        let script = "trap 'echo interrupted; exit 7' INT; echo waiting; cat";
+        let Terminal {
+            mut output,
+            mut input,
+            follower,
+            ..
+        } = open().unwrap();
+        // The foreground job says it waits only once it runs (a trap of the shell's own
+        // would wait for the job's end to run).
+        let script = "trap 'echo interrupted; exit 7' INT; sh -c 'echo waiting; exec cat'";
         let mut command = command("sh", &["-c".into(), script.into()], &follower).unwrap();
         let mut child = command.kill_on_drop(true).spawn().unwrap();
         drop(command);
         drop(follower);
-        read_until(&mut leader, "waiting").await;
-        leader.write_all(&[0x03]).await.unwrap();
-        read_until(&mut leader, "interrupted").await;
+        read_until(&mut output, "waiting").await;
+        input.write_all(&[0x03]).await.unwrap();
+        read_until(&mut output, "interrupted").await;
         assert_eq!(child.wait().await.unwrap().code(), Some(7));
     }
 }
