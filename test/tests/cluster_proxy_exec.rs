@@ -1,8 +1,8 @@
 //! `kubectl exec`, `attach`, `logs -f` and `port-forward` through the cluster proxy, end to
 //! end: a hub, a simulated managed cluster served over TLS whose process kubelet runs
 //! Deployments as real processes, `ocm proxy server` and `ocm proxy agent` as processes, and
-//! real kubectl through `ocm proxy kubeconfig` — the user's commands back to back, the
-//! refusals included.
+//! real kubectl through `ocm proxy kubeconfig` (`exec -it` on the terminal of util-linux
+//! `script`) — the user's commands back to back, the refusals included.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -176,6 +176,130 @@ async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
         .await
         .context("no answer through the port-forward")??;
     Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The size of the user's terminal in the `exec -it` steps.
+const ROWS: u16 = 33;
+/// See [`ROWS`].
+const COLS: u16 = 101;
+
+/// A user at a terminal: a command run on the pseudo-terminal of util-linux `script` (sized
+/// [`ROWS`]×[`COLS`] first), the user's keys written to its input, the screen read from its
+/// output.
+struct AtTerminal {
+    child: tokio::process::Child,
+    keys: tokio::process::ChildStdin,
+    screen: tokio::process::ChildStdout,
+    /// What the screen showed since the last wait.
+    shown: String,
+}
+
+impl AtTerminal {
+    fn start(command: &str) -> anyhow::Result<Self> {
+        let mut child = tokio::process::Command::new("script")
+            .args(["-q", "-e", "-c"])
+            .arg(format!("stty rows {ROWS} cols {COLS} && exec {command}"))
+            .arg("/dev/null")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        Ok(Self {
+            keys: child.stdin.take().context("no stdin")?,
+            screen: child.stdout.take().context("no stdout")?,
+            child,
+            shown: String::new(),
+        })
+    }
+
+    async fn type_keys(&mut self, keys: &str) -> anyhow::Result<()> {
+        self.keys.write_all(keys.as_bytes()).await?;
+        Ok(self.keys.flush().await?)
+    }
+
+    /// Reads the screen until `found` finds the end of what is waited for in what it showed
+    /// since the last wait; what it showed up to there (the rest is kept for the next wait).
+    async fn wait_until(
+        &mut self,
+        what: &str,
+        found: impl Fn(&str) -> Option<usize>,
+    ) -> anyhow::Result<String> {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 4096];
+        let shown = &mut self.shown;
+        let screen = &mut self.screen;
+        let outcome = tokio::time::timeout(WAIT, async {
+            loop {
+                if let Some(end) = found(shown) {
+                    return Ok(end);
+                }
+                let n = screen.read(&mut buf).await?;
+                anyhow::ensure!(n > 0, "the terminal closed");
+                shown.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(end)) => {
+                let rest = self.shown.split_off(end);
+                Ok(std::mem::replace(&mut self.shown, rest))
+            }
+            Ok(Err(err)) => Err(err.context(format!("waiting for {what}: {:?}", self.shown))),
+            Err(_) => anyhow::bail!("no {what} on the screen: {:?}", self.shown),
+        }
+    }
+
+    /// Waits for `text` on the screen; what it showed up to its end.
+    async fn wait_for(&mut self, text: &str) -> anyhow::Result<String> {
+        self.wait_until(text, |shown| shown.find(text).map(|at| at + text.len()))
+            .await
+    }
+
+    /// Waits for the shell's prompt (`$ ` or `# ` last on the screen).
+    async fn wait_for_prompt(&mut self) -> anyhow::Result<String> {
+        self.wait_until("a prompt", |shown| {
+            (shown.ends_with("$ ") || shown.ends_with("# ")).then_some(shown.len())
+        })
+        .await
+    }
+}
+
+/// `kubectl exec -it <pod> -- sh` through the proxy at a terminal: a shell on a terminal of
+/// the user's size, prompting and echoing, the terminal's line editing and ^C, one output,
+/// and its exit code as kubectl's.
+async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()> {
+    let mut user = AtTerminal::start(&format!(
+        "kubectl --kubeconfig '{}' exec -it {pod} -- sh",
+        kubeconfig.display()
+    ))?;
+    user.wait_for_prompt().await?;
+    // Quotes split the words typed, so the echo of the line differs from what it prints.
+    user.type_keys("tty; stty size; echo term-$TERM; echo to-\"\"stderr >&2\r")
+        .await?;
+    let shown = user.wait_for("to-stderr").await?;
+    assert!(shown.contains("tty; stty size; echo term-$TERM"), "no echo: {shown:?}");
+    assert!(shown.contains("/dev/pts/"), "{shown:?}");
+    assert!(shown.contains(&format!("\r\n{ROWS} {COLS}\r\n")), "{shown:?}");
+    assert!(shown.contains("\r\nterm-xterm\r\n"), "{shown:?}");
+    user.wait_for_prompt().await?;
+    // The terminal's line editing: a rubbed-out letter is gone from the line.
+    user.type_keys("echo line-ab\x7fc\r").await?;
+    user.wait_for("line-ac\r\n").await?;
+    user.wait_for_prompt().await?;
+    // ^C interrupts the foreground job (which says it runs once it does), not the shell.
+    user.type_keys("sh -c 'echo job-\"\"runs; exec cat'\r").await?;
+    user.wait_for("job-runs").await?;
+    user.type_keys("\x03").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("echo after-$?\r").await?;
+    user.wait_for("after-130").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("exit 3\r").await?;
+    let status = tokio::time::timeout(WAIT, user.child.wait())
+        .await
+        .context("kubectl exec -it did not end with its shell")??;
+    assert_eq!(status.code(), Some(3));
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -465,6 +589,8 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     assert_eq!((code, out.as_str()), (0, "piped in\n"), "{err}");
     let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "no-such-command"], None).await?;
     assert_eq!(code, 127, "{err}");
+    // exec -it: a shell on a terminal, as at a user's terminal.
+    shell_at_a_terminal(&alice, &pod).await?;
 
     // logs -f: the first lines as they come; the stream stays open until stopped.
     let mut follow = tokio::process::Command::new("kubectl")
