@@ -277,9 +277,15 @@ async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()>
     user.type_keys("tty; stty size; echo term-$TERM; echo to-\"\"stderr >&2\r")
         .await?;
     let shown = user.wait_for("to-stderr").await?;
-    assert!(shown.contains("tty; stty size; echo term-$TERM"), "no echo: {shown:?}");
+    assert!(
+        shown.contains("tty; stty size; echo term-$TERM"),
+        "no echo: {shown:?}"
+    );
     assert!(shown.contains("/dev/pts/"), "{shown:?}");
-    assert!(shown.contains(&format!("\r\n{ROWS} {COLS}\r\n")), "{shown:?}");
+    assert!(
+        shown.contains(&format!("\r\n{ROWS} {COLS}\r\n")),
+        "{shown:?}"
+    );
     assert!(shown.contains("\r\nterm-xterm\r\n"), "{shown:?}");
     user.wait_for_prompt().await?;
     // The terminal's line editing: a rubbed-out letter is gone from the line.
@@ -287,7 +293,8 @@ async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()>
     user.wait_for("line-ac\r\n").await?;
     user.wait_for_prompt().await?;
     // ^C interrupts the foreground job (which says it runs once it does), not the shell.
-    user.type_keys("sh -c 'echo job-\"\"runs; exec cat'\r").await?;
+    user.type_keys("sh -c 'echo job-\"\"runs; exec cat'\r")
+        .await?;
     user.wait_for("job-runs").await?;
     user.type_keys("\x03").await?;
     user.wait_for_prompt().await?;

@@ -411,7 +411,9 @@ async fn not_started(
 ) -> Value {
     if let Some(channel) = channel {
         let message = format!("exec: {:?}: {err}\n", exec.command[0]);
-        let _ = frames.send(channel_frame(channel, message.as_bytes())).await;
+        let _ = frames
+            .send(channel_frame(channel, message.as_bytes()))
+            .await;
     }
     exit_status(if err.kind() == std::io::ErrorKind::NotFound {
         127

@@ -91,10 +91,9 @@ pub fn open() -> Result<Terminal, PtyError> {
     // On the open file description, so for every duplicate below too.
     rustix::io::ioctl_fionbio(&leader, true).map_err(step("set non-blocking"))?;
     let duplicate = |what| {
-        leader.try_clone().map_err(|source| PtyError {
-            step: what,
-            source,
-        })
+        leader
+            .try_clone()
+            .map_err(|source| PtyError { step: what, source })
     };
     let writer = duplicate("duplicate for input")?;
     let sizer = Sizer(Arc::new(duplicate("duplicate for resizes")?));
@@ -221,7 +220,11 @@ mod tests {
         });
         let script = "tty; stty size; echo \"term=$TERM\"; read line; echo \"got $line\"; exit 4";
         let mut command = command("sh", &["-c".into(), script.into()], &follower).unwrap();
-        let mut child = command.env("TERM", TERM).kill_on_drop(true).spawn().unwrap();
+        let mut child = command
+            .env("TERM", TERM)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
         drop(command);
         drop(follower);
         let seen = read_until(&mut output, "term=xterm").await;
