@@ -36,6 +36,12 @@ const READER_IMAGE: &str = "registry.example.com/reader:1";
 const READER: &str =
     "#!/bin/sh\necho ready\nwhile read line; do echo \"got $line\"; done\necho \"input ended\"\n";
 
+/// The image of the pod whose container runs a shell on a terminal (`tty: true`), as the
+/// local executable [`CONSOLE`].
+const CONSOLE_IMAGE: &str = "registry.example.com/console:1";
+/// A program that is a shell.
+const CONSOLE: &str = "#!/bin/sh\nexec sh\n";
+
 fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text)?;
@@ -96,6 +102,26 @@ async fn alice_through_the_proxy(
         .await?;
     anyhow::ensure!(status.success(), "ocm proxy kubeconfig failed");
     Ok(out)
+}
+
+/// Pod `name` (label `app=<name>`, never restarted) running the local image `image` as its
+/// program `name`, its container's stream settings `streams` (`stdin`, `stdinOnce`, `tty`).
+async fn run_once(
+    pods: &Api<Pod>,
+    name: &str,
+    image: &str,
+    streams: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut container = json!({"name": "main", "image": image, "command": [name]});
+    if let (Some(container), Some(streams)) = (container.as_object_mut(), streams.as_object()) {
+        container.extend(streams.clone());
+    }
+    create(
+        pods,
+        json!({"metadata": {"name": name, "labels": {"app": name}},
+               "spec": {"restartPolicy": "Never", "containers": [container]}}),
+    )
+    .await
 }
 
 /// Waits until a pod with label `app=<app>` runs its process; its name.
@@ -309,6 +335,28 @@ async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()>
     Ok(())
 }
 
+/// `kubectl attach -it <pod>` through the proxy at a terminal, to a shell whose container
+/// sets `tty: true`: the shell's terminal, of the user's size, until the shell exits.
+async fn attach_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()> {
+    let mut user = AtTerminal::start(&format!(
+        "kubectl --kubeconfig '{}' attach -it {pod}",
+        kubeconfig.display()
+    ))?;
+    // The shell prompted before the session: Enter asks again, as kubectl suggests.
+    user.wait_for("try pressing enter").await?;
+    user.type_keys("\r").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("tty; stty size\r").await?;
+    let shown = user.wait_for(&format!("\r\n{ROWS} {COLS}\r\n")).await?;
+    assert!(shown.contains("/dev/pts/"), "{shown:?}");
+    user.wait_for_prompt().await?;
+    user.type_keys("exit 5\r").await?;
+    tokio::time::timeout(WAIT, user.child.wait())
+        .await
+        .context("kubectl attach -it did not end with the shell")??;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kubectl_exec_attach_logs_and_port_forward_through_the_proxy_of_the_embedded_hub()
 -> anyhow::Result<()> {
@@ -485,6 +533,8 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     write_executable(&ticker, TICKER)?;
     let reader = home.join("reader");
     write_executable(&reader, READER)?;
+    let console = home.join("console");
+    write_executable(&console, CONSOLE)?;
     let locals = vec![
         ocm::process_kubelet::LocalImage {
             image: TICKER_IMAGE.into(),
@@ -493,6 +543,10 @@ async fn exec_logs_and_port_forward_through_the_proxy(
         ocm::process_kubelet::LocalImage {
             image: READER_IMAGE.into(),
             executable: reader,
+        },
+        ocm::process_kubelet::LocalImage {
+            image: CONSOLE_IMAGE.into(),
+            executable: console,
         },
     ];
     let _kubelet =
@@ -530,15 +584,11 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     )
     .await?;
     // A pod whose process reads its stdin, closed after the first attach (`stdinOnce`).
-    create(
-        &Api::<Pod>::namespaced(spoke.clone(), "default"),
-        json!({"metadata": {"name": "reader", "labels": {"app": "reader"}},
-               "spec": {"restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": READER_IMAGE,
-                                        "command": ["reader"],
-                                        "stdin": true, "stdinOnce": true}]}}),
-    )
-    .await?;
+    let streams = json!({"stdin": true, "stdinOnce": true});
+    run_once(&pods, "reader", READER_IMAGE, streams).await?;
+    // A pod whose container runs a shell on a terminal, for attach -it.
+    let streams = json!({"stdin": true, "tty": true});
+    run_once(&pods, "console", CONSOLE_IMAGE, streams).await?;
     let pod = running_pod(&pods, "ticker").await?;
     let web = running_pod(&pods, "web").await?;
     let reader = running_pod(&pods, "reader").await?;
@@ -686,6 +736,10 @@ async fn exec_logs_and_port_forward_through_the_proxy(
         err.contains("not running") || err.contains("completed pod"),
         "{err}"
     );
+
+    // attach -it: the session types into the terminal of a container with tty: true.
+    let console = running_pod(&pods, "console").await?;
+    attach_at_a_terminal(&alice, &console).await?;
 
     // Refusals, each clear and leaving nothing behind.
     let (code, _, err) = kubectl(&alice, &["attach", "-i", &pod], None).await?;

@@ -23,7 +23,9 @@
 //! streams what the pod's process writes from then on, on stdout, until it ends (the final
 //! Status is then `Success`); with `stdin=true` the session's input goes to the process's
 //! stdin, which it has only when its container sets `stdin: true` ([`super::stdin`]; else the
-//! request is refused before the upgrade, naming why).
+//! request is refused before the upgrade, naming why). A container with `tty: true` runs on a
+//! terminal ([`super::container_io`]): an attach session with `tty=true` types into it and its
+//! resizes set its window size.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -229,10 +231,16 @@ pub fn answer(
         Some(Ok(writer)) => Some(writer),
         None => None,
     };
+    // An attach session's resizes size the terminal of a container with `tty: true`.
+    let sizer = (exec.attach && exec.tty)
+        .then(|| stdins.terminal(&exec.pod_dir))
+        .flatten();
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec, input).await,
+            Ok(upgraded) if exec.attach => {
+                attach(TokioIo::new(upgraded), exec, input, sizer).await;
+            }
             Ok(upgraded) => session(TokioIo::new(upgraded), exec, process).await,
             Err(err) => tracing::debug!(%err, "exec upgrade failed"),
         }
@@ -334,9 +342,14 @@ async fn finish(frames: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<(
 }
 
 /// Streams the pod process's output from now on until it ends or the client goes; the
-/// client's input goes to `input`, the process's stdin, when the session has it.
-async fn attach<S>(io: S, exec: ExecRequest, input: Option<mpsc::Sender<Vec<u8>>>)
-where
+/// client's input goes to `input`, the process's stdin, when the session has it, and its
+/// resizes to the process's terminal when it has one (`sizer`).
+async fn attach<S>(
+    io: S,
+    exec: ExecRequest,
+    input: Option<mpsc::Sender<Vec<u8>>>,
+    sizer: Option<Sizer>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let (reader, writer) = tokio::io::split(io);
@@ -345,7 +358,7 @@ where
     let end = std::fs::metadata(&log).map_or(0, |m| m.len());
     let mut output = super::logs::follow(log, end);
     // Boxed so it can go (with its handle on `frames`) before the session finishes.
-    let mut input = Box::pin(read_input(reader, input, None, frames.clone()));
+    let mut input = Box::pin(read_input(reader, input, sizer, frames.clone()));
     let channel = if exec.stdout { STDOUT } else { STDERR };
     loop {
         tokio::select! {

@@ -27,6 +27,7 @@
 //! this kubelet).
 
 pub mod command;
+mod container_io;
 pub mod endpoint;
 pub mod exec;
 mod inflate;

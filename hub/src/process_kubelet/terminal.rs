@@ -1,6 +1,6 @@
-//! Pseudo-terminals for `kubectl exec -t`: a leader side the kubelet reads the command's
-//! output from and writes the session's input and window size to, and a follower side that
-//! becomes the command's stdin, stdout and stderr.
+//! Pseudo-terminals for `kubectl exec -t` and containers with `tty: true`: a leader side the
+//! kubelet reads the command's output from and writes the session's input and window size
+//! to, and a follower side that becomes the command's stdin, stdout and stderr.
 //!
 //! The command gets the terminal as its controlling terminal in a new session by starting
 //! through util-linux `setsid --ctty` (it makes a session and takes its stdin, the follower,
@@ -153,7 +153,7 @@ pub const TERM: &str = "xterm";
 /// stdout and stderr), as the leader of a new session whose controlling terminal it is when
 /// `setsid` is here.
 pub fn command(
-    program: &str,
+    program: impl AsRef<std::ffi::OsStr>,
     args: &[String],
     follower: &OwnedFd,
 ) -> io::Result<tokio::process::Command> {
