@@ -1,8 +1,8 @@
 //! `kubectl exec`, `attach`, `logs -f` and `port-forward` through the cluster proxy, end to
 //! end: a hub, a simulated managed cluster served over TLS whose process kubelet runs
 //! Deployments as real processes, `ocm proxy server` and `ocm proxy agent` as processes, and
-//! real kubectl through `ocm proxy kubeconfig` — the user's commands back to back, the
-//! refusals included.
+//! real kubectl through `ocm proxy kubeconfig` (`exec -it` on the terminal of util-linux
+//! `script`) — the user's commands back to back, the refusals included.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -35,6 +35,12 @@ const READER_IMAGE: &str = "registry.example.com/reader:1";
 /// A program that answers each line it reads, and says so when its input ends.
 const READER: &str =
     "#!/bin/sh\necho ready\nwhile read line; do echo \"got $line\"; done\necho \"input ended\"\n";
+
+/// The image of the pod whose container runs a shell on a terminal (`tty: true`), as the
+/// local executable [`CONSOLE`].
+const CONSOLE_IMAGE: &str = "registry.example.com/console:1";
+/// A program that is a shell.
+const CONSOLE: &str = "#!/bin/sh\nexec sh\n";
 
 fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -96,6 +102,26 @@ async fn alice_through_the_proxy(
         .await?;
     anyhow::ensure!(status.success(), "ocm proxy kubeconfig failed");
     Ok(out)
+}
+
+/// Pod `name` (label `app=<name>`, never restarted) running the local image `image` as its
+/// program `name`, its container's stream settings `streams` (`stdin`, `stdinOnce`, `tty`).
+async fn run_once(
+    pods: &Api<Pod>,
+    name: &str,
+    image: &str,
+    streams: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut container = json!({"name": "main", "image": image, "command": [name]});
+    if let (Some(container), Some(streams)) = (container.as_object_mut(), streams.as_object()) {
+        container.extend(streams.clone());
+    }
+    create(
+        pods,
+        json!({"metadata": {"name": name, "labels": {"app": name}},
+               "spec": {"restartPolicy": "Never", "containers": [container]}}),
+    )
+    .await
 }
 
 /// Waits until a pod with label `app=<app>` runs its process; its name.
@@ -176,6 +202,159 @@ async fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
         .await
         .context("no answer through the port-forward")??;
     Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The size of the user's terminal in the `exec -it` steps.
+const ROWS: u16 = 33;
+/// See [`ROWS`].
+const COLS: u16 = 101;
+
+/// A user at a terminal: a command run on the pseudo-terminal of util-linux `script` (sized
+/// [`ROWS`]×[`COLS`] first), the user's keys written to its input, the screen read from its
+/// output.
+struct AtTerminal {
+    child: tokio::process::Child,
+    keys: tokio::process::ChildStdin,
+    screen: tokio::process::ChildStdout,
+    /// What the screen showed since the last wait.
+    shown: String,
+}
+
+impl AtTerminal {
+    fn start(command: &str) -> anyhow::Result<Self> {
+        let mut child = tokio::process::Command::new("script")
+            .args(["-q", "-e", "-c"])
+            .arg(format!("stty rows {ROWS} cols {COLS} && exec {command}"))
+            .arg("/dev/null")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        Ok(Self {
+            keys: child.stdin.take().context("no stdin")?,
+            screen: child.stdout.take().context("no stdout")?,
+            child,
+            shown: String::new(),
+        })
+    }
+
+    async fn type_keys(&mut self, keys: &str) -> anyhow::Result<()> {
+        self.keys.write_all(keys.as_bytes()).await?;
+        Ok(self.keys.flush().await?)
+    }
+
+    /// Reads the screen until `found` finds the end of what is waited for in what it showed
+    /// since the last wait; what it showed up to there (the rest is kept for the next wait).
+    async fn wait_until(
+        &mut self,
+        what: &str,
+        found: impl Fn(&str) -> Option<usize>,
+    ) -> anyhow::Result<String> {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 4096];
+        let shown = &mut self.shown;
+        let screen = &mut self.screen;
+        let outcome = tokio::time::timeout(WAIT, async {
+            loop {
+                if let Some(end) = found(shown) {
+                    return Ok(end);
+                }
+                let n = screen.read(&mut buf).await?;
+                anyhow::ensure!(n > 0, "the terminal closed");
+                shown.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(end)) => {
+                let rest = self.shown.split_off(end);
+                Ok(std::mem::replace(&mut self.shown, rest))
+            }
+            Ok(Err(err)) => Err(err.context(format!("waiting for {what}: {:?}", self.shown))),
+            Err(_) => anyhow::bail!("no {what} on the screen: {:?}", self.shown),
+        }
+    }
+
+    /// Waits for `text` on the screen; what it showed up to its end.
+    async fn wait_for(&mut self, text: &str) -> anyhow::Result<String> {
+        self.wait_until(text, |shown| shown.find(text).map(|at| at + text.len()))
+            .await
+    }
+
+    /// Waits for the shell's prompt (`$ ` or `# ` last on the screen).
+    async fn wait_for_prompt(&mut self) -> anyhow::Result<String> {
+        self.wait_until("a prompt", |shown| {
+            (shown.ends_with("$ ") || shown.ends_with("# ")).then_some(shown.len())
+        })
+        .await
+    }
+}
+
+/// `kubectl exec -it <pod> -- sh` through the proxy at a terminal: a shell on a terminal of
+/// the user's size, prompting and echoing, the terminal's line editing and ^C, one output,
+/// and its exit code as kubectl's.
+async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()> {
+    let mut user = AtTerminal::start(&format!(
+        "kubectl --kubeconfig '{}' exec -it {pod} -- sh",
+        kubeconfig.display()
+    ))?;
+    user.wait_for_prompt().await?;
+    // Quotes split the words typed, so the echo of the line differs from what it prints.
+    user.type_keys("tty; stty size; echo term-$TERM; echo to-\"\"stderr >&2\r")
+        .await?;
+    let shown = user.wait_for("to-stderr").await?;
+    assert!(
+        shown.contains("tty; stty size; echo term-$TERM"),
+        "no echo: {shown:?}"
+    );
+    assert!(shown.contains("/dev/pts/"), "{shown:?}");
+    assert!(
+        shown.contains(&format!("\r\n{ROWS} {COLS}\r\n")),
+        "{shown:?}"
+    );
+    assert!(shown.contains("\r\nterm-xterm\r\n"), "{shown:?}");
+    user.wait_for_prompt().await?;
+    // The terminal's line editing: a rubbed-out letter is gone from the line.
+    user.type_keys("echo line-ab\x7fc\r").await?;
+    user.wait_for("line-ac\r\n").await?;
+    user.wait_for_prompt().await?;
+    // ^C interrupts the foreground job (which says it runs once it does), not the shell.
+    user.type_keys("sh -c 'echo job-\"\"runs; exec cat'\r")
+        .await?;
+    user.wait_for("job-runs").await?;
+    user.type_keys("\x03").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("echo after-$?\r").await?;
+    user.wait_for("after-130").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("exit 3\r").await?;
+    let status = tokio::time::timeout(WAIT, user.child.wait())
+        .await
+        .context("kubectl exec -it did not end with its shell")??;
+    assert_eq!(status.code(), Some(3));
+    Ok(())
+}
+
+/// `kubectl attach -it <pod>` through the proxy at a terminal, to a shell whose container
+/// sets `tty: true`: the shell's terminal, of the user's size, until the shell exits.
+async fn attach_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()> {
+    let mut user = AtTerminal::start(&format!(
+        "kubectl --kubeconfig '{}' attach -it {pod}",
+        kubeconfig.display()
+    ))?;
+    // The shell prompted before the session: Enter asks again, as kubectl suggests.
+    user.wait_for("try pressing enter").await?;
+    user.type_keys("\r").await?;
+    user.wait_for_prompt().await?;
+    user.type_keys("tty; stty size\r").await?;
+    let shown = user.wait_for(&format!("\r\n{ROWS} {COLS}\r\n")).await?;
+    assert!(shown.contains("/dev/pts/"), "{shown:?}");
+    user.wait_for_prompt().await?;
+    user.type_keys("exit 5\r").await?;
+    tokio::time::timeout(WAIT, user.child.wait())
+        .await
+        .context("kubectl attach -it did not end with the shell")??;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -354,6 +533,8 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     write_executable(&ticker, TICKER)?;
     let reader = home.join("reader");
     write_executable(&reader, READER)?;
+    let console = home.join("console");
+    write_executable(&console, CONSOLE)?;
     let locals = vec![
         ocm::process_kubelet::LocalImage {
             image: TICKER_IMAGE.into(),
@@ -362,6 +543,10 @@ async fn exec_logs_and_port_forward_through_the_proxy(
         ocm::process_kubelet::LocalImage {
             image: READER_IMAGE.into(),
             executable: reader,
+        },
+        ocm::process_kubelet::LocalImage {
+            image: CONSOLE_IMAGE.into(),
+            executable: console,
         },
     ];
     let _kubelet =
@@ -399,15 +584,11 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     )
     .await?;
     // A pod whose process reads its stdin, closed after the first attach (`stdinOnce`).
-    create(
-        &Api::<Pod>::namespaced(spoke.clone(), "default"),
-        json!({"metadata": {"name": "reader", "labels": {"app": "reader"}},
-               "spec": {"restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": READER_IMAGE,
-                                        "command": ["reader"],
-                                        "stdin": true, "stdinOnce": true}]}}),
-    )
-    .await?;
+    let streams = json!({"stdin": true, "stdinOnce": true});
+    run_once(&pods, "reader", READER_IMAGE, streams).await?;
+    // A pod whose container runs a shell on a terminal, for attach -it.
+    let streams = json!({"stdin": true, "tty": true});
+    run_once(&pods, "console", CONSOLE_IMAGE, streams).await?;
     let pod = running_pod(&pods, "ticker").await?;
     let web = running_pod(&pods, "web").await?;
     let reader = running_pod(&pods, "reader").await?;
@@ -465,6 +646,8 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     assert_eq!((code, out.as_str()), (0, "piped in\n"), "{err}");
     let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "no-such-command"], None).await?;
     assert_eq!(code, 127, "{err}");
+    // exec -it: a shell on a terminal, as at a user's terminal.
+    shell_at_a_terminal(&alice, &pod).await?;
 
     // logs -f: the first lines as they come; the stream stays open until stopped.
     let mut follow = tokio::process::Command::new("kubectl")
@@ -553,6 +736,10 @@ async fn exec_logs_and_port_forward_through_the_proxy(
         err.contains("not running") || err.contains("completed pod"),
         "{err}"
     );
+
+    // attach -it: the session types into the terminal of a container with tty: true.
+    let console = running_pod(&pods, "console").await?;
+    attach_at_a_terminal(&alice, &console).await?;
 
     // Refusals, each clear and leaving nothing behind.
     let (code, _, err) = kubectl(&alice, &["attach", "-i", &pod], None).await?;

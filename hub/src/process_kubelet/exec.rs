@@ -3,8 +3,16 @@
 //! `GET /exec/<namespace>/<pod>/<container>?command=…&stdin=…&stdout=…&stderr=…&tty=…`,
 //! upgraded to a WebSocket of the `v5.channel.k8s.io` (or `v4.channel.k8s.io`) protocol.
 //! Each binary message starts with its channel: 0 stdin, 1 stdout, 2 stderr, 3 the final
-//! `Status` (the exit code of a failed command in its causes), 4 terminal resizes (ignored:
-//! there is no terminal, `tty` only merges nothing), 255 (v5) the end of a channel — stdin's.
+//! `Status` (the exit code of a failed command in its causes), 4 terminal resizes, 255 (v5)
+//! the end of a channel — stdin's.
+//!
+//! With `tty=true` the command runs on a pseudo-terminal ([`super::terminal`]) as the leader
+//! of a new session whose controlling terminal it is, with `TERM=xterm` as container runtimes
+//! set: its stdin, stdout and stderr are the terminal, whose output comes back on stdout only
+//! (as the kubelet does, `stderr` is dropped from a `tty` request), the session's input is
+//! typed into it (so ^C interrupts the foreground job), and each resize
+//! (`{"Width":W,"Height":H}`) sets its window size. Without `tty` the command runs on pipes and
+//! resizes are ignored.
 //!
 //! The command runs with the pod process's environment (the variables it was started with,
 //! its `KUBECONFIG`), in the pod's folder, the image's executable first on `PATH`; the
@@ -15,7 +23,9 @@
 //! streams what the pod's process writes from then on, on stdout, until it ends (the final
 //! Status is then `Success`); with `stdin=true` the session's input goes to the process's
 //! stdin, which it has only when its container sets `stdin: true` ([`super::stdin`]; else the
-//! request is refused before the upgrade, naming why).
+//! request is refused before the upgrade, naming why). A container with `tty: true` runs on a
+//! terminal ([`super::container_io`]): an attach session with `tty=true` types into it and its
+//! resizes set its window size.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,6 +42,7 @@ use tokio::sync::mpsc;
 use super::logs::is_plain_name;
 use super::record::PROCESS_FILE;
 use super::stdin::Stdins;
+use super::terminal::{self, Sizer, Terminal};
 use super::websocket::{self, Message};
 
 /// The channel protocols served, preferred first.
@@ -41,6 +52,7 @@ const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
+const RESIZE: u8 = 4;
 const CLOSE: u8 = 255;
 
 /// What an exec or attach request asks for.
@@ -60,6 +72,8 @@ pub struct ExecRequest {
     pub stdout: bool,
     /// See `stdin`.
     pub stderr: bool,
+    /// Whether the command runs on a terminal (exec only).
+    pub tty: bool,
 }
 
 /// Decodes a query word (`+` is a space, `%XX` a byte).
@@ -127,7 +141,9 @@ pub fn parse(work_dir: &Path, path: &str, query: &str) -> Result<ExecRequest, St
         command,
         stdin: flag("stdin"),
         stdout: flag("stdout"),
-        stderr: flag("stderr"),
+        // A terminal has one output: the kubelet drops stderr from a `tty` request.
+        stderr: flag("stderr") && !flag("tty"),
+        tty: flag("tty"),
     };
     if !(request.stdin || request.stdout || request.stderr) {
         return Err("you must specify at least 1 of stdin, stdout, stderr".into());
@@ -215,10 +231,16 @@ pub fn answer(
         Some(Ok(writer)) => Some(writer),
         None => None,
     };
+    // An attach session's resizes size the terminal of a container with `tty: true`.
+    let sizer = (exec.attach && exec.tty)
+        .then(|| stdins.terminal(&exec.pod_dir))
+        .flatten();
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(upgraded) if exec.attach => attach(TokioIo::new(upgraded), exec, input).await,
+            Ok(upgraded) if exec.attach => {
+                attach(TokioIo::new(upgraded), exec, input, sizer).await;
+            }
             Ok(upgraded) => session(TokioIo::new(upgraded), exec, process).await,
             Err(err) => tracing::debug!(%err, "exec upgrade failed"),
         }
@@ -273,10 +295,11 @@ where
 }
 
 /// Reads the client's messages until it closes: stdin data goes to `stdin` (dropped at its
-/// end), pings are answered through `frames`.
+/// end), resizes to the terminal when there is one, pings are answered through `frames`.
 async fn read_input<R>(
     mut reader: R,
     mut stdin: Option<mpsc::Sender<Vec<u8>>>,
+    terminal: Option<Sizer>,
     frames: mpsc::Sender<Vec<u8>>,
 ) where
     R: tokio::io::AsyncRead + Unpin,
@@ -292,6 +315,13 @@ async fn read_input<R>(
                     }
                 }
                 Some((&CLOSE, [STDIN])) => stdin = None,
+                Some((&RESIZE, size)) => {
+                    if let (Some(terminal), Some(size)) =
+                        (terminal.as_ref(), terminal::parse_resize(size))
+                    {
+                        terminal.resize(size);
+                    }
+                }
                 _ => {}
             },
             Ok(Some(Message::Ping(data))) => {
@@ -312,9 +342,14 @@ async fn finish(frames: mpsc::Sender<Vec<u8>>, writer: tokio::task::JoinHandle<(
 }
 
 /// Streams the pod process's output from now on until it ends or the client goes; the
-/// client's input goes to `input`, the process's stdin, when the session has it.
-async fn attach<S>(io: S, exec: ExecRequest, input: Option<mpsc::Sender<Vec<u8>>>)
-where
+/// client's input goes to `input`, the process's stdin, when the session has it, and its
+/// resizes to the process's terminal when it has one (`sizer`).
+async fn attach<S>(
+    io: S,
+    exec: ExecRequest,
+    input: Option<mpsc::Sender<Vec<u8>>>,
+    sizer: Option<Sizer>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let (reader, writer) = tokio::io::split(io);
@@ -323,7 +358,7 @@ where
     let end = std::fs::metadata(&log).map_or(0, |m| m.len());
     let mut output = super::logs::follow(log, end);
     // Boxed so it can go (with its handle on `frames`) before the session finishes.
-    let mut input = Box::pin(read_input(reader, input, frames.clone()));
+    let mut input = Box::pin(read_input(reader, input, sizer, frames.clone()));
     let channel = if exec.stdout { STDOUT } else { STDERR };
     loop {
         tokio::select! {
@@ -342,14 +377,25 @@ where
     finish(frames, written, exit_status(0)).await;
 }
 
-/// Runs the command of an exec request, streaming its stdin, stdout and stderr, and reports
-/// its exit.
+/// Runs the command of an exec request — on pipes, or on a terminal with `tty` — streaming
+/// its input and output, and reports its exit.
 async fn session<S>(io: S, exec: ExecRequest, process: ProcessEnv)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let (reader, writer) = tokio::io::split(io);
     let (frames, written) = frame_writer(writer);
+    let status = if exec.tty {
+        on_terminal(reader, &exec, &process, &frames).await
+    } else {
+        on_pipes(reader, &exec, &process, &frames).await
+    };
+    finish(frames, written, status).await;
+}
+
+/// Gives `command` the pod process's environment and folder, the image's executable first
+/// on `PATH`.
+fn in_pod(command: &mut tokio::process::Command, exec: &ExecRequest, process: &ProcessEnv) {
     let path = match (process.executable.parent(), std::env::var_os("PATH")) {
         (Some(dir), Some(path)) => {
             let mut dirs = vec![dir.to_path_buf()];
@@ -359,68 +405,149 @@ where
         (Some(dir), None) => Some(dir.as_os_str().to_owned()),
         _ => None,
     };
-    let mut command = tokio::process::Command::new(&exec.command[0]);
     command
-        .args(&exec.command[1..])
         .envs(process.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&exec.pod_dir)
-        .stdin(if exec.stdin {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(if exec.stdout {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stderr(if exec.stderr {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
         .kill_on_drop(true);
     if let Some(path) = path {
         command.env("PATH", path);
     }
-    let status = match command.spawn() {
-        Ok(mut child) => {
-            let mut pumps = Vec::new();
-            if let Some(out) = child.stdout.take() {
-                pumps.push(tokio::spawn(pump(out, STDOUT, frames.clone())));
-            }
-            if let Some(err) = child.stderr.take() {
-                pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
-            }
-            let stdin = child
-                .stdin
-                .take()
-                .map(|pipe| websocket::byte_writer(pipe, false).0);
-            let input = tokio::spawn(read_input(reader, stdin, frames.clone()));
-            let code = match child.wait().await {
-                Ok(status) => status.code().unwrap_or(-1),
-                Err(_) => -1,
-            };
-            for pump in pumps {
-                let _ = pump.await;
-            }
-            input.abort();
-            exit_status(code)
-        }
-        Err(err) => {
-            if exec.stderr {
-                let message = format!("exec: {:?}: {err}\n", exec.command[0]);
-                let _ = frames.send(channel_frame(STDERR, message.as_bytes())).await;
-            }
-            // As a container runtime reports a command it cannot start.
-            exit_status(if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            })
+}
+
+/// The exit a command that could not start gets, as a container runtime reports it, its
+/// error written on `channel` when the session streams it.
+async fn not_started(
+    err: &std::io::Error,
+    exec: &ExecRequest,
+    channel: Option<u8>,
+    frames: &mpsc::Sender<Vec<u8>>,
+) -> Value {
+    if let Some(channel) = channel {
+        let message = format!("exec: {:?}: {err}\n", exec.command[0]);
+        let _ = frames
+            .send(channel_frame(channel, message.as_bytes()))
+            .await;
+    }
+    exit_status(if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}
+
+/// The final Status of a session that failed on this kubelet's side, naming why.
+pub fn internal_error(message: &str) -> Value {
+    json!({"metadata": {}, "status": "Failure", "message": message,
+           "reason": "InternalError", "code": 500})
+}
+
+/// Runs the command with pipes for the streams the session asks for.
+async fn on_pipes<R>(
+    reader: R,
+    exec: &ExecRequest,
+    process: &ProcessEnv,
+    frames: &mpsc::Sender<Vec<u8>>,
+) -> Value
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    let pipe = |wanted: bool| {
+        if wanted {
+            Stdio::piped()
+        } else {
+            Stdio::null()
         }
     };
-    finish(frames, written, status).await;
+    let mut command = tokio::process::Command::new(&exec.command[0]);
+    command
+        .args(&exec.command[1..])
+        .stdin(pipe(exec.stdin))
+        .stdout(pipe(exec.stdout))
+        .stderr(pipe(exec.stderr));
+    in_pod(&mut command, exec, process);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => return not_started(&err, exec, exec.stderr.then_some(STDERR), frames).await,
+    };
+    let mut pumps = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        pumps.push(tokio::spawn(pump(out, STDOUT, frames.clone())));
+    }
+    if let Some(err) = child.stderr.take() {
+        pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
+    }
+    let stdin = child
+        .stdin
+        .take()
+        .map(|pipe| websocket::byte_writer(pipe, false).0);
+    let input = tokio::spawn(read_input(reader, stdin, None, frames.clone()));
+    let code = match child.wait().await {
+        Ok(status) => status.code().unwrap_or(-1),
+        Err(_) => -1,
+    };
+    for pump in pumps {
+        let _ = pump.await;
+    }
+    input.abort();
+    exit_status(code)
+}
+
+/// Runs the command on a new pseudo-terminal: the session's input (and resizes) go to it
+/// from before the command starts, its output comes back on stdout until the terminal's
+/// last user is gone.
+async fn on_terminal<R>(
+    reader: R,
+    exec: &ExecRequest,
+    process: &ProcessEnv,
+    frames: &mpsc::Sender<Vec<u8>>,
+) -> Value
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    let Terminal {
+        mut output,
+        input,
+        sizer,
+        follower,
+    } = match terminal::open() {
+        Ok(terminal) => terminal,
+        Err(err) => {
+            tracing::warn!(%err, pod = %exec.pod_dir.display(), "exec -t");
+            return internal_error(&err.to_string());
+        }
+    };
+    let stdin = exec.stdin.then(|| websocket::byte_writer(input, false).0);
+    let input = tokio::spawn(read_input(reader, stdin, Some(sizer), frames.clone()));
+    let spawned = terminal::command(&exec.command[0], &exec.command[1..], &follower).and_then(
+        |mut command| {
+            in_pod(&mut command, exec, process);
+            command.env("TERM", terminal::TERM).spawn()
+        },
+    );
+    // Only the command holds the terminal's follower side now: its end ends the output.
+    drop(follower);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(err) => {
+            input.abort();
+            return not_started(&err, exec, exec.stdout.then_some(STDOUT), frames).await;
+        }
+    };
+    let output = if exec.stdout {
+        tokio::spawn(pump(output, STDOUT, frames.clone()))
+    } else {
+        // Read and dropped, so that the command never waits on a full terminal.
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut output, &mut tokio::io::sink()).await;
+        })
+    };
+    let code = match child.wait().await {
+        Ok(status) => status.code().unwrap_or(-1),
+        Err(_) => -1,
+    };
+    let _ = output.await;
+    input.abort();
+    exit_status(code)
 }
 
 #[cfg(test)]
@@ -448,6 +575,37 @@ mod tests {
         assert!(attach.attach && attach.command.is_empty());
         let attach = parse(dir, "/attach/ns/p/main", "stdin=true&stdout=true").unwrap();
         assert!(attach.attach && attach.stdin);
+    }
+
+    #[test]
+    fn a_terminal_request_has_no_stderr_as_the_kubelets() {
+        let dir = Path::new("/pods");
+        let exec = parse(
+            dir,
+            "/exec/ns/p/main",
+            "command=sh&stdin=true&stdout=true&stderr=true&tty=true",
+        )
+        .unwrap();
+        assert!(exec.tty && exec.stdin && exec.stdout && !exec.stderr);
+        // An output-only terminal is fine; a terminal asking for stderr alone asks for nothing.
+        let exec = parse(dir, "/exec/ns/p/main", "command=top&stdout=1&tty=1").unwrap();
+        assert!(exec.tty && !exec.stdin);
+        let err = parse(dir, "/exec/ns/p/main", "command=sh&stderr=true&tty=true").unwrap_err();
+        assert_eq!(err, "you must specify at least 1 of stdin, stdout, stderr");
+    }
+
+    #[test]
+    fn a_terminal_that_cannot_be_had_fails_the_session_naming_why() {
+        let status = internal_error("cannot allocate a pseudo-terminal: open: No such device");
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(status["code"], 500);
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("cannot allocate a pseudo-terminal")
+        );
     }
 
     #[test]

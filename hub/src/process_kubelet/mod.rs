@@ -27,6 +27,7 @@
 //! this kubelet).
 
 pub mod command;
+mod container_io;
 pub mod endpoint;
 pub mod exec;
 mod inflate;
@@ -37,6 +38,7 @@ mod record;
 mod spdy;
 pub mod stdin;
 mod supervisor;
+pub mod terminal;
 pub mod websocket;
 
 use std::collections::{HashMap, HashSet};

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
+
+use super::terminal::Sizer;
 
 /// What the stdin of one pod's process is, for an attach session.
 enum Slot {
@@ -19,6 +20,8 @@ enum Slot {
     Open {
         writer: mpsc::Sender<Vec<u8>>,
         once: bool,
+        /// The window size of the terminal the process runs on (`tty: true`).
+        sizer: Option<Sizer>,
     },
     /// Closed after the first attach session (`stdinOnce`).
     ClosedAfterFirstAttach,
@@ -59,12 +62,22 @@ impl Stdins {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Opens the slot of the process of `pod_dir`, writing into `pipe` (`once`: the
-    /// container's `stdinOnce`); the slot lives as long as the returned guard.
-    pub fn open(&self, pod_dir: &Path, pipe: ChildStdin, once: bool) -> OpenStdin {
-        let (writer, _) = super::websocket::byte_writer(pipe, false);
-        self.lock()
-            .insert(pod_dir.to_path_buf(), Slot::Open { writer, once });
+    /// Opens the slot of the process of `pod_dir`, writing into `input` — its stdin pipe, or
+    /// its terminal, sized by `sizer` (`once`: the container's `stdinOnce`); the slot lives as
+    /// long as the returned guard.
+    pub fn open<W>(&self, pod_dir: &Path, input: W, once: bool, sizer: Option<Sizer>) -> OpenStdin
+    where
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (writer, _) = super::websocket::byte_writer(input, false);
+        self.lock().insert(
+            pod_dir.to_path_buf(),
+            Slot::Open {
+                writer,
+                once,
+                sizer,
+            },
+        );
         OpenStdin {
             stdins: self.clone(),
             pod_dir: pod_dir.to_path_buf(),
@@ -80,6 +93,7 @@ impl Stdins {
             Some(Slot::Open {
                 writer,
                 once: false,
+                ..
             }) => Ok(writer.clone()),
             Some(Slot::Open { once: true, .. }) => {
                 match slots.insert(pod_dir.to_path_buf(), Slot::ClosedAfterFirstAttach) {
@@ -87,6 +101,15 @@ impl Stdins {
                     _ => Err(NoStdin::ClosedAfterFirstAttach),
                 }
             }
+        }
+    }
+
+    /// The window size of the terminal the process of `pod_dir` runs on, when it has one an
+    /// attach session can type into.
+    pub fn terminal(&self, pod_dir: &Path) -> Option<Sizer> {
+        match self.lock().get(pod_dir) {
+            Some(Slot::Open { sizer, .. }) => sizer.clone(),
+            _ => None,
         }
     }
 
@@ -122,7 +145,7 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let open = stdins.open(dir, child.stdin.take().unwrap(), once);
+        let open = stdins.open(dir, child.stdin.take().unwrap(), once, None);
         let out = child.stdout.take().unwrap();
         (child, out, open)
     }

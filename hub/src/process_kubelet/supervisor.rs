@@ -229,31 +229,6 @@ fn pod_conditions(ready: bool, now: &str) -> Value {
     ])
 }
 
-/// Appends the lines of a process's output to `log` (the Pod's log), and echoes them to
-/// stderr under `label` when given.
-async fn copy_lines(
-    stream: impl tokio::io::AsyncRead + Unpin,
-    log: std::path::PathBuf,
-    label: Option<String>,
-) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .await
-        .ok();
-    let mut lines = BufReader::new(stream).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(label) = &label {
-            eprintln!("[pod {label}] {line}");
-        }
-        if let Some(f) = file.as_mut() {
-            let _ = f.write_all(format!("{line}\n").as_bytes()).await;
-        }
-    }
-}
-
 /// Returns once something accepts connections on every loopback port of `ports` (at once
 /// for none).
 async fn listening(ports: &[u16]) {
@@ -481,40 +456,23 @@ pub(super) async fn supervise(run: PodRun) {
             "OCM_HOME".into(),
             pod_dir.join("home").display().to_string(),
         ));
-        let wants_stdin = spec["containers"][0]["stdin"].as_bool() == Some(true);
-        let spawned = tokio::process::Command::new(executable)
-            .args(&args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(if wants_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn();
-        // The process's stdin, for attach sessions, while this run of it lives.
-        let mut _stdin_slot = None;
-        let mut copies = Vec::new();
-        let mut child = match spawned {
-            Ok(mut child) => {
-                if let Some(pipe) = child.stdin.take() {
-                    let once = spec["containers"][0]["stdinOnce"].as_bool() == Some(true);
-                    _stdin_slot = Some(run.stdins.open(&pod_dir, pipe, once));
-                }
-                let log = pod_dir.join("container.log");
-                let label = run.options.echo_logs.then(|| format!("{namespace}/{name}"));
-                if let Some(out) = child.stdout.take() {
-                    copies.push(tokio::spawn(copy_lines(out, log.clone(), label.clone())));
-                }
-                if let Some(err) = child.stderr.take() {
-                    copies.push(tokio::spawn(copy_lines(err, log, label)));
-                }
+        let label = run.options.echo_logs.then(|| format!("{namespace}/{name}"));
+        let spawned = super::container_io::start(
+            executable,
+            &args,
+            &env,
+            &spec["containers"][0],
+            &pod_dir,
+            &run.stdins,
+            label,
+        );
+        // `_stdin_slot`: the process's stdin, for attach sessions, while this run of it lives.
+        let (mut child, copies, _stdin_slot) = match spawned {
+            Ok(started) => {
                 if let Err(err) = super::record::record(&pod_dir, executable, &env, &ports) {
                     tracing::warn!(pod = %name, %err, "cannot record the process for exec");
                 }
-                child
+                (started.child, started.copies, started.stdin)
             }
             Err(err) => {
                 let waiting =
