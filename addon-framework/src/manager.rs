@@ -65,9 +65,10 @@ const HOSTING_CLEANUP_FINALIZER: &str =
 const RETRY: Duration = Duration::from_secs(30);
 
 /// How often an addon that finished its pass is reconciled with no change seen, at the least
-/// (as upstream's informers resync every 10 minutes). Its own ManagedClusterAddOn, its works'
-/// status, its cluster's first sight and its configs (their spec hashes in the status) wake it
-/// at once; this only catches what an addon reads from elsewhere.
+/// (upstream's addon framework builds its informers with a 10-minute resync). Its own
+/// ManagedClusterAddOn, its works' status, its cluster's first sight and its configs (their
+/// spec hashes in the status) wake it at once; this only catches what an addon reads from
+/// elsewhere.
 const RESYNC: Duration = Duration::from_secs(600);
 
 /// Resyncs spread over this much more by the addon's namespace and name, so that a fleet
