@@ -509,7 +509,7 @@ impl CommandRun {
                     (Stdio::null(), Stdio::null())
                 }
             };
-            let spawned = tokio::process::Command::new(&self.binary)
+            let spawned = super::default_signals::command(&self.binary)
                 .args(args.iter().skip(1))
                 .current_dir(&self.pod_dir)
                 .stdin(Stdio::null())

@@ -61,7 +61,7 @@ pub(super) fn start(
     if wiring.tty {
         return on_terminal(executable, args, env, &wiring, pod_dir, stdins, log, label);
     }
-    let mut child = tokio::process::Command::new(executable)
+    let mut child = super::default_signals::command(executable)
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(if wiring.stdin {

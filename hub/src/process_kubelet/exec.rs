@@ -393,10 +393,9 @@ where
     finish(frames, written, status).await;
 }
 
-/// Gives `command` the pod process's environment and folder, the image's executable first
-/// on `PATH`.
-fn in_pod(command: &mut tokio::process::Command, exec: &ExecRequest, process: &ProcessEnv) {
-    let path = match (process.executable.parent(), std::env::var_os("PATH")) {
+/// The `PATH` of commands run in the pod: the image's executable's folder first.
+fn pod_path(process: &ProcessEnv) -> Option<std::ffi::OsString> {
+    match (process.executable.parent(), std::env::var_os("PATH")) {
         (Some(dir), Some(path)) => {
             let mut dirs = vec![dir.to_path_buf()];
             dirs.extend(std::env::split_paths(&path));
@@ -404,7 +403,36 @@ fn in_pod(command: &mut tokio::process::Command, exec: &ExecRequest, process: &P
         }
         (Some(dir), None) => Some(dir.as_os_str().to_owned()),
         _ => None,
-    };
+    }
+}
+
+/// The executable the command names, found as a shell in the pod finds it: a path as given
+/// (from the pod's folder), a bare name on the pod's `PATH` ([`pod_path`]) — so that a
+/// missing command is this kubelet's to report (127, as a container runtime), not that of
+/// the program that starts it.
+fn program_in_pod(exec: &ExecRequest, process: &ProcessEnv) -> std::io::Result<PathBuf> {
+    let name = &exec.command[0];
+    if name.contains('/') {
+        return Ok(exec.pod_dir.join(name));
+    }
+    pod_path(process)
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| candidate.is_file())
+        })
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "executable file not found in $PATH",
+            )
+        })
+}
+
+/// Gives `command` the pod process's environment and folder, the image's executable first
+/// on `PATH`.
+fn in_pod(command: &mut tokio::process::Command, exec: &ExecRequest, process: &ProcessEnv) {
+    let path = pod_path(process);
     command
         .envs(process.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&exec.pod_dir)
@@ -458,7 +486,11 @@ where
             Stdio::null()
         }
     };
-    let mut command = tokio::process::Command::new(&exec.command[0]);
+    let program = match program_in_pod(exec, process) {
+        Ok(program) => program,
+        Err(err) => return not_started(&err, exec, exec.stderr.then_some(STDERR), frames).await,
+    };
+    let mut command = super::default_signals::command(program);
     command
         .args(&exec.command[1..])
         .stdin(pipe(exec.stdin))
@@ -516,14 +548,17 @@ where
             return internal_error(&err.to_string());
         }
     };
+    let program = match program_in_pod(exec, process) {
+        Ok(program) => program,
+        Err(err) => return not_started(&err, exec, exec.stdout.then_some(STDOUT), frames).await,
+    };
     let stdin = exec.stdin.then(|| websocket::byte_writer(input, false).0);
     let input = tokio::spawn(read_input(reader, stdin, Some(sizer), frames.clone()));
-    let spawned = terminal::command(&exec.command[0], &exec.command[1..], &follower).and_then(
-        |mut command| {
+    let spawned =
+        terminal::command(&program, &exec.command[1..], &follower).and_then(|mut command| {
             in_pod(&mut command, exec, process);
             command.env("TERM", terminal::TERM).spawn()
-        },
-    );
+        });
     // Only the command holds the terminal's follower side now: its end ends the output.
     drop(follower);
     let mut child = match spawned {

@@ -28,6 +28,7 @@
 
 pub mod command;
 mod container_io;
+mod default_signals;
 pub mod endpoint;
 pub mod exec;
 mod inflate;

@@ -151,7 +151,7 @@ pub const TERM: &str = "xterm";
 
 /// The command that runs `program` with `args` on the terminal `follower` (its stdin,
 /// stdout and stderr), as the leader of a new session whose controlling terminal it is when
-/// `setsid` is here.
+/// `setsid` is here, every signal at its default action ([`super::default_signals`]).
 pub fn command(
     program: impl AsRef<std::ffi::OsStr>,
     args: &[String],
@@ -160,10 +160,13 @@ pub fn command(
     let mut command = match setsid() {
         Some(setsid) => {
             let mut command = tokio::process::Command::new(setsid);
-            command.args(["--ctty", "--wait", "--"]).arg(program);
+            command
+                .args(["--ctty", "--wait", "--"])
+                .args(super::default_signals::prefix())
+                .arg(program);
             command
         }
-        None => tokio::process::Command::new(program),
+        None => super::default_signals::command(program),
     };
     command
         .args(args)
