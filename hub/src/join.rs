@@ -52,6 +52,16 @@ pub fn hub_bootstrap_secret(n: usize) -> String {
     format!("{BOOTSTRAP_SECRET}-{n}")
 }
 
+/// Whether `name` is one of the bootstrap kubeconfig secrets a join writes: the one the agent
+/// starts with, or a hub's own ([`hub_bootstrap_secret`]).
+pub fn is_bootstrap_secret(name: &str) -> bool {
+    name == BOOTSTRAP_SECRET
+        || name
+            .strip_prefix(BOOTSTRAP_SECRET)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// [`prepare_spoke`] for several hubs (in order of preference): each bootstrap kubeconfig in
 /// its own secret ([`hub_bootstrap_secret`]), and the first in the bootstrap secret the agent
 /// starts with — unless that secret already holds one of them (the agent moved to another of
@@ -107,4 +117,26 @@ async fn write_bootstrap_secret(
             format!("writing the bootstrap kubeconfig secret {name} on the managed cluster")
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_bootstrap_secrets_a_join_writes_are_recognised() {
+        for n in [1, 12] {
+            assert!(is_bootstrap_secret(&hub_bootstrap_secret(n)));
+        }
+        assert!(is_bootstrap_secret(BOOTSTRAP_SECRET));
+        for name in [
+            "bootstrap-hub-kubeconfig-",
+            "bootstrap-hub-kubeconfig-a",
+            "bootstrap-hub-kubeconfigs",
+            "hub-kubeconfig-secret",
+            "my-bootstrap-hub-kubeconfig",
+        ] {
+            assert!(!is_bootstrap_secret(name), "{name}");
+        }
+    }
 }

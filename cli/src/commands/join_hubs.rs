@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
-use ocm_hub::join::{AGENT_NAMESPACE, BOOTSTRAP_SECRET, bootstrap_kubeconfig};
+use ocm_hub::join::{AGENT_NAMESPACE, bootstrap_kubeconfig, is_bootstrap_secret};
 use ocm_registration::agent::HUB_KUBECONFIG_SECRET;
 
 use super::join_plan::{self, CheckedHub, EarlierJoin, HubCheck, hub_label};
@@ -171,16 +171,6 @@ async fn check_hub(url: &str, token: &str, ca: Option<&str>, cluster: Option<&st
     }
 }
 
-/// Whether `name` is one of the bootstrap kubeconfig secrets `ocm join` writes: the one the
-/// agent starts with, or a hub's own (`bootstrap-hub-kubeconfig-<n>`).
-fn is_bootstrap_secret(name: &str) -> bool {
-    name == BOOTSTRAP_SECRET
-        || name
-            .strip_prefix(BOOTSTRAP_SECRET)
-            .and_then(|rest| rest.strip_prefix('-'))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
 /// What an earlier join left in the agent namespace of the managed cluster at
 /// `spoke_kubeconfig`: its bootstrap kubeconfigs, and whether the agent holds a hub kubeconfig.
 /// Nothing without a kubeconfig (a simulated cluster is started after the hubs are checked).
@@ -214,29 +204,4 @@ async fn read_earlier_join(spoke_kubeconfig: Option<&Path>) -> anyhow::Result<Ea
         }
     }
     Ok(earlier)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_bootstrap_secrets_ocm_join_writes_are_read() {
-        for name in [
-            "bootstrap-hub-kubeconfig",
-            "bootstrap-hub-kubeconfig-1",
-            "bootstrap-hub-kubeconfig-12",
-        ] {
-            assert!(is_bootstrap_secret(name), "{name}");
-        }
-        for name in [
-            "bootstrap-hub-kubeconfig-",
-            "bootstrap-hub-kubeconfig-a",
-            "bootstrap-hub-kubeconfigs",
-            "hub-kubeconfig-secret",
-            "my-bootstrap-hub-kubeconfig",
-        ] {
-            assert!(!is_bootstrap_secret(name), "{name}");
-        }
-    }
 }
