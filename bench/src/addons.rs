@@ -55,36 +55,41 @@ pub struct BenchAddonsArgs {
     settle_seconds: u64,
 }
 
+/// The hub's `/metrics` document as it stands.
+async fn hub_metrics(admin: &kube::Client) -> anyhow::Result<String> {
+    admin
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await
+        .context("reading the hub's /metrics")
+}
+
 /// The hub's `LIST` and `WATCH` requests so far, and any request it refused as too many (429),
 /// by (verb, what): the resource with the request's scope (a cluster namespace's agent lists
 /// in its namespace, a manager across all) and its code when not 200.
 async fn list_and_watch_counts(
     admin: &kube::Client,
 ) -> anyhow::Result<std::collections::BTreeMap<(String, String), u64>> {
-    let metrics = admin
-        .request_text(http::Request::get("/metrics").body(Vec::new())?)
-        .await
-        .context("reading the hub's /metrics")?;
-    Ok(scoped_request_counts(&metrics))
+    Ok(scoped_request_counts(&hub_metrics(admin).await?))
 }
 
 /// Every request the hub served so far, by verb and resource (with its subresource).
 async fn verb_counts(
     admin: &kube::Client,
 ) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
-    let metrics = admin
-        .request_text(http::Request::get("/metrics").body(Vec::new())?)
-        .await
-        .context("reading the hub's /metrics")?;
+    Ok(verb_request_counts(&hub_metrics(admin).await?))
+}
+
+/// [`verb_counts`] of one `/metrics` document.
+fn verb_request_counts(metrics: &str) -> std::collections::BTreeMap<String, u64> {
     let mut counts = std::collections::BTreeMap::new();
-    for sample in ocm_apiserver::metrics::request_counts(&metrics) {
+    for sample in ocm_apiserver::metrics::request_counts(metrics) {
         let mut what = format!("{} {}", sample.label("verb"), sample.label("resource"));
         if !sample.label("subresource").is_empty() {
             what.push_str(&format!("/{}", sample.label("subresource")));
         }
         *counts.entry(what).or_default() += sample.value;
     }
-    Ok(counts)
+    counts
 }
 
 /// [`list_and_watch_counts`] of one `/metrics` document.

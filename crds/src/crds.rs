@@ -234,6 +234,38 @@ pub fn file_name(crd: &CustomResourceDefinition) -> String {
     format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or("unnamed"))
 }
 
+/// The file under `crds/manifests/` holding every CRD of a target as one compact JSON array
+/// (`hub.json`, …), written by `crdgen` beside the YAML files and embedded by [`stored`].
+pub fn json_file_name(target: Target) -> String {
+    format!("{}.json", target.dir_name())
+}
+
+/// Every CRD of a target as one compact JSON array, as `crdgen` writes it to
+/// [`json_file_name`].
+pub fn to_json_array(crds: &[CustomResourceDefinition]) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string(crds)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The CRDs of a target as checked in (the test `checked_in_manifests_match_generated` keeps
+/// them equal to what [`for_target`] generates), for a process that installs them: reading
+/// this text costs no schema generation and no typed CRD code, which the hub and a simulated
+/// cluster would otherwise run once at start and keep resident.
+pub fn stored(target: Target) -> &'static str {
+    match target {
+        Target::Hub => include_str!("../manifests/hub.json"),
+        Target::Klusterlet => include_str!("../manifests/klusterlet.json"),
+        Target::About => include_str!("../manifests/about.json"),
+        Target::Multicluster => include_str!("../manifests/multicluster.json"),
+    }
+}
+
+/// [`stored`] as one JSON object per CRD.
+pub fn stored_values(target: Target) -> Result<Vec<serde_json::Value>, serde_json::Error> {
+    serde_json::from_str(stored(target))
+}
+
 /// Errors turning CRDs into YAML.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {

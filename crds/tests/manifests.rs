@@ -1,6 +1,8 @@
 //! The checked-in CRD manifests are exactly what `crdgen` generates today.
 
-use ocm_api::crds::{Target, file_name, for_target, to_yaml};
+use ocm_api::crds::{
+    Target, file_name, for_target, json_file_name, stored, to_json_array, to_yaml,
+};
 
 #[test]
 fn checked_in_manifests_match_generated() {
@@ -23,6 +25,18 @@ fn checked_in_manifests_match_generated() {
             expected_files,
             "files in {} differ from the generated set; run `cargo run -p ocm-api --bin crdgen`",
             dir.display()
+        );
+        let json = root.join(json_file_name(target));
+        let on_disk = std::fs::read_to_string(&json).unwrap_or_default();
+        assert!(
+            on_disk == to_json_array(&crds).unwrap(),
+            "{} is stale; run `cargo run -p ocm-api --bin crdgen`",
+            json.display()
+        );
+        assert_eq!(
+            stored(target),
+            on_disk,
+            "the embedded {target:?} CRDs are the file's"
         );
         for crd in &crds {
             let path = dir.join(file_name(crd));

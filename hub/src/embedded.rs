@@ -13,9 +13,10 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::wait::await_condition;
 use ocm_api::cluster::v1::ManagedCluster;
+use ocm_api::crds::Target;
 use ocm_apiserver::serve::Serving;
 use ocm_apiserver::tls::{TlsMaterial, write_file};
 use ocm_apiserver::{ApiServer, ApiServerConfig};
@@ -155,9 +156,9 @@ impl EmbeddedHub {
         // Everything a joining cluster needs comes first; the admin kubeconfig is written
         // last, so a script that waits for it can run `ocm init` and `ocm join` at once.
         let admin = kube::Client::new(server.service(), "default");
-        install_crds(&admin, &ocm_api::crds::hub()).await?;
+        install_crds(&admin, &ocm_api::crds::stored_values(Target::Hub)?).await?;
         if options.hub.cluster_profiles {
-            install_crds(&admin, &ocm_api::crds::multicluster()).await?;
+            install_crds(&admin, &ocm_api::crds::stored_values(Target::Multicluster)?).await?;
         }
         publish_cluster_info(&admin, &url, &tls.ca_cert).await?;
         crate::bootstrap::apply_bootstrap_rbac(&admin).await?;
@@ -505,30 +506,48 @@ fn register_hooks(server: &ApiServer) {
     }
 }
 
-/// Applies `crds` (server-side apply) and waits until each is Established.
-pub async fn install_crds(
+/// Applies `crds` (server-side apply) and waits until each is Established. The CRDs may be
+/// typed or plain JSON objects (as [`ocm_api::crds::stored_values`] reads them): they are
+/// sent and read back as JSON, so installing them runs no typed CRD code.
+pub async fn install_crds<T: serde::Serialize>(
     client: &kube::Client,
-    crds: &[CustomResourceDefinition],
+    crds: &[T],
 ) -> anyhow::Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let resource = ApiResource::erase::<CustomResourceDefinition>(&());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut names = Vec::with_capacity(crds.len());
     for crd in crds {
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        api.patch(&name, &params, &Patch::Apply(crd))
+        let crd = serde_json::to_value(crd).context("a CRD that is not JSON")?;
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        api.patch(&name, &params, &Patch::Apply(&crd))
             .await
             .with_context(|| format!("installing CRD {name}"))?;
+        names.push(name);
     }
-    for crd in crds {
-        let name = crd.metadata.name.clone().unwrap_or_default();
+    for name in names {
         tokio::time::timeout(
             Duration::from_secs(30),
-            await_condition(api.clone(), &name, conditions::is_crd_established()),
+            await_condition(api.clone(), &name, is_established),
         )
         .await
         .with_context(|| format!("CRD {name} not established in 30 s"))?
         .with_context(|| format!("waiting for CRD {name}"))?;
     }
     Ok(())
+}
+
+/// Whether a CRD read as JSON has the condition `Established` True.
+fn is_established(crd: Option<&DynamicObject>) -> bool {
+    crd.and_then(|crd| crd.data["status"]["conditions"].as_array())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        })
 }
 
 /// Creates `name` if it does not exist.

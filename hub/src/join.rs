@@ -4,7 +4,6 @@
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
 use ocm_runtime::kubeconfig::{KubeconfigAuth, KubeconfigSpec, ServerInfo};
 use serde_json::json;
@@ -30,18 +29,23 @@ pub fn bootstrap_kubeconfig(url: &str, ca_pem: &str, token: &str) -> String {
     })
 }
 
-/// The klusterlet CRDs, generated from the API types once per process: a fleet prepares
-/// thousands of simulated clusters, and generating the schemas was a tenth of that work.
-pub(crate) fn klusterlet_crds() -> &'static [CustomResourceDefinition] {
-    static CRDS: std::sync::LazyLock<Vec<CustomResourceDefinition>> =
-        std::sync::LazyLock::new(ocm_api::crds::klusterlet);
-    &CRDS
+/// The klusterlet CRDs as checked in ([`ocm_api::crds::stored`]), read once per process: a
+/// fleet prepares thousands of simulated clusters, and generating the schemas from the API
+/// types was a tenth of that work (and code a joined process kept resident).
+pub(crate) fn klusterlet_crds() -> anyhow::Result<&'static [serde_json::Value]> {
+    static CRDS: std::sync::LazyLock<Result<Vec<serde_json::Value>, String>> =
+        std::sync::LazyLock::new(|| {
+            ocm_api::crds::stored_values(ocm_api::crds::Target::Klusterlet)
+                .map_err(|e| e.to_string())
+        });
+    CRDS.as_deref()
+        .map_err(|e| anyhow::anyhow!("reading the klusterlet CRDs: {e}"))
 }
 
 /// Installs what the agent needs on the managed cluster: klusterlet CRDs, the agent namespace
 /// and the bootstrap kubeconfig Secret.
 pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
-    crate::embedded::install_crds(spoke, klusterlet_crds()).await?;
+    crate::embedded::install_crds(spoke, klusterlet_crds()?).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
     write_bootstrap_secret(spoke, BOOTSTRAP_SECRET, bootstrap_kubeconfig).await
 }
@@ -74,7 +78,7 @@ pub async fn prepare_spoke_for_hubs(
     let Some(first) = bootstrap_kubeconfigs.first() else {
         anyhow::bail!("no hub to join");
     };
-    crate::embedded::install_crds(spoke, klusterlet_crds()).await?;
+    crate::embedded::install_crds(spoke, klusterlet_crds()?).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
     let current = Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
         .get_opt(BOOTSTRAP_SECRET)

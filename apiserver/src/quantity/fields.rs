@@ -1,20 +1,28 @@
-//! The Quantity fields of the built-in kinds, found in the schemas of the k8s-openapi types the
-//! server decodes them into (every `$ref` to `io.k8s.apimachinery.pkg.api.resource.Quantity`),
-//! and their rewriting into canonical form, as kube-apiserver's typed decoding does. Custom
-//! resources are decoded unstructured by kube and never pass through here.
+//! The Quantity fields of the built-in kinds (every `$ref` to
+//! `io.k8s.apimachinery.pkg.api.resource.Quantity` in the schemas of the k8s-openapi types the
+//! server decodes them into), and their rewriting into canonical form, as kube-apiserver's
+//! typed decoding does. Custom resources are decoded unstructured by kube and never pass
+//! through here.
+//!
+//! Where the fields are is read from `fields.txt`, a table checked in beside this file: the
+//! test in [`from_schemas`] derives it from the types' schemas and fails (saying how to write
+//! it again) when it differs, so the server runs no schema generation — code and memory it
+//! would otherwise spend on its first write.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::schemars::generate::SchemaSettings;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{QuantityError, canonical};
-use crate::openapi::v2::builtin::{DefinitionOf, ref_name};
 use crate::registry::{BuiltinKind, Source, builtin_resources};
 
-/// The definition name of `resource.Quantity`.
-const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+#[cfg(test)]
+mod from_schemas;
+
+/// The checked-in table: `<Kind> <path>` per line, a path's steps separated by `.`: a field
+/// name, `[]` for every item of an array, `*` for every value of a map.
+const TABLE: &str = include_str!("fields.txt");
 
 /// Where quantities sit in a value: only branches that lead to one are kept.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,81 +38,124 @@ enum Shape {
 }
 
 /// The shape of each built-in kind that has Quantity fields.
-static SHAPES: LazyLock<HashMap<BuiltinKind, Shape>> = LazyLock::new(build);
+static SHAPES: LazyLock<HashMap<BuiltinKind, Shape>> = LazyLock::new(|| {
+    parse(TABLE).unwrap_or_else(|err| {
+        // The test of `from_schemas` reads the same table, so this is a broken build.
+        tracing::error!(%err, "the built-in kinds' Quantity table does not read");
+        HashMap::new()
+    })
+});
 
-fn build() -> HashMap<BuiltinKind, Shape> {
-    let mut settings = SchemaSettings::draft07();
-    settings.transforms.clear();
-    let mut generator = settings.into_generator();
-    let mut roots = Vec::new();
-    for res in builtin_resources() {
-        if let Source::Builtin(kind) = res.source
-            && let Some(name) = kind.with_type(DefinitionOf(&mut generator))
-        {
-            roots.push((kind, name));
-        }
-    }
-    let definitions = generator.take_definitions(false);
-    let mut walker = Walker {
-        definitions: &definitions,
-        done: HashMap::new(),
-        visiting: Vec::new(),
-    };
-    roots
-        .into_iter()
-        .filter_map(|(kind, name)| Some((kind, walker.definition(&name)?)))
-        .collect()
+/// A line of the table that does not read.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {problem}")]
+struct TableError {
+    line: usize,
+    problem: String,
 }
 
-/// Computes shapes over the definitions, each definition once.
-struct Walker<'d> {
-    definitions: &'d Map<String, Value>,
-    done: HashMap<String, Option<Shape>>,
-    /// Definitions being walked (a recursive type has no Quantity through its recursion).
-    visiting: Vec<String>,
+/// The table's shapes by kind.
+fn parse(table: &str) -> Result<HashMap<BuiltinKind, Shape>, TableError> {
+    let kinds: HashMap<String, BuiltinKind> = builtin_resources()
+        .iter()
+        .filter_map(|res| match res.source {
+            Source::Builtin(kind) => Some((format!("{kind:?}"), kind)),
+            _ => None,
+        })
+        .collect();
+    let mut shapes: HashMap<BuiltinKind, Shape> = HashMap::new();
+    for (n, line) in table.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let error = |problem: String| TableError {
+            line: n + 1,
+            problem,
+        };
+        let (kind, path) = line
+            .split_once(' ')
+            .ok_or_else(|| error("no path after the kind".into()))?;
+        let kind = *kinds
+            .get(kind)
+            .ok_or_else(|| error(format!("no built-in kind {kind}")))?;
+        let steps: Vec<&str> = path.split('.').collect();
+        match shapes.remove(&kind) {
+            Some(shape) => shapes.insert(kind, insert(shape, &steps).map_err(error)?),
+            None => shapes.insert(kind, along(&steps)),
+        };
+    }
+    Ok(shapes)
 }
 
-impl Walker<'_> {
-    fn definition(&mut self, name: &str) -> Option<Shape> {
-        if name == QUANTITY {
-            return Some(Shape::Quantity);
-        }
-        if let Some(done) = self.done.get(name) {
-            return done.clone();
-        }
-        if self.visiting.iter().any(|v| v == name) {
-            return None;
-        }
-        let schema = self.definitions.get(name)?;
-        self.visiting.push(name.to_owned());
-        let shape = self.schema(schema);
-        self.visiting.pop();
-        self.done.insert(name.to_owned(), shape.clone());
-        shape
+/// The shape holding one Quantity at the end of `steps`.
+fn along(steps: &[&str]) -> Shape {
+    match steps.split_first() {
+        None => Shape::Quantity,
+        Some((&"[]", rest)) => Shape::Items(Box::new(along(rest))),
+        Some((&"*", rest)) => Shape::Values(Box::new(along(rest))),
+        Some((field, rest)) => Shape::Object(vec![((*field).to_owned(), along(rest))]),
     }
+}
 
-    fn schema(&mut self, schema: &Value) -> Option<Shape> {
-        if let Some(name) = ref_name(schema) {
-            return self.definition(&name);
+/// `shape` with one more Quantity at the end of `steps`.
+fn insert(shape: Shape, steps: &[&str]) -> Result<Shape, String> {
+    Ok(match (shape, steps.split_first()) {
+        // The same path twice.
+        (Shape::Quantity, None) => Shape::Quantity,
+        (Shape::Items(inner), Some((&"[]", rest))) => Shape::Items(Box::new(insert(*inner, rest)?)),
+        (Shape::Values(inner), Some((&"*", rest))) => {
+            Shape::Values(Box::new(insert(*inner, rest)?))
         }
-        for key in ["allOf", "anyOf", "oneOf"] {
-            if let Some(parts) = schema.get(key).and_then(Value::as_array) {
-                return parts.iter().find_map(|part| self.schema(part));
+        (Shape::Object(mut fields), Some((field, rest))) if !["[]", "*"].contains(field) => {
+            match fields.iter().position(|(name, _)| name == field) {
+                Some(at) => {
+                    let (name, child) = fields.remove(at);
+                    fields.insert(at, (name, insert(child, rest)?));
+                }
+                None => fields.push(((*field).to_owned(), along(rest))),
+            }
+            Shape::Object(fields)
+        }
+        (_, step) => {
+            return Err(format!(
+                "a path that is both a Quantity and something else at {}",
+                step.map_or("its end", |(s, _)| *s)
+            ));
+        }
+    })
+}
+
+/// The table's lines for `shapes`, sorted by kind and path.
+#[cfg(test)]
+fn render(shapes: &HashMap<BuiltinKind, Shape>) -> Vec<String> {
+    fn paths(shape: &Shape, prefix: &str, out: &mut Vec<String>) {
+        let join = |step: &str| {
+            if prefix.is_empty() {
+                step.to_owned()
+            } else {
+                format!("{prefix}.{step}")
+            }
+        };
+        match shape {
+            Shape::Quantity => out.push(prefix.to_owned()),
+            Shape::Items(inner) => paths(inner, &join("[]"), out),
+            Shape::Values(inner) => paths(inner, &join("*"), out),
+            Shape::Object(fields) => {
+                for (name, child) in fields {
+                    paths(child, &join(name), out);
+                }
             }
         }
-        if let Some(items) = schema.get("items") {
-            return Some(Shape::Items(Box::new(self.schema(items)?)));
-        }
-        if let Some(values) = schema.get("additionalProperties").filter(|v| v.is_object()) {
-            return Some(Shape::Values(Box::new(self.schema(values)?)));
-        }
-        let properties = schema.get("properties")?.as_object()?;
-        let fields: Vec<(String, Shape)> = properties
-            .iter()
-            .filter_map(|(field, schema)| Some((field.clone(), self.schema(schema)?)))
-            .collect();
-        (!fields.is_empty()).then_some(Shape::Object(fields))
     }
+    let mut lines = Vec::new();
+    for (kind, shape) in shapes {
+        let mut found = Vec::new();
+        paths(shape, "", &mut found);
+        lines.extend(found.into_iter().map(|path| format!("{kind:?} {path}")));
+    }
+    lines.sort();
+    lines
 }
 
 /// Rewrites every Quantity field of an object of `kind` in canonical form. A `null` map value
@@ -161,6 +212,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_table_that_does_not_read_says_which_line() {
+        let err = parse("# c\nPod spec.overhead.*\nWidget spec.size\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 3: no built-in kind Widget");
+        let err = parse("Pod spec.a\nPod spec.a.b\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        let err = parse("Pod\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 1: no path after the kind");
+        let shapes = parse("Pod spec.a.[]\nPod spec.b.*\nPod spec.a.[]\n").unwrap();
+        assert_eq!(
+            render(&shapes),
+            ["Pod spec.a.[]", "Pod spec.b.*"].map(str::to_owned)
+        );
+    }
 
     #[test]
     fn pod_containers_resources_and_overhead_are_found() {

@@ -1,10 +1,11 @@
 //! Writes the generated CRD manifests to `crds/manifests/{hub,klusterlet,about,multicluster}/`, one file per
-//! CRD, removing files of CRDs that no longer exist.
+//! CRD, removing files of CRDs that no longer exist, and each target's CRDs as one JSON array
+//! to `crds/manifests/<target>.json` (what the hub and simulated clusters install).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ocm_api::crds::{Target, file_name, for_target, to_yaml};
+use ocm_api::crds::{Target, file_name, for_target, json_file_name, to_json_array, to_yaml};
 
 fn main() -> ExitCode {
     let root = std::env::args()
@@ -34,10 +35,12 @@ fn write_all(root: &Path) -> Result<usize, Box<dyn std::error::Error>> {
                 std::fs::remove_file(&path)?;
             }
         }
-        for crd in for_target(target) {
-            std::fs::write(dir.join(file_name(&crd)), to_yaml(&crd)?)?;
+        let crds = for_target(target);
+        for crd in &crds {
+            std::fs::write(dir.join(file_name(crd)), to_yaml(crd)?)?;
             written += 1;
         }
+        std::fs::write(root.join(json_file_name(target)), to_json_array(&crds)?)?;
     }
     Ok(written)
 }

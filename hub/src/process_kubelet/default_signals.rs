@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 /// The arguments of `env` that reset every signal and then run the command that follows.
 const RESET: [&str; 2] = ["--default-signal", "--"];
 
-/// GNU `env` on this machine's `PATH` if it resets signals, looked up (and tried) once.
+/// GNU `env` on this machine's `PATH` if it resets signals, looked up (and tried) once; the
+/// first call blocks on that trial run ([`probe`] makes it early, off the async workers).
 fn env_resetting_signals() -> Option<&'static Path> {
     static ENV: OnceLock<Option<PathBuf>> = OnceLock::new();
     ENV.get_or_init(|| {
@@ -45,6 +46,12 @@ fn env_resetting_signals() -> Option<&'static Path> {
         works
     })
     .as_deref()
+}
+
+/// Looks up and tries the signal-resetting `env` on a blocking thread, so that no pod start
+/// waits on the trial run on an async worker. Called once as the kubelet starts.
+pub async fn probe() {
+    let _ = tokio::task::spawn_blocking(env_resetting_signals).await;
 }
 
 /// The words that, put before a command, run it with every signal at its default action:

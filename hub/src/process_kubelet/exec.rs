@@ -385,10 +385,10 @@ where
 {
     let (reader, writer) = tokio::io::split(io);
     let (frames, written) = frame_writer(writer);
-    let status = if exec.tty {
-        on_terminal(reader, &exec, &process, &frames).await
-    } else {
-        on_pipes(reader, &exec, &process, &frames).await
+    let status = match program_in_pod(&exec, &process) {
+        Err(err) => not_started(&err, &exec, &frames).await,
+        Ok(program) if exec.tty => on_terminal(reader, &program, &exec, &process, &frames).await,
+        Ok(program) => on_pipes(reader, &program, &exec, &process, &frames).await,
     };
     finish(frames, written, status).await;
 }
@@ -442,15 +442,24 @@ fn in_pod(command: &mut tokio::process::Command, exec: &ExecRequest, process: &P
     }
 }
 
+/// The channel a session's own error messages go on, when it streams one: stdout on a
+/// terminal (which merges both), stderr otherwise.
+fn error_channel(exec: &ExecRequest) -> Option<u8> {
+    if exec.tty {
+        exec.stdout.then_some(STDOUT)
+    } else {
+        exec.stderr.then_some(STDERR)
+    }
+}
+
 /// The exit a command that could not start gets, as a container runtime reports it, its
-/// error written on `channel` when the session streams it.
+/// error written on the session's [`error_channel`] when it streams one.
 async fn not_started(
     err: &std::io::Error,
     exec: &ExecRequest,
-    channel: Option<u8>,
     frames: &mpsc::Sender<Vec<u8>>,
 ) -> Value {
-    if let Some(channel) = channel {
+    if let Some(channel) = error_channel(exec) {
         let message = format!("exec: {:?}: {err}\n", exec.command[0]);
         let _ = frames
             .send(channel_frame(channel, message.as_bytes()))
@@ -472,6 +481,7 @@ pub fn internal_error(message: &str) -> Value {
 /// Runs the command with pipes for the streams the session asks for.
 async fn on_pipes<R>(
     reader: R,
+    program: &Path,
     exec: &ExecRequest,
     process: &ProcessEnv,
     frames: &mpsc::Sender<Vec<u8>>,
@@ -486,10 +496,6 @@ where
             Stdio::null()
         }
     };
-    let program = match program_in_pod(exec, process) {
-        Ok(program) => program,
-        Err(err) => return not_started(&err, exec, exec.stderr.then_some(STDERR), frames).await,
-    };
     let mut command = super::default_signals::command(program);
     command
         .args(&exec.command[1..])
@@ -499,7 +505,7 @@ where
     in_pod(&mut command, exec, process);
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(err) => return not_started(&err, exec, exec.stderr.then_some(STDERR), frames).await,
+        Err(err) => return not_started(&err, exec, frames).await,
     };
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -529,6 +535,7 @@ where
 /// last user is gone.
 async fn on_terminal<R>(
     reader: R,
+    program: &Path,
     exec: &ExecRequest,
     process: &ProcessEnv,
     frames: &mpsc::Sender<Vec<u8>>,
@@ -548,14 +555,10 @@ where
             return internal_error(&err.to_string());
         }
     };
-    let program = match program_in_pod(exec, process) {
-        Ok(program) => program,
-        Err(err) => return not_started(&err, exec, exec.stdout.then_some(STDOUT), frames).await,
-    };
     let stdin = exec.stdin.then(|| websocket::byte_writer(input, false).0);
     let input = tokio::spawn(read_input(reader, stdin, Some(sizer), frames.clone()));
     let spawned =
-        terminal::command(&program, &exec.command[1..], &follower).and_then(|mut command| {
+        terminal::command(program, &exec.command[1..], &follower).and_then(|mut command| {
             in_pod(&mut command, exec, process);
             command.env("TERM", terminal::TERM).spawn()
         });
@@ -565,7 +568,7 @@ where
         Ok(child) => child,
         Err(err) => {
             input.abort();
-            return not_started(&err, exec, exec.stdout.then_some(STDOUT), frames).await;
+            return not_started(&err, exec, frames).await;
         }
     };
     let output = if exec.stdout {

@@ -219,6 +219,7 @@ pub fn run(
 }
 
 async fn run_body(client: kube::Client, options: ProcessKubeletOptions, shutdown: Shutdown) {
+    default_signals::probe().await;
     // Pods a previous run left (their processes ended with it) would hold names and, for
     // Services, dead ports: they go first.
     let selector = format!("{PROCESS_LABEL}=true");
