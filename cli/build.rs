@@ -6,11 +6,18 @@
 //! Footprint, "Functions laid out in the order they run"). Only for the release
 //! profile (and those inheriting from it) on x86_64 Linux, where rustc links with LLD; dev and
 //! test builds are left as they are.
+//!
+//! Release builds also pack their relative relocations when the build machine's glibc can
+//! load them (`build-support/packed_relocations.rs`).
 
 use std::path::Path;
 
+include!("../build-support/packed_relocations.rs");
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../build-support/packed_relocations.rs");
+    pack_relative_relocations("ocm");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let lld_target = std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu");
     if !(release && lld_target) {
