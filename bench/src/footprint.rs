@@ -30,6 +30,10 @@ pub struct BenchFootprintArgs {
     /// is built with `cargo build --profile agent -p ocm-agent`, in target/agent/).
     #[arg(long)]
     agent_binary: Option<PathBuf>,
+    /// Measure this many times, each with fresh processes, and print each process's range of
+    /// `VmRSS` over the runs at the end (one run's figure varies by a MiB or two).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
 }
 
 /// How long each stage (hub ready, join asked, cluster Available) may take.
@@ -46,11 +50,48 @@ const SMALL_AGENT: &str = "footprint3";
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchFootprintArgs) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("ocm-bench-footprint-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = run(&args, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    let mut runs = Vec::new();
+    for n in 1..=args.runs {
+        if args.runs > 1 {
+            println!("run {n} of {}", args.runs);
+        }
+        let dir =
+            std::env::temp_dir().join(format!("ocm-bench-footprint-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let result = run(&args, &dir).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        runs.push(result?);
+    }
+    if runs.len() > 1 {
+        println!("VmRSS over {} runs (MiB):", runs.len());
+        for (name, low, high) in rss_ranges(&runs) {
+            println!("  {name:<32} {:>5.1}–{:.1}", mib(low), mib(high));
+        }
+    }
+    Ok(())
+}
+
+/// Each process's lowest and highest `VmRSS` (KiB) over the runs, in the order of the first.
+fn rss_ranges(runs: &[Vec<(String, u64)>]) -> Vec<(String, u64, u64)> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|(name, _)| {
+            let seen = runs
+                .iter()
+                .flat_map(|run| run.iter().filter(|(n, _)| n == name).map(|(_, rss)| *rss));
+            let low = seen.clone().min().unwrap_or_default();
+            let high = seen.max().unwrap_or_default();
+            (name.clone(), low, high)
+        })
+        .collect()
+}
+
+/// KiB in MiB.
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 /// The `ocm-agent` executable to measure: `--agent-binary`, else the one beside this `ocm`
@@ -120,7 +161,8 @@ async fn agents_alone(
     Ok((cluster, agent))
 }
 
-async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
+/// One run: starts, joins and measures every process; returns each one's `VmRSS` (KiB).
+async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
     let hub_dir = dir.join("hub");
     let mut hub = ocm_child()?;
     hub.env("OCM_HOME", dir)
@@ -226,6 +268,7 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
         "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "process", "VmRSS", "VmHWM", "anon", "file", "PSS", "threads"
     );
+    let mut measured = Vec::new();
     for (name, pid) in rows {
         let ProcessMemory {
             rss,
@@ -235,7 +278,6 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
             pss,
             threads,
         } = memory_of(pid).with_context(|| format!("{name}: process gone"))?;
-        let mib = |kib: u64| kib as f64 / 1024.0;
         println!(
             "  {name:<32} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {threads:>7}",
             mib(rss),
@@ -244,10 +286,26 @@ async fn run(args: &BenchFootprintArgs, dir: &Path) -> anyhow::Result<()> {
             mib(file),
             mib(pss)
         );
+        measured.push((name, rss));
     }
     drop(small);
     drop((agent, cluster));
     drop(simulated);
     drop(hub);
-    Ok(())
+    Ok(measured)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_per_process_over_every_run() {
+        let run = |hub: u64, agent: u64| vec![("hub".to_owned(), hub), ("agent".to_owned(), agent)];
+        assert_eq!(
+            rss_ranges(&[run(30, 12), run(28, 14), run(31, 13)]),
+            vec![("hub".to_owned(), 28, 31), ("agent".to_owned(), 12, 14)]
+        );
+        assert!(rss_ranges(&[]).is_empty());
+    }
 }
