@@ -29,23 +29,19 @@ pub fn bootstrap_kubeconfig(url: &str, ca_pem: &str, token: &str) -> String {
     })
 }
 
-/// The klusterlet CRDs as checked in ([`ocm_api::crds::stored`]), read once per process: a
-/// fleet prepares thousands of simulated clusters, and generating the schemas from the API
-/// types was a tenth of that work (and code a joined process kept resident).
-pub(crate) fn klusterlet_crds() -> anyhow::Result<&'static [serde_json::Value]> {
-    static CRDS: std::sync::LazyLock<Result<Vec<serde_json::Value>, String>> =
-        std::sync::LazyLock::new(|| {
-            ocm_api::crds::stored_values(ocm_api::crds::Target::Klusterlet)
-                .map_err(|e| e.to_string())
-        });
-    CRDS.as_deref()
-        .map_err(|e| anyhow::anyhow!("reading the klusterlet CRDs: {e}"))
+/// The klusterlet CRDs as checked in ([`ocm_api::crds::stored`]), read from the embedded
+/// text at each use (20 KB of JSON: cheaper than keeping them parsed in every joined process,
+/// and than generating the schemas from the API types, which a fleet preparing thousands of
+/// clusters once spent a tenth of its work on).
+pub(crate) fn klusterlet_crds() -> anyhow::Result<Vec<serde_json::Value>> {
+    ocm_api::crds::stored_values(ocm_api::crds::Target::Klusterlet)
+        .context("reading the klusterlet CRDs")
 }
 
 /// Installs what the agent needs on the managed cluster: klusterlet CRDs, the agent namespace
 /// and the bootstrap kubeconfig Secret.
 pub async fn prepare_spoke(spoke: &kube::Client, bootstrap_kubeconfig: &str) -> anyhow::Result<()> {
-    crate::embedded::install_crds(spoke, klusterlet_crds()?).await?;
+    crate::embedded::install_crds(spoke, &klusterlet_crds()?).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
     write_bootstrap_secret(spoke, BOOTSTRAP_SECRET, bootstrap_kubeconfig).await
 }
@@ -78,7 +74,7 @@ pub async fn prepare_spoke_for_hubs(
     let Some(first) = bootstrap_kubeconfigs.first() else {
         anyhow::bail!("no hub to join");
     };
-    crate::embedded::install_crds(spoke, klusterlet_crds()?).await?;
+    crate::embedded::install_crds(spoke, &klusterlet_crds()?).await?;
     crate::embedded::ensure_namespace(spoke, AGENT_NAMESPACE).await?;
     let current = Api::<Secret>::namespaced(spoke.clone(), AGENT_NAMESPACE)
         .get_opt(BOOTSTRAP_SECRET)

@@ -26,7 +26,7 @@ pub fn prepare(spoke: &kube::Client) -> futures::future::BoxFuture<'_, anyhow::R
 }
 
 async fn prepare_body(spoke: &kube::Client) -> anyhow::Result<()> {
-    crate::embedded::install_crds(spoke, crate::join::klusterlet_crds()?).await?;
+    crate::embedded::install_crds(spoke, &crate::join::klusterlet_crds()?).await?;
     let nodes: Api<Node> = Api::all(spoke.clone());
     if !nodes
         .list(&ListParams::default().limit(1))
