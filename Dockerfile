@@ -30,6 +30,8 @@ COPY examples examples
 COPY addons addons
 COPY cli cli
 COPY test test
+# What build scripts include (packed relocations, cli/build.rs and agent/build.rs).
+COPY build-support build-support
 # Static glibc (there is no libc in the image), symbols stripped.
 RUN RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_STRIP=symbols \
         cargo build --release --locked -p ocm --bin ocm --target x86_64-unknown-linux-gnu

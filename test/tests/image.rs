@@ -290,7 +290,9 @@ fn the_image_archive_holds_a_static_ocm_and_ocm_agent_running_as_non_root() {
 }
 
 /// `docker build` sees only what the Dockerfile copies: every workspace member's directory must
-/// be there, or the image build fails on a missing package.
+/// be there, every directory a member's build script includes from, and the workspace's cargo
+/// configuration (`.cargo`) when there is one, or the image build fails or builds something
+/// else than `cargo build` here.
 #[test]
 fn the_dockerfile_copies_every_workspace_member() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -306,6 +308,12 @@ fn the_dockerfile_copies_every_workspace_member() {
         .filter_map(|line| line.strip_prefix("COPY "))
         .filter_map(|rest| rest.split_whitespace().next())
         .collect();
+    if root.join(".cargo").exists() {
+        assert!(
+            copied.contains(&".cargo"),
+            "the Dockerfile does not copy `.cargo` (the workspace's cargo configuration)"
+        );
+    }
     for member in members.split(',').map(|m| m.trim().trim_matches('"')) {
         if member.is_empty() {
             continue;
@@ -315,5 +323,16 @@ fn the_dockerfile_copies_every_workspace_member() {
             copied.contains(&top),
             "the Dockerfile does not copy `{top}` (workspace member `{member}`)"
         );
+        let build_script = std::fs::read_to_string(root.join(member).join("build.rs"));
+        for included in build_script
+            .iter()
+            .flat_map(|s| s.split("include!(\"../").skip(1))
+        {
+            let dir = included.split('/').next().unwrap_or_default();
+            assert!(
+                copied.contains(&dir),
+                "the Dockerfile does not copy `{dir}` (included by {member}/build.rs)"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! strategy (`patchStrategy`/`patchMergeKey`) of each field.
 //!
 //! Two sources:
-//! - built-in kinds: `builtin_types.json`, generated from the Kubernetes Go API types by
+//! - built-in kinds: `builtin_types.jsonl`, generated from the Kubernetes Go API types by
 //!   `tools/gen_builtin_types.py` (see [`ObjectType::builtin`]);
 //! - custom resources: the version's `openAPIV3Schema` with its `x-kubernetes-list-type`,
 //!   `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`, `x-kubernetes-preserve-unknown-fields`
@@ -14,7 +14,7 @@
 //! structured-merge-diff deduces it: objects merge per key, lists are atomic.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use serde_json::Value;
 
@@ -166,12 +166,9 @@ impl ObjectType {
     /// The types of a built-in kind (`group` is `""` for the core group), or `None` if the
     /// kind is not built in. The table covers every kind the server serves.
     pub fn builtin(group: &str, kind: &str) -> Option<ObjectType> {
-        let builtins = BUILTINS.as_ref().ok()?;
-        let root = *builtins.kinds.get(&format!("{group}/{kind}"))?;
-        Some(ObjectType {
-            set: builtins.set.clone(),
-            root,
-        })
+        let table = TABLE.as_ref().ok()?;
+        let name = *table.kinds.get(format!("{group}/{kind}").as_str())?;
+        builtin_type(name)
     }
 
     /// The types of a custom resource version from its `openAPIV3Schema` (the JSON of
@@ -180,11 +177,8 @@ impl ObjectType {
     pub fn from_crd_schema(schema: &Value) -> ObjectType {
         let mut set = TypeSet::new();
         let mut memo = HashMap::new();
-        let meta = BUILTINS
-            .as_ref()
-            .ok()
-            .and_then(|b| b.types.get(OBJECT_META).map(|&id| (b, id)))
-            .map(|(b, id)| set.import(&b.set, id, &mut memo))
+        let meta = builtin_type(OBJECT_META)
+            .map(|m| set.import(&m.set, m.root, &mut memo))
             .unwrap_or(UNTYPED);
         let mut converter = SchemaConverter {
             set: &mut set,
@@ -401,43 +395,140 @@ impl SchemaConverter<'_> {
 
 const OBJECT_META: &str = "meta.v1.ObjectMeta";
 
-/// The generated table of built-in types.
-struct Builtins {
-    set: Arc<TypeSet>,
-    /// `group/Kind` to root node.
-    kinds: HashMap<String, NodeId>,
-    /// Go type name (`core.v1.PodSpec`) to node.
-    types: HashMap<String, NodeId>,
+/// The generated table of built-in types, indexed but not loaded: each kind's type name and
+/// each type's definition as it stands in the embedded text. A kind's types are loaded the
+/// first time it is asked for ([`builtin_type`]): a server writes a few dozen of the table's
+/// kinds, which reach a fifth of its 430 types (loading all of them held 580 KiB in every
+/// server, measured with a heap profiler).
+struct Table {
+    /// `group/Kind` to the Go type name of its object (`core.v1.Pod`).
+    kinds: HashMap<&'static str, &'static str>,
+    /// Go type name to its line in the text: `[name, {"f": {field: {"t": …, "ps": …, "mk": …,
+    /// "d": …}}, "atomic": …}]`.
+    types: HashMap<&'static str, &'static str>,
 }
 
-static BUILTINS: LazyLock<Result<Builtins, String>> = LazyLock::new(|| {
-    let parsed = load_builtins(include_str!("builtin_types.json"));
+#[derive(serde::Deserialize)]
+struct KindsLine<'a> {
+    #[serde(borrow)]
+    kinds: HashMap<&'a str, &'a str>,
+}
+
+/// Indexes the table's text: JSON lines, the kinds first, then one type per line.
+fn index_table(text: &'static str) -> Result<Table, String> {
+    let mut lines = text.lines();
+    let kinds = serde_json::from_str::<KindsLine<'static>>(lines.next().unwrap_or_default())
+        .map_err(|e| format!("kinds: {e}"))?
+        .kinds;
+    let mut types = HashMap::new();
+    for (n, line) in lines.enumerate() {
+        let (name, serde::de::IgnoredAny) =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 2))?;
+        types.insert(name, line);
+    }
+    Ok(Table { kinds, types })
+}
+
+static TABLE: LazyLock<Result<Table, String>> = LazyLock::new(|| {
+    let parsed = index_table(include_str!("builtin_types.jsonl"));
     if let Err(e) = &parsed {
         tracing::error!(error = %e, "built-in type table is invalid; strategic merge patch and typed apply are unavailable");
     }
     parsed
 });
 
-fn load_builtins(text: &str) -> Result<Builtins, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let types = doc
-        .get("types")
-        .and_then(Value::as_object)
-        .ok_or("missing types")?;
-    let kinds = doc
-        .get("kinds")
-        .and_then(Value::as_object)
-        .ok_or("missing kinds")?;
+/// The built-in types loaded so far, by Go type name (`None`: it would not load, logged once).
+static LOADED: LazyLock<RwLock<HashMap<&'static str, Option<ObjectType>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The type graph of the built-in Go type `name` (`core.v1.Pod`, [`OBJECT_META`]) and
+/// everything it reaches, loaded on first use.
+fn builtin_type(name: &'static str) -> Option<ObjectType> {
+    if let Some(loaded) = LOADED.read().unwrap_or_else(|p| p.into_inner()).get(name) {
+        return loaded.clone();
+    }
+    let table = TABLE.as_ref().ok()?;
+    let mut loaded = LOADED.write().unwrap_or_else(|p| p.into_inner());
+    loaded
+        .entry(name)
+        .or_insert_with(|| match load_type(table, name) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, r#type = name, "built-in type does not load; strategic merge patch and typed apply of it are unavailable");
+                None
+            }
+        })
+        .clone()
+}
+
+/// Loads type `root` of `table` and every type it reaches into a type set of their own.
+fn load_type(table: &Table, root: &'static str) -> Result<ObjectType, String> {
     let mut loader = Loader {
+        table,
         set: TypeSet::new(),
         ids: HashMap::new(),
+        pending: Vec::new(),
         overrides: Vec::new(),
     };
-    for name in types.keys() {
-        let id = loader.set.push(Node::Untyped);
-        loader.ids.insert(name.clone(), id);
+    let root_id = loader.id_of(root)?;
+    while let Some((name, id)) = loader.pending.pop() {
+        let node = loader.struct_node(name)?;
+        if let Some(slot) = loader.set.nodes.get_mut(id) {
+            *slot = Node::Map(node);
+        }
     }
-    for (name, def) in types {
+    // Field-level `+structType` markers: a copy of the struct with its atomicity replaced.
+    for (slot, base, atomic) in std::mem::take(&mut loader.overrides) {
+        let mut node = loader.set.node(base).clone();
+        if let Node::Map(m) = &mut node {
+            m.atomic = atomic;
+        }
+        if let Some(n) = loader.set.nodes.get_mut(slot) {
+            *n = node;
+        }
+    }
+    Ok(ObjectType {
+        set: Arc::new(loader.set),
+        root: root_id,
+    })
+}
+
+struct Loader<'t> {
+    table: &'t Table,
+    set: TypeSet,
+    ids: HashMap<&'static str, NodeId>,
+    /// Types given a node whose definition is still to be read.
+    pending: Vec<(&'static str, NodeId)>,
+    /// (node, struct it copies, atomic) for field-level `+structType` overrides.
+    overrides: Vec<(NodeId, NodeId, bool)>,
+}
+
+impl Loader<'_> {
+    /// The node of the named type: a placeholder filled later on its first mention.
+    fn id_of(&mut self, name: &str) -> Result<NodeId, String> {
+        if let Some(&id) = self.ids.get(name) {
+            return Ok(id);
+        }
+        let (&name, _) = self
+            .table
+            .types
+            .get_key_value(name)
+            .ok_or_else(|| format!("unknown type {name}"))?;
+        let id = self.set.push(Node::Untyped);
+        self.ids.insert(name, id);
+        self.pending.push((name, id));
+        Ok(id)
+    }
+
+    /// The struct a type's definition declares.
+    fn struct_node(&mut self, name: &str) -> Result<MapNode, String> {
+        let line = self
+            .table
+            .types
+            .get(name)
+            .ok_or_else(|| format!("unknown type {name}"))?;
+        let (_, def): (serde::de::IgnoredAny, Value) =
+            serde_json::from_str(line).map_err(|e| format!("{name}: {e}"))?;
         let fields = def
             .get("f")
             .and_then(Value::as_object)
@@ -457,7 +548,7 @@ fn load_builtins(text: &str) -> Result<Builtins, String> {
             let t = spec
                 .get("t")
                 .ok_or_else(|| format!("{name}.{fname}: no t"))?;
-            let ty = loader.type_expr(t, &smp)?;
+            let ty = self.type_expr(t, &smp)?;
             node.fields.insert(
                 fname.clone(),
                 Field {
@@ -467,54 +558,14 @@ fn load_builtins(text: &str) -> Result<Builtins, String> {
                 },
             );
         }
-        let id = *loader.ids.get(name).ok_or("id")?;
-        if let Some(slot) = loader.set.nodes.get_mut(id) {
-            *slot = Node::Map(node);
-        }
+        Ok(node)
     }
-    // Field-level `+structType` markers: a copy of the struct with its atomicity replaced.
-    for (slot, base, atomic) in std::mem::take(&mut loader.overrides) {
-        let mut node = loader.set.node(base).clone();
-        if let Node::Map(m) = &mut node {
-            m.atomic = atomic;
-        }
-        if let Some(n) = loader.set.nodes.get_mut(slot) {
-            *n = node;
-        }
-    }
-    let mut kind_ids = HashMap::with_capacity(kinds.len());
-    for (kind, ty) in kinds {
-        let ty = ty.as_str().ok_or("kind type")?;
-        let id = *loader
-            .ids
-            .get(ty)
-            .ok_or_else(|| format!("kind {kind}: {ty}"))?;
-        kind_ids.insert(kind.clone(), id);
-    }
-    Ok(Builtins {
-        set: Arc::new(loader.set),
-        kinds: kind_ids,
-        types: loader.ids,
-    })
-}
 
-struct Loader {
-    set: TypeSet,
-    ids: HashMap<String, NodeId>,
-    /// (node, struct it copies, atomic) for field-level `+structType` overrides.
-    overrides: Vec<(NodeId, NodeId, bool)>,
-}
-
-impl Loader {
     fn type_expr(&mut self, t: &Value, smp: &Smp) -> Result<NodeId, String> {
         match t {
             Value::String(s) if s == "scalar" => Ok(SCALAR),
             Value::String(s) if s == "untyped" => Ok(UNTYPED),
-            Value::String(s) => self
-                .ids
-                .get(s)
-                .copied()
-                .ok_or_else(|| format!("unknown type {s}")),
+            Value::String(s) => self.id_of(s),
             Value::Object(o) => {
                 if let Some(item) = o.get("list") {
                     let items = self.type_expr(item, &Smp::default())?;
@@ -553,11 +604,7 @@ impl Loader {
                     return Ok(self.set.push(Node::Map(node)));
                 }
                 if let Some(Value::String(r)) = o.get("ref") {
-                    let base = self
-                        .ids
-                        .get(r)
-                        .copied()
-                        .ok_or_else(|| format!("unknown type {r}"))?;
+                    let base = self.id_of(r)?;
                     let atomic = o.get("atomic").and_then(Value::as_bool).unwrap_or(false);
                     let slot = self.set.push(Node::Untyped);
                     self.overrides.push((slot, base, atomic));
@@ -577,7 +624,30 @@ mod tests {
 
     #[test]
     fn builtin_table_loads() {
-        assert!(BUILTINS.is_ok(), "{:?}", BUILTINS.as_ref().err());
+        let table = TABLE.as_ref();
+        assert!(table.is_ok(), "{:?}", table.err());
+        for &name in table.iter().flat_map(|t| t.types.keys()) {
+            assert!(builtin_type(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_builtin_kind_holds_only_the_types_it_reaches() {
+        let Some(config_map) = ObjectType::builtin("", "ConfigMap") else {
+            panic!("ConfigMap is built in")
+        };
+        let Some(pod) = ObjectType::builtin("", "Pod") else {
+            panic!("Pod is built in")
+        };
+        // ConfigMap: itself, ObjectMeta, ManagedFieldsEntry, OwnerReference, FieldsV1, Time…
+        assert!(
+            config_map.set.nodes.len() < 30,
+            "{}",
+            config_map.set.nodes.len()
+        );
+        assert!(pod.set.nodes.len() > 200, "{}", pod.set.nodes.len());
+        let again = ObjectType::builtin("", "ConfigMap").map(|t| t.set);
+        assert!(again.is_some_and(|set| Arc::ptr_eq(&set, &config_map.set)));
     }
 
     fn path<'a>(t: TypeRef<'a>, steps: &[&str]) -> TypeRef<'a> {

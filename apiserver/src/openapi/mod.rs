@@ -216,7 +216,8 @@ fn build(inner: &Inner, cluster: &str, group: &str, version: &str) -> Value {
         // finds them only with `--output=plaintext-openapiv2`.
         let published = res
             .version(version)
-            .and_then(|v| v.schema.clone())
+            .and_then(|v| v.schema.as_ref())
+            .map(|s| s.value())
             .map(|s| published_schema(res, version, &s, meta_name));
         let schema_ref = match published {
             Some(schema) => {

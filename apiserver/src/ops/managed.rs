@@ -16,7 +16,7 @@ pub(crate) fn object_type(res: &ResourceInfo, version: &str) -> ObjectType {
         Some(v) => match &v.schema {
             Some(schema) => v
                 .patch_types
-                .get_or_init(|| ObjectType::from_crd_schema(schema))
+                .get_or_init(|| ObjectType::from_crd_schema(&schema.value()))
                 .clone(),
             None => ObjectType::untyped(),
         },

@@ -951,7 +951,10 @@ impl Ctx {
             match res.builtin() {
                 Some(kind) => crate::openapi::v2::builtin::builtin_definition(kind)
                     .map(|d| std::sync::Arc::new(d.clone())),
-                None => res.version(version).and_then(|v| v.schema.clone()),
+                None => res
+                    .version(version)
+                    .and_then(|v| v.schema.as_ref())
+                    .map(|s| s.value()),
             }
         };
         let kinds: Vec<(String, std::sync::Arc<Value>)> = typecheck::named_resources(policy)

@@ -1,13 +1,12 @@
 //! Turning a CustomResourceDefinition object into the resource it serves.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use crate::meta::strings;
 
 use super::{
-    NameKind, PrinterColumn, ResourceInfo, ScaleSpec, Source, VersionInfo, compare_versions,
+    NameKind, PrinterColumn, ResourceInfo, ScaleSpec, Source, StoredSchema, VersionInfo,
+    compare_versions,
 };
 
 /// Why a CRD cannot be served.
@@ -102,8 +101,7 @@ pub fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, CrdError> {
         let schema = v
             .pointer("/schema/openAPIV3Schema")
             .or_else(|| crd.pointer("/spec/validation/openAPIV3Schema"))
-            .cloned()
-            .map(Arc::new);
+            .map(StoredSchema::new);
         let columns = v.get("additionalPrinterColumns").or(top_columns.as_ref());
         let printer_columns = columns
             .and_then(Value::as_array)
@@ -300,10 +298,11 @@ pub fn crd_conditions(crd: &Value, info: &ResourceInfo, now: &str) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn widget_crd() -> Value {
+    /// A CRD of `widgets.example.com`: v1beta1 and v1 (stored, status, a printer column).
+    pub(in crate::registry) fn widget_crd() -> Value {
         json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",

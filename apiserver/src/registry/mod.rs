@@ -4,6 +4,7 @@
 mod builtin;
 mod crd;
 pub mod priority;
+mod stored_schema;
 mod version;
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use serde_json::Value;
 pub(crate) use builtin::TypeVisitor;
 pub use builtin::{BuiltinKind, builtin_resources};
 pub use crd::{CrdError, crd_conditions, resource_from_crd};
+pub use stored_schema::StoredSchema;
 pub use version::{compare_versions, sort_versions};
 
 use ocm_apiserver_storage::Bucket;
@@ -74,7 +76,7 @@ pub struct VersionInfo {
     /// Version name, e.g. `v1`.
     pub name: String,
     /// The `openAPIV3Schema` of custom resources.
-    pub schema: Option<Arc<Value>>,
+    pub schema: Option<StoredSchema>,
     /// Additional printer columns (custom resources).
     pub printer_columns: Vec<PrinterColumn>,
     /// Selectable fields (custom resources), as JSON paths like `.spec.color`.
@@ -96,8 +98,9 @@ impl VersionInfo {
     pub fn structural(&self) -> Option<&ocm_apiserver_schema::StructuralSchema> {
         let schema = self.schema.as_ref()?;
         Some(
-            self.structural
-                .get_or_init(|| ocm_apiserver_schema::StructuralSchema::from_accepted(schema)),
+            self.structural.get_or_init(|| {
+                ocm_apiserver_schema::StructuralSchema::from_accepted(&schema.value())
+            }),
         )
     }
 }
@@ -286,9 +289,35 @@ struct ClusterResources {
 /// A CRD's served resource and what it was built from.
 #[derive(Debug)]
 struct ServedCrd {
-    /// The CRD's `spec` as JSON text: the same spec serves the same resource.
-    spec: String,
+    /// A digest of the CRD's `spec` as JSON text ([`spec_digest`]): the same spec serves the
+    /// same resource.
+    spec: u64,
     info: Arc<ResourceInfo>,
+}
+
+/// A 64-bit digest of a CRD's `spec` written as compact JSON: two specs with the same digest
+/// are taken to be the same (kept instead of the text itself, which was as large again as the
+/// CRD's schemas).
+fn spec_digest(crd: &Value) -> u64 {
+    use std::hash::Hasher;
+    /// Feeds what is written to the hasher (serde_json writes the same value in the same
+    /// pieces, so the same spec gives the same digest).
+    struct Digest(std::hash::DefaultHasher);
+    impl std::io::Write for Digest {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut digest = Digest(std::hash::DefaultHasher::new());
+    if let Some(spec) = crd.get("spec") {
+        // Writing a `Value` into a sink that never fails cannot fail.
+        let _ = serde_json::to_writer(&mut digest, spec);
+    }
+    digest.0.finish()
 }
 
 /// All served resources, built in and per cluster.
@@ -319,7 +348,7 @@ impl Registry {
     /// kube-apiserver, only a changed spec replaces what serves the resource (and ends its
     /// watches).
     pub fn set_crd(&self, cluster: &str, crd_name: &str, crd: &Value, info: ResourceInfo) {
-        let spec = crd.get("spec").map(Value::to_string).unwrap_or_default();
+        let spec = spec_digest(crd);
         let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
         let by_crd = &mut clusters.entry(cluster.to_owned()).or_default().by_crd;
         if by_crd
@@ -466,5 +495,44 @@ impl Registry {
     pub fn drop_cluster(&self, cluster: &str) {
         let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
         clusters.remove(cluster);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(description: &str) -> Value {
+        let mut crd = crd::tests::widget_crd();
+        crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["description"] = json!(description);
+        crd
+    }
+
+    #[test]
+    fn the_same_spec_keeps_the_served_resource_and_a_changed_one_replaces_it() {
+        let registry = Registry::new();
+        let serve = |crd: &Value| {
+            let info = resource_from_crd(crd).unwrap();
+            registry.set_crd("c", "widgets.example.com", crd, info);
+            registry
+                .lookup("c", "example.com", "v1", "widgets")
+                .unwrap()
+        };
+        let first = serve(&crd("one"));
+        let mut relabelled = crd("one");
+        relabelled["metadata"]["labels"] = json!({"a": "b"});
+        let same = serve(&relabelled);
+        assert!(Arc::ptr_eq(&first, &same));
+        assert!(registry.is_current("c", &first));
+        let changed = serve(&crd("two"));
+        assert!(!Arc::ptr_eq(&first, &changed));
+        assert!(!registry.is_current("c", &first));
+        assert!(registry.is_current("c", &changed));
+        let schema = changed.version("v1").and_then(|v| v.schema.as_ref());
+        assert_eq!(
+            schema.map(|s| s.value()["description"].clone()),
+            Some(json!("two"))
+        );
     }
 }

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Generate builtin_types.json: the field layout and list/map/patch markers of the built-in
+"""Generate builtin_types.jsonl: the field layout and list/map/patch markers of the built-in
 Kubernetes kinds the embedded API server serves.
 
 Input: the Go API type definitions (k8s.io/api, k8s.io/apimachinery meta/v1,
-k8s.io/apiextensions-apiserver v1) as bare git mirrors. Output: a JSON table of facts
-(field names, field types, +listType/+listMapKey/+mapType/+structType markers, Go
-patchStrategy/patchMergeKey tags and +default markers), read by `patch::typeinfo`.
+k8s.io/apiextensions-apiserver v1) as bare git mirrors. Output: JSON lines of facts, the
+kinds first, then one line per type (field names, field types, +listType/+listMapKey/
++mapType/+structType markers, Go patchStrategy/patchMergeKey tags and +default markers),
+read by `patch::typeinfo`.
 
-Usage: gen_builtin_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT AGGREGATOR_GIT [REV] > builtin_types.json
+Usage: gen_builtin_types.py API_GIT APIMACHINERY_GIT APIEXTENSIONS_GIT AGGREGATOR_GIT [REV] > builtin_types.jsonl
 REV is the git revision of all four mirrors (default v0.35.6, matching k8s-openapi's v1_35).
 """
 import json
@@ -323,5 +324,10 @@ def emit(qn):
 for kind, tn in KINDS.items():
     emit(tn)
 
-json.dump({"kinds": KINDS, "types": used}, sys.stdout, sort_keys=True, separators=(",", ":"))
+# One JSON document per line: the kinds first, then each type as [name, definition], so that
+# the server can index the types without parsing their definitions.
+json.dump({"kinds": KINDS}, sys.stdout, sort_keys=True, separators=(",", ":"))
 sys.stdout.write("\n")
+for name in sorted(used):
+    json.dump([name, used[name]], sys.stdout, sort_keys=True, separators=(",", ":"))
+    sys.stdout.write("\n")

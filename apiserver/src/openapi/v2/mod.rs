@@ -72,7 +72,10 @@ fn definition(
         Source::Builtin(kind) => builtins.names.get(kind).cloned(),
         Source::Crd(_) => {
             let name = super::schema_name(&res.group, version, &res.kind);
-            let schema = res.version(version).and_then(|v| v.schema.clone());
+            let schema = res
+                .version(version)
+                .and_then(|v| v.schema.as_ref())
+                .map(|s| s.value());
             definitions.insert(
                 name.clone(),
                 crd::definition(res, version, schema.as_deref()),
