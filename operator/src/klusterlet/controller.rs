@@ -7,9 +7,10 @@
 //! then collected through its owner references), removes what it installed but the CRDs,
 //! and lets it go (finalizer `operator.open-cluster-management.io/klusterlet-cleanup`).
 //!
-//! Reacts to changes of Klusterlets and of the bootstrap and hub kubeconfig secrets;
-//! re-checks every 10 s while the agents are not available or the hub connection is
-//! degraded (the hub's answers cannot be watched), else every minute.
+//! Reacts to changes of Klusterlets, of the bootstrap and hub kubeconfig secrets and of the
+//! secrets a Klusterlet's `bootstrapKubeConfigs` lists (any name: every Secret's metadata is
+//! watched, no data); re-checks every 10 s while the agents are not available or the hub
+//! connection is degraded (the hub's answers cannot be watched), else every minute.
 //!
 //! Hosted and SingletonHosted: the agents and their secrets on this (management) cluster, in
 //! the namespace named after the Klusterlet; the CRDs and the AppliedManifestWork cleanup on
@@ -32,9 +33,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use ocm_api::operator::v1::Klusterlet;
 use ocm_api::work::v1::AppliedManifestWork;
 use ocm_runtime::conditions::{condition, set_condition};
@@ -286,6 +288,21 @@ fn owners_of(store: &Store<Klusterlet>, secret: &Secret) -> Vec<ObjectRef<Kluste
         .collect()
 }
 
+/// The Klusterlets whose `bootstrapKubeConfigs` list names secret `name` of `namespace`, their
+/// agent namespace.
+fn listers_of(
+    store: &Store<Klusterlet>,
+    namespace: &str,
+    name: &str,
+) -> Vec<ObjectRef<Klusterlet>> {
+    store
+        .state()
+        .iter()
+        .filter(|k| agent_namespace(k) == namespace && hub_list::lists(k, name))
+        .map(|k| ObjectRef::from_obj(&**k))
+        .collect()
+}
+
 /// Runs the Klusterlet controller until `shutdown`.
 #[inline(never)]
 pub fn run(
@@ -310,6 +327,17 @@ async fn run_body(client: kube::Client, options: OperatorOptions, shutdown: Shut
             move |secret| owners_of(&store, &secret),
         );
     }
+    let listing = store.clone();
+    let secret_metadata: Api<PartialObjectMeta<Secret>> = Api::all(client.clone());
+    let any_secret = watcher(secret_metadata, watcher::Config::default()).touched_objects();
+    controller = controller.watches_stream(any_secret, move |secret: PartialObjectMeta<Secret>| {
+        let meta = &secret.metadata;
+        listers_of(
+            &listing,
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    });
     let ctx = Arc::new(Ctx { client, options });
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
@@ -679,6 +707,41 @@ mod tests {
     use super::*;
 
     use crate::apply::test_deployment as deployment;
+
+    #[test]
+    fn a_listed_secret_wakes_the_klusterlets_listing_it_in_their_agent_namespace() {
+        let (store, mut writer) = kube::runtime::reflector::store::<Klusterlet>();
+        let klusterlet = |name: &str, spec: Value| -> Klusterlet {
+            serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+        };
+        let list = |names: &[&str]| {
+            let secrets: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+            json!({"registrationConfiguration": {"bootstrapKubeConfigs": {
+                "type": "LocalSecrets", "localSecretsConfig": {"kubeConfigSecrets": secrets}}}})
+        };
+        let mut default_ns = list(&["hub-a", "hub-b"]);
+        default_ns["namespace"] = json!("agents");
+        let mut hosted = list(&["hub-a"]);
+        hosted["deployOption"] = json!({"mode": "Hosted"});
+        for k in [
+            klusterlet("default", default_ns),
+            klusterlet("cluster1", hosted),
+            klusterlet("unlisted", json!({"namespace": "agents"})),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(k));
+        }
+        let woken = |namespace: &str, name: &str| -> Vec<String> {
+            listers_of(&store, namespace, name)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        };
+        assert_eq!(woken("agents", "hub-b"), ["default"]);
+        // A Hosted Klusterlet's agents read their secrets in the namespace named after it.
+        assert_eq!(woken("cluster1", "hub-a"), ["cluster1"]);
+        assert!(woken("agents", "hub-c").is_empty());
+        assert!(woken("elsewhere", "hub-a").is_empty());
+    }
 
     #[test]
     fn only_a_hosted_klusterlet_that_applied_cleans_its_managed_cluster() {

@@ -70,6 +70,12 @@ pub fn agent_args(klusterlet: &Klusterlet) -> Vec<String> {
     }
 }
 
+/// Whether the Klusterlet's LocalSecrets list names the secret `name` (read in its agent
+/// namespace): a change of that secret is a change of what the Klusterlet reports.
+pub fn lists(klusterlet: &Klusterlet, name: &str) -> bool {
+    local_secrets(klusterlet).is_some_and(|list| list.names.iter().any(|n| n == name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +133,15 @@ mod tests {
         let empty = listing(json!({"kubeConfigSecrets": [{"name": ""}]}));
         assert_eq!(local_secrets(&empty).unwrap().names, Vec::<String>::new());
         assert!(agent_args(&empty).is_empty());
+    }
+
+    #[test]
+    fn a_klusterlet_lists_only_the_secrets_its_list_names() {
+        let k = listing(json!({"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}]}));
+        assert!(lists(&k, "hub-a"));
+        assert!(lists(&k, "hub-b"));
+        assert!(!lists(&k, "hub-c"));
+        assert!(!lists(&k, ""));
+        assert!(!lists(&klusterlet(json!({})), "hub-a"));
     }
 }
