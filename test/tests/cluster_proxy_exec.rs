@@ -632,7 +632,7 @@ async fn exec_logs_and_port_forward_through_the_proxy(
     )
     .await?;
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out, format!("hello from {pod}\n"));
+    assert_eq!(out, format!("hello from {pod}\n"), "{err}");
     assert_eq!(err, "oops\n");
     let (code, _, err) = kubectl(&alice, &["exec", &pod, "--", "sh", "-c", "exit 3"], None).await?;
     assert_eq!(code, 3, "{err}");

@@ -17,7 +17,8 @@
 //! The command runs with the pod process's environment (the variables it was started with,
 //! its `KUBECONFIG`), in the pod's folder, the image's executable first on `PATH`; the
 //! supervisor records that environment while the process runs ([`super::record::record`]), so a pod whose
-//! process is not running refuses exec before any upgrade. SPDY is not served.
+//! process is not running refuses exec before any upgrade. SPDY is not served. Nothing is sent
+//! before the client answers a first ping ([`client_ready`]).
 //!
 //! `GET /attach/<namespace>/<pod>/<container>?stdin=…&stdout=…&stderr=…` (same protocols)
 //! streams what the pod's process writes from then on, on stdout, until it ends (the final
@@ -29,6 +30,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -37,7 +39,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::logs::is_plain_name;
 use super::record::PROCESS_FILE;
@@ -295,17 +297,25 @@ where
 }
 
 /// Reads the client's messages until it closes: stdin data goes to `stdin` (dropped at its
-/// end), resizes to the terminal when there is one, pings are answered through `frames`.
+/// end), resizes to the terminal when there is one, pings are answered through `frames`. The
+/// first pong or message on a stream fires `ready` ([`client_ready`]).
 async fn read_input<R>(
     mut reader: R,
     mut stdin: Option<mpsc::Sender<Vec<u8>>>,
     terminal: Option<Sizer>,
     frames: mpsc::Sender<Vec<u8>>,
+    mut ready: Option<oneshot::Sender<()>>,
 ) where
     R: tokio::io::AsyncRead + Unpin,
 {
     loop {
-        match websocket::read_message(&mut reader).await {
+        let message = websocket::read_message(&mut reader).await;
+        if let Ok(Some(Message::Pong | Message::Data(_))) = &message
+            && let Some(ready) = ready.take()
+        {
+            let _ = ready.send(());
+        }
+        match message {
             Ok(Some(Message::Data(data))) => match data.split_first() {
                 Some((&STDIN, rest)) => {
                     if let Some(pipe) = stdin.as_ref()
@@ -327,8 +337,28 @@ async fn read_input<R>(
             Ok(Some(Message::Ping(data))) => {
                 let _ = frames.send(websocket::frame(0xA, &data)).await;
             }
+            Ok(Some(Message::Pong)) => {}
             Ok(Some(Message::Close) | None) | Err(_) => break,
         }
+    }
+}
+
+/// How long a session waits for the client's answer to its first ping ([`client_ready`])
+/// before it starts anyway (a client that does not answer pings).
+const READY_WAIT: Duration = Duration::from_secs(1);
+
+/// Waits, before a session sends anything, until the client shows that it reads: kubectl
+/// (client-go's WebSocket executor) starts reading before it has set up its streams and drops
+/// a message for a stream it has not set up yet ("Unknown stream id 1, discarding message"),
+/// so output sent right after the switch can be lost — the command then seems to have written
+/// nothing and exited 0. A ping goes first; the session starts at its pong (or at the client's
+/// first message on a stream, which it writes only once its streams exist), when the client
+/// is gone, or after [`READY_WAIT`]. The pong proves the client's reader runs, not that its
+/// streams exist; the round trip it takes (more than setting up streams does) is what makes
+/// the loss unlikely, as the round trips to a container runtime do behind kube-apiserver.
+async fn client_ready(frames: &mpsc::Sender<Vec<u8>>, ready: oneshot::Receiver<()>) {
+    if frames.send(websocket::frame(0x9, b"")).await.is_ok() {
+        let _ = tokio::time::timeout(READY_WAIT, ready).await;
     }
 }
 
@@ -357,8 +387,20 @@ async fn attach<S>(
     let log = exec.pod_dir.join("container.log");
     let end = std::fs::metadata(&log).map_or(0, |m| m.len());
     let mut output = super::logs::follow(log, end);
+    let (ready, is_ready) = oneshot::channel();
     // Boxed so it can go (with its handle on `frames`) before the session finishes.
-    let mut input = Box::pin(read_input(reader, input, sizer, frames.clone()));
+    let mut input = Box::pin(read_input(
+        reader,
+        input,
+        sizer,
+        frames.clone(),
+        Some(ready),
+    ));
+    // What the process writes meanwhile is streamed after: `output` follows from `end`.
+    tokio::select! {
+        () = client_ready(&frames, is_ready) => {}
+        () = &mut input => return,
+    }
     let channel = if exec.stdout { STDOUT } else { STDERR };
     loop {
         tokio::select! {
@@ -378,18 +420,47 @@ async fn attach<S>(
 }
 
 /// Runs the command of an exec request — on pipes, or on a terminal with `tty` — streaming
-/// its input and output, and reports its exit.
+/// its input and output, and reports its exit. Nothing is sent before the client reads
+/// ([`client_ready`]).
 async fn session<S>(io: S, exec: ExecRequest, process: ProcessEnv)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let (reader, writer) = tokio::io::split(io);
     let (frames, written) = frame_writer(writer);
-    let status = match program_in_pod(&exec, &process) {
-        Err(err) => not_started(&err, &exec, &frames).await,
-        Ok(program) if exec.tty => on_terminal(reader, &program, &exec, &process, &frames).await,
-        Ok(program) => on_pipes(reader, &program, &exec, &process, &frames).await,
+    let terminal = match exec.tty.then(terminal::open).transpose() {
+        Ok(terminal) => terminal,
+        Err(err) => {
+            tracing::warn!(%err, pod = %exec.pod_dir.display(), "exec -t");
+            finish(frames, written, internal_error(&err.to_string())).await;
+            return;
+        }
     };
+    // The client's input is read from the start; stdin is kept for the command's.
+    let (stdin, typed) = if exec.stdin {
+        let (sender, receiver) = mpsc::channel(16);
+        (Some(sender), Some(receiver))
+    } else {
+        (None, None)
+    };
+    let (ready, is_ready) = oneshot::channel();
+    let sizer = terminal.as_ref().map(|t| t.sizer.clone());
+    let input = tokio::spawn(read_input(
+        reader,
+        stdin,
+        sizer,
+        frames.clone(),
+        Some(ready),
+    ));
+    client_ready(&frames, is_ready).await;
+    let status = match (program_in_pod(&exec, &process), terminal) {
+        (Err(err), _) => not_started(&err, &exec, &frames).await,
+        (Ok(program), Some(terminal)) => {
+            on_terminal(terminal, typed, &program, &exec, &process, &frames).await
+        }
+        (Ok(program), None) => on_pipes(typed, &program, &exec, &process, &frames).await,
+    };
+    input.abort();
     finish(frames, written, status).await;
 }
 
@@ -478,17 +549,15 @@ pub fn internal_error(message: &str) -> Value {
            "reason": "InternalError", "code": 500})
 }
 
-/// Runs the command with pipes for the streams the session asks for.
-async fn on_pipes<R>(
-    reader: R,
+/// Runs the command with pipes for the streams the session asks for; what the client types
+/// (`typed`) goes to its stdin.
+async fn on_pipes(
+    typed: Option<mpsc::Receiver<Vec<u8>>>,
     program: &Path,
     exec: &ExecRequest,
     process: &ProcessEnv,
     frames: &mpsc::Sender<Vec<u8>>,
-) -> Value
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-{
+) -> Value {
     let pipe = |wanted: bool| {
         if wanted {
             Stdio::piped()
@@ -514,11 +583,9 @@ where
     if let Some(err) = child.stderr.take() {
         pumps.push(tokio::spawn(pump(err, STDERR, frames.clone())));
     }
-    let stdin = child
-        .stdin
-        .take()
-        .map(|pipe| websocket::byte_writer(pipe, false).0);
-    let input = tokio::spawn(read_input(reader, stdin, None, frames.clone()));
+    if let (Some(pipe), Some(typed)) = (child.stdin.take(), typed) {
+        websocket::write_from(pipe, typed, false);
+    }
     let code = match child.wait().await {
         Ok(status) => status.code().unwrap_or(-1),
         Err(_) => -1,
@@ -526,37 +593,29 @@ where
     for pump in pumps {
         let _ = pump.await;
     }
-    input.abort();
     exit_status(code)
 }
 
-/// Runs the command on a new pseudo-terminal: the session's input (and resizes) go to it
-/// from before the command starts, its output comes back on stdout until the terminal's
-/// last user is gone.
-async fn on_terminal<R>(
-    reader: R,
+/// Runs the command on the session's pseudo-terminal: what the client types (`typed`, and
+/// its resizes, read from before the command starts) goes to it, its output comes back on
+/// stdout until the terminal's last user is gone.
+async fn on_terminal(
+    terminal: Terminal,
+    typed: Option<mpsc::Receiver<Vec<u8>>>,
     program: &Path,
     exec: &ExecRequest,
     process: &ProcessEnv,
     frames: &mpsc::Sender<Vec<u8>>,
-) -> Value
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-{
+) -> Value {
     let Terminal {
         mut output,
         input,
-        sizer,
+        sizer: _,
         follower,
-    } = match terminal::open() {
-        Ok(terminal) => terminal,
-        Err(err) => {
-            tracing::warn!(%err, pod = %exec.pod_dir.display(), "exec -t");
-            return internal_error(&err.to_string());
-        }
-    };
-    let stdin = exec.stdin.then(|| websocket::byte_writer(input, false).0);
-    let input = tokio::spawn(read_input(reader, stdin, Some(sizer), frames.clone()));
+    } = terminal;
+    if let Some(typed) = typed {
+        websocket::write_from(input, typed, false);
+    }
     let spawned =
         terminal::command(program, &exec.command[1..], &follower).and_then(|mut command| {
             in_pod(&mut command, exec, process);
@@ -566,10 +625,7 @@ where
     drop(follower);
     let mut child = match spawned {
         Ok(child) => child,
-        Err(err) => {
-            input.abort();
-            return not_started(&err, exec, frames).await;
-        }
+        Err(err) => return not_started(&err, exec, frames).await,
     };
     let output = if exec.stdout {
         tokio::spawn(pump(output, STDOUT, frames.clone()))
@@ -584,7 +640,6 @@ where
         Err(_) => -1,
     };
     let _ = output.await;
-    input.abort();
     exit_status(code)
 }
 
@@ -592,6 +647,85 @@ where
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A session of `sh -c <script>` in a fresh pod folder, and the client's ends.
+    fn sh_session(
+        script: &str,
+    ) -> (
+        tempfile::TempDir,
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let exec = ExecRequest {
+            attach: false,
+            pod_dir: dir.path().to_path_buf(),
+            container: "main".into(),
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            stdin: false,
+            stdout: true,
+            stderr: true,
+            tty: false,
+        };
+        let process = ProcessEnv {
+            executable: PathBuf::from("/bin/sh"),
+            env: Vec::new(),
+        };
+        let (client, server) = tokio::io::duplex(1 << 16);
+        tokio::spawn(session(server, exec, process));
+        let (from, to) = tokio::io::split(client);
+        (dir, from, to)
+    }
+
+    /// The session's messages after the first, until its close: stdout, then the Status.
+    async fn output_then_status(from: &mut (impl AsyncRead + Unpin)) -> (Vec<u8>, Value) {
+        let mut messages = Vec::new();
+        while let Some(message) = websocket::read_message(from).await.unwrap() {
+            messages.push(message);
+        }
+        let [.., Message::Data(status), Message::Close] = messages.as_slice() else {
+            panic!("no Status then close: {messages:?}");
+        };
+        let stdout = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Data(data) if data.first() == Some(&STDOUT) => Some(data[1..].to_vec()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        (stdout, serde_json::from_slice(&status[1..]).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_session_pings_first_and_runs_the_command_once_the_client_answers() {
+        let (dir, mut from, mut to) = sh_session("touch ran; echo hi");
+        assert_eq!(
+            websocket::read_message(&mut from).await.unwrap(),
+            Some(Message::Ping(Vec::new()))
+        );
+        // Unanswered, the command has not run (it would have been lost on a client whose
+        // streams are not set up yet).
+        assert!(!dir.path().join("ran").exists());
+        to.write_all(&websocket::frame(0xA, b"")).await.unwrap();
+        let (stdout, status) = output_then_status(&mut from).await;
+        assert_eq!(stdout, b"hi\n");
+        assert_eq!(status["status"], "Success");
+        assert!(dir.path().join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_answers_pings_gets_its_output_after_the_wait() {
+        let (_dir, mut from, _to) = sh_session("echo hi");
+        assert_eq!(
+            websocket::read_message(&mut from).await.unwrap(),
+            Some(Message::Ping(Vec::new()))
+        );
+        let (stdout, status) = output_then_status(&mut from).await;
+        assert_eq!(stdout, b"hi\n");
+        assert_eq!(status["status"], "Success");
+    }
 
     #[test]
     fn an_exec_path_and_query_read_as_the_command_and_streams() {

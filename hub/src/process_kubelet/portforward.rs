@@ -517,6 +517,7 @@ where
             Ok(Some(Message::Ping(data))) => {
                 let _ = frames.send(websocket::frame(0xA, &data)).await;
             }
+            Ok(Some(Message::Pong)) => {}
             Ok(Some(Message::Close) | None) | Err(_) => return None,
         }
     }

@@ -68,6 +68,8 @@ pub enum Message {
     Data(Vec<u8>),
     /// A ping, to be answered with a pong carrying the same payload.
     Ping(Vec<u8>),
+    /// A pong, the answer to a ping sent.
+    Pong,
     /// The client closed the connection.
     Close,
 }
@@ -110,7 +112,7 @@ pub async fn read_message<R: AsyncRead + Unpin>(
         match opcode {
             0x8 => return Ok(Some(Message::Close)),
             0x9 => return Ok(Some(Message::Ping(data))),
-            0xA => continue,
+            0xA => return Ok(Some(Message::Pong)),
             0x0..=0x2 => {
                 payload.extend_from_slice(&data);
                 if fin {
@@ -174,7 +176,7 @@ pub async fn write_close<W: AsyncWrite + Unpin>(writer: &mut W) -> std::io::Resu
 /// The writing half of a connection: bytes sent to the channel are written in order; once all
 /// senders are gone the connection ends (with a WebSocket close first when `websocket`).
 pub(super) fn byte_writer<W>(
-    mut writer: W,
+    writer: W,
     websocket: bool,
 ) -> (
     tokio::sync::mpsc::Sender<Vec<u8>>,
@@ -183,8 +185,21 @@ pub(super) fn byte_writer<W>(
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (frames, mut outgoing) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
-    let task = tokio::spawn(async move {
+    let (frames, outgoing) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    (frames, write_from(writer, outgoing, websocket))
+}
+
+/// Writes what `outgoing` carries to `writer`, in order, until its senders are gone; then
+/// ends the connection (with a WebSocket close first when `websocket`).
+pub(super) fn write_from<W>(
+    mut writer: W,
+    mut outgoing: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    websocket: bool,
+) -> tokio::task::JoinHandle<()>
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
         while let Some(frame) = outgoing.recv().await {
             if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
                 return;
@@ -194,8 +209,7 @@ where
             let _ = write_close(&mut writer).await;
         }
         let _ = writer.shutdown().await;
-    });
-    (frames, task)
+    })
 }
 
 #[cfg(test)]
@@ -229,6 +243,7 @@ mod tests {
         let mut bytes = vec![0x01, 0x83, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d];
         bytes.extend([0x80, 0x02, b'l', b'o']);
         bytes.extend(frame(0x9, b"hi"));
+        bytes.extend(frame(0xA, b""));
         bytes.extend(frame(0x8, &[]));
         let mut reader = bytes.as_slice();
         assert_eq!(
@@ -238,6 +253,10 @@ mod tests {
         assert_eq!(
             read_message(&mut reader).await.unwrap(),
             Some(Message::Ping(b"hi".to_vec()))
+        );
+        assert_eq!(
+            read_message(&mut reader).await.unwrap(),
+            Some(Message::Pong)
         );
         assert_eq!(
             read_message(&mut reader).await.unwrap(),
