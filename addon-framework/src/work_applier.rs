@@ -10,7 +10,6 @@
 //! generation).
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -88,14 +87,10 @@ impl WorkApplier {
     }
 }
 
-/// A hash of an object's JSON text (stable within one process, which is all a cache of what
+/// A digest of an object's JSON text (stable within one build, which is all a cache of what
 /// was written needs).
 pub(crate) fn fingerprint(object: &impl serde::Serialize) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(object)
-        .unwrap_or_default()
-        .hash(&mut hasher);
-    hasher.finish()
+    ocm_apiserver_json::digest(object)
 }
 
 #[cfg(test)]

@@ -93,6 +93,30 @@ pub fn to_vec<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A 64-bit digest of `value` written as JSON ([`to_writer`]), computed as it is written,
+/// without the text: equal values give equal digests within one build (the same hasher, the
+/// same writing), which is what a cache of "what was written" or a change check needs. Not for
+/// anything kept across versions.
+pub fn digest<T: ?Sized + Serialize>(value: &T) -> u64 {
+    use std::hash::Hasher;
+    /// Feeds what is written to the hasher.
+    struct Digest(std::hash::DefaultHasher);
+    impl Write for Digest {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut sink = Digest(std::hash::DefaultHasher::new());
+    // The sink never fails; a value that cannot be written (a map with non-string keys)
+    // digests as what was written of it before that.
+    let _ = to_writer(&mut sink, value);
+    sink.0.finish()
+}
+
 /// `value` as kube writes it in JSON, as a string (the tests' view of [`to_vec`]).
 #[cfg(test)]
 pub fn to_string<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<String> {
@@ -139,6 +163,17 @@ mod tests {
 
     fn text(f: f64) -> String {
         to_string(&json!(f)).unwrap()
+    }
+
+    #[test]
+    fn a_digest_follows_the_written_text() {
+        let a = json!({"spec": {"x": [1, 2.5, "é"]}});
+        assert_eq!(digest(&a), digest(&a.clone()));
+        // Pieces written in any chunks digest as their whole: the same text, the same digest.
+        let text: serde_json::Value = serde_json::from_str(&to_string(&a).unwrap()).unwrap();
+        assert_eq!(digest(&text), digest(&a));
+        assert_ne!(digest(&a), digest(&json!({"spec": {"x": [1, 2.5, "e"]}})));
+        assert_ne!(digest(&json!(1)), digest(&json!(2)));
     }
 
     #[test]

@@ -6,7 +6,6 @@
 mod endpoints;
 pub(crate) mod v2;
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -43,9 +42,7 @@ pub(crate) fn root(inner: &Inner, cluster: &str) -> Value {
     for (g, v) in served_group_versions(inner, cluster) {
         let path = gv_path(&g, &v);
         let doc = build(inner, cluster, &g, &v);
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        doc.to_string().hash(&mut hasher);
-        let hash = format!("{:016X}", hasher.finish());
+        let hash = format!("{:016X}", ocm_apiserver_json::digest(&doc));
         paths.insert(
             path.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),

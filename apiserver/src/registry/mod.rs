@@ -299,25 +299,7 @@ struct ServedCrd {
 /// are taken to be the same (kept instead of the text itself, which was as large again as the
 /// CRD's schemas).
 fn spec_digest(crd: &Value) -> u64 {
-    use std::hash::Hasher;
-    /// Feeds what is written to the hasher (serde_json writes the same value in the same
-    /// pieces, so the same spec gives the same digest).
-    struct Digest(std::hash::DefaultHasher);
-    impl std::io::Write for Digest {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.write(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut digest = Digest(std::hash::DefaultHasher::new());
-    if let Some(spec) = crd.get("spec") {
-        // Writing a `Value` into a sink that never fails cannot fail.
-        let _ = serde_json::to_writer(&mut digest, spec);
-    }
-    digest.0.finish()
+    crd.get("spec").map_or(0, ocm_apiserver_json::digest)
 }
 
 /// All served resources, built in and per cluster.

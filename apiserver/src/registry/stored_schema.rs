@@ -9,6 +9,20 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// The deepest nesting of arrays and objects kept as text: well below the JSON parser's
+/// limit (128), so that the text always parses again.
+const TEXT_DEPTH: usize = 100;
+
+/// Whether `value` nests arrays and objects no more than `levels` deep (a scalar nests 0,
+/// `{}` 1); stops descending past `levels`.
+fn nests_within(value: &Value, levels: usize) -> bool {
+    match value {
+        Value::Array(items) => levels > 0 && items.iter().all(|v| nests_within(v, levels - 1)),
+        Value::Object(map) => levels > 0 && map.values().all(|v| nests_within(v, levels - 1)),
+        _ => true,
+    }
+}
+
 /// One version's `openAPIV3Schema`, cheap to clone.
 #[derive(Clone, Debug)]
 pub struct StoredSchema(Repr);
@@ -23,19 +37,21 @@ enum Repr {
 }
 
 impl StoredSchema {
-    /// Keeps `schema`, as text when that text reads back as the same schema.
+    /// Keeps `schema`, as text when that text reads back as the same schema (when it nests
+    /// no deeper than [`TEXT_DEPTH`]).
     pub fn new(schema: &Value) -> StoredSchema {
-        let text = schema.to_string();
-        match serde_json::from_str::<Value>(&text) {
-            Ok(_) => StoredSchema(Repr::Text(text.into())),
-            Err(_) => StoredSchema(Repr::Parsed(Arc::new(schema.clone()))),
+        if nests_within(schema, TEXT_DEPTH) {
+            StoredSchema(Repr::Text(schema.to_string().into()))
+        } else {
+            StoredSchema(Repr::Parsed(Arc::new(schema.clone())))
         }
     }
 
     /// The schema as a JSON value (parsed from its text at each call).
     pub fn value(&self) -> Arc<Value> {
         match &self.0 {
-            // `new` kept the text only after it parsed, so this cannot fall back.
+            // `new` kept as text only what nests within the parser's limit, so this cannot
+            // fall back.
             Repr::Text(text) => Arc::new(serde_json::from_str(text).unwrap_or(Value::Null)),
             Repr::Parsed(value) => value.clone(),
         }
@@ -70,5 +86,21 @@ mod tests {
         let stored = StoredSchema::new(&schema);
         assert!(matches!(stored.0, Repr::Parsed(_)));
         assert_eq!(*stored.value(), schema);
+    }
+
+    #[test]
+    fn nesting_is_counted_by_containers() {
+        assert!(nests_within(&json!("a"), 0));
+        assert!(!nests_within(&json!({}), 0));
+        assert!(nests_within(&json!({"a": [1, {"b": 2}]}), 3));
+        assert!(!nests_within(&json!({"a": [1, {"b": 2}]}), 2));
+        // The deepest kept as text parses again.
+        let mut deepest = json!("leaf");
+        for _ in 0..TEXT_DEPTH {
+            deepest = json!([deepest]);
+        }
+        let stored = StoredSchema::new(&deepest);
+        assert!(matches!(stored.0, Repr::Text(_)));
+        assert_eq!(*stored.value(), deepest);
     }
 }

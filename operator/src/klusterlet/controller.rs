@@ -7,9 +7,9 @@
 //! then collected through its owner references), removes what it installed but the CRDs,
 //! and lets it go (finalizer `operator.open-cluster-management.io/klusterlet-cleanup`).
 //!
-//! Reacts to changes of Klusterlets, of the bootstrap and hub kubeconfig secrets and of the
-//! secrets a Klusterlet's `bootstrapKubeConfigs` lists (any name: every Secret's metadata is
-//! watched, no data); re-checks every 10 s while the agents are not available or the hub
+//! Reacts to changes of Klusterlets, of the bootstrap, hub and external managed kubeconfig
+//! secrets and of the secrets a Klusterlet's `bootstrapKubeConfigs` lists (one watch of every
+//! Secret's metadata, never its data); re-checks every 10 s while the agents are not available or the hub
 //! connection is degraded (the hub's answers cannot be watched), else every minute.
 //!
 //! Hosted and SingletonHosted: the agents and their secrets on this (management) cluster, in
@@ -277,28 +277,22 @@ struct Ctx {
     options: OperatorOptions,
 }
 
-/// The Klusterlets whose agent namespace is the secret's.
-fn owners_of(store: &Store<Klusterlet>, secret: &Secret) -> Vec<ObjectRef<Klusterlet>> {
-    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
-    store
-        .state()
-        .iter()
-        .filter(|k| agent_namespace(k) == namespace)
-        .map(|k| ObjectRef::from_obj(&**k))
-        .collect()
-}
+/// The secrets every Klusterlet's agents use in their agent namespace, by these names.
+const AGENT_SECRETS: [&str; 3] = [BOOTSTRAP_SECRET, HUB_SECRET, EXTERNAL_MANAGED_KUBECONFIG];
 
-/// The Klusterlets whose `bootstrapKubeConfigs` list names secret `name` of `namespace`, their
-/// agent namespace.
-fn listers_of(
+/// The Klusterlets secret `name` of `namespace` matters to, of those whose agent namespace it
+/// is: all of them for the agents' own secrets ([`AGENT_SECRETS`]), else those whose
+/// `bootstrapKubeConfigs` list names it.
+fn klusterlets_using(
     store: &Store<Klusterlet>,
     namespace: &str,
     name: &str,
 ) -> Vec<ObjectRef<Klusterlet>> {
+    let everyones = AGENT_SECRETS.contains(&name);
     store
         .state()
         .iter()
-        .filter(|k| agent_namespace(k) == namespace && hub_list::lists(k, name))
+        .filter(|k| agent_namespace(k) == namespace && (everyones || hub_list::lists(k, name)))
         .map(|k| ObjectRef::from_obj(&**k))
         .collect()
 }
@@ -315,29 +309,20 @@ pub fn run(
 
 async fn run_body(client: kube::Client, options: OperatorOptions, shutdown: Shutdown) {
     let klusterlets: Api<Klusterlet> = Api::all(client.clone());
-    let secrets: Api<Secret> = Api::all(client.clone());
     let controller = Controller::new(klusterlets, watcher::Config::default());
     let store = controller.store();
-    let mut controller = controller;
-    for name in [BOOTSTRAP_SECRET, HUB_SECRET, EXTERNAL_MANAGED_KUBECONFIG] {
-        let store = store.clone();
-        controller = controller.watches(
-            secrets.clone(),
-            watcher::Config::default().fields(&format!("metadata.name={name}")),
-            move |secret| owners_of(&store, &secret),
-        );
-    }
-    let listing = store.clone();
+    // Every Secret's metadata (never its data): a change of one wakes the Klusterlets using it.
     let secret_metadata: Api<PartialObjectMeta<Secret>> = Api::all(client.clone());
     let any_secret = watcher(secret_metadata, watcher::Config::default()).touched_objects();
-    controller = controller.watches_stream(any_secret, move |secret: PartialObjectMeta<Secret>| {
-        let meta = &secret.metadata;
-        listers_of(
-            &listing,
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default(),
-        )
-    });
+    let controller =
+        controller.watches_stream(any_secret, move |secret: PartialObjectMeta<Secret>| {
+            let meta = &secret.metadata;
+            klusterlets_using(
+                &store,
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default(),
+            )
+        });
     let ctx = Arc::new(Ctx { client, options });
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
@@ -709,7 +694,7 @@ mod tests {
     use crate::apply::test_deployment as deployment;
 
     #[test]
-    fn a_listed_secret_wakes_the_klusterlets_listing_it_in_their_agent_namespace() {
+    fn a_secret_wakes_the_klusterlets_using_it_in_their_agent_namespace() {
         let (store, mut writer) = kube::runtime::reflector::store::<Klusterlet>();
         let klusterlet = |name: &str, spec: Value| -> Klusterlet {
             serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
@@ -731,7 +716,7 @@ mod tests {
             writer.apply_watcher_event(&watcher::Event::Apply(k));
         }
         let woken = |namespace: &str, name: &str| -> Vec<String> {
-            listers_of(&store, namespace, name)
+            klusterlets_using(&store, namespace, name)
                 .into_iter()
                 .map(|r| r.name)
                 .collect()
@@ -741,6 +726,9 @@ mod tests {
         assert_eq!(woken("cluster1", "hub-a"), ["cluster1"]);
         assert!(woken("agents", "hub-c").is_empty());
         assert!(woken("elsewhere", "hub-a").is_empty());
+        // The agents' own secrets matter to every Klusterlet of the namespace.
+        assert_eq!(woken("agents", HUB_SECRET), ["default", "unlisted"]);
+        assert_eq!(woken("cluster1", BOOTSTRAP_SECRET), ["cluster1"]);
     }
 
     #[test]
