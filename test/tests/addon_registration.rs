@@ -605,7 +605,8 @@ fn token_addon() -> TestAddon {
 /// The token driver (the Klusterlet's `addOnKubeClientRegistrationDriver: token`): the agent
 /// declares it, the hub makes the addon agent's ServiceAccount, the agent keeps a token of it
 /// in the addon's secret, and a client from exactly that secret reaches what the addon was
-/// granted; the ServiceAccount goes with the addon, and its tokens stop working.
+/// granted; the ServiceAccount goes with the addon, and its tokens stop working. A token
+/// request that fails is reported (`TokenCreationFailed`) and recovers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     use ocm_registration::agent::addon_tokens::AddonKubeClientAuth;
@@ -620,17 +621,81 @@ async fn addon_agents_with_the_token_driver_get_service_account_tokens() {
     .unwrap();
     let client = hub.admin_client();
     let stop = Shutdown::new();
-    tokio::spawn(ocm_addon_framework::manager::run_install_strategies(
-        client.clone(),
-        stop.child(),
-    ));
-    tokio::spawn(
-        AddonManager::new(client.clone())
-            .with_addon(Arc::new(token_addon()))
-            .run(stop.child()),
-    );
+    // The addon manager: its install controller (which keeps the token infrastructure) and
+    // the addon's controller, stopped and started together.
+    let start_manager = || {
+        let manager = stop.child();
+        let running = tokio::spawn({
+            let client = client.clone();
+            let manager = manager.clone();
+            async move {
+                tokio::join!(
+                    ocm_addon_framework::manager::run_install_strategies(
+                        client.clone(),
+                        manager.child(),
+                    ),
+                    AddonManager::new(client)
+                        .with_addon(Arc::new(token_addon()))
+                        .run(manager.child()),
+                );
+            }
+        });
+        (manager, running)
+    };
+    let (manager, running) = start_manager();
     let spoke = ocm_e2e::simulated_spoke(&hub, "c01").await.unwrap();
     token_driver(&client, &hub.admin_kubeconfig, &spoke, "c01", &names[1]).await;
+
+    // A token request that fails is reported and recovers: with the addon manager stopped,
+    // the addon's ServiceAccount gone and its token secret deleted on the cluster, the agent's
+    // request fails (`TokenRefreshed` False, `TokenCreationFailed`, naming the account); once
+    // the manager is back and makes the account again the agent gets a token.
+    enable(&client, "c01", "tok").await;
+    let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), "c01");
+    wait_for(&mcas, "tok", "the addon's token again", |m| {
+        has_condition(m, "TokenRefreshed", "True", "AddonTokenRefreshed")
+    })
+    .await
+    .unwrap();
+    manager.cancel();
+    running.await.unwrap();
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), "c01");
+    accounts
+        .delete("tok-agent", &DeleteParams::default())
+        .await
+        .unwrap();
+    Api::<Secret>::namespaced(spoke.clone(), DEFAULT_INSTALL_NAMESPACE)
+        .delete("tok-hub-kubeconfig", &DeleteParams::default())
+        .await
+        .unwrap();
+    let failed = wait_for(&mcas, "tok", "the failed token request reported", |m| {
+        has_condition(m, "TokenRefreshed", "False", "TokenCreationFailed")
+    })
+    .await
+    .unwrap();
+    let (_, _, message) = condition(&failed, "TokenRefreshed").unwrap();
+    assert!(
+        message.starts_with("Failed to create token: ") && message.contains("tok-agent"),
+        "{message}"
+    );
+    let (_manager, _running) = start_manager();
+    wait_for(&mcas, "tok", "a token once the account is back", |m| {
+        has_condition(m, "TokenRefreshed", "True", "AddonTokenRefreshed")
+    })
+    .await
+    .unwrap();
+    let secret = Api::<Secret>::namespaced(spoke.clone(), DEFAULT_INSTALL_NAMESPACE)
+        .get("tok-hub-kubeconfig")
+        .await
+        .unwrap();
+    let mounts = tempfile::tempdir().unwrap();
+    write_secret_to_dir(&secret, mounts.path()).unwrap();
+    let addon_client = hub_client_from_dir(mounts.path()).await.unwrap();
+    Api::<ConfigMap>::namespaced(addon_client, "c01")
+        .list(&ListParams::default())
+        .await
+        .expect("the token got after the failure reads configmaps in its cluster namespace");
     stop.cancel();
     agents.cancel();
 }

@@ -514,7 +514,8 @@ async fn a_singleton_klusterlet_joins_with_one_agent() {
 
 /// A bootstrap kubeconfig naming a hub nobody answers at: the Klusterlet says so in
 /// `HubConnectionDegraded` (upstream's reason for a bootstrap kubeconfig that does not work
-/// against the hub), with the connection error in the message; the agents still install.
+/// against the hub), with the connection error in the message; the agents still install. The
+/// mark an earlier ocm-rs operator kept on such a Klusterlet is removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
     let dir = tempfile::tempdir().unwrap();
@@ -545,6 +546,31 @@ async fn an_unreachable_hub_shows_in_hub_connection_degraded() {
         .message;
     assert!(message.contains("unreachable"), "{message}");
     wait_condition(&klusterlets, "Applied", "True", "KlusterletApplied").await;
+    // The mark an earlier operator kept on such a Klusterlet is removed; others stay.
+    let retired = "operator.open-cluster-management.io/hub-connection-lost-since";
+    klusterlets
+        .patch(
+            "klusterlet",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"annotations": {
+                retired: "2026-11-28T10:00:00Z", "example.com/kept": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    let k = wait_for(
+        &klusterlets,
+        "klusterlet",
+        "the retired mark removed",
+        |k| {
+            k.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| !a.contains_key(retired))
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(k.metadata.annotations.unwrap()["example.com/kept"], "yes");
     operated.stop().await;
 }
 

@@ -297,6 +297,33 @@ fn klusterlets_using(
         .collect()
 }
 
+/// An annotation the operator kept on a Klusterlet whose hub was unreachable (main of
+/// 2026-11-25 to 11-30, before the agent chose among the listed hubs); nothing reads it now.
+const RETIRED_LOST_SINCE: &str = "operator.open-cluster-management.io/hub-connection-lost-since";
+
+/// Whether a Klusterlet still carries [`RETIRED_LOST_SINCE`].
+fn has_retired_annotation(meta: &kube::api::ObjectMeta) -> bool {
+    meta.annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(RETIRED_LOST_SINCE))
+}
+
+/// Removes [`RETIRED_LOST_SINCE`] from a Klusterlet that still has it; whether it wrote.
+async fn drop_retired_annotation(
+    api: &Api<Klusterlet>,
+    meta: &kube::api::ObjectMeta,
+) -> Result<bool, kube::Error> {
+    if !has_retired_annotation(meta) {
+        return Ok(false);
+    }
+    let patch = json!({"metadata": {"annotations": {RETIRED_LOST_SINCE: null},
+                                    "resourceVersion": meta.resource_version}});
+    let name = meta.name.clone().unwrap_or_default();
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
+}
+
 /// Runs the Klusterlet controller until `shutdown`.
 #[inline(never)]
 pub fn run(
@@ -508,6 +535,9 @@ async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, Operator
     }
     // Outside the Hosted modes the managed cluster is this one: the cleanup finalizer covers it.
     if !mode.hosted() && set_finalizer(&api, &k.metadata, HOSTED_CLEANUP_FINALIZER, false).await? {
+        return Ok(Action::await_change());
+    }
+    if drop_retired_annotation(&api, &k.metadata).await? {
         return Ok(Action::await_change());
     }
     let generation = k.metadata.generation;
@@ -729,6 +759,19 @@ mod tests {
         // The agents' own secrets matter to every Klusterlet of the namespace.
         assert_eq!(woken("agents", HUB_SECRET), ["default", "unlisted"]);
         assert_eq!(woken("cluster1", BOOTSTRAP_SECRET), ["cluster1"]);
+    }
+
+    #[test]
+    fn the_retired_lost_since_annotation_is_recognised() {
+        let meta = |annotations: Value| -> kube::api::ObjectMeta {
+            serde_json::from_value(json!({"name": "klusterlet", "annotations": annotations}))
+                .unwrap()
+        };
+        assert!(has_retired_annotation(&meta(
+            json!({RETIRED_LOST_SINCE: "2026-11-28T10:00:00Z", "other": "x"})
+        )));
+        assert!(!has_retired_annotation(&meta(json!({"other": "x"}))));
+        assert!(!has_retired_annotation(&kube::api::ObjectMeta::default()));
     }
 
     #[test]
