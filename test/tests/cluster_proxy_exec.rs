@@ -218,13 +218,19 @@ struct AtTerminal {
     screen: tokio::process::ChildStdout,
     /// What the screen showed since the last wait.
     shown: String,
+    /// Where the terminal's name (`/dev/pts/N`) is written as the command starts.
+    named: tempfile::NamedTempFile,
 }
 
 impl AtTerminal {
     fn start(command: &str) -> anyhow::Result<Self> {
+        let named = tempfile::NamedTempFile::new()?;
         let mut child = tokio::process::Command::new("script")
             .args(["-q", "-e", "-c"])
-            .arg(format!("stty rows {ROWS} cols {COLS} && exec {command}"))
+            .arg(format!(
+                "tty > '{}' && stty rows {ROWS} cols {COLS} && exec {command}",
+                named.path().display()
+            ))
             .arg("/dev/null")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -235,7 +241,20 @@ impl AtTerminal {
             screen: child.stdout.take().context("no stdout")?,
             child,
             shown: String::new(),
+            named,
         })
+    }
+
+    /// Resizes the user's terminal, as a window resized: the command (kubectl) gets SIGWINCH.
+    async fn resize(&self, rows: u16, cols: u16) -> anyhow::Result<()> {
+        let terminal = std::fs::read_to_string(self.named.path())?;
+        let status = tokio::process::Command::new("stty")
+            .args(["-F", terminal.trim(), "rows", &rows.to_string()])
+            .args(["cols", &cols.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "stty -F {terminal}: {status}");
+        Ok(())
     }
 
     async fn type_keys(&mut self, keys: &str) -> anyhow::Result<()> {
@@ -291,8 +310,8 @@ impl AtTerminal {
 }
 
 /// `kubectl exec -it <pod> -- sh` through the proxy at a terminal: a shell on a terminal of
-/// the user's size, prompting and echoing, the terminal's line editing and ^C, one output,
-/// and its exit code as kubectl's.
+/// the user's size and of each later size, prompting and echoing, the terminal's line editing
+/// and ^C, one output, and its exit code as kubectl's.
 async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()> {
     let mut user = AtTerminal::start(&format!(
         "kubectl --kubeconfig '{}' exec -it {pod} -- sh",
@@ -313,6 +332,16 @@ async fn shell_at_a_terminal(kubeconfig: &Path, pod: &str) -> anyhow::Result<()>
         "{shown:?}"
     );
     assert!(shown.contains("\r\nterm-xterm\r\n"), "{shown:?}");
+    user.wait_for_prompt().await?;
+    // A later resize of the user's window reaches the shell's terminal: kubectl sends it, the
+    // kubelet sets it, and the foreground job gets SIGWINCH (the job says it is ready first,
+    // so the resize comes after its trap is set).
+    user.type_keys("sh -c 'trap \"stty size; exit\" WINCH; echo ready-\"\"for-resize; while :; do sleep 0.1; done'\r")
+        .await?;
+    user.wait_for("ready-for-resize").await?;
+    user.resize(ROWS + 7, COLS + 19).await?;
+    user.wait_for(&format!("\r\n{} {}\r\n", ROWS + 7, COLS + 19))
+        .await?;
     user.wait_for_prompt().await?;
     // The terminal's line editing: a rubbed-out letter is gone from the line.
     user.type_keys("echo line-ab\x7fc\r").await?;
