@@ -157,7 +157,17 @@ pub fn command(
     args: &[String],
     follower: &OwnedFd,
 ) -> io::Result<tokio::process::Command> {
-    let mut command = match setsid() {
+    command_with(setsid(), program, args, follower)
+}
+
+/// [`command`] with `setsid` found (or not) by the caller.
+fn command_with(
+    setsid: Option<&Path>,
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[String],
+    follower: &OwnedFd,
+) -> io::Result<tokio::process::Command> {
+    let mut command = match setsid {
         Some(setsid) => {
             let mut command = tokio::process::Command::new(setsid);
             command
@@ -263,5 +273,30 @@ mod tests {
         input.write_all(&[0x03]).await.unwrap();
         read_until(&mut output, "interrupted").await;
         assert_eq!(child.wait().await.unwrap().code(), Some(7));
+    }
+
+    #[tokio::test]
+    async fn without_setsid_a_command_still_runs_on_the_terminal_but_does_not_control_it() {
+        let Terminal {
+            mut output,
+            mut input,
+            follower,
+            ..
+        } = open().unwrap();
+        // `tty` names the terminal (stdin is it). No session has it as its controlling
+        // terminal, so ^C typed into it signals nobody: `cat` goes on, echoes the line typed
+        // after it and ends at ^D (with a controlling terminal, ^C would have killed it).
+        let script = "tty; echo waiting; exec cat";
+        let mut command =
+            command_with(None, "sh", &["-c".into(), script.into()], &follower).unwrap();
+        let mut child = command.kill_on_drop(true).spawn().unwrap();
+        drop(command);
+        drop(follower);
+        let seen = read_until(&mut output, "waiting").await;
+        assert!(seen.contains("/dev/pts/"), "{seen}");
+        input.write_all(b"\x03typed\n\x04").await.unwrap();
+        // The terminal's echo of the line, then cat's copy of it.
+        read_until(&mut output, "typed\r\ntyped\r\n").await;
+        assert_eq!(child.wait().await.unwrap().code(), Some(0));
     }
 }
