@@ -745,11 +745,14 @@ mod tests {
         ] {
             writer.apply_watcher_event(&watcher::Event::Apply(k));
         }
+        // Sorted: the store hands its objects out in no set order.
         let woken = |namespace: &str, name: &str| -> Vec<String> {
-            klusterlets_using(&store, namespace, name)
+            let mut names: Vec<String> = klusterlets_using(&store, namespace, name)
                 .into_iter()
                 .map(|r| r.name)
-                .collect()
+                .collect();
+            names.sort();
+            names
         };
         assert_eq!(woken("agents", "hub-b"), ["default"]);
         // A Hosted Klusterlet's agents read their secrets in the namespace named after it.
