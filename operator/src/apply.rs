@@ -262,12 +262,32 @@ where
     if present {
         wanted.push(finalizer.to_owned());
     }
-    let patch = json!({"metadata": {"finalizers": wanted,
-                                    "resourceVersion": meta.resource_version}});
-    let name = meta.name.clone().unwrap_or_default();
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    patch_metadata(api, meta, json!({"finalizers": wanted})).await?;
     Ok(true)
+}
+
+/// Merge-patches `metadata` (the fields of `fields`, a JSON object) of the object `meta`
+/// describes, guarded by its `resourceVersion`: a conflict rather than a write over a change
+/// the caller has not seen.
+pub async fn patch_metadata<K>(
+    api: &Api<K>,
+    meta: &kube::api::ObjectMeta,
+    mut fields: Value,
+) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    if let Some(fields) = fields.as_object_mut() {
+        fields.insert("resourceVersion".into(), json!(meta.resource_version));
+    }
+    let name = meta.name.clone().unwrap_or_default();
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "metadata": fields })),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Whether a Deployment (as the server returned it) has rolled out its current generation.

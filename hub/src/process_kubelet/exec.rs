@@ -657,16 +657,28 @@ mod tests {
         tokio::io::ReadHalf<tokio::io::DuplexStream>,
         tokio::io::WriteHalf<tokio::io::DuplexStream>,
     ) {
+        sh_session_with(script, false)
+    }
+
+    /// [`sh_session`], on a terminal with stdin (`exec -it`) when `tty`.
+    fn sh_session_with(
+        script: &str,
+        tty: bool,
+    ) -> (
+        tempfile::TempDir,
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let exec = ExecRequest {
             attach: false,
             pod_dir: dir.path().to_path_buf(),
             container: "main".into(),
             command: vec!["sh".into(), "-c".into(), script.into()],
-            stdin: false,
+            stdin: tty,
             stdout: true,
-            stderr: true,
-            tty: false,
+            stderr: !tty,
+            tty,
         };
         let process = ProcessEnv {
             executable: PathBuf::from("/bin/sh"),
@@ -725,6 +737,61 @@ mod tests {
         let (stdout, status) = output_then_status(&mut from).await;
         assert_eq!(stdout, b"hi\n");
         assert_eq!(status["status"], "Success");
+    }
+
+    /// Reads the session's messages until its stdout has shown `want`; all stdout read.
+    async fn stdout_until(from: &mut (impl AsyncRead + Unpin), want: &str) -> String {
+        let mut seen = Vec::new();
+        while !String::from_utf8_lossy(&seen).contains(want) {
+            match websocket::read_message(from).await.unwrap() {
+                Some(Message::Data(data)) if data.first() == Some(&STDOUT) => {
+                    seen.extend_from_slice(&data[1..]);
+                }
+                Some(_) => {}
+                None => panic!("the session ended before {want:?}: {seen:?}"),
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    }
+
+    /// As containerd does for `exec -t`, the end of the client's stdin does not end the
+    /// command's input: no end-of-file is typed and the terminal is not hung up — the command
+    /// goes on (here: still reading, and told of a later resize) and the session ends with it.
+    #[tokio::test]
+    async fn on_a_terminal_the_end_of_stdin_leaves_the_command_running() {
+        let script = "trap 'echo trapped; exit 5' WINCH; echo ready; \
+                      while read line; do echo \"got:$line\"; done; echo eof";
+        let (_dir, mut from, mut to) = sh_session_with(script, true);
+        assert_eq!(
+            websocket::read_message(&mut from).await.unwrap(),
+            Some(Message::Ping(Vec::new()))
+        );
+        to.write_all(&websocket::frame(0xA, b"")).await.unwrap();
+        stdout_until(&mut from, "ready").await;
+        to.write_all(&channel_frame(STDIN, b"one\n")).await.unwrap();
+        stdout_until(&mut from, "got:one").await;
+        to.write_all(&channel_frame(CLOSE, &[STDIN])).await.unwrap();
+        // The close has been read once the ping after it is answered.
+        to.write_all(&websocket::frame(0x9, b"")).await.unwrap();
+        loop {
+            match websocket::read_message(&mut from).await.unwrap() {
+                Some(Message::Pong) => break,
+                Some(Message::Data(data)) => {
+                    let text = String::from_utf8_lossy(&data[1..]).into_owned();
+                    assert!(!text.contains("eof"), "stdin's end was typed: {text}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let resize = br#"{"Width":50,"Height":20}"#;
+        to.write_all(&channel_frame(RESIZE, resize)).await.unwrap();
+        let (stdout, status) = output_then_status(&mut from).await;
+        let stdout = String::from_utf8_lossy(&stdout);
+        assert!(
+            stdout.contains("trapped") && !stdout.contains("eof"),
+            "{stdout}"
+        );
+        assert_eq!(status["details"]["causes"][0]["message"], "5", "{status}");
     }
 
     #[test]

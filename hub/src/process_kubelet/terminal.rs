@@ -219,27 +219,41 @@ mod tests {
         String::from_utf8_lossy(&seen).into_owned()
     }
 
-    #[tokio::test]
-    async fn a_command_runs_on_the_terminal_with_its_size_and_as_its_session() {
+    /// A command running `sh -c script` on a new terminal of `size` (through `setsid` when
+    /// given), `TERM` set as a session sets it: the terminal's output and input, and the child
+    /// — the only holder of the follower side, so the terminal ends with it.
+    fn run_on_terminal(
+        setsid: Option<&Path>,
+        script: &str,
+        size: Option<WindowSize>,
+    ) -> (pipe::Receiver, pipe::Sender, tokio::process::Child) {
         let Terminal {
-            mut output,
-            mut input,
+            output,
+            input,
             sizer,
             follower,
         } = open().unwrap();
-        sizer.resize(WindowSize {
-            width: 91,
-            height: 27,
-        });
-        let script = "tty; stty size; echo \"term=$TERM\"; read line; echo \"got $line\"; exit 4";
-        let mut command = command("sh", &["-c".into(), script.into()], &follower).unwrap();
-        let mut child = command
+        if let Some(size) = size {
+            sizer.resize(size);
+        }
+        let mut command =
+            command_with(setsid, "sh", &["-c".into(), script.into()], &follower).unwrap();
+        let child = command
             .env("TERM", TERM)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        drop(command);
-        drop(follower);
+        (output, input, child)
+    }
+
+    #[tokio::test]
+    async fn a_command_runs_on_the_terminal_with_its_size_and_as_its_session() {
+        let script = "tty; stty size; echo \"term=$TERM\"; read line; echo \"got $line\"; exit 4";
+        let size = WindowSize {
+            width: 91,
+            height: 27,
+        };
+        let (mut output, mut input, mut child) = run_on_terminal(setsid(), script, Some(size));
         let seen = read_until(&mut output, "term=xterm").await;
         assert!(seen.contains("/dev/pts/"), "{seen}");
         assert!(seen.contains("27 91"), "{seen}");
@@ -256,19 +270,10 @@ mod tests {
 
     #[tokio::test]
     async fn control_c_interrupts_the_foreground_job() {
-        let Terminal {
-            mut output,
-            mut input,
-            follower,
-            ..
-        } = open().unwrap();
         // The foreground job says it waits only once it runs (a trap of the shell's own
         // would wait for the job's end to run).
         let script = "trap 'echo interrupted; exit 7' INT; sh -c 'echo waiting; exec cat'";
-        let mut command = command("sh", &["-c".into(), script.into()], &follower).unwrap();
-        let mut child = command.kill_on_drop(true).spawn().unwrap();
-        drop(command);
-        drop(follower);
+        let (mut output, mut input, mut child) = run_on_terminal(setsid(), script, None);
         read_until(&mut output, "waiting").await;
         input.write_all(&[0x03]).await.unwrap();
         read_until(&mut output, "interrupted").await;
@@ -277,21 +282,11 @@ mod tests {
 
     #[tokio::test]
     async fn without_setsid_a_command_still_runs_on_the_terminal_but_does_not_control_it() {
-        let Terminal {
-            mut output,
-            mut input,
-            follower,
-            ..
-        } = open().unwrap();
         // `tty` names the terminal (stdin is it). No session has it as its controlling
         // terminal, so ^C typed into it signals nobody: `cat` goes on, echoes the line typed
         // after it and ends at ^D (with a controlling terminal, ^C would have killed it).
         let script = "tty; echo waiting; exec cat";
-        let mut command =
-            command_with(None, "sh", &["-c".into(), script.into()], &follower).unwrap();
-        let mut child = command.kill_on_drop(true).spawn().unwrap();
-        drop(command);
-        drop(follower);
+        let (mut output, mut input, mut child) = run_on_terminal(None, script, None);
         let seen = read_until(&mut output, "waiting").await;
         assert!(seen.contains("/dev/pts/"), "{seen}");
         input.write_all(b"\x03typed\n\x04").await.unwrap();

@@ -9,8 +9,8 @@
 //!
 //! Reacts to changes of Klusterlets, of the bootstrap, hub and external managed kubeconfig
 //! secrets and of the secrets a Klusterlet's `bootstrapKubeConfigs` lists (one watch of every
-//! Secret's metadata, never its data); re-checks every 10 s while the agents are not available or the hub
-//! connection is degraded (the hub's answers cannot be watched), else every minute.
+//! Secret's metadata, never its data); re-checks every 10 s while the agents are not available
+//! or the hub connection is degraded (the hub's answers cannot be watched), else every minute.
 //!
 //! Hosted and SingletonHosted: the agents and their secrets on this (management) cluster, in
 //! the namespace named after the Klusterlet; the CRDs and the AppliedManifestWork cleanup on
@@ -51,8 +51,8 @@ use super::render::{
 };
 use super::{bootstrap_secrets, hub_list};
 use crate::apply::{
-    apply_all, control_plane_nodes, delete_all, prune, related, related_entries, set_finalizer,
-    settle_related,
+    apply_all, control_plane_nodes, delete_all, patch_metadata, prune, related, related_entries,
+    set_finalizer, settle_related,
 };
 pub use crate::{OperatorError, OperatorOptions};
 
@@ -316,11 +316,12 @@ async fn drop_retired_annotation(
     if !has_retired_annotation(meta) {
         return Ok(false);
     }
-    let patch = json!({"metadata": {"annotations": {RETIRED_LOST_SINCE: null},
-                                    "resourceVersion": meta.resource_version}});
-    let name = meta.name.clone().unwrap_or_default();
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    patch_metadata(
+        api,
+        meta,
+        json!({"annotations": {RETIRED_LOST_SINCE: null}}),
+    )
+    .await?;
     Ok(true)
 }
 
@@ -499,15 +500,7 @@ async fn remove_finalizers(
         .flatten()
         .filter(|f| !gone.contains(&f.as_str()))
         .collect();
-    let patch = json!({"metadata": {"finalizers": wanted,
-                                    "resourceVersion": meta.resource_version}});
-    api.patch(
-        meta.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
-    Ok(())
+    patch_metadata(api, meta, json!({ "finalizers": wanted })).await
 }
 
 async fn reconcile(k: Arc<Klusterlet>, ctx: Arc<Ctx>) -> Result<Action, OperatorError> {
