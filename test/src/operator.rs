@@ -68,6 +68,15 @@ pub async fn wait_deployment_available(
 
 /// Writes the bootstrap kubeconfig Secret into the agent namespace (as `ocm join` does).
 pub async fn write_bootstrap_secret(spoke: &kube::Client, bootstrap: &str) -> anyhow::Result<()> {
+    write_agent_secret(spoke, "bootstrap-hub-kubeconfig", bootstrap).await
+}
+
+/// Writes Secret `name` holding `kubeconfig` into the agent namespace (made when missing).
+pub async fn write_agent_secret(
+    spoke: &kube::Client,
+    name: &str,
+    kubeconfig: &str,
+) -> anyhow::Result<()> {
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
     Api::<Namespace>::all(spoke.clone())
@@ -78,12 +87,12 @@ pub async fn write_bootstrap_secret(spoke: &kube::Client, bootstrap: &str) -> an
         )
         .await?;
     let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": AGENT_NS},
-        "stringData": {"kubeconfig": bootstrap}}))?;
+        "metadata": {"name": name, "namespace": AGENT_NS},
+        "stringData": {"kubeconfig": kubeconfig}}))?;
     Api::<Secret>::namespaced(spoke.clone(), AGENT_NS)
         .create(&PostParams::default(), &secret)
         .await
-        .context("writing the bootstrap secret")?;
+        .with_context(|| format!("writing secret {name}"))?;
     Ok(())
 }
 

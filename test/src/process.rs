@@ -245,6 +245,21 @@ impl HubProcess {
     pub fn listen_address(&self) -> String {
         self.url.trim_start_matches("https://").to_owned()
     }
+
+    /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
+    pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let server = ocm_runtime::kubeconfig::current_server(
+            &ocm_runtime::kubeconfig::parse(&text).unwrap(),
+        )
+        .unwrap();
+        let token = ocm::bootstrap::init_hub(admin, None).await.unwrap();
+        ocm::commands::join::bootstrap_kubeconfig(
+            &self.url,
+            server.ca_pem.as_deref().unwrap(),
+            &token.to_string(),
+        )
+    }
 }
 
 /// One request over plain HTTP/1.1 to `url`'s host and port (`http://HOST:PORT/`), with

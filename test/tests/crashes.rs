@@ -150,20 +150,6 @@ async fn joined_spoke(
     (spoke, agent)
 }
 
-/// A bootstrap kubeconfig (fresh `ocm init` token) for the hub process behind `admin`.
-async fn bootstrap_for(admin: &kube::Client, hub: &HubProcess) -> String {
-    let text = std::fs::read_to_string(&hub.kubeconfig).unwrap();
-    let server =
-        ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text).unwrap())
-            .unwrap();
-    let token = ocm::bootstrap::init_hub(admin, None).await.unwrap();
-    ocm::commands::join::bootstrap_kubeconfig(
-        &hub.url,
-        server.ca_pem.as_deref().unwrap(),
-        &token.to_string(),
-    )
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1. The hub killed mid-rollout.
 
@@ -474,7 +460,7 @@ async fn a_hub_killed_mid_rollout_loses_no_work_and_applies_nothing_twice() {
     let admin = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
         .await
         .unwrap();
-    let bootstrap = bootstrap_for(&admin, &hub).await;
+    let bootstrap = hub.bootstrap_kubeconfig(&admin).await;
 
     // The managed clusters, each with its registration agent, its work agent and a log of
     // every ConfigMap event in the works' namespace from before the first work.

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -18,8 +19,9 @@ use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::operator::{
     AGENT_NS, OperatedCluster, UPGRADED, accept_and_wait_available, condition_of,
     create_klusterlet, shorten_lease, wait_available_unknown, wait_deployment_available,
-    write_bootstrap_secret,
+    write_agent_secret, write_bootstrap_secret,
 };
+use ocm_e2e::process::HubProcess;
 use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
 
@@ -740,16 +742,7 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     secrets.get("hub-kubeconfig-secret").await.unwrap();
     wait_condition(&klusterlets, "Available", "True", "KlusterletAvailable").await;
 
-    let work: ManifestWork = serde_json::from_value(json!({
-        "metadata": {"name": "hello", "namespace": "c4"},
-        "spec": {"workload": {"manifests": [
-            {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": "hello", "namespace": "default"}, "data": {"from": "hub"}}]}}}))
-    .unwrap();
-    Api::<ManifestWork>::namespaced(hub.admin_client(), "c4")
-        .create(&PostParams::default(), &work)
-        .await
-        .unwrap();
+    create_configmap_work(&hub.admin_client(), "c4", "hello", "hub").await;
     let configmaps: Api<ConfigMap> = Api::namespaced(managed.client(), "default");
     wait_for(
         &configmaps,
@@ -792,6 +785,21 @@ async fn a_hosted_klusterlet_runs_its_agents_on_the_management_cluster() {
     management.stop().await;
 }
 
+/// Creates Klusterlet `klusterlet` for `cluster` listing bootstrap kubeconfig secrets `hub-a`
+/// and `hub-b` (LocalSecrets), with the least connection timeout the API takes (180 s).
+async fn create_listing_klusterlet(spoke: &kube::Client, cluster: &str) {
+    create_klusterlet(
+        spoke,
+        "klusterlet",
+        json!({"clusterName": cluster, "registrationConfiguration": {"bootstrapKubeConfigs": {
+            "type": "LocalSecrets",
+            "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
+                                   "hubConnectionTimeoutSeconds": 180}}}}),
+    )
+    .await
+    .unwrap();
+}
+
 /// `bootstrapKubeConfigs` LocalSecrets: of two listed bootstrap kubeconfigs, the first names
 /// a hub nobody answers at. The operator hands the list and the timeout to the registration
 /// agent (its Deployment's args); while the second is missing the Klusterlet names both in
@@ -804,41 +812,12 @@ async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
     let (hub, bootstrap, operated) = setup(home, "c5").await;
     let spoke = &operated.spoke;
     let unreachable = unreachable_bootstrap_kubeconfig();
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NS}});
-    Api::<Namespace>::all(spoke.client())
-        .patch(
-            AGENT_NS,
-            &PatchParams::apply("e2e"),
-            &Patch::Apply(&namespace),
-        )
-        .await
-        .unwrap();
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(spoke.client(), AGENT_NS);
-    let create_secret = |name: &'static str, kubeconfig: String| {
-        let secrets = secrets.clone();
-        async move {
-            let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-                "metadata": {"name": name}, "stringData": {"kubeconfig": kubeconfig}}))
-            .unwrap();
-            secrets
-                .create(&PostParams::default(), &secret)
-                .await
-                .unwrap();
-        }
-    };
-    create_secret("hub-a", unreachable).await;
-    create_klusterlet(
-        &spoke.client(),
-        "klusterlet",
-        json!({"clusterName": "c5", "registrationConfiguration": {"bootstrapKubeConfigs": {
-            "type": "LocalSecrets",
-            "localSecretsConfig": {"kubeConfigSecrets": [{"name": "hub-a"}, {"name": "hub-b"}],
-                                   "hubConnectionTimeoutSeconds": 180}}}}),
-    )
-    .await
-    .unwrap();
+    write_agent_secret(&spoke.client(), "hub-a", &unreachable)
+        .await
+        .unwrap();
+    create_listing_klusterlet(&spoke.client(), "c5").await;
     // The registration agent gets the list and the timeout; the work agent does not.
     let deployments: Api<Deployment> = Api::namespaced(spoke.client(), AGENT_NS);
     wait_for(
@@ -914,7 +893,9 @@ async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
             .unwrap()
             .is_none()
     );
-    create_secret("hub-b", bootstrap.clone()).await;
+    write_agent_secret(&spoke.client(), "hub-b", &bootstrap)
+        .await
+        .unwrap();
     accept_and_wait_available(&hub.admin_client(), "c5")
         .await
         .unwrap();
@@ -941,6 +922,138 @@ async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
     )
     .await;
     operated.stop().await;
+}
+
+/// How long the agent may take to leave a lost hub: the least `hubConnectionTimeoutSeconds`
+/// (180), the agent's check period at that timeout (30 s), and registering with the next hub.
+const LOST_HUB_WAIT: Duration = Duration::from_secs(180 + 30 + 60);
+
+/// Waits up to `wait` until Klusterlet `name` satisfies `condition`.
+async fn wait_klusterlet(
+    api: &Api<Klusterlet>,
+    wait: Duration,
+    what: &str,
+    condition: impl Fn(&Klusterlet) -> bool,
+) -> Klusterlet {
+    let seen = tokio::time::timeout(
+        wait,
+        kube::runtime::wait::await_condition(
+            api.clone(),
+            "klusterlet",
+            move |k: Option<&Klusterlet>| k.is_some_and(&condition),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for the Klusterlet: {what}"))
+    .unwrap();
+    seen.unwrap()
+}
+
+/// Creates ManifestWork `name` in `cluster`'s namespace on `hub`: ConfigMap `name` in
+/// `default`, its data saying `from`.
+async fn create_configmap_work(hub: &kube::Client, cluster: &str, name: &str, from: &str) {
+    let work: ManifestWork = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": cluster},
+        "spec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": name, "namespace": "default"}, "data": {"from": from}}]}}}))
+    .unwrap();
+    Api::<ManifestWork>::namespaced(hub.clone(), cluster)
+        .create(&PostParams::default(), &work)
+        .await
+        .unwrap();
+}
+
+/// `bootstrapKubeConfigs` LocalSecrets, the hub lost for good (upstream's `MultipleHubs`):
+/// the cluster joins hub A (the first listed: an `ocm hub` process) and applies A's work; A is
+/// killed (`kill -9`). The Klusterlet shows the lost hub in `HubConnectionDegraded`; once A has
+/// been out of reach for `hubConnectionTimeoutSeconds` (180, the API's least) the registration
+/// agent the operator runs asks hub B by itself, B's admin accepts, the cluster is Joined and
+/// Available on B, the work agent follows (B's work applies), the Klusterlet's hub connection
+/// works again, and what A's work applied is the same object throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hub_a = HubProcess::start(OCM, home, &home.join("hub-a"), "127.0.0.1:0");
+    let admin_a = ocm_runtime::kubeconfig::client_from_file(&hub_a.kubeconfig)
+        .await
+        .unwrap();
+    let bootstrap_a = hub_a.bootstrap_kubeconfig(&admin_a).await;
+    let (hub_b, bootstrap_b, operated) = setup(home, "c6").await;
+    let spoke = operated.spoke.client();
+    write_agent_secret(&spoke, "hub-a", &bootstrap_a)
+        .await
+        .unwrap();
+    write_agent_secret(&spoke, "hub-b", &bootstrap_b)
+        .await
+        .unwrap();
+    create_listing_klusterlet(&spoke, "c6").await;
+    accept_and_wait_available(&admin_a, "c6").await.unwrap();
+    create_configmap_work(&admin_a, "c6", "moved", "a").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(spoke.clone(), "default");
+    let applied = wait_for(&configmaps, "moved", "A's work applied", |_| true)
+        .await
+        .unwrap();
+    let klusterlets: Api<Klusterlet> = Api::all(spoke.clone());
+    wait_condition(
+        &klusterlets,
+        "HubConnectionDegraded",
+        "False",
+        "HubConnectionFunctional",
+    )
+    .await;
+
+    hub_a.process.kill_9();
+    // The operator re-checks a working connection every minute.
+    let lost = wait_klusterlet(&klusterlets, LOST_HUB_WAIT, "A's loss seen", |k| {
+        condition(k, "HubConnectionDegraded").0 == "True"
+    })
+    .await;
+    let (_, reason) = condition(&lost, "HubConnectionDegraded");
+    assert!(reason.ends_with("HubKubeConfigUnauthorized"), "{reason}");
+    let admin_b = hub_b.admin_client();
+    tokio::time::timeout(
+        LOST_HUB_WAIT,
+        ocm::accept::accept_when_asked(&admin_b, "c6", false),
+    )
+    .await
+    .expect("c6 asks hub B to join once A has been lost for the timeout")
+    .unwrap();
+    let clusters: Api<ManagedCluster> = Api::all(admin_b.clone());
+    wait_for(
+        &clusters,
+        "c6",
+        "Joined and Available on B",
+        ocm_e2e::joined_and_available,
+    )
+    .await
+    .unwrap();
+    // The agent chose B's bootstrap kubeconfig; the operator sees the connection work again.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(spoke.clone(), AGENT_NS);
+    let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
+    let chosen = String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    assert_eq!(chosen, bootstrap_b);
+    wait_klusterlet(
+        &klusterlets,
+        Duration::from_secs(90),
+        "B's connection works",
+        |k| condition(k, "HubConnectionDegraded").1 == "HubConnectionFunctional",
+    )
+    .await;
+    // The work agent works for B now: B's work, naming the same ConfigMap, applies it.
+    create_configmap_work(&admin_b, "c6", "moved", "b").await;
+    let taken_over = wait_for(&configmaps, "moved", "B's work applied", |c| {
+        c.data.as_ref().is_some_and(|d| d["from"] == "b")
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        taken_over.metadata.uid, applied.metadata.uid,
+        "the same object throughout"
+    );
+    operated.stop().await;
+    hub_b.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
