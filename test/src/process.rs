@@ -248,17 +248,7 @@ impl HubProcess {
 
     /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
     pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
-        let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
-        let server = ocm_runtime::kubeconfig::current_server(
-            &ocm_runtime::kubeconfig::parse(&text).unwrap(),
-        )
-        .unwrap();
-        let token = ocm::bootstrap::init_hub(admin, None).await.unwrap();
-        ocm::commands::join::bootstrap_kubeconfig(
-            &self.url,
-            server.ca_pem.as_deref().unwrap(),
-            &token.to_string(),
-        )
+        bootstrap_kubeconfig_at(&self.kubeconfig, admin, Some(&self.url)).await
     }
 }
 
@@ -408,6 +398,25 @@ pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std:
     (apiserver, dir.join("admin.kubeconfig"))
 }
 
+/// A bootstrap kubeconfig (a fresh `ocm init` token, made through `admin`) for the hub whose
+/// admin kubeconfig is `admin_kubeconfig`, reaching it at `url` (else that kubeconfig's server).
+async fn bootstrap_kubeconfig_at(
+    admin_kubeconfig: &Path,
+    admin: &kube::Client,
+    url: Option<&str>,
+) -> String {
+    let text = std::fs::read_to_string(admin_kubeconfig).unwrap();
+    let server =
+        ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text).unwrap())
+            .unwrap();
+    let token = ocm::bootstrap::init_hub(admin, None).await.unwrap();
+    ocm::commands::join::bootstrap_kubeconfig(
+        url.unwrap_or(&server.server),
+        server.ca_pem.as_deref().unwrap(),
+        &token.to_string(),
+    )
+}
+
 /// A hub on an existing cluster: a plain `ocm apiserver` process managed by an
 /// `ocm hub --kubeconfig` process (webhooks on a free port, and the dashboard), both ready.
 #[derive(Debug)]
@@ -423,6 +432,11 @@ pub struct ManagedApiserver {
 }
 
 impl ManagedApiserver {
+    /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
+    pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
+        bootstrap_kubeconfig_at(&self.kubeconfig, admin, None).await
+    }
+
     /// Starts both under `home`.
     pub fn start(bin: &str, home: &Path) -> ManagedApiserver {
         Self::start_with(bin, home, &[])

@@ -21,7 +21,7 @@ use ocm_e2e::operator::{
     create_klusterlet, shorten_lease, wait_available_unknown, wait_deployment_available,
     write_agent_secret, write_bootstrap_secret,
 };
-use ocm_e2e::process::HubProcess;
+use ocm_e2e::process::{HubProcess, ManagedApiserver};
 use ocm_e2e::{wait_for, wait_gone};
 use serde_json::json;
 
@@ -965,8 +965,9 @@ async fn create_configmap_work(hub: &kube::Client, cluster: &str, name: &str, fr
 }
 
 /// `bootstrapKubeConfigs` LocalSecrets, the hub lost for good (upstream's `MultipleHubs`):
-/// the cluster joins hub A (the first listed: an `ocm hub` process) and applies A's work; A is
-/// killed (`kill -9`). The Klusterlet shows the lost hub in `HubConnectionDegraded`; once A has
+/// the cluster joins hub A (the first listed: an embedded `ocm hub` process) and applies A's
+/// work; A is killed (`kill -9`). Hub B is a plain `ocm apiserver` run by `ocm hub
+/// --kubeconfig`, so both kinds of hub take part. The Klusterlet shows the lost hub in `HubConnectionDegraded`; once A has
 /// been out of reach for `hubConnectionTimeoutSeconds` (180, the API's least) the registration
 /// agent the operator runs asks hub B by itself, B's admin accepts, the cluster is Joined and
 /// Available on B, the work agent follows (B's work applies), the Klusterlet's hub connection
@@ -980,7 +981,12 @@ async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost()
         .await
         .unwrap();
     let bootstrap_a = hub_a.bootstrap_kubeconfig(&admin_a).await;
-    let (hub_b, bootstrap_b, operated) = setup(home, "c6").await;
+    let hub_b = ManagedApiserver::start(OCM, home);
+    let admin_b = ocm_runtime::kubeconfig::client_from_file(&hub_b.kubeconfig)
+        .await
+        .unwrap();
+    let bootstrap_b = hub_b.bootstrap_kubeconfig(&admin_b).await;
+    let operated = OperatedCluster::start(OCM, home, "c6").await.unwrap();
     let spoke = operated.spoke.client();
     write_agent_secret(&spoke, "hub-a", &bootstrap_a)
         .await
@@ -1012,7 +1018,6 @@ async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost()
     .await;
     let (_, reason) = condition(&lost, "HubConnectionDegraded");
     assert!(reason.ends_with("HubKubeConfigUnauthorized"), "{reason}");
-    let admin_b = hub_b.admin_client();
     tokio::time::timeout(
         LOST_HUB_WAIT,
         ocm::accept::accept_when_asked(&admin_b, "c6", false),
@@ -1053,7 +1058,7 @@ async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost()
         "the same object throughout"
     );
     operated.stop().await;
-    hub_b.stop().await;
+    hub_b.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
