@@ -20,8 +20,11 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::cluster::v1beta1::Placement;
 use ocm_api::work::v1::ManifestWork;
 use ocm_e2e::addon_condition as condition;
+use ocm_e2e::process::{ManagedApiserver, join_simulated};
 use ocm_e2e::{bind_namespace, wait_for, wait_gone};
 use serde_json::{Value, json};
+
+const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
 
 /// A small addon: a namespace, a Deployment and a ConfigMap naming the cluster.
 struct Hello {
@@ -727,8 +730,33 @@ fn ready_at_least(addon: &str, wanted: i64) -> HealthProber {
 async fn work_probes_and_deployment_availability_judge_addons_on_simulated_clusters() {
     let dir = tempfile::tempdir().unwrap();
     let (hub, names, _agents) = ocm_e2e::fleet(dir.path(), 1).await.unwrap();
-    let client = hub.admin_client();
-    let cluster = names[0].clone();
+    let spoke = ocm_e2e::simulated_spoke(&hub, &names[0]).await.unwrap();
+    work_probes(hub.admin_client(), &names[0], spoke).await;
+}
+
+/// The same on a plain `ocm apiserver` run by `ocm hub --kubeconfig`, the cluster joined by
+/// `ocm join --simulated` (a process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_probes_judge_addons_on_a_hub_run_with_a_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let hub = ManagedApiserver::start(OCM, home);
+    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
+        .await
+        .unwrap();
+    let (join, spoke) = join_simulated(OCM, home, &hub.kubeconfig, "p1", &[])
+        .await
+        .unwrap();
+    work_probes(client, "p1", spoke).await;
+    join.stop();
+    hub.stop();
+}
+
+/// Three addons on `cluster` (whose own API server `spoke` serves), judged by a Work prober
+/// with a custom check or by their Deployment's availability: one available, one whose pods
+/// fit no node, one whose check wants more ready replicas than run.
+async fn work_probes(client: kube::Client, cluster: &str, spoke: kube::Client) {
+    let cluster = cluster.to_owned();
     let cmas: Api<ocm_api::addon::v1beta1::ClusterManagementAddOn> = Api::all(client.clone());
     let mcas: Api<ManagedClusterAddOn> = Api::namespaced(client.clone(), &cluster);
     let addons = [
@@ -799,7 +827,6 @@ async fn work_probes_and_deployment_availability_judge_addons_on_simulated_clust
     assert_eq!(reason, "ProbeUnavailable");
     assert!(message.contains("1 of 2 replicas ready"), "{message}");
     // The stuck Deployment is what its cluster reports.
-    let spoke = ocm_e2e::simulated_spoke(&hub, &cluster).await.unwrap();
     let deployment =
         Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(spoke, "stuck-agent")
             .get("agent")
