@@ -246,6 +246,13 @@ impl HubProcess {
         self.url.trim_start_matches("https://").to_owned()
     }
 
+    /// A client of its API server with its admin kubeconfig.
+    pub async fn admin_client(&self) -> kube::Client {
+        ocm_runtime::kubeconfig::client_from_file(&self.kubeconfig)
+            .await
+            .unwrap()
+    }
+
     /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
     pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
         bootstrap_kubeconfig_at(&self.kubeconfig, admin, Some(&self.url)).await
@@ -432,6 +439,13 @@ pub struct ManagedApiserver {
 }
 
 impl ManagedApiserver {
+    /// A client of the API server with its admin kubeconfig.
+    pub async fn admin_client(&self) -> kube::Client {
+        ocm_runtime::kubeconfig::client_from_file(&self.kubeconfig)
+            .await
+            .unwrap()
+    }
+
     /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
     pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
         bootstrap_kubeconfig_at(&self.kubeconfig, admin, None).await

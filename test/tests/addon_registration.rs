@@ -708,9 +708,7 @@ async fn the_token_driver_on_a_hub_run_with_a_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let hub = ocm_e2e::process::ManagedApiserver::start(OCM, home);
-    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let client = hub.admin_client().await;
     let token = ["--addon-kubeclient-registration-auth", "token"];
     // With --operator the Klusterlet says which driver; the flag is refused, naming that.
     let (code, _, stderr) = ocm_e2e::process::run_ocm(

@@ -295,9 +295,7 @@ async fn kubectl_driven_config_rollouts_on_a_hub_run_with_a_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let hub = ManagedApiserver::start(OCM, home);
-    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let client = hub.admin_client().await;
     let names = ["r1", "r2", "r3"];
     let mut joins = Vec::new();
     for name in names {

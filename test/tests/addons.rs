@@ -741,9 +741,7 @@ async fn work_probes_judge_addons_on_a_hub_run_with_a_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let hub = ManagedApiserver::start(OCM, home);
-    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let client = hub.admin_client().await;
     let (join, spoke) = join_simulated(OCM, home, &hub.kubeconfig, "p1", &[])
         .await
         .unwrap();

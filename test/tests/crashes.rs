@@ -457,9 +457,7 @@ async fn a_hub_killed_mid_rollout_loses_no_work_and_applies_nothing_twice() {
     let hub_started = Instant::now();
     let hub = HubProcess::start(OCM, home.path(), &data_dir, "127.0.0.1:0");
     let listen = hub.listen_address();
-    let admin = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let admin = hub.admin_client().await;
     let bootstrap = hub.bootstrap_kubeconfig(&admin).await;
 
     // The managed clusters, each with its registration agent, its work agent and a log of
@@ -551,9 +549,7 @@ async fn a_hub_killed_mid_rollout_loses_no_work_and_applies_nothing_twice() {
     let hub = HubProcess::start(OCM, home.path(), &data_dir, &listen);
     eprintln!("hub back {:?} after the first create", started.elapsed());
     back_tx.send(true).unwrap();
-    let admin = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let admin = hub.admin_client().await;
     let mut lost = Vec::new();
     for cluster in &clusters {
         let works: BTreeMap<String, ManifestWork> =

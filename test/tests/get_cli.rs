@@ -168,9 +168,7 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 async fn get_placements_takes_kubectls_namespace_and_output_flags() {
     let home = tempfile::tempdir().unwrap();
     let hub = HubProcess::start(OCM, home.path(), &home.path().join("hub"), "127.0.0.1:0");
-    let client = ocm_runtime::kubeconfig::client_from_file(&hub.kubeconfig)
-        .await
-        .unwrap();
+    let client = hub.admin_client().await;
     for namespace in ["apps", "web"] {
         let ns: Namespace =
             serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();

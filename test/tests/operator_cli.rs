@@ -528,9 +528,7 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
     )
     .await;
     assert_eq!(code, 0, "ocm accept failed:\n{out}\n{err}");
-    let admin_a = ocm_runtime::kubeconfig::client_from_file(&hub_a.kubeconfig)
-        .await
-        .unwrap();
+    let admin_a = hub_a.admin_client().await;
     wait_for(
         &Api::<ManagedCluster>::all(admin_a),
         "c1",
@@ -539,9 +537,7 @@ async fn join_with_the_operator_names_two_hubs_as_local_secrets() {
     )
     .await
     .unwrap();
-    let admin_b = ocm_runtime::kubeconfig::client_from_file(&hub_b.kubeconfig)
-        .await
-        .unwrap();
+    let admin_b = hub_b.admin_client().await;
     assert!(
         Api::<ManagedCluster>::all(admin_b)
             .get_opt("c1")

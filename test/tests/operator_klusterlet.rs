@@ -977,14 +977,10 @@ async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost()
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let hub_a = HubProcess::start(OCM, home, &home.join("hub-a"), "127.0.0.1:0");
-    let admin_a = ocm_runtime::kubeconfig::client_from_file(&hub_a.kubeconfig)
-        .await
-        .unwrap();
+    let admin_a = hub_a.admin_client().await;
     let bootstrap_a = hub_a.bootstrap_kubeconfig(&admin_a).await;
     let hub_b = ManagedApiserver::start(OCM, home);
-    let admin_b = ocm_runtime::kubeconfig::client_from_file(&hub_b.kubeconfig)
-        .await
-        .unwrap();
+    let admin_b = hub_b.admin_client().await;
     let bootstrap_b = hub_b.bootstrap_kubeconfig(&admin_b).await;
     let operated = OperatedCluster::start(OCM, home, "c6").await.unwrap();
     let spoke = operated.spoke.client();
