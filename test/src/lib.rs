@@ -199,8 +199,22 @@ pub async fn wait_for<K>(
 where
     K: kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
+    wait_for_within(WAIT, api, name, what, condition).await
+}
+
+/// [`wait_for`] up to `wait`, for what takes longer by nature (a timeout the API sets).
+pub async fn wait_for_within<K>(
+    wait: Duration,
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    condition: impl Fn(&K) -> bool,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
     let object = tokio::time::timeout(
-        WAIT,
+        wait,
         await_condition(api.clone(), name, move |o: Option<&K>| {
             o.is_some_and(&condition)
         }),

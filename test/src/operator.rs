@@ -169,12 +169,18 @@ pub async fn wait_available_unknown(hub: &kube::Client, name: &str) -> anyhow::R
 /// Accepts cluster `name` once it asks to join (as `ocm accept` does) and waits until it is
 /// Joined and Available.
 pub async fn accept_and_wait_available(hub: &kube::Client, name: &str) -> anyhow::Result<()> {
-    tokio::time::timeout(
-        crate::WAIT,
-        ocm::accept::accept_when_asked(hub, name, false),
-    )
-    .await
-    .with_context(|| format!("{name} did not ask to join"))??;
+    accept_and_wait_available_within(crate::WAIT, hub, name).await
+}
+
+/// [`accept_and_wait_available`], the cluster given up to `ask_wait` to ask.
+pub async fn accept_and_wait_available_within(
+    ask_wait: std::time::Duration,
+    hub: &kube::Client,
+    name: &str,
+) -> anyhow::Result<()> {
+    tokio::time::timeout(ask_wait, ocm::accept::accept_when_asked(hub, name, false))
+        .await
+        .with_context(|| format!("{name} did not ask to join"))??;
     let clusters: Api<ocm_api::cluster::v1::ManagedCluster> = Api::all(hub.clone());
     wait_for(
         &clusters,

@@ -255,7 +255,7 @@ impl HubProcess {
 
     /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
     pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
-        bootstrap_kubeconfig_at(&self.kubeconfig, admin, Some(&self.url)).await
+        bootstrap_kubeconfig_for(&self.kubeconfig, admin).await
     }
 }
 
@@ -406,19 +406,15 @@ pub fn start_apiserver(bin: &str, home: &Path, extra: &[&str]) -> (Process, std:
 }
 
 /// A bootstrap kubeconfig (a fresh `ocm init` token, made through `admin`) for the hub whose
-/// admin kubeconfig is `admin_kubeconfig`, reaching it at `url` (else that kubeconfig's server).
-async fn bootstrap_kubeconfig_at(
-    admin_kubeconfig: &Path,
-    admin: &kube::Client,
-    url: Option<&str>,
-) -> String {
+/// admin kubeconfig is `admin_kubeconfig`, at that kubeconfig's server.
+async fn bootstrap_kubeconfig_for(admin_kubeconfig: &Path, admin: &kube::Client) -> String {
     let text = std::fs::read_to_string(admin_kubeconfig).unwrap();
     let server =
         ocm_runtime::kubeconfig::current_server(&ocm_runtime::kubeconfig::parse(&text).unwrap())
             .unwrap();
     let token = ocm::bootstrap::init_hub(admin, None).await.unwrap();
     ocm::commands::join::bootstrap_kubeconfig(
-        url.unwrap_or(&server.server),
+        &server.server,
         server.ca_pem.as_deref().unwrap(),
         &token.to_string(),
     )
@@ -448,7 +444,7 @@ impl ManagedApiserver {
 
     /// A bootstrap kubeconfig for this hub (a fresh `ocm init` token, made through `admin`).
     pub async fn bootstrap_kubeconfig(&self, admin: &kube::Client) -> String {
-        bootstrap_kubeconfig_at(&self.kubeconfig, admin, None).await
+        bootstrap_kubeconfig_for(&self.kubeconfig, admin).await
     }
 
     /// Starts both under `home`.

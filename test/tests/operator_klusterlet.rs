@@ -17,12 +17,12 @@ use ocm_api::cluster::v1::ManagedCluster;
 use ocm_api::operator::v1::Klusterlet;
 use ocm_api::work::v1::{AppliedManifestWork, ManifestWork};
 use ocm_e2e::operator::{
-    AGENT_NS, OperatedCluster, UPGRADED, accept_and_wait_available, condition_of,
-    create_klusterlet, shorten_lease, wait_available_unknown, wait_deployment_available,
-    write_agent_secret, write_bootstrap_secret,
+    AGENT_NS, OperatedCluster, UPGRADED, accept_and_wait_available,
+    accept_and_wait_available_within, condition_of, create_klusterlet, shorten_lease,
+    wait_available_unknown, wait_deployment_available, write_agent_secret, write_bootstrap_secret,
 };
 use ocm_e2e::process::{HubProcess, ManagedApiserver};
-use ocm_e2e::{wait_for, wait_gone};
+use ocm_e2e::{wait_for, wait_for_within, wait_gone};
 use serde_json::json;
 
 const OCM: &str = env!("CARGO_BIN_EXE_ocm-e2e-ocm");
@@ -928,27 +928,6 @@ async fn local_secrets_the_agent_joins_the_first_hub_that_answers() {
 /// (180), the agent's check period at that timeout (30 s), and registering with the next hub.
 const LOST_HUB_WAIT: Duration = Duration::from_secs(180 + 30 + 60);
 
-/// Waits up to `wait` until Klusterlet `name` satisfies `condition`.
-async fn wait_klusterlet(
-    api: &Api<Klusterlet>,
-    wait: Duration,
-    what: &str,
-    condition: impl Fn(&Klusterlet) -> bool,
-) -> Klusterlet {
-    let seen = tokio::time::timeout(
-        wait,
-        kube::runtime::wait::await_condition(
-            api.clone(),
-            "klusterlet",
-            move |k: Option<&Klusterlet>| k.is_some_and(&condition),
-        ),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting for the Klusterlet: {what}"))
-    .unwrap();
-    seen.unwrap()
-}
-
 /// Creates ManifestWork `name` in `cluster`'s namespace on `hub`: ConfigMap `name` in
 /// `default`, its data saying `from`.
 async fn create_configmap_work(hub: &kube::Client, cluster: &str, name: &str, from: &str) {
@@ -967,11 +946,12 @@ async fn create_configmap_work(hub: &kube::Client, cluster: &str, name: &str, fr
 /// `bootstrapKubeConfigs` LocalSecrets, the hub lost for good (upstream's `MultipleHubs`):
 /// the cluster joins hub A (the first listed: an embedded `ocm hub` process) and applies A's
 /// work; A is killed (`kill -9`). Hub B is a plain `ocm apiserver` run by `ocm hub
-/// --kubeconfig`, so both kinds of hub take part. The Klusterlet shows the lost hub in `HubConnectionDegraded`; once A has
-/// been out of reach for `hubConnectionTimeoutSeconds` (180, the API's least) the registration
-/// agent the operator runs asks hub B by itself, B's admin accepts, the cluster is Joined and
-/// Available on B, the work agent follows (B's work applies), the Klusterlet's hub connection
-/// works again, and what A's work applied is the same object throughout.
+/// --kubeconfig`, so both kinds of hub take part. The Klusterlet shows the lost hub in
+/// `HubConnectionDegraded`; once A has been out of reach for `hubConnectionTimeoutSeconds`
+/// (180, the API's least) the registration agent the operator runs asks hub B by itself, B's
+/// admin accepts, the cluster is Joined and Available on B, the work agent follows (B's work
+/// applies), the Klusterlet's hub connection works again, and what A's work applied is the
+/// same object throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost() {
     let dir = tempfile::tempdir().unwrap();
@@ -1008,40 +988,35 @@ async fn local_secrets_the_agent_moves_to_the_next_hub_when_its_hub_stays_lost()
 
     hub_a.process.kill_9();
     // The operator re-checks a working connection every minute.
-    let lost = wait_klusterlet(&klusterlets, LOST_HUB_WAIT, "A's loss seen", |k| {
-        condition(k, "HubConnectionDegraded").0 == "True"
-    })
-    .await;
+    let lost = wait_for_within(
+        LOST_HUB_WAIT,
+        &klusterlets,
+        "klusterlet",
+        "A's loss seen",
+        |k| condition(k, "HubConnectionDegraded").0 == "True",
+    )
+    .await
+    .unwrap();
     let (_, reason) = condition(&lost, "HubConnectionDegraded");
     assert!(reason.ends_with("HubKubeConfigUnauthorized"), "{reason}");
-    tokio::time::timeout(
-        LOST_HUB_WAIT,
-        ocm::accept::accept_when_asked(&admin_b, "c6", false),
-    )
-    .await
-    .expect("c6 asks hub B to join once A has been lost for the timeout")
-    .unwrap();
-    let clusters: Api<ManagedCluster> = Api::all(admin_b.clone());
-    wait_for(
-        &clusters,
-        "c6",
-        "Joined and Available on B",
-        ocm_e2e::joined_and_available,
-    )
-    .await
-    .unwrap();
+    // c6 asks B once A has been lost for the timeout.
+    accept_and_wait_available_within(LOST_HUB_WAIT, &admin_b, "c6")
+        .await
+        .unwrap();
     // The agent chose B's bootstrap kubeconfig; the operator sees the connection work again.
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(spoke.clone(), AGENT_NS);
     let chosen = secrets.get("bootstrap-hub-kubeconfig").await.unwrap();
     let chosen = String::from_utf8(chosen.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert_eq!(chosen, bootstrap_b);
-    wait_klusterlet(
-        &klusterlets,
+    wait_for_within(
         Duration::from_secs(90),
+        &klusterlets,
+        "klusterlet",
         "B's connection works",
         |k| condition(k, "HubConnectionDegraded").1 == "HubConnectionFunctional",
     )
-    .await;
+    .await
+    .unwrap();
     // The work agent works for B now: B's work, naming the same ConfigMap, applies it.
     create_configmap_work(&admin_b, "c6", "moved", "b").await;
     let taken_over = wait_for(&configmaps, "moved", "B's work applied", |c| {
